@@ -1,0 +1,2 @@
+//! faultline-node: see the crate docs in lib.rs.
+fn main() {}

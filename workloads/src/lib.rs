@@ -1,0 +1,3 @@
+//! faultline workloads: the one history type, models, generators, clients' traits and checkers.
+
+pub mod history;
