@@ -1,1 +1,13 @@
-//! faultline nemeses.
+//! faultline nemeses: the faults a run injects into the lab.
+//!
+//! - [`process`]: kill -9 and restart, SIGSTOP/SIGCONT pauses, on roles (`primary`, `backup`, ...) or node sets, with a
+//!   seeded schedule that composes overlapping faults (independent per-node crash/restart flaps plus targeted faults).
+//! - [`disk`]: surgery on a stopped node's files; every cut is recorded exactly (file, offset, bytes before/after).
+//!
+//! A nemesis acts on the lab only through the [`process::Lab`] trait the harness implements, and every fault it starts
+//! or heals is returned as a history event.
+
+pub mod disk;
+pub mod process;
+pub mod rng;
+pub mod units;

@@ -1,1 +1,227 @@
-fn main() {}
+//! `faultline`: the command line. Thin glue over the harness modules.
+//!
+//! Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or plan, 255 harness error.
+
+use clap::{Parser, Subcommand};
+use faultline::plan::{Plan, PlanError, DEFAULT_PLAN_YAML};
+use faultline::run::{run, RunOptions};
+use faultline_faults::units::Millis;
+use faultline_reports::results::{shout, Results};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const EXIT_BAD_INPUT: u8 = 254;
+const EXIT_HARNESS_ERROR: u8 = 255;
+
+#[derive(Parser)]
+#[command(
+    name = "faultline",
+    version,
+    about = "Jepsen-style fault injection for replicated storage and streaming systems"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a test plan (the built-in default plan when none is given).
+    Run {
+        /// Plan file (YAML). Omit for the built-in default: 3 reference nodes, register workload, process faults.
+        plan: Option<PathBuf>,
+        /// Override the plan's fault-phase length, e.g. 30s.
+        #[arg(long, value_parser = parse_millis)]
+        time_limit: Option<Millis>,
+        /// Override the plan's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Store folder.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Show plans.
+    Plan {
+        /// Print the built-in default plan as commented YAML.
+        #[arg(long)]
+        print_default: bool,
+        /// Check a plan file and print it resolved.
+        #[arg(long)]
+        check: Option<PathBuf>,
+    },
+    /// Re-run every check on a run's store folder (works on crashed runs too).
+    Analyze {
+        /// The run's store folder (e.g. store/latest).
+        dir: PathBuf,
+    },
+    /// Check a history file for linearizability (faultline JSONL, Jepsen EDN or log lines, Porcupine kv logs).
+    Check {
+        /// History file.
+        file: PathBuf,
+        /// Model.
+        #[arg(long, default_value = "cas-register")]
+        model: String,
+        /// Wall-time budget; past it the verdict is unknown.
+        #[arg(long, value_parser = parse_millis, default_value = "30s")]
+        timeout: Millis,
+    },
+}
+
+fn parse_millis(text: &str) -> Result<Millis, String> {
+    Millis::parse(text)
+}
+
+fn main() -> ExitCode {
+    faultline::supervisor::install_panic_cleanup();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Run {
+            plan,
+            time_limit,
+            seed,
+            store,
+            quiet,
+        } => run_command(plan, time_limit, seed, store, quiet),
+        Command::Plan { print_default, check } => plan_command(print_default, check),
+        Command::Analyze { dir } => analyze_command(&dir),
+        Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
+    }
+}
+
+fn plan_error(e: PlanError) -> ExitCode {
+    eprintln!("faultline: bad plan: {e}");
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+fn run_command(
+    plan_path: Option<PathBuf>,
+    time_limit: Option<Millis>,
+    seed: Option<u64>,
+    store: PathBuf,
+    quiet: bool,
+) -> ExitCode {
+    let mut plan = match &plan_path {
+        Some(path) => match Plan::load(path) {
+            Ok(plan) => plan,
+            Err(e) => return plan_error(e),
+        },
+        None => Plan::default_plan(),
+    };
+    if let Some(limit) = time_limit {
+        if limit.0 == 0 {
+            eprintln!("faultline: --time-limit must be > 0");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        plan.time_limit = limit;
+    }
+    if seed.is_some() {
+        plan.seed = seed;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("building the tokio runtime");
+    let quiet = quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    match runtime.block_on(run(RunOptions {
+        plan,
+        store_root: store,
+        quiet,
+    })) {
+        Ok(outcome) => {
+            print_checks(&outcome.results);
+            println!(
+                "faultline: {} — {} — {}",
+                shout(outcome.results.verdict),
+                outcome.results.reason,
+                outcome.store_dir.display()
+            );
+            ExitCode::from(outcome.results.verdict.exit_code() as u8)
+        }
+        Err(e) => {
+            faultline::supervisor::kill_all_spawned();
+            eprintln!("faultline: harness error: {e:#}");
+            ExitCode::from(EXIT_HARNESS_ERROR)
+        }
+    }
+}
+
+fn print_checks(results: &Results) {
+    for check in &results.checks {
+        println!("  {:<16} {:<8} {}", check.name, check.verdict.to_string(), check.reason);
+    }
+    println!(
+        "  ops: {} ok, {} fail, {} info; {} nemesis events; seed {}",
+        results.counts.ok, results.counts.fail, results.counts.info, results.counts.nemesis, results.seed
+    );
+}
+
+fn plan_command(print_default: bool, check: Option<PathBuf>) -> ExitCode {
+    if let Some(path) = check {
+        return match Plan::load(&path) {
+            Ok(plan) => {
+                print!("{}", plan.to_yaml());
+                ExitCode::SUCCESS
+            }
+            Err(e) => plan_error(e),
+        };
+    }
+    if print_default {
+        print!("{DEFAULT_PLAN_YAML}");
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("faultline plan: say --print-default or --check FILE");
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+fn analyze_command(dir: &std::path::Path) -> ExitCode {
+    match faultline::analyze::analyze_and_write(dir) {
+        Ok(results) => {
+            print_checks(&results);
+            println!(
+                "faultline: {} — {} — {}",
+                shout(results.verdict),
+                results.reason,
+                dir.display()
+            );
+            ExitCode::from(results.verdict.exit_code() as u8)
+        }
+        Err(e) => {
+            eprintln!("faultline: cannot analyze {}: {e:#}", dir.display());
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn check_command(file: &std::path::Path, model: &str, timeout: Millis) -> ExitCode {
+    let model = match model.parse::<faultline_workloads::ModelKind>() {
+        Ok(model) => model,
+        Err(e) => {
+            eprintln!("faultline check: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let history = match faultline_workloads::load_history_file(file, None) {
+        Ok(history) => history,
+        Err(e) => {
+            eprintln!("faultline check: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let options = faultline_workloads::CheckOptions {
+        timeout: timeout.duration(),
+        ..Default::default()
+    };
+    let result = faultline_workloads::check_history(&history, model, &options);
+    print!("{}", faultline_workloads::render_text(&result));
+    ExitCode::from(result.verdict.exit_code() as u8)
+}

@@ -1,0 +1,703 @@
+//! Process faults: kill -9 + restart later, and SIGSTOP/SIGCONT pauses.
+//!
+//! A schedule is generated up front from the run seed, so the same seed always gives the same fault schedule. It
+//! composes two sources, because consensus bugs need *overlapping* faults (repair racing a view change, a lagging
+//! replica promoted with a hole), not one fault at a time:
+//!
+//! - **flaps**: every node runs an independent crash/restart process with exponentially distributed up and down times
+//!   (as TigerBeetle's simulator does), so one node restarts while another is still down, majority outages happen
+//!   and end with only some nodes back, and kill-restart flaps can be quick;
+//! - **targeted faults**: at exponentially distributed intervals, a fault (kill or pause) on a target
+//!   (`one|minority|majority|primary|backup|next-primary|all|[names]`) for a duration drawn from a range.
+//!
+//! Role targets (`primary`, `backup`, `next-primary`) are resolved when the fault starts, by asking the lab; their
+//! random choice (which backup) is drawn at generation time so the schedule itself stays seed-determined. Stable
+//! periods are windows in which no fault is active, so the cluster can make progress. Every fault ends (heals) before
+//! the time limit, and [`Executor::heal_all`] heals whatever is still active when a run stops early.
+
+use crate::units::{Millis, MillisRange};
+use rand::Rng;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// What a process fault does to a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProcessFault {
+    /// SIGKILL the node's process group; restart it with the same data dir when the fault ends.
+    Kill,
+    /// SIGSTOP the node's process group; SIGCONT when the fault ends.
+    Pause,
+}
+
+impl ProcessFault {
+    fn start_name(self) -> &'static str {
+        match self {
+            ProcessFault::Kill => "kill",
+            ProcessFault::Pause => "pause",
+        }
+    }
+
+    fn stop_name(self) -> &'static str {
+        match self {
+            ProcessFault::Kill => "start",
+            ProcessFault::Pause => "resume",
+        }
+    }
+}
+
+/// Which nodes a fault hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One random node.
+    One,
+    /// A random minority (at most (n-1)/2 nodes, at least one).
+    Minority,
+    /// A random majority (n/2+1 nodes).
+    Majority,
+    /// The current primary, asked of the system when the fault starts.
+    Primary,
+    /// One random backup (not the current primary).
+    Backup,
+    /// The node that would become primary in the next view.
+    NextPrimary,
+    /// Every node.
+    All,
+    /// Named nodes (`n1..nN`).
+    Nodes(Vec<String>),
+}
+
+impl Target {
+    /// Parses a role name (`one`, `minority`, ...).
+    pub fn parse_role(text: &str) -> Result<Target, String> {
+        Ok(match text {
+            "one" => Target::One,
+            "minority" => Target::Minority,
+            "majority" => Target::Majority,
+            "primary" => Target::Primary,
+            "backup" => Target::Backup,
+            "next-primary" => Target::NextPrimary,
+            "all" => Target::All,
+            other => {
+                return Err(format!(
+                    "unknown target `{other}`: expected one of one, minority, majority, primary, backup, next-primary, \
+                     all, or a list of node names like [n1, n3]"
+                ))
+            }
+        })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Target::One => "one",
+            Target::Minority => "minority",
+            Target::Majority => "majority",
+            Target::Primary => "primary",
+            Target::Backup => "backup",
+            Target::NextPrimary => "next-primary",
+            Target::All => "all",
+            Target::Nodes(names) => return write!(f, "[{}]", names.join(", ")),
+        };
+        f.write_str(name)
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Target::Nodes(names) => names.serialize(s),
+            other => s.collect_str(other),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TargetVisitor;
+        impl<'de> serde::de::Visitor<'de> for TargetVisitor {
+            type Value = Target;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a target role (one, minority, majority, primary, backup, next-primary, all) or a list of node names")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Target, E> {
+                Target::parse_role(v).map_err(E::custom)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Target, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    if parse_node_name(&name).is_none() {
+                        return Err(serde::de::Error::custom(format!(
+                            "`{name}` is not a node name: nodes are named n1, n2, ... nN"
+                        )));
+                    }
+                    names.push(name);
+                }
+                if names.is_empty() {
+                    return Err(serde::de::Error::custom("an empty node list targets nothing"));
+                }
+                Ok(Target::Nodes(names))
+            }
+        }
+        d.deserialize_any(TargetVisitor)
+    }
+}
+
+/// `n3` -> Some(2) (0-based index); anything else -> None.
+pub fn parse_node_name(name: &str) -> Option<usize> {
+    let number: usize = name.strip_prefix('n')?.parse().ok()?;
+    number.checked_sub(1)
+}
+
+/// Node index (0-based) -> `n1..nN`.
+pub fn node_name(index: usize) -> String {
+    format!("n{}", index + 1)
+}
+
+/// One kind of targeted fault in a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetedFaultSpec {
+    /// `kill` or `pause`.
+    pub kind: ProcessFault,
+    /// Who it hits (with its place in the plan, for errors about node names).
+    pub targets: serde_saphyr::Spanned<Target>,
+    /// How long the node stays down or paused, e.g. `1s..4s`.
+    pub duration: MillisRange,
+    /// Relative frequency among the plan's faults.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// Independent per-node crash/restart processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlapSpec {
+    /// Mean time a node stays up between crashes (exponential).
+    pub mean_up: Millis,
+    /// Mean time a crashed node stays down (exponential).
+    pub mean_down: Millis,
+    /// Upper bound on one down time.
+    pub max_down: Millis,
+}
+
+/// Quiet windows: nothing is faulted during them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StableSpec {
+    /// A stable window starts every `every`.
+    pub every: Millis,
+    /// Length of each stable window.
+    pub duration: Millis,
+}
+
+/// The process-fault part of a plan's nemesis.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessNemesisSpec {
+    /// Mean gap between targeted faults (exponential); required when `faults` is not empty.
+    #[serde(default)]
+    pub interval: Option<Millis>,
+    /// Targeted faults, chosen by weight.
+    #[serde(default)]
+    pub faults: Vec<TargetedFaultSpec>,
+    /// Per-node crash/restart flaps.
+    #[serde(default)]
+    pub flaps: Option<FlapSpec>,
+    /// Stable periods.
+    #[serde(default)]
+    pub stable: Option<StableSpec>,
+}
+
+/// Which nodes a scheduled fault hits, resolved as far as the seed allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "resolve", content = "arg")]
+pub enum Resolved {
+    /// Fixed node indices.
+    Nodes(Vec<usize>),
+    /// The primary at fault start.
+    Primary,
+    /// The backup at position `pick % backups` at fault start.
+    Backup(u64),
+    /// The next view's primary at fault start.
+    NextPrimary,
+}
+
+/// Where a scheduled fault came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// A per-node flap.
+    Flap,
+    /// A targeted fault.
+    Targeted,
+}
+
+/// One fault of the schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduledFault {
+    /// Position in the schedule.
+    pub id: u64,
+    /// Offset from the start of the fault phase.
+    pub start_ms: u64,
+    /// How long it lasts.
+    pub duration_ms: u64,
+    /// What it does.
+    pub kind: ProcessFault,
+    /// The target as the plan wrote it.
+    pub target: String,
+    /// Its resolution.
+    pub nodes: Resolved,
+    /// Flap or targeted.
+    pub source: Source,
+}
+
+impl ScheduledFault {
+    /// When it heals.
+    pub fn end_ms(&self) -> u64 {
+        self.start_ms + self.duration_ms
+    }
+}
+
+/// Generates the fault schedule for `node_count` nodes over `phase_ms` from `rng`. Deterministic in the rng.
+pub fn generate(
+    spec: &ProcessNemesisSpec,
+    node_count: usize,
+    phase_ms: u64,
+    rng: &mut impl Rng,
+) -> Vec<ScheduledFault> {
+    assert!(node_count > 0, "a schedule needs at least one node");
+    let mut faults = Vec::new();
+    if let Some(flaps) = &spec.flaps {
+        for node in 0..node_count {
+            let mut t = exponential(rng, flaps.mean_up.0);
+            while t < phase_ms {
+                let down = exponential(rng, flaps.mean_down.0).clamp(1, flaps.max_down.0.max(1));
+                faults.push(ScheduledFault {
+                    id: 0,
+                    start_ms: t,
+                    duration_ms: down,
+                    kind: ProcessFault::Kill,
+                    target: node_name(node),
+                    nodes: Resolved::Nodes(vec![node]),
+                    source: Source::Flap,
+                });
+                t += down + exponential(rng, flaps.mean_up.0);
+            }
+        }
+    }
+    let total_weight: u64 = spec.faults.iter().map(|f| u64::from(f.weight)).sum();
+    if let (Some(interval), true) = (spec.interval, total_weight > 0) {
+        let mut t = exponential(rng, interval.0);
+        while t < phase_ms {
+            let chosen = choose_weighted(&spec.faults, total_weight, rng);
+            let duration = rng.gen_range(chosen.duration.min.0..=chosen.duration.max.0).max(1);
+            faults.push(ScheduledFault {
+                id: 0,
+                start_ms: t,
+                duration_ms: duration,
+                kind: chosen.kind,
+                target: chosen.targets.value.to_string(),
+                nodes: resolve_static(&chosen.targets.value, node_count, rng),
+                source: Source::Targeted,
+            });
+            t += exponential(rng, interval.0);
+        }
+    }
+    let mut faults = fit_into_windows(faults, spec.stable.as_ref(), phase_ms);
+    faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
+    for (id, fault) in faults.iter_mut().enumerate() {
+        fault.id = id as u64;
+    }
+    faults
+}
+
+fn choose_weighted<'a>(faults: &'a [TargetedFaultSpec], total: u64, rng: &mut impl Rng) -> &'a TargetedFaultSpec {
+    let mut pick = rng.gen_range(0..total);
+    for fault in faults {
+        if pick < u64::from(fault.weight) {
+            return fault;
+        }
+        pick -= u64::from(fault.weight);
+    }
+    faults.last().expect("total weight > 0 implies a fault")
+}
+
+/// Exponentially distributed integer with the given mean (at least 1).
+fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
+    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+    ((-u.ln()) * mean_ms as f64).round().max(1.0) as u64
+}
+
+fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> Resolved {
+    let mut random_set = |count: usize| {
+        let mut all: Vec<usize> = (0..n).collect();
+        for i in 0..count.min(n) {
+            let j = rng.gen_range(i..n);
+            all.swap(i, j);
+        }
+        all.truncate(count.min(n));
+        all.sort_unstable();
+        Resolved::Nodes(all)
+    };
+    match target {
+        Target::One => random_set(1),
+        Target::Minority => random_set(((n - 1) / 2).max(1)),
+        Target::Majority => random_set(n / 2 + 1),
+        Target::All => Resolved::Nodes((0..n).collect()),
+        Target::Nodes(names) => Resolved::Nodes(names.iter().filter_map(|name| parse_node_name(name)).collect()),
+        Target::Primary => Resolved::Primary,
+        Target::Backup => Resolved::Backup(rng.gen()),
+        Target::NextPrimary => Resolved::NextPrimary,
+    }
+}
+
+/// Cuts faults so none is active during a stable window or after the phase ends; drops those left empty.
+fn fit_into_windows(faults: Vec<ScheduledFault>, stable: Option<&StableSpec>, phase_ms: u64) -> Vec<ScheduledFault> {
+    faults
+        .into_iter()
+        .filter_map(|mut fault| {
+            let mut end = fault.end_ms().min(phase_ms);
+            if let Some(stable) = stable.filter(|s| s.every.0 > 0 && s.duration.0 > 0) {
+                let window_start = stable_window_start(fault.start_ms, stable);
+                if fault.start_ms >= window_start && fault.start_ms < window_start + stable.duration.0 {
+                    return None; // starts inside a stable window
+                }
+                let next_window = window_start + stable.every.0;
+                let next_window = if fault.start_ms < window_start {
+                    window_start
+                } else {
+                    next_window
+                };
+                end = end.min(next_window);
+            }
+            (end > fault.start_ms).then(|| {
+                fault.duration_ms = end - fault.start_ms;
+                fault
+            })
+        })
+        .collect()
+}
+
+/// Start of the stable window at or before `t` (windows sit at the end of each `every` period).
+fn stable_window_start(t: u64, stable: &StableSpec) -> u64 {
+    let period_start = t / stable.every.0 * stable.every.0;
+    period_start + stable.every.0.saturating_sub(stable.duration.0)
+}
+
+/// What the nemesis needs from the lab. The harness implements it; every method acts on nodes it spawned only.
+#[allow(async_fn_in_trait)]
+pub trait Lab {
+    /// Number of nodes.
+    fn node_count(&self) -> usize;
+    /// Current primary, if the system can tell.
+    async fn primary(&self) -> Option<usize>;
+    /// The node that becomes primary in the next view, if the system can tell.
+    async fn next_primary(&self) -> Option<usize>;
+    /// SIGKILL the node; returns details to record (pid, signal).
+    async fn kill(&self, node: usize) -> Result<Value, String>;
+    /// Start a stopped node with its data dir; returns details to record.
+    async fn start(&self, node: usize) -> Result<Value, String>;
+    /// SIGSTOP the node.
+    async fn pause(&self, node: usize) -> Result<Value, String>;
+    /// SIGCONT the node.
+    async fn resume(&self, node: usize) -> Result<Value, String>;
+    /// Appends a nemesis event to the history.
+    fn record(&self, f: &str, node: usize, value: Value);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeState {
+    Up,
+    Down(u64),
+    Paused(u64),
+}
+
+/// Applies a schedule to a lab in real time, keeping track of which fault holds which node, so overlapping faults
+/// never double-kill or resume a node another fault still holds.
+pub struct Executor {
+    states: Vec<NodeState>,
+    /// fault id -> nodes it actually affected.
+    holding: BTreeMap<u64, (ProcessFault, Vec<usize>)>,
+}
+
+impl Executor {
+    /// All nodes up.
+    pub fn new(node_count: usize) -> Executor {
+        Executor {
+            states: vec![NodeState::Up; node_count],
+            holding: BTreeMap::new(),
+        }
+    }
+
+    /// Runs the schedule from `phase_start` until it is done or `stop` fires; then heals everything still held.
+    pub async fn run<L: Lab>(
+        &mut self,
+        lab: &L,
+        schedule: &[ScheduledFault],
+        phase_start: tokio::time::Instant,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut steps: Vec<(u64, bool, usize)> = Vec::with_capacity(schedule.len() * 2);
+        for (i, fault) in schedule.iter().enumerate() {
+            steps.push((fault.start_ms, true, i));
+            steps.push((fault.end_ms(), false, i));
+        }
+        // Heals before starts at the same instant, so a node freed at t can be hit again at t.
+        steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
+        for (t, is_start, i) in steps {
+            let at = phase_start + Duration::from_millis(t);
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {}
+                _ = stop.wait_for(|stopped| *stopped) => break,
+            }
+            if is_start {
+                self.start_fault(lab, &schedule[i]).await;
+            } else {
+                self.end_fault(lab, schedule[i].id).await;
+            }
+        }
+        self.heal_all(lab).await;
+    }
+
+    async fn start_fault<L: Lab>(&mut self, lab: &L, fault: &ScheduledFault) {
+        let candidates = match &fault.nodes {
+            Resolved::Nodes(nodes) => nodes.clone(),
+            Resolved::Primary => lab.primary().await.into_iter().collect(),
+            Resolved::NextPrimary => lab.next_primary().await.into_iter().collect(),
+            Resolved::Backup(pick) => {
+                let primary = lab.primary().await;
+                let backups: Vec<usize> = (0..lab.node_count()).filter(|&n| Some(n) != primary).collect();
+                backups
+                    .get(*pick as usize % backups.len().max(1))
+                    .copied()
+                    .into_iter()
+                    .collect()
+            }
+        };
+        let mut affected = Vec::new();
+        for node in candidates {
+            if self.states.get(node) != Some(&NodeState::Up) {
+                continue; // another fault holds it
+            }
+            let result = match fault.kind {
+                ProcessFault::Kill => lab.kill(node).await,
+                ProcessFault::Pause => lab.pause(node).await,
+            };
+            let mut value = json!({"fault_id": fault.id, "target": fault.target, "source": fault.source});
+            match result {
+                Ok(details) => {
+                    merge(&mut value, details);
+                    self.states[node] = match fault.kind {
+                        ProcessFault::Kill => NodeState::Down(fault.id),
+                        ProcessFault::Pause => NodeState::Paused(fault.id),
+                    };
+                    affected.push(node);
+                }
+                Err(error) => value["error"] = Value::from(error),
+            }
+            lab.record(fault.kind.start_name(), node, value);
+        }
+        if !affected.is_empty() {
+            self.holding.insert(fault.id, (fault.kind, affected));
+        }
+    }
+
+    async fn end_fault<L: Lab>(&mut self, lab: &L, fault_id: u64) {
+        let Some((kind, nodes)) = self.holding.remove(&fault_id) else {
+            return;
+        };
+        for node in nodes {
+            let result = match kind {
+                ProcessFault::Kill => lab.start(node).await,
+                ProcessFault::Pause => lab.resume(node).await,
+            };
+            let mut value = json!({"fault_id": fault_id});
+            match result {
+                Ok(details) => merge(&mut value, details),
+                Err(error) => value["error"] = Value::from(error),
+            }
+            self.states[node] = NodeState::Up;
+            lab.record(kind.stop_name(), node, value);
+        }
+    }
+
+    /// Heals every fault still holding a node (resume paused nodes, start killed ones).
+    pub async fn heal_all<L: Lab>(&mut self, lab: &L) {
+        let held: Vec<u64> = self.holding.keys().copied().collect();
+        for fault_id in held {
+            self.end_fault(lab, fault_id).await;
+        }
+    }
+}
+
+fn merge(into: &mut Value, details: Value) {
+    if let (Some(into), Value::Object(details)) = (into.as_object_mut(), details) {
+        into.extend(details);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    fn spanned(target: Target) -> serde_saphyr::Spanned<Target> {
+        let unknown = serde_saphyr::Location::UNKNOWN;
+        serde_saphyr::Spanned::new(target, unknown, unknown)
+    }
+
+    fn spec() -> ProcessNemesisSpec {
+        ProcessNemesisSpec {
+            interval: Some(Millis(3000)),
+            faults: vec![
+                TargetedFaultSpec {
+                    kind: ProcessFault::Kill,
+                    targets: spanned(Target::Primary),
+                    duration: MillisRange {
+                        min: Millis(500),
+                        max: Millis(3000),
+                    },
+                    weight: 2,
+                },
+                TargetedFaultSpec {
+                    kind: ProcessFault::Pause,
+                    targets: spanned(Target::Minority),
+                    duration: MillisRange {
+                        min: Millis(500),
+                        max: Millis(2000),
+                    },
+                    weight: 1,
+                },
+            ],
+            flaps: Some(FlapSpec {
+                mean_up: Millis(6000),
+                mean_down: Millis(1500),
+                max_down: Millis(5000),
+            }),
+            stable: Some(StableSpec {
+                every: Millis(20_000),
+                duration: Millis(4000),
+            }),
+        }
+    }
+
+    #[test]
+    fn given_same_seed_when_generated_twice_should_give_the_same_schedule() {
+        let a = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
+        let b = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
+        let c = generate(&spec(), 3, 60_000, &mut stream(8, "nemesis"));
+        assert!(!a.is_empty());
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn given_flaps_when_generated_should_overlap_faults_on_different_nodes() {
+        let schedule = generate(&spec(), 5, 120_000, &mut stream(1, "nemesis"));
+        let overlapping = schedule.iter().enumerate().any(|(i, a)| {
+            schedule[i + 1..]
+                .iter()
+                .any(|b| b.start_ms < a.end_ms() && a.start_ms < b.end_ms() && a.nodes != b.nodes)
+        });
+        assert!(overlapping, "flaps must produce overlapping faults: {schedule:?}");
+    }
+
+    #[test]
+    fn given_stable_windows_when_generated_should_keep_them_fault_free_and_end_by_the_limit() {
+        let stable = spec().stable.unwrap();
+        for seed in 0..20 {
+            for fault in generate(&spec(), 3, 60_000, &mut stream(seed, "nemesis")) {
+                assert!(fault.end_ms() <= 60_000);
+                for w in 0..3u64 {
+                    let ws = w * 20_000 + 16_000;
+                    let we = ws + stable.duration.0;
+                    assert!(
+                        fault.end_ms() <= ws || fault.start_ms >= we,
+                        "fault {fault:?} overlaps window {ws}..{we}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn given_targets_when_parsed_should_accept_roles_and_names_and_reject_typos() {
+        assert_eq!(Target::parse_role("next-primary").unwrap(), Target::NextPrimary);
+        assert!(Target::parse_role("primery").unwrap_err().contains("unknown target"));
+        assert_eq!(parse_node_name("n3"), Some(2));
+        assert_eq!(parse_node_name("n0"), None);
+        assert_eq!(parse_node_name("x1"), None);
+    }
+
+    struct FakeLab {
+        log: std::sync::Mutex<Vec<(String, usize)>>,
+    }
+
+    impl Lab for FakeLab {
+        fn node_count(&self) -> usize {
+            3
+        }
+        async fn primary(&self) -> Option<usize> {
+            Some(0)
+        }
+        async fn next_primary(&self) -> Option<usize> {
+            Some(1)
+        }
+        async fn kill(&self, _: usize) -> Result<Value, String> {
+            Ok(json!({}))
+        }
+        async fn start(&self, _: usize) -> Result<Value, String> {
+            Ok(json!({}))
+        }
+        async fn pause(&self, _: usize) -> Result<Value, String> {
+            Ok(json!({}))
+        }
+        async fn resume(&self, _: usize) -> Result<Value, String> {
+            Ok(json!({}))
+        }
+        fn record(&self, f: &str, node: usize, _: Value) {
+            self.log.lock().unwrap().push((f.to_string(), node));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_overlapping_faults_on_one_node_when_run_should_not_double_fault_and_heal_everything() {
+        let fault = |id, start_ms, duration_ms, kind| ScheduledFault {
+            id,
+            start_ms,
+            duration_ms,
+            kind,
+            target: "n1".into(),
+            nodes: Resolved::Nodes(vec![0]),
+            source: Source::Targeted,
+        };
+        let schedule = vec![
+            fault(0, 10, 100, ProcessFault::Kill),
+            fault(1, 20, 500, ProcessFault::Pause), // n1 is down: skipped
+            fault(2, 200, 10_000, ProcessFault::Pause),
+        ];
+        let lab = FakeLab {
+            log: Default::default(),
+        };
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let mut executor = Executor::new(3);
+        let start = tokio::time::Instant::now();
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            tx.send(true).unwrap();
+        };
+        tokio::join!(executor.run(&lab, &schedule, start, rx), stopper);
+        let log = lab.log.lock().unwrap().clone();
+        let names: Vec<&str> = log.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["kill", "start", "pause", "resume"]);
+    }
+}

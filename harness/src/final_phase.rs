@@ -1,0 +1,242 @@
+//! The final phase: with every fault healed, the cluster must recover (accept a write within the bound), converge
+//! (every node the same commit point), answer final reads; then every node is kill -9ed, its WAL verified offline,
+//! restarted, and must boot; then the cluster must recover again and answer the final reads again.
+//!
+//! Every probe and read here is an ordinary client op in the history, checked with the rest, so a write lost across
+//! the restart-all shows up as a linearizability violation.
+
+use crate::lab::{BootState, Lab};
+use crate::plan::Plan;
+use crate::workload::{perform, PlannedOp, Workload};
+use faultline_faults::disk;
+use faultline_faults::process::{node_name, parse_node_name};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Pause between recovery probe attempts.
+const PROBE_RETRY_DELAY: Duration = Duration::from_millis(200);
+/// Bound on an offline verification command.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the final phase (the fault phase has already healed every fault).
+pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
+    let recorder = lab.recorder();
+    let spec = &plan.final_phase;
+    recorder.lifecycle("final-phase", None, json!({}));
+    let op_timeout = plan.workload.op_timeout.duration();
+    if !recover(lab, workload, "heal", spec.recovery_timeout.duration(), op_timeout).await {
+        return;
+    }
+    converge(lab, spec.convergence_timeout.duration()).await;
+    final_reads(lab, workload, "after-heal", op_timeout).await;
+    if !spec.restart_all {
+        return;
+    }
+    restart_all(plan, lab).await;
+    if recover(
+        lab,
+        workload,
+        "restart-all",
+        spec.recovery_timeout.duration(),
+        op_timeout,
+    )
+    .await
+    {
+        converge(lab, spec.convergence_timeout.duration()).await;
+        final_reads(lab, workload, "after-restart-all", op_timeout).await;
+    }
+}
+
+/// Writes probe values until one is acknowledged; records `recovered` or `recovery-timeout`.
+async fn recover(
+    lab: &Arc<Lab>,
+    workload: &Arc<Workload>,
+    after: &str,
+    timeout: Duration,
+    op_timeout: Duration,
+) -> bool {
+    let recorder = lab.recorder();
+    let started = tokio::time::Instant::now();
+    let worker = u64::MAX; // the final phase's own lane
+    let mut attempt = 0u64;
+    while started.elapsed() < timeout {
+        attempt += 1;
+        let home = lab.find_primary().await.unwrap_or((attempt as usize) % lab.len());
+        let process = workload.new_process();
+        let client = lab.system().register_client(home, op_timeout, process);
+        let op = PlannedOp {
+            f: "write",
+            key: format!("probe-{after}"),
+            value: Value::from(format!("probe-{after}-{attempt}")),
+        };
+        let outcome = perform(recorder, client.as_ref(), process, worker, &node_name(home), &op).await;
+        if matches!(outcome, crate::system::Outcome::Ok(_)) {
+            recorder.lifecycle(
+                "recovered",
+                None,
+                json!({"after": after, "recovery_ms": started.elapsed().as_millis() as u64, "attempts": attempt}),
+            );
+            return true;
+        }
+        tokio::time::sleep(PROBE_RETRY_DELAY).await;
+    }
+    recorder.lifecycle(
+        "recovery-timeout",
+        None,
+        json!({"after": after, "timeout_ms": timeout.as_millis() as u64, "attempts": attempt}),
+    );
+    false
+}
+
+/// Waits until every node reports the same commit point; records `converged` or `convergence-timeout`.
+async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
+    let started = tokio::time::Instant::now();
+    loop {
+        // Nodes that legitimately refused to boot (or crashed: the boot check reports those) are left out; the rest
+        // must agree, and they must be a majority.
+        let points: Vec<Option<String>> = lab.commit_points().await;
+        let live: Vec<usize> = (0..lab.len())
+            .filter(|&n| lab.boot_state(n) == BootState::Ready)
+            .collect();
+        let first = live.first().and_then(|&n| points[n].clone());
+        if first.is_some() && live.len() > lab.len() / 2 && live.iter().all(|&n| points[n] == first) {
+            lab.recorder().lifecycle(
+                "converged",
+                None,
+                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first}),
+            );
+            return true;
+        }
+        if started.elapsed() > timeout {
+            let by_node: serde_json::Map<String, Value> = points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (node_name(i), json!(p)))
+                .collect();
+            lab.recorder().lifecycle(
+                "convergence-timeout",
+                None,
+                json!({"timeout_ms": timeout.as_millis() as u64, "commit_points": by_node}),
+            );
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Reads every key the run used, through the primary.
+async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
+    let recorder = lab.recorder();
+    recorder.lifecycle("final-reads", None, json!({"label": label}));
+    let home = lab.find_primary().await.unwrap_or(0);
+    let mut process = workload.new_process();
+    let mut client = lab.system().register_client(home, op_timeout, process);
+    let mut keys = workload.keys_used();
+    keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+    for key in keys {
+        let op = PlannedOp {
+            f: "read",
+            key,
+            value: Value::Null,
+        };
+        let outcome = perform(recorder, client.as_ref(), process, u64::MAX, &node_name(home), &op).await;
+        if matches!(outcome, crate::system::Outcome::Info(_)) {
+            process = workload.new_process();
+            client = lab.system().register_client(home, op_timeout, process);
+        }
+    }
+}
+
+/// kill -9 every node, verify every WAL offline, restart every node, wait for every boot.
+async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
+    let recorder = lab.recorder();
+    recorder.lifecycle("restart-all", None, json!({}));
+    for node in 0..lab.len() {
+        let details = lab.kill_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        recorder.lifecycle("kill", Some(&node_name(node)), details);
+    }
+    if let Some(corrupt) = &plan.final_phase.test_only_corrupt_wal {
+        let node = parse_node_name(&corrupt.node.value).expect("validated at plan load");
+        let data_dir = lab.system().data_dir(node);
+        match disk::corrupt_interior(&data_dir, lab.system().wal_prefix()) {
+            Ok(record) if corrupt.recorded => {
+                recorder.nemesis(
+                    "disk-surgery",
+                    Some(&node_name(node)),
+                    json!({"test_only": true, "surgery": record}),
+                );
+            }
+            Ok(_) => {} // deliberately unrecorded: simulates a disk nothing (visible) corrupted
+            Err(e) => {
+                recorder.nemesis(
+                    "disk-surgery",
+                    Some(&node_name(node)),
+                    json!({"test_only": true, "error": e.to_string()}),
+                );
+            }
+        }
+    }
+    for node in 0..lab.len() {
+        verify_offline(lab, node).await;
+    }
+    for node in 0..lab.len() {
+        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        recorder.lifecycle("start", Some(&node_name(node)), details);
+    }
+    for node in 0..lab.len() {
+        lab.wait_boot(node).await;
+    }
+}
+
+/// Runs the system's offline WAL verification on a stopped node, if it has one; records `verify-ok`/`verify-refused`.
+async fn verify_offline(lab: &Arc<Lab>, node: usize) {
+    let Some(command) = lab.system().verify_command(node) else {
+        return;
+    };
+    let output = tokio::time::timeout(
+        VERIFY_TIMEOUT,
+        tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await;
+    let name = node_name(node);
+    match output {
+        Ok(Ok(output)) if output.status.success() => {
+            lab.recorder()
+                .lifecycle("verify-ok", Some(&name), json!({"command": command.display()}));
+        }
+        Ok(Ok(output)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let line = lab
+                .system()
+                .boot_refusal_line(&text)
+                .unwrap_or_else(|| text.trim().lines().last().unwrap_or("").to_string());
+            lab.recorder().lifecycle(
+                "verify-refused",
+                Some(&name),
+                json!({"command": command.display(), "exit": output.status.to_string(), "line": line}),
+            );
+        }
+        Ok(Err(e)) => {
+            lab.recorder().lifecycle(
+                "verify-error",
+                Some(&name),
+                json!({"command": command.display(), "error": e.to_string()}),
+            );
+        }
+        Err(_) => {
+            lab.recorder().lifecycle(
+                "verify-error",
+                Some(&name),
+                json!({"command": command.display(), "error": "timed out"}),
+            );
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The lab: the running cluster of one run. It starts, kills, pauses and resumes nodes (only processes it spawned),
+//! watches each start until the node is ready or refuses to boot, notices nodes that die on their own, and records
+//! all of it in the history.
+
+use crate::recorder::Recorder;
+use crate::supervisor::{signal_group, Spawned, Supervisor};
+use crate::system::{Role, System};
+use faultline_faults::process::node_name;
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Mutex};
+
+/// Probe timeout for readiness and role queries.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// How often a starting node is probed.
+const PROBE_INTERVAL: Duration = Duration::from_millis(100);
+/// Bound on waiting for a killed process to be reaped.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a node is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootState {
+    /// Not started, or stopped by the harness.
+    Stopped,
+    /// Started, not ready yet.
+    Starting,
+    /// Answering probes.
+    Ready,
+    /// Exited before it was ready, with its refusal line.
+    Refused(String),
+    /// Exited on its own (before or after being ready), not refusing to boot.
+    Crashed(String),
+    /// Not ready within the boot timeout.
+    TimedOut,
+}
+
+struct Slot {
+    spawned: Option<Spawned>,
+    /// Set while the harness itself stops the node, so its exit is not a crash.
+    stopping: bool,
+    /// SIGSTOPped by the nemesis.
+    paused: bool,
+    boot: watch::Sender<BootState>,
+}
+
+/// The running cluster.
+pub struct Lab {
+    system: Arc<dyn System>,
+    supervisor: Supervisor,
+    recorder: Recorder,
+    slots: Vec<Arc<Mutex<Slot>>>,
+    boot_rx: Vec<watch::Receiver<BootState>>,
+    log_paths: Vec<PathBuf>,
+    boot_timeout: Duration,
+}
+
+impl Lab {
+    /// A lab for `system`, node logs at `log_paths[i]`.
+    pub fn new(
+        system: Arc<dyn System>,
+        supervisor: Supervisor,
+        recorder: Recorder,
+        log_paths: Vec<PathBuf>,
+        boot_timeout: Duration,
+    ) -> Lab {
+        let mut slots = Vec::new();
+        let mut boot_rx = Vec::new();
+        for _ in 0..system.node_count() {
+            let (tx, rx) = watch::channel(BootState::Stopped);
+            slots.push(Arc::new(Mutex::new(Slot {
+                spawned: None,
+                stopping: false,
+                paused: false,
+                boot: tx,
+            })));
+            boot_rx.push(rx);
+        }
+        Lab {
+            system,
+            supervisor,
+            recorder,
+            slots,
+            boot_rx,
+            log_paths,
+            boot_timeout,
+        }
+    }
+
+    /// The system adapter.
+    pub fn system(&self) -> &Arc<dyn System> {
+        &self.system
+    }
+
+    /// The history recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Node count.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Starts a stopped node and watches it boot in the background. Returns details to record.
+    pub async fn start_node(&self, node: usize) -> Result<Value, String> {
+        let mut slot = self.slots[node].lock().await;
+        if slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none()) {
+            return Err(format!("{} is already running", node_name(node)));
+        }
+        let command = self.system.launch(node);
+        let spawned = self
+            .supervisor
+            .spawn(command, self.log_paths[node].clone())
+            .await
+            .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
+        let pid = spawned.pid;
+        slot.stopping = false;
+        slot.paused = false;
+        slot.spawned = Some(spawned.clone());
+        slot.boot.send_replace(BootState::Starting);
+        drop(slot);
+        tokio::spawn(watch_node(
+            self.system.clone(),
+            self.recorder.clone(),
+            self.slots[node].clone(),
+            node,
+            spawned,
+            self.log_paths[node].clone(),
+            self.boot_timeout,
+        ));
+        Ok(json!({"pid": pid}))
+    }
+
+    /// SIGKILLs a node's process group and waits until it is reaped.
+    pub async fn kill_node(&self, node: usize) -> Result<Value, String> {
+        let mut slot = self.slots[node].lock().await;
+        let Some(spawned) = slot.spawned.clone().filter(|s| s.exited.borrow().is_none()) else {
+            return Err(format!("{} is not running", node_name(node)));
+        };
+        slot.stopping = true;
+        signal_group(spawned.pid, Signal::SIGKILL)?;
+        drop(slot);
+        let mut exited = spawned.exited.clone();
+        tokio::time::timeout(REAP_TIMEOUT, exited.wait_for(|e| e.is_some()))
+            .await
+            .map_err(|_| {
+                format!(
+                    "{} (pid {}) was not reaped within {REAP_TIMEOUT:?} of SIGKILL",
+                    node_name(node),
+                    spawned.pid
+                )
+            })?
+            .map_err(|_| "reaper gone".to_string())?;
+        self.slots[node].lock().await.boot.send_replace(BootState::Stopped);
+        Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
+    }
+
+    /// Sends SIGSTOP or SIGCONT to a running node.
+    pub async fn signal_node(&self, node: usize, signal: Signal) -> Result<Value, String> {
+        let mut slot = self.slots[node].lock().await;
+        let Some(pid) = slot
+            .spawned
+            .as_ref()
+            .filter(|s| s.exited.borrow().is_none())
+            .map(|s| s.pid)
+        else {
+            return Err(format!("{} is not running", node_name(node)));
+        };
+        signal_group(pid, signal)?;
+        slot.paused = signal == Signal::SIGSTOP;
+        Ok(json!({"pid": pid, "signal": signal.as_str()}))
+    }
+
+    /// Which nodes are down or paused right now, for the progress line.
+    pub async fn fault_summary(&self) -> String {
+        let mut parts = Vec::new();
+        for (node, slot) in self.slots.iter().enumerate() {
+            let slot = slot.lock().await;
+            let running = slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none());
+            if !running {
+                parts.push(format!("{} down", node_name(node)));
+            } else if slot.paused {
+                parts.push(format!("{} paused", node_name(node)));
+            }
+        }
+        if parts.is_empty() {
+            "no faults".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Waits until a node's boot settles (ready, refused, crashed, timed out) and returns that state.
+    pub async fn wait_boot(&self, node: usize) -> BootState {
+        let mut rx = self.boot_rx[node].clone();
+        let settled = rx.wait_for(|state| !matches!(state, BootState::Starting)).await;
+        settled.map(|s| s.clone()).unwrap_or(BootState::Stopped)
+    }
+
+    /// Current boot state of a node.
+    pub fn boot_state(&self, node: usize) -> BootState {
+        self.boot_rx[node].borrow().clone()
+    }
+
+    /// The primary most nodes agree on, asking every node.
+    pub async fn find_primary(&self) -> Option<usize> {
+        let probes = (0..self.len()).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        let statuses = futures::future::join_all(probes).await;
+        statuses
+            .iter()
+            .enumerate()
+            .find(|(node, s)| {
+                s.as_ref()
+                    .is_some_and(|s| s.role == Role::Primary && s.primary.is_none_or(|p| p == *node))
+            })
+            .map(|(node, _)| node)
+    }
+
+    /// Every node's commit point (`None` for nodes that do not answer).
+    pub async fn commit_points(&self) -> Vec<Option<String>> {
+        let probes = (0..self.len()).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .map(|s| s.map(|s| s.commit_point))
+            .collect()
+    }
+
+    /// SIGKILLs every running node (shutdown path); records nothing.
+    pub async fn kill_all_quietly(&self) {
+        for node in 0..self.len() {
+            let _ = self.kill_node(node).await;
+        }
+    }
+}
+
+/// Follows one started process: ready or refused or timed out, and later an unexpected exit.
+async fn watch_node(
+    system: Arc<dyn System>,
+    recorder: Recorder,
+    slot: Arc<Mutex<Slot>>,
+    node: usize,
+    spawned: Spawned,
+    log_path: PathBuf,
+    boot_timeout: Duration,
+) {
+    let name = node_name(node);
+    let mut exited = spawned.exited.clone();
+    let started = tokio::time::Instant::now();
+    let boot = async {
+        loop {
+            if system.probe(node, PROBE_TIMEOUT).await.is_some() {
+                return true;
+            }
+            if started.elapsed() > boot_timeout {
+                return false;
+            }
+            tokio::time::sleep(PROBE_INTERVAL).await;
+        }
+    };
+    let ready = tokio::select! {
+        ready = boot => Some(ready),
+        _ = exited.wait_for(|e| e.is_some()) => None,
+    };
+    let publish = |state: BootState| async {
+        let slot = slot.lock().await;
+        // A newer start owns the slot now: stay quiet.
+        if slot.spawned.as_ref().map(|s| s.pid) == Some(spawned.pid) {
+            slot.boot.send_replace(state);
+        }
+    };
+    match ready {
+        Some(true) => {
+            recorder.lifecycle(
+                "boot-ok",
+                Some(&name),
+                json!({"pid": spawned.pid, "boot_ms": started.elapsed().as_millis() as u64}),
+            );
+            publish(BootState::Ready).await;
+        }
+        Some(false) => {
+            recorder.lifecycle(
+                "boot-timeout",
+                Some(&name),
+                json!({"pid": spawned.pid, "timeout_ms": boot_timeout.as_millis() as u64}),
+            );
+            publish(BootState::TimedOut).await;
+        }
+        None => {}
+    }
+    let _ = exited.wait_for(|e| e.is_some()).await;
+    let exit = exited.borrow().expect("exited is set");
+    if slot.lock().await.stopping {
+        return;
+    }
+    let tail = log_tail(&log_path);
+    let state = match (ready, system.boot_refusal_line(&tail)) {
+        (None, Some(line)) => {
+            recorder.lifecycle(
+                "boot-refused",
+                Some(&name),
+                json!({"pid": spawned.pid, "exit": exit.to_string(), "line": line}),
+            );
+            BootState::Refused(line)
+        }
+        _ => {
+            let last_lines: Vec<&str> = tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            recorder.lifecycle(
+                "crashed",
+                Some(&name),
+                json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines}),
+            );
+            BootState::Crashed(format!("{exit}: {}", last_lines.last().unwrap_or(&"")))
+        }
+    };
+    publish(state).await;
+}
+
+/// The last few KiB of a node's log.
+pub fn log_tail(path: &std::path::Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(8192)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl faultline_faults::process::Lab for Lab {
+    fn node_count(&self) -> usize {
+        self.len()
+    }
+
+    async fn primary(&self) -> Option<usize> {
+        self.find_primary().await
+    }
+
+    async fn next_primary(&self) -> Option<usize> {
+        let primary = self.find_primary().await?;
+        self.system.next_primary(primary)
+    }
+
+    async fn kill(&self, node: usize) -> Result<Value, String> {
+        self.kill_node(node).await
+    }
+
+    async fn start(&self, node: usize) -> Result<Value, String> {
+        self.start_node(node).await
+    }
+
+    async fn pause(&self, node: usize) -> Result<Value, String> {
+        self.signal_node(node, Signal::SIGSTOP).await
+    }
+
+    async fn resume(&self, node: usize) -> Result<Value, String> {
+        self.signal_node(node, Signal::SIGCONT).await
+    }
+
+    fn record(&self, f: &str, node: usize, value: Value) {
+        self.recorder.nemesis(f, Some(&node_name(node)), value);
+    }
+}

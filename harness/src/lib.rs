@@ -1,0 +1,15 @@
+//! faultline's harness: plans, the run lifecycle, node supervision, system adapters and the store. It wires the
+//! `faults`, `workloads` and `reports` crates together and holds no fault, checker or report logic of its own.
+
+pub mod analyze;
+pub mod final_phase;
+pub mod lab;
+pub mod plan;
+pub mod progress;
+pub mod recorder;
+pub mod run;
+pub mod runlock;
+pub mod store;
+pub mod supervisor;
+pub mod system;
+pub mod workload;

@@ -1,0 +1,487 @@
+//! Test plans: YAML files that say which system to test, with which workload, under which faults, for how long.
+//!
+//! Parsing rejects unknown fields and reports every problem with file:line:column and what was expected, before
+//! anything starts. Checks that need more than one field (a node name beyond the node count, a fault the system cannot
+//! do) run in [`Plan::validate`] and point at the offending field too.
+
+use faultline_faults::process::{parse_node_name, ProcessNemesisSpec, Target};
+use faultline_faults::units::Millis;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_saphyr::Spanned;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The built-in default plan (also `plans/default.yaml`), printed by `faultline plan --print-default`.
+pub const DEFAULT_PLAN_YAML: &str = include_str!("../../plans/default.yaml");
+
+/// A whole test plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Plan name; names the store folder.
+    pub name: PlanName,
+    /// Free text for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Run seed; omitted = random (printed and stored, so the run can be repeated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Length of the fault phase (the final phase comes after it).
+    pub time_limit: Millis,
+    /// The system under test.
+    pub system: SystemSpec,
+    /// The client workload.
+    pub workload: WorkloadSpec,
+    /// The faults.
+    #[serde(default)]
+    pub nemesis: NemesisSpec,
+    /// What happens after the fault phase.
+    #[serde(default)]
+    pub final_phase: FinalPhaseSpec,
+    /// Checker settings.
+    #[serde(default)]
+    pub check: CheckSpec,
+    /// Substrings that make a run invalid when they appear in a node's log (e.g. `panicked at`).
+    #[serde(default = "default_log_patterns")]
+    pub log_patterns: Vec<String>,
+}
+
+fn default_log_patterns() -> Vec<String> {
+    vec!["panicked at".to_string()]
+}
+
+/// A plan name: letters, digits, `-`, `_`, `.` (it becomes a folder name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanName(pub String);
+
+impl<'de> Deserialize<'de> for PlanName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !name.starts_with('.');
+        if !ok {
+            return Err(serde::de::Error::custom(format!(
+                "plan name `{name}` must be 1-64 characters of letters, digits, `-`, `_`, `.` (it names a folder)"
+            )));
+        }
+        Ok(PlanName(name))
+    }
+}
+
+impl fmt::Display for PlanName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An integer that must be at least `MIN` and at most `MAX`, checked where it is parsed (so errors carry a location).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct Bounded<const MIN: u64, const MAX: u64>(pub u64);
+
+impl<'de, const MIN: u64, const MAX: u64> Deserialize<'de> for Bounded<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = i64::deserialize(d)?;
+        if value < MIN as i64 || value as u64 > MAX {
+            return Err(serde::de::Error::custom(format!(
+                "{value} is out of range: expected {MIN}..={MAX}"
+            )));
+        }
+        Ok(Bounded(value as u64))
+    }
+}
+
+/// A positive rate (operations per second).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize)]
+#[serde(transparent)]
+pub struct Rate(pub f64);
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(d)?;
+        if !(value > 0.0 && value <= 100_000.0) {
+            return Err(serde::de::Error::custom(format!(
+                "rate {value} must be > 0 and <= 100000 ops/s"
+            )));
+        }
+        Ok(Rate(value))
+    }
+}
+
+/// Which system to test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SystemKind {
+    /// faultline's own reference node (`faultline-node`), found next to the `faultline` executable.
+    Reference,
+}
+
+impl fmt::Display for SystemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SystemKind::Reference => "reference",
+        })
+    }
+}
+
+/// The system under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSpec {
+    /// Adapter kind.
+    pub kind: SystemKind,
+    /// Cluster size (1..=9).
+    pub nodes: Bounded<1, 9>,
+    /// Path to the node binary; default: next to the faultline executable (reference) or on PATH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
+    /// Extra arguments for every node's run command (e.g. bug switches of the reference node).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+/// Workload kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// Read / write / compare-and-set on independent keys; checked for linearizability (cas-register model).
+    Register,
+}
+
+/// Operation mix for the register workload (relative weights).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mix {
+    /// Reads.
+    #[serde(default)]
+    pub read: u32,
+    /// Writes of unique values.
+    #[serde(default)]
+    pub write: u32,
+    /// Compare-and-set.
+    #[serde(default)]
+    pub cas: u32,
+}
+
+/// The client workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Workload kind.
+    pub kind: WorkloadKind,
+    /// Concurrent logical clients (workers); each is bound to one node, round-robin.
+    pub concurrency: Bounded<1, 256>,
+    /// Target total rate, ops/s.
+    pub rate: Rate,
+    /// Keys in use at once.
+    pub keys: Bounded<1, 1000>,
+    /// Operations on a key before it is retired for a fresh one (Jepsen's `independent`: keeps per-key histories
+    /// small enough to check fast).
+    pub ops_per_key: Bounded<1, 100_000>,
+    /// Operation mix.
+    pub mix: Spanned<Mix>,
+    /// Per-operation deadline; an op whose outcome is unknown by then is recorded `info`.
+    pub op_timeout: Millis,
+}
+
+/// The nemesis: every fault of the run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NemesisSpec {
+    /// Process faults (kill, pause) and per-node flaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<Spanned<ProcessNemesisSpec>>,
+}
+
+/// The final phase: heal, recover, converge, read, restart everything, read again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinalPhaseSpec {
+    /// Run the final phase (default true). Without it the run only checks the fault phase.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Bound on the cluster accepting a write after healing; past it the run is invalid (liveness).
+    #[serde(default = "default_recovery_timeout")]
+    pub recovery_timeout: Millis,
+    /// Bound on every node reporting the same commit point.
+    #[serde(default = "default_recovery_timeout")]
+    pub convergence_timeout: Millis,
+    /// Bound on a restarted node becoming ready.
+    #[serde(default = "default_boot_timeout")]
+    pub boot_timeout: Millis,
+    /// kill -9 every node and restart every node, then read again (default true).
+    #[serde(default = "yes")]
+    pub restart_all: bool,
+    /// Test-only: flip a byte in the middle of a node's WAL while it is stopped in the restart-all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_only_corrupt_wal: Option<TestCorruptWal>,
+}
+
+/// A test-only fault step used to prove boot verification is judged correctly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestCorruptWal {
+    /// Which node (`n1..nN`).
+    pub node: Spanned<String>,
+    /// Record the surgery in the history (true: a refusal is legitimate; false: it looks like nothing corrupted the
+    /// disk, as with a buggy WAL).
+    #[serde(default = "yes")]
+    pub recorded: bool,
+}
+
+impl Default for FinalPhaseSpec {
+    fn default() -> Self {
+        FinalPhaseSpec {
+            enabled: true,
+            recovery_timeout: default_recovery_timeout(),
+            convergence_timeout: default_recovery_timeout(),
+            boot_timeout: default_boot_timeout(),
+            restart_all: true,
+            test_only_corrupt_wal: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_recovery_timeout() -> Millis {
+    Millis(30_000)
+}
+
+fn default_boot_timeout() -> Millis {
+    Millis(20_000)
+}
+
+/// Checker settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    /// Wall-time budget of the linearizability search; past it the verdict is `unknown`.
+    #[serde(default = "default_check_timeout")]
+    pub timeout: Millis,
+    /// Memory budget of the search, MiB.
+    #[serde(default = "default_memory_mib")]
+    pub memory_budget_mib: Bounded<16, 65536>,
+}
+
+impl Default for CheckSpec {
+    fn default() -> Self {
+        CheckSpec {
+            timeout: default_check_timeout(),
+            memory_budget_mib: default_memory_mib(),
+        }
+    }
+}
+
+fn default_check_timeout() -> Millis {
+    Millis(60_000)
+}
+
+fn default_memory_mib() -> Bounded<16, 65536> {
+    Bounded(1024)
+}
+
+/// A plan that could not be loaded: where and why. Exit code 254.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}:{line}:{column}: {message}")]
+pub struct PlanError {
+    /// File path or `<default plan>`.
+    pub origin: String,
+    /// 1-based line (0 = unknown).
+    pub line: u64,
+    /// 1-based column (0 = unknown).
+    pub column: u64,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl Plan {
+    /// Loads and validates a plan file.
+    pub fn load(path: &Path) -> Result<Plan, PlanError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
+            origin: origin.clone(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the plan: {e}"),
+        })?;
+        Plan::parse(&text, &origin)
+    }
+
+    /// The built-in default plan.
+    pub fn default_plan() -> Plan {
+        Plan::parse(DEFAULT_PLAN_YAML, "<default plan>").expect("the built-in default plan is valid")
+    }
+
+    /// Parses and validates plan text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
+        let plan: Plan = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            // serde-saphyr's Display repeats the location and draws a snippet; keep the first line's message.
+            let full = e.to_string();
+            let message = full.lines().next().unwrap_or(&full).to_string();
+            let message = strip_location_prefix(&message).to_string();
+            PlanError {
+                origin: origin.to_string(),
+                line,
+                column,
+                message,
+            }
+        })?;
+        plan.validate(origin)?;
+        Ok(plan)
+    }
+
+    /// Cross-field checks, with the location of the offending field.
+    pub fn validate(&self, origin: &str) -> Result<(), PlanError> {
+        let node_count = self.system.nodes.0 as usize;
+        let at = |loc: serde_saphyr::Location, message: String| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+        };
+        let mix = &self.workload.mix;
+        if mix.value.read + mix.value.write + mix.value.cas == 0 {
+            return Err(at(
+                mix.referenced,
+                "the operation mix is empty: give read, write or cas a weight > 0".into(),
+            ));
+        }
+        if let Some(process) = &self.nemesis.process {
+            if !process.value.faults.is_empty() && process.value.interval.is_none_or(|i| i.0 == 0) {
+                return Err(at(
+                    process.referenced,
+                    "nemesis.process has faults but no `interval` (e.g. `interval: 5s`)".into(),
+                ));
+            }
+            for fault in &process.value.faults {
+                if let Target::Nodes(names) = &fault.targets.value {
+                    for name in names {
+                        if parse_node_name(name).is_none_or(|i| i >= node_count) {
+                            return Err(at(
+                                fault.targets.referenced,
+                                format!("target `{name}` is not a node of this {node_count}-node cluster (n1..n{node_count})"),
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(flaps) = &process.value.flaps {
+                if flaps.mean_up.0 == 0 || flaps.mean_down.0 == 0 {
+                    return Err(at(process.referenced, "flaps need mean_up and mean_down > 0".into()));
+                }
+            }
+        }
+        if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {
+            if parse_node_name(&corrupt.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    corrupt.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", corrupt.node.value),
+                ));
+            }
+            if !self.final_phase.restart_all {
+                return Err(at(
+                    corrupt.node.referenced,
+                    "test_only_corrupt_wal needs final_phase.restart_all: true".into(),
+                ));
+            }
+        }
+        if self.time_limit.0 == 0 {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "time_limit must be > 0".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The plan as YAML (what the store keeps as `plan.yaml`, with the seed filled in).
+    pub fn to_yaml(&self) -> String {
+        serde_saphyr::to_string(self).unwrap_or_else(|e| format!("# could not serialize the plan: {e}\n"))
+    }
+
+    /// A stable digest of the resolved plan.
+    pub fn digest(&self) -> String {
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(self.to_yaml().as_bytes()))
+    }
+}
+
+/// `error: line 3 column 1: unknown field` -> `unknown field` (the location is printed as file:line:column).
+fn strip_location_prefix(message: &str) -> &str {
+    let rest = message.strip_prefix("error: ").unwrap_or(message);
+    match rest.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((location, tail)) if location.contains("column") => tail,
+        _ => rest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_the_default_plan_when_parsed_should_be_valid_and_round_trip() {
+        let plan = Plan::default_plan();
+        assert_eq!(plan.system.nodes.0, 3);
+        let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap();
+        assert_eq!(again.to_yaml(), plan.to_yaml());
+    }
+
+    fn error_of(text: &str) -> PlanError {
+        Plan::parse(text, "p.yaml").unwrap_err()
+    }
+
+    fn with(find: &str, replace: &str) -> String {
+        assert!(DEFAULT_PLAN_YAML.contains(find), "default plan lacks {find}");
+        DEFAULT_PLAN_YAML.replacen(find, replace, 1)
+    }
+
+    fn line_of(text: &str, needle: &str) -> u64 {
+        text.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
+    }
+
+    #[test]
+    fn given_an_unknown_field_when_parsed_should_name_line_column_and_expected_fields() {
+        let text = with("  concurrency:", "  concurency: 3\n  concurrency:");
+        let err = error_of(&text);
+        assert_eq!(err.line, line_of(&text, "concurency"));
+        assert!(err.column > 0);
+        assert!(err.message.contains("unknown field `concurency`"), "{err}");
+        assert!(err.message.contains("concurrency"), "{err}");
+    }
+
+    #[test]
+    fn given_a_wrong_type_or_negative_interval_when_parsed_should_point_at_it() {
+        let text = with("nodes: 3", "nodes: three");
+        let err = error_of(&text);
+        assert_eq!(err.line, line_of(&text, "nodes: three"), "{err}");
+
+        let text = with("interval: 6s", "interval: -5s");
+        let err = error_of(&text);
+        assert_eq!(err.line, line_of(&text, "interval: -5s"), "{err}");
+        assert!(err.message.contains("negative"), "{err}");
+    }
+
+    #[test]
+    fn given_a_target_beyond_the_cluster_when_validated_should_point_at_the_target() {
+        let text = with("targets: backup", "targets: [n1, n7]");
+        let err = error_of(&text);
+        assert_eq!(err.line, line_of(&text, "[n1, n7]"), "{err}");
+        assert!(err.message.contains("n7"), "{err}");
+    }
+
+    #[test]
+    fn given_zero_nodes_when_parsed_should_say_the_range() {
+        let err = error_of(&with("nodes: 3", "nodes: 0"));
+        assert!(err.message.contains("1..=9"), "{err}");
+    }
+}

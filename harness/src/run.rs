@@ -1,0 +1,276 @@
+//! One run, start to end: resolve the plan, sweep leftovers, set up the store, start the cluster, drive the workload
+//! under the nemesis for the time limit, run the final phase, tear down, and check the history.
+
+use crate::analyze;
+use crate::final_phase;
+use crate::lab::{BootState, Lab};
+use crate::plan::Plan;
+use crate::recorder::Recorder;
+use crate::runlock::{self, RunLock};
+use crate::store;
+use crate::supervisor::Supervisor;
+use crate::system::reference::{NodeProgram, ReferenceSystem};
+use crate::system::System;
+use crate::workload::Workload;
+use anyhow::Context;
+use faultline_faults::process::{self as process_faults, node_name, Executor};
+use faultline_faults::rng::stream;
+use faultline_reports::results::{Results, Verdict};
+use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bound on waiting for the first primary after the cluster starts.
+const FIRST_PRIMARY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How to run.
+pub struct RunOptions {
+    /// The plan (already validated).
+    pub plan: Plan,
+    /// Where the store lives.
+    pub store_root: PathBuf,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// What a run produced.
+pub struct RunOutcome {
+    /// The store folder of this run.
+    pub store_dir: PathBuf,
+    /// Checked results.
+    pub results: Results,
+}
+
+/// Runs a plan end to end.
+pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
+    let mut plan = options.plan;
+    let seed = *plan.seed.get_or_insert_with(|| u64::from(rand::random::<u32>()));
+    let run_id = format!("{}-{:x}", std::process::id(), rand::random::<u32>());
+
+    let sweep = runlock::sweep(&runlock::runs_dir()).context("sweeping leftovers of earlier runs")?;
+    if !sweep.killed.is_empty() {
+        eprintln!(
+            "faultline: removed leftovers of dead runs {:?}: killed {:?}",
+            sweep.dead_runs, sweep.killed
+        );
+    }
+    let store_dir = store::create_run_dir(&options.store_root, &plan.name.0, seed)?;
+    let _lock = RunLock::acquire(&runlock::runs_dir(), &run_id, &store_dir).context("taking the run lock")?;
+    std::fs::write(store_dir.join("plan.yaml"), plan.to_yaml()).context("writing plan.yaml")?;
+
+    let node_count = plan.system.nodes.0 as usize;
+    let program = NodeProgram::locate(plan.system.binary.as_deref())?;
+    let ip = pick_loopback_ip(&ReferenceSystem::ports(node_count))?;
+    let nodes_dir = store_dir.join("nodes");
+    let log_paths: Vec<PathBuf> = (0..node_count)
+        .map(|i| nodes_dir.join(node_name(i)).join("node.log"))
+        .collect();
+    for path in &log_paths {
+        std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
+    }
+    let cluster_id = u64::from(rand::random::<u32>());
+    let system: Arc<dyn System> = Arc::new(ReferenceSystem::new(
+        program.clone(),
+        node_count,
+        nodes_dir,
+        ip,
+        cluster_id,
+        plan.system.args.clone(),
+    ));
+
+    let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
+    recorder.meta("run-start", run_meta(&plan, seed, &run_id, &program, &store_dir, ip));
+    let supervisor = Supervisor::start(&run_id);
+    let lab = Arc::new(Lab::new(
+        system.clone(),
+        supervisor,
+        recorder.clone(),
+        log_paths,
+        plan.final_phase.boot_timeout.duration(),
+    ));
+
+    let interrupted = tokio::select! {
+        result = drive(&plan, seed, &lab, options.quiet) => { result?; false }
+        _ = shutdown_signal() => true,
+    };
+    if interrupted {
+        recorder.meta("interrupted", json!({"reason": "the harness received SIGINT/SIGTERM"}));
+    }
+    lab.kill_all_quietly().await;
+    recorder.lifecycle("teardown", None, json!({}));
+    recorder.meta("run-end", json!({"interrupted": interrupted}));
+
+    let results = analyze::analyze_and_write(&store_dir)?;
+    if results.verdict == Verdict::Valid {
+        for node in 0..node_count {
+            let _ = std::fs::remove_dir_all(system.data_dir(node));
+        }
+    }
+    store::point_latest(&options.store_root, &store_dir);
+    Ok(RunOutcome { store_dir, results })
+}
+
+/// Setup, fault phase, final phase.
+async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::Result<()> {
+    let recorder = lab.recorder().clone();
+    let system = lab.system().clone();
+    for node in 0..lab.len() {
+        system.prepare(node).await?;
+    }
+    for node in 0..lab.len() {
+        lab.start_node(node).await.map_err(anyhow::Error::msg)?;
+        recorder.lifecycle("start", Some(&node_name(node)), json!({}));
+    }
+    for node in 0..lab.len() {
+        let state = lab.wait_boot(node).await;
+        if state != BootState::Ready {
+            recorder.lifecycle(
+                "setup-failed",
+                Some(&node_name(node)),
+                json!({"state": format!("{state:?}")}),
+            );
+            return Ok(()); // the boot check reports it
+        }
+    }
+    let started = tokio::time::Instant::now();
+    while lab.find_primary().await.is_none() {
+        if started.elapsed() > FIRST_PRIMARY_TIMEOUT {
+            recorder.lifecycle(
+                "setup-failed",
+                None,
+                json!({"reason": "no primary", "timeout_ms": FIRST_PRIMARY_TIMEOUT.as_millis() as u64}),
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    recorder.lifecycle(
+        "cluster-ready",
+        None,
+        json!({"ready_ms": started.elapsed().as_millis() as u64}),
+    );
+
+    let workload = Workload::new(&plan.workload, stream(seed, "workload"));
+    fault_phase(plan, seed, lab, &workload, quiet).await;
+    if plan.final_phase.enabled {
+        final_phase::run(plan, lab, &workload).await;
+    }
+    Ok(())
+}
+
+/// Workers and nemesis for `time_limit`; every fault healed at the end.
+async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Workload>, quiet: bool) {
+    let recorder = lab.recorder().clone();
+    let phase_ms = plan.time_limit.0;
+    let schedule = match &plan.nemesis.process {
+        Some(spec) => process_faults::generate(&spec.value, lab.len(), phase_ms, &mut stream(seed, "nemesis")),
+        None => Vec::new(),
+    };
+    recorder.meta("schedule", json!({"process": schedule}));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..plan.workload.concurrency.0 {
+        let rng = stream(seed, &format!("worker-{worker}"));
+        workers.spawn(workload.clone().run_worker(
+            lab.system().clone(),
+            recorder.clone(),
+            worker,
+            rng,
+            stop_rx.clone(),
+        ));
+    }
+    let phase_start = tokio::time::Instant::now();
+    let nemesis_lab = lab.clone();
+    let nemesis_stop = stop_rx.clone();
+    let nemesis = tokio::spawn(async move {
+        let mut executor = Executor::new(nemesis_lab.len());
+        executor
+            .run(nemesis_lab.as_ref(), &schedule, phase_start, nemesis_stop)
+            .await;
+    });
+    let progress = crate::progress::Progress::new(quiet, phase_ms);
+    let deadline = phase_start + Duration::from_millis(phase_ms);
+    while tokio::time::Instant::now() < deadline {
+        let stats = &workload.stats;
+        let counts = (
+            stats.ok.load(Ordering::Relaxed),
+            stats.fail.load(Ordering::Relaxed),
+            stats.info.load(Ordering::Relaxed),
+        );
+        progress.update(
+            phase_start.elapsed().as_millis() as u64,
+            counts,
+            &lab.fault_summary().await,
+        );
+        tokio::time::sleep(
+            Duration::from_millis(250).min(deadline.saturating_duration_since(tokio::time::Instant::now())),
+        )
+        .await;
+    }
+    progress.finish();
+    let _ = stop_tx.send(true);
+    while workers.join_next().await.is_some() {}
+    let _ = nemesis.await;
+    recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn run_meta(
+    plan: &Plan,
+    seed: u64,
+    run_id: &str,
+    program: &NodeProgram,
+    store_dir: &Path,
+    ip: IpAddr,
+) -> serde_json::Value {
+    let now = std::time::SystemTime::now();
+    let unix_ns = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    json!({
+        "run_id": run_id,
+        "plan": plan.name.0,
+        "plan_digest": plan.digest(),
+        "seed": seed,
+        "system": plan.system.kind.to_string(),
+        "faultline_version": env!("CARGO_PKG_VERSION"),
+        "faultline_binary_xxh3": std::env::current_exe().ok().and_then(|p| file_digest(&p)),
+        "node_binary": program.program.display().to_string(),
+        "node_binary_xxh3": file_digest(&program.program),
+        "wall_clock_start": humantime::format_rfc3339_millis(now).to_string(),
+        "wall_clock_unix_ns": unix_ns,
+        "loopback_ip": ip.to_string(),
+        "repro": format!("faultline run {}", store_dir.join("plan.yaml").display()),
+    })
+}
+
+/// xxh3-128 of a file, hex (identifies the exact binaries a run used).
+pub fn file_digest(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes)))
+}
+
+/// A random loopback address 127.a.b.1 on which every port the cluster needs is free, so concurrent runs and tests
+/// never collide. Only loopback is ever used.
+fn pick_loopback_ip(ports: &[u16]) -> anyhow::Result<IpAddr> {
+    const ATTEMPTS_MAX: usize = 32;
+    for _ in 0..ATTEMPTS_MAX {
+        let ip = IpAddr::V4(Ipv4Addr::new(127, rand::random::<u8>().max(1), rand::random(), 1));
+        let free = ports.iter().all(|&port| TcpListener::bind((ip, port)).is_ok());
+        if free {
+            return Ok(ip);
+        }
+    }
+    anyhow::bail!("no loopback address with free ports {ports:?} after {ATTEMPTS_MAX} attempts")
+}

@@ -1,0 +1,221 @@
+//! Node supervision: the harness owns every process it starts, and only ever signals those.
+//!
+//! - Every node runs in its own process group, so a signal reaches the node and any children it forks.
+//! - Every node gets `PR_SET_PDEATHSIG = SIGKILL`. The kernel sends it when the *thread* that forked the child exits,
+//!   not the process, so all spawns happen on one long-lived spawner thread that lives as long as the harness.
+//!   If the harness is SIGKILLed, the kernel kills every node.
+//! - Every node's environment carries `FAULTLINE_RUN_ID`, so the startup sweep of a later run can recognise leftovers
+//!   of a crashed run (and nothing else).
+//! - A registry of live process groups lets Ctrl-C and panic paths kill them all before exiting.
+
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Environment variable that tags a process with the run that spawned it.
+pub const RUN_ID_ENV: &str = "FAULTLINE_RUN_ID";
+
+/// Process groups this harness spawned and that have not been reaped yet.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// A command to start one node.
+#[derive(Debug, Clone)]
+pub struct LaunchCommand {
+    /// Executable.
+    pub program: PathBuf,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+}
+
+impl LaunchCommand {
+    /// The command as one shell-like line, for logs and reports.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited with a code.
+    Code(i32),
+    /// Killed by a signal.
+    Signal(i32),
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(code) => write!(f, "exit code {code}"),
+            Exit::Signal(sig) => {
+                let name = Signal::try_from(*sig).map(|s| s.as_str()).unwrap_or("?");
+                write!(f, "signal {sig} ({name})")
+            }
+        }
+    }
+}
+
+/// A started process: its pid (= its process group id) and a watch that turns `Some` when it has exited.
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    /// Process id and process group id.
+    pub pid: i32,
+    /// Becomes `Some(exit)` once the process is reaped.
+    pub exited: tokio::sync::watch::Receiver<Option<Exit>>,
+}
+
+struct SpawnRequest {
+    command: LaunchCommand,
+    log_path: PathBuf,
+    reply: tokio::sync::oneshot::Sender<std::io::Result<Spawned>>,
+}
+
+/// Spawns processes from one long-lived thread (see the module docs for why).
+#[derive(Clone)]
+pub struct Supervisor {
+    tx: std::sync::mpsc::Sender<SpawnRequest>,
+    run_id: String,
+}
+
+impl Supervisor {
+    /// Starts the spawner thread. It lives until the process exits.
+    pub fn start(run_id: &str) -> Supervisor {
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
+        let tag = run_id.to_string();
+        std::thread::Builder::new()
+            .name("faultline-spawner".into())
+            .spawn(move || {
+                for request in rx {
+                    let result = spawn_now(&request.command, &request.log_path, &tag);
+                    let _ = request.reply.send(result);
+                }
+                // All senders dropped: keep this thread alive anyway, so PDEATHSIG does not fire for children that
+                // are still running (it is tied to this thread's life).
+                loop {
+                    std::thread::park();
+                }
+            })
+            .expect("spawning the supervisor thread");
+        Supervisor {
+            tx,
+            run_id: run_id.to_string(),
+        }
+    }
+
+    /// The run id every spawned process is tagged with.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Starts `command` with stdout and stderr appended to `log_path`.
+    pub async fn spawn(&self, command: LaunchCommand, log_path: PathBuf) -> std::io::Result<Spawned> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(SpawnRequest {
+                command,
+                log_path,
+                reply,
+            })
+            .map_err(|_| std::io::Error::other("the supervisor thread is gone"))?;
+        rx.await
+            .map_err(|_| std::io::Error::other("the supervisor thread dropped a spawn request"))?
+    }
+}
+
+fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::io::Result<Spawned> {
+    let mut log = OpenOptions::new().create(true).append(true).open(log_path)?;
+    writeln!(
+        log,
+        "=== faultline: starting `{}` at {} ===",
+        command.display(),
+        humantime::format_rfc3339_millis(std::time::SystemTime::now())
+    )?;
+    let stderr_log = log.try_clone()?;
+    let parent_pid = std::process::id() as i32;
+    let mut cmd = Command::new(&command.program);
+    cmd.args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .env(RUN_ID_ENV, run_id)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(stderr_log)
+        .process_group(0);
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness may have died between fork and prctl: then nobody would kill us later.
+            if libc::getppid() != parent_pid {
+                libc::_exit(137);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start {}: {e}", command.program.display())))?;
+    let pid = child.id() as i32;
+    LIVE_GROUPS.lock().expect("live-group registry poisoned").insert(pid);
+    let (tx, exited) = tokio::sync::watch::channel(None);
+    std::thread::Builder::new()
+        .name(format!("faultline-reap-{pid}"))
+        .spawn(move || {
+            let exit = match child.wait() {
+                Ok(status) => match (status.code(), status.signal()) {
+                    (Some(code), _) => Exit::Code(code),
+                    (None, Some(sig)) => Exit::Signal(sig),
+                    (None, None) => Exit::Code(-1),
+                },
+                Err(_) => Exit::Code(-1),
+            };
+            // The group leader is gone; SIGKILL stragglers it may have forked, then forget the group.
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            LIVE_GROUPS.lock().expect("live-group registry poisoned").remove(&pid);
+            let _ = tx.send(Some(exit));
+        })?;
+    Ok(Spawned { pid, exited })
+}
+
+/// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned.
+pub fn signal_group(pid: i32, signal: Signal) -> Result<(), String> {
+    if !LIVE_GROUPS.lock().expect("live-group registry poisoned").contains(&pid) {
+        return Err(format!(
+            "pid {pid} is not a live process group spawned by this run; not signalling it"
+        ));
+    }
+    killpg(Pid::from_raw(pid), signal).map_err(|e| format!("killpg({pid}, {signal}): {e}"))
+}
+
+/// SIGKILLs every live process group this harness spawned (Ctrl-C, panic and error paths).
+pub fn kill_all_spawned() {
+    let groups: Vec<i32> = LIVE_GROUPS
+        .lock()
+        .map(|g| g.iter().copied().collect())
+        .unwrap_or_default();
+    for pid in groups {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Makes panics kill every spawned node before the default hook runs.
+pub fn install_panic_cleanup() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        kill_all_spawned();
+        default_hook(info);
+    }));
+}

@@ -1,0 +1,99 @@
+//! System adapters: how to run and talk to one kind of system under test.
+//!
+//! An adapter knows how to prepare and launch node *i* (command, args, env, data dir, ports), how to probe it
+//! (readiness, role, commit point for convergence), which files hold its WAL (for disk faults), how a refusal to boot
+//! looks in its log, and which clients it offers. The harness treats every system, the reference node included, as a
+//! black box behind this trait.
+
+pub mod reference;
+
+use crate::supervisor::LaunchCommand;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A node's role as the system reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Leader / primary.
+    Primary,
+    /// Follower / backup.
+    Backup,
+    /// Anything else (view change, recovering, candidate).
+    Other,
+}
+
+/// What a probe of a live node says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeStatus {
+    /// Its role.
+    pub role: Role,
+    /// The primary it believes in, if any (0-based).
+    pub primary: Option<usize>,
+    /// A value that is equal on two nodes exactly when they have converged (same commit point and log head).
+    pub commit_point: String,
+    /// The raw status document, for the history.
+    pub raw: Value,
+}
+
+/// Where a node listens.
+#[derive(Debug, Clone)]
+pub struct NodeAddrs {
+    /// Client API.
+    pub client: SocketAddr,
+    /// Peer traffic.
+    pub peer: SocketAddr,
+}
+
+/// The outcome of one client operation, Jepsen style.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// It took effect; the value read (reads) or echoed.
+    Ok(Value),
+    /// It definitely did not take effect.
+    Fail(String),
+    /// Unknown: it may or may not have taken effect.
+    Info(String),
+}
+
+/// A register client (read / write / cas on string values) bound to one node.
+#[async_trait]
+pub trait RegisterClient: Send + Sync {
+    /// Reads `key`: `Ok(Value::String)` or `Ok(Value::Null)` for a missing key.
+    async fn read(&self, key: &str) -> (Outcome, usize);
+    /// Writes `value` to `key`.
+    async fn write(&self, key: &str, value: &str) -> (Outcome, usize);
+    /// Sets `key` to `to` if it is `from`.
+    async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize);
+}
+
+/// A system under test.
+#[async_trait]
+pub trait System: Send + Sync {
+    /// Adapter name (`reference`, `etcd`, ...).
+    fn kind(&self) -> &'static str;
+    /// Cluster size.
+    fn node_count(&self) -> usize;
+    /// The node's data dir.
+    fn data_dir(&self, node: usize) -> PathBuf;
+    /// The node's addresses.
+    fn addrs(&self, node: usize) -> NodeAddrs;
+    /// One-time preparation of a node's data dir before its first start (e.g. format).
+    async fn prepare(&self, node: usize) -> anyhow::Result<()>;
+    /// The command that starts the node with its data dir.
+    fn launch(&self, node: usize) -> LaunchCommand;
+    /// Asks a live node for its status; `None` when it does not answer within `timeout`.
+    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus>;
+    /// The node that becomes primary in the next view, given the current primary, if the system can tell.
+    fn next_primary(&self, primary: usize) -> Option<usize>;
+    /// File-name prefix of the WAL files directly under the data dir (for disk faults).
+    fn wal_prefix(&self) -> &'static str;
+    /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.
+    fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
+    /// The line of a node's log that says it refused to boot, if any.
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
+    /// A register client bound to `home` (it follows the system's redirects to the primary).
+    fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient>;
+}

@@ -1,0 +1,405 @@
+//! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
+
+use super::{NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use crate::supervisor::LaunchCommand;
+use anyhow::Context;
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// First client port; node i listens on `CLIENT_PORT_BASE + i` of the run's loopback address.
+const CLIENT_PORT_BASE: u16 = 20_001;
+/// First peer port.
+const PEER_PORT_BASE: u16 = 21_001;
+/// Redirect hops a client follows for one op before giving up (a redirect proves the op was not applied).
+const REDIRECTS_MAX: usize = 3;
+
+/// How to run the node program.
+#[derive(Debug, Clone)]
+pub struct NodeProgram {
+    /// Executable.
+    pub program: PathBuf,
+    /// Arguments before the node's own subcommand (the multicall fallback runs `faultline node ...`).
+    pub prefix_args: Vec<String>,
+}
+
+impl NodeProgram {
+    /// The plan's binary, else `faultline-node` next to the running executable, else this executable's embedded node
+    /// (`faultline node ...`), so a fresh `cargo run --release -- run` works.
+    pub fn locate(explicit: Option<&Path>) -> anyhow::Result<NodeProgram> {
+        if let Some(path) = explicit {
+            anyhow::ensure!(
+                path.is_file(),
+                "system.binary {} does not exist: build it (cargo build --release -p faultline-node) or fix the plan",
+                path.display()
+            );
+            return Ok(NodeProgram {
+                program: path.to_path_buf(),
+                prefix_args: vec![],
+            });
+        }
+        let exe = std::env::current_exe().context("cannot find the faultline executable")?;
+        let sibling = exe.with_file_name("faultline-node");
+        if sibling.is_file() && exe.file_name().is_some_and(|n| n == "faultline") {
+            return Ok(NodeProgram {
+                program: sibling,
+                prefix_args: vec![],
+            });
+        }
+        Ok(NodeProgram {
+            program: exe,
+            prefix_args: vec!["node".into()],
+        })
+    }
+
+    fn command(&self, args: Vec<String>) -> LaunchCommand {
+        let mut all = self.prefix_args.clone();
+        all.extend(args);
+        LaunchCommand {
+            program: self.program.clone(),
+            args: all,
+            env: vec![],
+        }
+    }
+}
+
+/// The reference cluster of one run.
+pub struct ReferenceSystem {
+    program: NodeProgram,
+    node_count: usize,
+    nodes_dir: PathBuf,
+    ip: IpAddr,
+    cluster_id: u64,
+    extra_args: Vec<String>,
+}
+
+impl ReferenceSystem {
+    /// A cluster of `node_count` nodes on loopback address `ip`, data under `nodes_dir/n<i>/data`.
+    pub fn new(
+        program: NodeProgram,
+        node_count: usize,
+        nodes_dir: PathBuf,
+        ip: IpAddr,
+        cluster_id: u64,
+        extra_args: Vec<String>,
+    ) -> Self {
+        ReferenceSystem {
+            program,
+            node_count,
+            nodes_dir,
+            ip,
+            cluster_id,
+            extra_args,
+        }
+    }
+
+    /// Every port the cluster will listen on (for choosing a free loopback address).
+    pub fn ports(node_count: usize) -> Vec<u16> {
+        (0..node_count as u16)
+            .flat_map(|i| [CLIENT_PORT_BASE + i, PEER_PORT_BASE + i])
+            .collect()
+    }
+
+    fn client_urls(&self) -> Vec<String> {
+        (0..self.node_count)
+            .map(|i| format!("http://{}", self.addrs(i).client))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl System for ReferenceSystem {
+    fn kind(&self) -> &'static str {
+        "reference"
+    }
+
+    fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    fn data_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(format!("n{}", node + 1)).join("data")
+    }
+
+    fn addrs(&self, node: usize) -> NodeAddrs {
+        NodeAddrs {
+            client: SocketAddr::new(self.ip, CLIENT_PORT_BASE + node as u16),
+            peer: SocketAddr::new(self.ip, PEER_PORT_BASE + node as u16),
+        }
+    }
+
+    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        let cmd = self.program.command(vec![
+            "format".into(),
+            "--data-dir".into(),
+            dir.display().to_string(),
+            "--cluster-id".into(),
+            self.cluster_id.to_string(),
+            "--id".into(),
+            node.to_string(),
+            "--replica-count".into(),
+            self.node_count.to_string(),
+        ]);
+        let output = tokio::process::Command::new(&cmd.program)
+            .args(&cmd.args)
+            .output()
+            .await
+            .with_context(|| format!("cannot run {}", cmd.display()))?;
+        anyhow::ensure!(
+            output.status.success(),
+            "formatting n{} failed ({}): {}",
+            node + 1,
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        Ok(())
+    }
+
+    fn launch(&self, node: usize) -> LaunchCommand {
+        let me = self.addrs(node);
+        let mut args = vec![
+            "run".into(),
+            "--id".into(),
+            node.to_string(),
+            "--data-dir".into(),
+            self.data_dir(node).display().to_string(),
+            "--cluster-id".into(),
+            self.cluster_id.to_string(),
+            "--client-addr".into(),
+            me.client.to_string(),
+            "--peer-addr".into(),
+            me.peer.to_string(),
+        ];
+        for peer in (0..self.node_count).filter(|&p| p != node) {
+            let addrs = self.addrs(peer);
+            args.extend(["--peer".into(), format!("{peer}={}", addrs.peer)]);
+            args.extend(["--peer-client".into(), format!("{peer}={}", addrs.client)]);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        self.program.command(args)
+    }
+
+    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+        let url = format!("http://{}/status", self.addrs(node).client);
+        let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
+        let raw: Value = client.get(url).send().await.ok()?.json().await.ok()?;
+        let role = match (raw["status"].as_str(), raw["role"].as_str()) {
+            (Some("normal"), Some("primary")) => Role::Primary,
+            (Some("normal"), Some("backup")) => Role::Backup,
+            _ => Role::Other,
+        };
+        let commit_point = format!(
+            "status={} op={} commit={} head={}",
+            raw["status"].as_str().unwrap_or("?"),
+            raw["op"],
+            raw["commit"],
+            raw["head_checksum"].as_str().unwrap_or("?")
+        );
+        let primary = raw["primary"]
+            .as_u64()
+            .map(|p| p as usize)
+            .filter(|_| role != Role::Other);
+        Some(NodeStatus {
+            role,
+            primary,
+            commit_point,
+            raw,
+        })
+    }
+
+    fn next_primary(&self, primary: usize) -> Option<usize> {
+        // VSR: primary = view % n, so the next view's primary is the next replica.
+        Some((primary + 1) % self.node_count)
+    }
+
+    fn wal_prefix(&self) -> &'static str {
+        "wal"
+    }
+
+    fn verify_command(&self, node: usize) -> Option<LaunchCommand> {
+        Some(
+            self.program
+                .command(vec!["verify".into(), self.data_dir(node).display().to_string()]),
+        )
+    }
+
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
+        log_tail
+            .lines()
+            .rev()
+            .find(|line| line.contains("refusing to boot"))
+            .map(|line| line.trim().to_string())
+    }
+
+    fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(op_timeout.min(Duration::from_millis(500)))
+            .timeout(op_timeout)
+            .pool_max_idle_per_host(2)
+            .build()
+            .expect("building an HTTP client with static settings");
+        Box::new(ReferenceClient {
+            http,
+            nodes: self.client_urls(),
+            home,
+            op_timeout,
+            client_id,
+            request_number: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+}
+
+/// Register client over the reference node's HTTP/JSON API.
+struct ReferenceClient {
+    http: reqwest::Client,
+    /// `http://ip:port` per node.
+    nodes: Vec<String>,
+    home: usize,
+    op_timeout: Duration,
+    client_id: u64,
+    request_number: std::sync::atomic::AtomicU64,
+}
+
+enum Verb<'a> {
+    Read,
+    Write(&'a str),
+    Cas(&'a str, &'a str),
+}
+
+impl ReferenceClient {
+    /// Sends one op to the home node, following not-primary redirects (which prove the op was not applied).
+    async fn call(&self, key: &str, verb: Verb<'_>) -> (Outcome, usize) {
+        let deadline = tokio::time::Instant::now() + self.op_timeout;
+        let request_number = self.request_number.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut node = self.home;
+        let key = urlencode(key);
+        for _ in 0..=REDIRECTS_MAX {
+            let base = &self.nodes[node];
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if remaining.is_zero() {
+                break;
+            }
+            let request = match verb {
+                Verb::Read => self.http.get(format!("{base}/kv/{key}")),
+                Verb::Write(value) => self.http.put(format!("{base}/kv/{key}")).json(&json!({"value": value})),
+                Verb::Cas(from, to) => self
+                    .http
+                    .post(format!("{base}/kv/{key}/cas"))
+                    .json(&json!({"from": from, "to": to})),
+            }
+            .timeout(remaining)
+            .header("X-Faultline-Deadline-Ms", remaining.as_millis().to_string())
+            .header("X-Client-Id", self.client_id.to_string())
+            .header("X-Request-Number", request_number.to_string());
+            let is_read = matches!(verb, Verb::Read);
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(e) => return (transport_outcome(&e, is_read), node),
+            };
+            let status = response.status().as_u16();
+            let body: Value = match response.json().await {
+                Ok(body) => body,
+                Err(e) if status == 200 => return (unknown(is_read, format!("unreadable response body: {e}")), node),
+                Err(_) => Value::Null,
+            };
+            match status {
+                200 => {
+                    return (
+                        Outcome::Ok(if is_read { body["value"].clone() } else { Value::Null }),
+                        node,
+                    )
+                }
+                409 => {
+                    return (
+                        Outcome::Fail(format!("precondition failed (current {})", body["current"])),
+                        node,
+                    )
+                }
+                421 => match body["primary"].as_str().and_then(|addr| self.node_of(addr)) {
+                    Some(primary) if primary != node => node = primary,
+                    _ => {
+                        return (
+                            Outcome::Fail(format!("not primary, and no other primary known: {body}")),
+                            node,
+                        )
+                    }
+                },
+                _ if body["outcome"] == "not-applied" => {
+                    return (Outcome::Fail(format!("HTTP {status}: {body}")), node)
+                }
+                _ => return (unknown(is_read, format!("HTTP {status}: {body}")), node),
+            }
+        }
+        (
+            Outcome::Fail("gave up following redirects before sending to a primary".into()),
+            node,
+        )
+    }
+
+    fn node_of(&self, addr: &str) -> Option<usize> {
+        self.nodes
+            .iter()
+            .position(|url| url.strip_prefix("http://") == Some(addr))
+    }
+}
+
+#[async_trait]
+impl RegisterClient for ReferenceClient {
+    async fn read(&self, key: &str) -> (Outcome, usize) {
+        self.call(key, Verb::Read).await
+    }
+
+    async fn write(&self, key: &str, value: &str) -> (Outcome, usize) {
+        self.call(key, Verb::Write(value)).await
+    }
+
+    async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize) {
+        self.call(key, Verb::Cas(from, to)).await
+    }
+}
+
+/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
+fn unknown(is_read: bool, why: String) -> Outcome {
+    if is_read {
+        Outcome::Fail(format!("{why} (a read has no effect)"))
+    } else {
+        Outcome::Info(why)
+    }
+}
+
+fn transport_outcome(error: &reqwest::Error, is_read: bool) -> Outcome {
+    if error.is_connect() {
+        // The connection was never established: nothing was sent.
+        Outcome::Fail(format!("connection failed: {}", error_chain(error)))
+    } else if error.is_timeout() {
+        unknown(is_read, "timed out".into())
+    } else {
+        unknown(
+            is_read,
+            format!("connection lost after sending: {}", error_chain(error)),
+        )
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn urlencode(key: &str) -> String {
+    key.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

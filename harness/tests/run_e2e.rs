@@ -1,0 +1,296 @@
+//! End-to-end runs of `faultline run` against real reference nodes on loopback.
+//!
+//! Each run picks its own random loopback address, so these never collide with other tests; they are still run one
+//! at a time (a lock below), because several clusters at once on a 2-core machine would make timing-sensitive
+//! verdicts (recovery bounds) flaky.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn faultline() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+}
+
+fn default_plan() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/default.yaml")).unwrap()
+}
+
+/// The default plan with a short fault phase and frequent faults, so a ~10 s run sees kills, pauses and restarts.
+fn short_plan(seed: u64, time_limit: &str) -> String {
+    default_plan()
+        .replace("time_limit: 60s", &format!("time_limit: {time_limit}\nseed: {seed}"))
+        .replace("interval: 6s", "interval: 1500ms")
+        .replace("mean_up: 20s", "mean_up: 6s")
+        .replace("every: 20s", "every: 60s")
+}
+
+fn write_plan(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_plan(store: &Path, plan: &Path) -> Output {
+    faultline()
+        .args(["run", "--quiet", "--store"])
+        .arg(store)
+        .arg(plan)
+        .output()
+        .unwrap()
+}
+
+fn latest(store: &Path) -> PathBuf {
+    store.join("latest").canonicalize().expect("store/latest exists")
+}
+
+fn history(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn results(run_dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
+}
+
+fn explain(output: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn count(events: &[Value], kind: &str, f: &str) -> usize {
+    events.iter().filter(|e| e["kind"] == kind && e["f"] == f).count()
+}
+
+#[test]
+fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_every_node_and_be_valid() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &short_plan(7, "10s"));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    assert!(count(&events, "nemesis", "kill") >= 1, "no kill in the fault phase");
+    assert!(count(&events, "nemesis", "start") >= 1, "no restart in the fault phase");
+    let restart_all = events
+        .iter()
+        .position(|e| e["f"] == "restart-all")
+        .expect("a restart-all event");
+    for node in ["n1", "n2", "n3"] {
+        assert!(
+            events[restart_all..]
+                .iter()
+                .any(|e| e["f"] == "boot-ok" && e["node"] == node),
+            "{node} has no boot-ok after the restart-all"
+        );
+        assert!(
+            events[restart_all..]
+                .iter()
+                .any(|e| e["f"] == "verify-ok" && e["node"] == node),
+            "{node} not verified"
+        );
+    }
+    let results = results(&run_dir);
+    assert_eq!(results["verdict"], "valid", "{results:#}");
+    assert!(
+        results["counts"]["ok"].as_u64().unwrap() > 100,
+        "too few ops: {}",
+        results["counts"]
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.contains("VALID") && last.contains(&run_dir.file_name().unwrap().to_string_lossy().to_string()),
+        "{last}"
+    );
+    assert!(
+        !run_dir.join("nodes/n1/data").exists(),
+        "a valid run removes the data dirs"
+    );
+}
+
+fn corrupt_plan(recorded: bool) -> String {
+    let plan = short_plan(11, "4s");
+    let start = plan.find("nemesis:").unwrap();
+    let end = plan.find("final_phase:").unwrap();
+    let plan = format!("{}{}", &plan[..start], &plan[end..]);
+    plan.replace(
+        "  restart_all: true",
+        &format!("  restart_all: true\n  test_only_corrupt_wal: {{node: n2, recorded: {recorded}}}"),
+    )
+}
+
+#[test]
+fn given_recorded_wal_corruption_when_restarting_all_should_record_the_refusal_and_judge_it_legitimate() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &corrupt_plan(true));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    let refused = events
+        .iter()
+        .find(|e| e["f"] == "boot-refused")
+        .unwrap_or_else(|| panic!("no boot-refused: {}", explain(&output)));
+    assert_eq!(refused["node"], "n2");
+    let line = refused["value"]["line"].as_str().unwrap();
+    assert!(line.contains("refusing to boot"), "the node's own error line: {line}");
+    let log = std::fs::read_to_string(run_dir.join("nodes/n2/node.log")).unwrap();
+    assert!(log.contains(line), "the recorded line comes from n2's log");
+    let results = results(&run_dir);
+    let boot = results["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "boot")
+        .unwrap();
+    assert_eq!(
+        boot["verdict"], "valid",
+        "a refusal after recorded surgery is legitimate: {boot:#}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+}
+
+#[test]
+fn given_a_refusal_on_a_disk_nothing_corrupted_when_checked_should_be_invalid() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &corrupt_plan(false));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
+    let run_dir = latest(&dir.path().join("store"));
+    let results = results(&run_dir);
+    assert_eq!(results["verdict"], "invalid");
+    assert!(
+        results["reason"]
+            .as_str()
+            .unwrap()
+            .contains("refused to boot on a disk nothing corrupted"),
+        "{results:#}"
+    );
+    assert!(
+        run_dir.join("nodes/n2/data").exists(),
+        "a failed run keeps its data dirs for post-mortem"
+    );
+}
+
+#[test]
+fn given_a_harness_killed_with_sigkill_mid_run_should_leave_no_node_alive() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &short_plan(3, "60s"));
+    let store = dir.path().join("store");
+    let mut child = faultline()
+        .args(["run", "--quiet", "--store"])
+        .arg(&store)
+        .arg(&plan)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let run_id = loop {
+        assert!(started.elapsed() < Duration::from_secs(30), "the run never got going");
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(run_dir) = store.join("latest").canonicalize().or_else(|_| find_run_dir(&store)) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(run_dir.join("history.jsonl")) else {
+            continue;
+        };
+        if text.contains("\"cluster-ready\"") {
+            let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            break first["value"]["run_id"].as_str().unwrap().to_string();
+        }
+    };
+    assert_eq!(tagged_processes(&run_id).len(), 3, "three nodes run before the kill");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !tagged_processes(&run_id).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        tagged_processes(&run_id),
+        Vec::<i32>::new(),
+        "nodes outlived a SIGKILLed harness"
+    );
+}
+
+fn find_run_dir(store: &Path) -> std::io::Result<PathBuf> {
+    let plan_dir = std::fs::read_dir(store)?
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .ok_or(std::io::ErrorKind::NotFound)?;
+    let run = std::fs::read_dir(plan_dir.path())?
+        .flatten()
+        .next()
+        .ok_or(std::io::ErrorKind::NotFound)?;
+    Ok(run.path())
+}
+
+/// Live (not zombie) processes tagged with the run id.
+fn tagged_processes(run_id: &str) -> Vec<i32> {
+    let needle = format!("FAULTLINE_RUN_ID={run_id}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true);
+        if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            default_plan().replace("  concurrency: 6", "  concurrency: 6\n  concurency: 3"),
+            "unknown field `concurency`",
+            "concurency",
+        ),
+        (default_plan().replace("  nodes: 3", "  nodes: many"), "", "nodes: many"),
+        (
+            default_plan().replace("interval: 6s", "interval: -2s"),
+            "negative",
+            "interval: -2s",
+        ),
+    ];
+    for (text, message, line_with) in cases {
+        let plan = write_plan(dir.path(), &text);
+        let output = faultline()
+            .args(["run", "--quiet", "--store"])
+            .arg(dir.path().join("store"))
+            .arg(&plan)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(254), "{stderr}");
+        let line = text.lines().position(|l| l.contains(line_with)).unwrap() + 1;
+        assert!(
+            stderr.contains(&format!("plan.yaml:{line}:")),
+            "no line {line} in: {stderr}"
+        );
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(!dir.path().join("store").exists(), "nothing may start for a bad plan");
+    }
+}

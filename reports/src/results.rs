@@ -1,0 +1,156 @@
+//! `results.json`: every verdict of a run, its counts and timings.
+//!
+//! Schema (versioned by `schema_version`; bump it on any incompatible change):
+//! - `schema_version` (1), `faultline_version`
+//! - `verdict` (`valid|invalid|unknown`, the worst of the checks), `reason` (one sentence)
+//! - `plan`, `system`, `seed`, `started_at` (RFC 3339 UTC), `duration_ms`, `store_dir`, `repro` (a command line)
+//! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON)
+//! - `counts`: client ops by completion (`invoke`, `ok`, `fail`, `info`, `open`), nemesis and lifecycle events
+
+use faultline_workloads::history::{EventKind, History};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The current results.json schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub use faultline_workloads::Verdict;
+
+/// Upper-case verdict name for terminal output.
+pub fn shout(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Valid => "VALID",
+        Verdict::Invalid => "INVALID",
+        Verdict::Unknown => "UNKNOWN",
+    }
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// Check name (`linearizability`, `boot`, `liveness`, `convergence`, `log-patterns`, `history`).
+    pub name: String,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// One sentence.
+    pub reason: String,
+    /// Check-specific evidence.
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// Operation and event counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Client invocations.
+    pub invoke: u64,
+    /// Completed and took effect.
+    pub ok: u64,
+    /// Definitely did not take effect.
+    pub fail: u64,
+    /// Unknown outcome.
+    pub info: u64,
+    /// Invoked but never completed (the run stopped first).
+    pub open: u64,
+    /// Nemesis events.
+    pub nemesis: u64,
+    /// Lifecycle events.
+    pub lifecycle: u64,
+}
+
+impl Counts {
+    /// Counts a history's events.
+    pub fn of(history: &History) -> Counts {
+        let mut counts = Counts::default();
+        for event in &history.events {
+            match event.kind {
+                EventKind::Invoke => counts.invoke += 1,
+                EventKind::Ok => counts.ok += 1,
+                EventKind::Fail => counts.fail += 1,
+                EventKind::Info => counts.info += 1,
+                EventKind::Nemesis => counts.nemesis += 1,
+                EventKind::Lifecycle => counts.lifecycle += 1,
+                EventKind::Meta => {}
+            }
+        }
+        counts.open = counts.invoke.saturating_sub(counts.ok + counts.fail + counts.info);
+        counts
+    }
+}
+
+/// The whole results.json document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// faultline's version.
+    pub faultline_version: String,
+    /// Combined verdict.
+    pub verdict: Verdict,
+    /// Why, in one sentence.
+    pub reason: String,
+    /// Plan name.
+    pub plan: String,
+    /// System kind.
+    pub system: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// Run length.
+    pub duration_ms: u64,
+    /// The store folder.
+    pub store_dir: String,
+    /// A command that re-runs this test.
+    pub repro: String,
+    /// All checks.
+    pub checks: Vec<CheckResult>,
+    /// Counts.
+    pub counts: Counts,
+}
+
+impl Results {
+    /// Combines checks: the verdict is the worst; the reason is that of the first check with the worst verdict.
+    pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
+        let verdict = Verdict::combine_all(checks.iter().map(|c| c.verdict));
+        let reason = match checks
+            .iter()
+            .find(|c| c.verdict == verdict && verdict != Verdict::Valid)
+        {
+            Some(check) => format!("{}: {}", check.name, check.reason),
+            None if checks.is_empty() => "nothing was checked".to_string(),
+            None => "every check passed".to_string(),
+        };
+        let verdict = if checks.is_empty() { Verdict::Unknown } else { verdict };
+        (verdict, reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, verdict: Verdict) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict,
+            reason: format!("{name} said so"),
+            details: Value::Null,
+        }
+    }
+
+    #[test]
+    fn given_checks_when_combined_should_let_invalid_beat_unknown_beat_valid() {
+        let (v, r) = Results::combine(&[check("a", Verdict::Valid), check("b", Verdict::Unknown)]);
+        assert_eq!(v, Verdict::Unknown);
+        assert_eq!(r, "b: b said so");
+        let (v, r) = Results::combine(&[check("a", Verdict::Unknown), check("c", Verdict::Invalid)]);
+        assert_eq!((v, r.as_str()), (Verdict::Invalid, "c: c said so"));
+        assert_eq!(Results::combine(&[check("a", Verdict::Valid)]).0, Verdict::Valid);
+        assert_eq!(
+            Results::combine(&[]).0,
+            Verdict::Unknown,
+            "an unchecked run is never valid"
+        );
+    }
+}
