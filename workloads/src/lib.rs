@@ -1,3 +1,20 @@
-//! faultline workloads: the one history type, models, generators, clients' traits and checkers.
+//! faultline workloads: the one history type, models, history formats and the linearizability checker.
+//!
+//! The checker's entry points are [`load_history_file`] (faultline JSONL, Jepsen EDN, Jepsen log lines, Porcupine's
+//! kv logs, all read into one [`History`]) and [`check_history`], whose [`LinearizabilityResult`] goes into
+//! `results.json`; [`render_text`] prints it for a person.
 
+pub mod formats;
 pub mod history;
+pub mod linearizability;
+pub mod models;
+pub mod verdict;
+
+pub use formats::{load_history_file, Format, LoadError};
+pub use history::{Event, EventKind, History, HistoryError, HistoryWriter};
+pub use linearizability::{
+    check_history, render_text, CheckOptions, Explanation, KeySummary, LinearizabilityResult, LinearizedStep,
+    OpSummary, StopReason,
+};
+pub use models::{Model, ModelKind};
+pub use verdict::Verdict;

@@ -1,0 +1,213 @@
+//! Jepsen histories into faultline [`Event`]s: EDN op maps (`{:process 0, :type :invoke, :f :write, :value 3}`,
+//! with `:key` as in Porcupine's kv logs or `[k v]` independent tuples in `:value`) and the `jepsen.util` log lines
+//! of Porcupine's etcd data (`INFO  jepsen.util - 0 :invoke :read nil`, tab-separated).
+
+use super::edn::{EdnError, EdnReader};
+use crate::history::{Event, EventKind};
+use crate::models::cas_register::CAS_MISMATCH_ERROR;
+use serde_json::{Map, Value};
+
+/// An op map that is not a Jepsen operation.
+pub(crate) struct OpError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl From<EdnError> for OpError {
+    fn from(e: EdnError) -> Self {
+        OpError {
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        }
+    }
+}
+
+/// An op map with the line and column it started on.
+pub(crate) struct RawOp {
+    pub map: Map<String, Value>,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Reads every op map of an EDN history: one map per line, or maps inside a top-level vector.
+pub(crate) fn read_edn_ops(text: &str) -> Result<Vec<RawOp>, OpError> {
+    let mut reader = EdnReader::new(text, 1);
+    let mut ops = Vec::new();
+    loop {
+        let (line, column) = reader.position();
+        let Some(value) = reader.next_value()? else { break };
+        match value {
+            Value::Object(map) => ops.push(RawOp { map, line, column }),
+            Value::Array(items) => {
+                for item in items {
+                    match item {
+                        Value::Object(map) => ops.push(RawOp { map, line, column }),
+                        other => {
+                            return Err(OpError {
+                                line,
+                                column,
+                                message: format!("expected an op map inside the history vector, found {other}"),
+                            })
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(OpError {
+                    line,
+                    column,
+                    message: format!("expected an op map, found {other}"),
+                })
+            }
+        }
+    }
+    Ok(ops)
+}
+
+/// Reads the `jepsen.util` op lines of a Jepsen log: `<process> <:type> <:f> <value>` after `jepsen.util - `. Other
+/// lines are log noise and are skipped.
+pub(crate) fn read_log_ops(text: &str) -> Result<Vec<RawOp>, OpError> {
+    const MARKER: &str = "jepsen.util - ";
+    let mut ops = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(at) = line.find(MARKER) else { continue };
+        let rest = &line[at + MARKER.len()..];
+        let column = at + MARKER.len() + 1;
+        let mut reader = EdnReader::new(rest, n + 1);
+        let mut fields = Vec::with_capacity(4);
+        for _ in 0..4 {
+            match reader.next_value() {
+                Ok(Some(v)) => fields.push(v),
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(OpError {
+                        line: n + 1,
+                        column: column + e.column - 1,
+                        message: e.message,
+                    })
+                }
+            }
+        }
+        let is_op = fields.len() >= 3
+            && (fields[0].is_u64() || fields[0].is_string())
+            && fields[1]
+                .as_str()
+                .is_some_and(|t| matches!(t, "invoke" | "ok" | "fail" | "info"));
+        if !is_op {
+            continue;
+        }
+        let mut map = Map::new();
+        let mut fields = fields.into_iter();
+        for name in ["process", "type", "f", "value"] {
+            map.insert(name.to_string(), fields.next().unwrap_or(Value::Null));
+        }
+        ops.push(RawOp {
+            map,
+            line: n + 1,
+            column,
+        });
+    }
+    Ok(ops)
+}
+
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn is_pair(value: &Value) -> bool {
+    value.as_array().is_some_and(|a| a.len() == 2)
+}
+
+/// Jepsen's `independent` histories wrap every value as `[key value]`. Recognised when no op has `:key` and every
+/// register invocation's value is such a tuple (a cas's inner value being `[from to]`).
+fn is_independent(ops: &[RawOp]) -> bool {
+    let mut seen = false;
+    for op in ops {
+        if op.map.contains_key("key") {
+            return false;
+        }
+        if op.map.get("type").and_then(Value::as_str) != Some("invoke") {
+            continue;
+        }
+        let value = op.map.get("value").unwrap_or(&Value::Null);
+        let ok = match op.map.get("f").and_then(Value::as_str) {
+            Some("cas") => is_pair(value) && value.get(1).is_some_and(is_pair),
+            Some(_) => is_pair(value),
+            None => false,
+        };
+        if !ok {
+            return false;
+        }
+        seen = true;
+    }
+    seen
+}
+
+/// Turns op maps into events. `failed_cas_mismatch` marks `:fail :cas` as "ran and found another value" (see
+/// [`CAS_MISMATCH_ERROR`]), as Porcupine reads Jepsen's etcd logs.
+pub(crate) fn to_events(ops: Vec<RawOp>, failed_cas_mismatch: bool) -> Result<Vec<Event>, OpError> {
+    let independent = is_independent(&ops);
+    let mut events = Vec::with_capacity(ops.len());
+    for (position, raw) in ops.into_iter().enumerate() {
+        if let Some(event) = to_event(raw, position as u64, independent, failed_cas_mismatch)? {
+            events.push(event);
+        }
+    }
+    for (i, e) in events.iter_mut().enumerate() {
+        e.index = i as u64;
+    }
+    Ok(events)
+}
+
+fn to_event(raw: RawOp, position: u64, independent: bool, failed_cas_mismatch: bool) -> Result<Option<Event>, OpError> {
+    let RawOp { mut map, line, column } = raw;
+    let bad = |message: String| OpError { line, column, message };
+    let kind = match map.get("type").and_then(Value::as_str) {
+        Some("invoke") => EventKind::Invoke,
+        Some("ok") => EventKind::Ok,
+        Some("fail") => EventKind::Fail,
+        Some("info") => EventKind::Info,
+        // Jepsen also logs :sleep, :log and similar non-operations.
+        Some(_) => return Ok(None),
+        None => return Err(bad(format!("op map without :type: {}", Value::Object(map)))),
+    };
+    let f = map.get("f").map(text_of).unwrap_or_default();
+    let (kind, process) = match map.get("process") {
+        Some(Value::Number(n)) => (kind, n.as_u64()),
+        // :nemesis (or any named process) is not a client.
+        Some(_) => (EventKind::Nemesis, None),
+        None => return Err(bad(format!("op map without :process: {}", Value::Object(map)))),
+    };
+    let mut value = map.remove("value").unwrap_or(Value::Null);
+    let mut key = map.get("key").map(text_of);
+    if independent && kind.is_client() {
+        if let Value::Array(mut tuple) = value {
+            value = tuple.pop().unwrap_or(Value::Null);
+            key = tuple.pop().map(|k| text_of(&k));
+        } else {
+            return Err(bad(format!("expected an independent [key value] tuple, found {value}")));
+        }
+    }
+    let mut error = map.get("error").map(text_of);
+    if failed_cas_mismatch && kind == EventKind::Fail && f == "cas" {
+        error = Some(CAS_MISMATCH_ERROR.to_string());
+    }
+    let time_ns = map.get("time").and_then(Value::as_u64).unwrap_or(position);
+    Ok(Some(Event {
+        index: position,
+        time_ns,
+        kind,
+        process,
+        worker: process,
+        node: None,
+        f,
+        key,
+        value,
+        error,
+    }))
+}

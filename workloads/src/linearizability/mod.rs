@@ -1,0 +1,479 @@
+//! The linearizability checker: is there a total order of a history's operations, consistent with their real-time
+//! order, that a model accepts?
+//!
+//! [`check_history`] pairs invocations with completions, splits the history by key, checks keys in parallel with the
+//! search in [`search`] (Wing & Gong with Lowe's memoization), stops at the first non-linearizable key, and honours a
+//! wall-clock and a memory budget by answering [`Verdict::Unknown`] with the reason instead of running away.
+
+mod explain;
+mod prepare;
+mod search;
+
+pub use explain::{Explanation, LinearizedStep, OpSummary};
+
+use crate::history::History;
+use crate::models::{AppendLog, CasRegister, Kv, Model, ModelKind};
+use crate::verdict::Verdict;
+use prepare::Partition;
+use search::{Limits, Outcome, Search, SearchStats};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Budgets and knobs for one check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Wall-clock budget for the whole check; past it the answer is `unknown`.
+    pub timeout: Duration,
+    /// Approximate bytes the search caches of all keys together may hold; past it the answer is `unknown`.
+    pub memory_budget_bytes: u64,
+    /// Keys checked at once; 0 means one per available core.
+    pub parallelism: usize,
+    /// Check each key on its own (P-compositionality). Turn off only to measure: keys are independent objects.
+    pub partition_by_key: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            timeout: Duration::from_secs(30),
+            memory_budget_bytes: 1 << 30,
+            parallelism: 0,
+            partition_by_key: true,
+        }
+    }
+}
+
+/// Why a search ended without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// The wall-clock budget ran out.
+    Timeout,
+    /// The caches outgrew the memory budget.
+    MemoryBudget,
+    /// Another key was found non-linearizable first, so this key's answer was not needed.
+    Cancelled,
+}
+
+/// The verdict for one key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeySummary {
+    /// The key (empty for histories without keys).
+    pub key: String,
+    /// Operations checked (failed operations and reads with unknown results constrain nothing and are left out).
+    pub ops: u64,
+    /// This key's verdict.
+    pub verdict: Verdict,
+    /// Why the verdict is `unknown`, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StopReason>,
+    /// Wall-clock time spent searching this key.
+    pub elapsed_ms: u64,
+    /// Distinct (linearized set, state) pairs the search cached.
+    pub cache_entries: u64,
+}
+
+/// The outcome of checking a history: what goes into `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinearizabilityResult {
+    /// Overall verdict: invalid if any key is, else unknown if any key is, else valid.
+    pub verdict: Verdict,
+    /// One sentence saying why.
+    pub reason: String,
+    /// The model checked against.
+    pub model: ModelKind,
+    /// Operations checked over all keys.
+    pub ops: u64,
+    /// Wall-clock time of the whole check.
+    pub elapsed_ms: u64,
+    /// Per-key verdicts, in key order.
+    pub keys: Vec<KeySummary>,
+    /// For an invalid history: why, on the first key found non-linearizable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+}
+
+/// Checks that `history`'s client operations are linearizable under `model`.
+///
+/// Never panics on bad input: a history the model cannot read gives `unknown` with the reason. Nemesis, lifecycle
+/// and meta events are ignored.
+pub fn check_history(history: &History, model: ModelKind, opts: &CheckOptions) -> LinearizabilityResult {
+    match model {
+        ModelKind::CasRegister => check_with::<CasRegister>(history, model, opts),
+        ModelKind::Kv => check_with::<Kv>(history, model, opts),
+        ModelKind::AppendLog => check_with::<AppendLog>(history, model, opts),
+    }
+}
+
+struct KeyOutcome {
+    summary: KeySummary,
+    longest: Option<Vec<u32>>,
+}
+
+fn check_with<M: Model + Default>(history: &History, kind: ModelKind, opts: &CheckOptions) -> LinearizabilityResult {
+    let started = Instant::now();
+    let prepared = prepare::pair_operations(history)
+        .and_then(|pairs| prepare::partitions::<M>(history, &pairs, opts.partition_by_key));
+    let partitions = match prepared {
+        Ok(p) => p,
+        Err(message) => {
+            return LinearizabilityResult {
+                verdict: Verdict::Unknown,
+                reason: format!("the history cannot be checked against the {kind} model: {message}"),
+                model: kind,
+                ops: 0,
+                elapsed_ms: started.elapsed().as_millis() as u64,
+                keys: Vec::new(),
+                explanation: None,
+            };
+        }
+    };
+    let outcomes = run_partitions(&partitions, started + opts.timeout, opts);
+    let first_illegal = outcomes.iter().position(|o| o.longest.is_some());
+    let explanation = first_illegal.map(|i| {
+        let longest = outcomes[i].longest.as_deref().unwrap_or_default();
+        explain::explain(&partitions[i], longest, kind)
+    });
+    let keys: Vec<KeySummary> = outcomes.into_iter().map(|o| o.summary).collect();
+    let verdict = Verdict::combine_all(keys.iter().map(|k| k.verdict));
+    let ops = keys.iter().map(|k| k.ops).sum();
+    let reason = overall_reason(verdict, kind, &keys, explanation.as_ref(), opts);
+    LinearizabilityResult {
+        verdict,
+        reason,
+        model: kind,
+        ops,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        keys,
+        explanation,
+    }
+}
+
+/// Histories with fewer operations than this are checked on one thread unless `parallelism` asks otherwise.
+const SMALL_HISTORY_OPS: usize = 4096;
+
+/// Steps a key gets before it yields to the next; it doubles each time the key comes round again.
+const FIRST_SLICE_STEPS: u64 = 1 << 16;
+
+/// Checks partitions on worker threads, stopping all when one is illegal or a budget runs out.
+///
+/// Each worker takes keys from a shared queue and gives each a slice of search steps; a key that needs more waits
+/// at the back of the worker's own queue with a doubled slice. So easy keys finish first and one hard (possibly
+/// exponential) key cannot hide an illegal key that would have answered the whole check in milliseconds.
+fn run_partitions<M: Model>(partitions: &[Partition<M>], deadline: Instant, opts: &CheckOptions) -> Vec<KeyOutcome> {
+    let memory_used = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let limits = Limits {
+        deadline,
+        memory_budget_bytes: opts.memory_budget_bytes,
+        memory_used_bytes: &memory_used,
+        stop: &stop,
+    };
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<KeyOutcome>>> = partitions.iter().map(|_| Mutex::new(None)).collect();
+    // Below a few thousand operations, starting threads costs more than it saves.
+    let total_ops: usize = partitions.iter().map(|p| p.ops.len()).sum();
+    let wanted = match opts.parallelism {
+        0 if total_ops < SMALL_HISTORY_OPS => 1,
+        0 => cores(),
+        n => n,
+    };
+    let workers = wanted.min(partitions.len()).max(1);
+    let work = || worker(partitions, &next, &limits, &results);
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(work);
+            }
+        });
+    }
+    results
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .expect("no worker panics while holding a result slot")
+                .expect("every partition is visited by a worker")
+        })
+        .collect()
+}
+
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A key's search waiting for its next slice.
+struct Paused<'a, M: Model> {
+    partition: usize,
+    search: Search<'a, M>,
+    slice_steps: u64,
+    spent: Duration,
+}
+
+fn worker<'a, M: Model>(
+    partitions: &'a [Partition<M>],
+    next: &AtomicUsize,
+    limits: &Limits<'a>,
+    results: &[Mutex<Option<KeyOutcome>>],
+) {
+    let mut paused: VecDeque<Paused<'a, M>> = VecDeque::new();
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let mut task = match partitions.get(index) {
+            Some(partition) => {
+                let stopped = if limits.stop.load(Ordering::Relaxed) {
+                    Some(StopReason::Cancelled)
+                } else if Instant::now() >= limits.deadline {
+                    Some(StopReason::Timeout)
+                } else {
+                    None
+                };
+                if let Some(reason) = stopped {
+                    let outcome = Outcome::Stopped(reason);
+                    record(
+                        results,
+                        index,
+                        partition,
+                        outcome,
+                        SearchStats::default(),
+                        Duration::ZERO,
+                        limits,
+                    );
+                    continue;
+                }
+                Paused {
+                    partition: index,
+                    search: Search::new(&partition.model, &partition.ops, limits),
+                    slice_steps: FIRST_SLICE_STEPS,
+                    spent: Duration::ZERO,
+                }
+            }
+            None => match paused.pop_front() {
+                Some(task) => task,
+                None => break,
+            },
+        };
+        let started = Instant::now();
+        let outcome = task.search.run(limits, task.slice_steps);
+        task.spent += started.elapsed();
+        match outcome {
+            Some(outcome) => {
+                let partition = &partitions[task.partition];
+                record(
+                    results,
+                    task.partition,
+                    partition,
+                    outcome,
+                    task.search.stats(),
+                    task.spent,
+                    limits,
+                );
+            }
+            None => {
+                task.slice_steps = task.slice_steps.saturating_mul(2);
+                paused.push_back(task);
+            }
+        }
+    }
+}
+
+fn record<M: Model>(
+    results: &[Mutex<Option<KeyOutcome>>],
+    index: usize,
+    partition: &Partition<M>,
+    outcome: Outcome,
+    stats: SearchStats,
+    spent: Duration,
+    limits: &Limits<'_>,
+) {
+    let (verdict, stopped, longest) = match outcome {
+        Outcome::Linearizable => (Verdict::Valid, None, None),
+        Outcome::Illegal { longest } => {
+            limits.stop.store(true, Ordering::Relaxed);
+            (Verdict::Invalid, None, Some(longest))
+        }
+        Outcome::Stopped(reason) => (Verdict::Unknown, Some(reason), None),
+    };
+    let outcome = KeyOutcome {
+        summary: KeySummary {
+            key: partition.key.clone(),
+            ops: partition.ops.len() as u64,
+            verdict,
+            stopped,
+            elapsed_ms: spent.as_millis() as u64,
+            cache_entries: stats.cache_entries,
+        },
+        longest,
+    };
+    *results[index]
+        .lock()
+        .expect("no worker panics while holding a result slot") = Some(outcome);
+}
+
+fn overall_reason(
+    verdict: Verdict,
+    kind: ModelKind,
+    keys: &[KeySummary],
+    explanation: Option<&Explanation>,
+    opts: &CheckOptions,
+) -> String {
+    let ops: u64 = keys.iter().map(|k| k.ops).sum();
+    match verdict {
+        Verdict::Valid => format!(
+            "all {ops} operations on {} key(s) are linearizable under the {kind} model",
+            keys.len()
+        ),
+        Verdict::Invalid => match explanation {
+            Some(e) => format!(
+                "key {:?} is not linearizable under the {kind} model: {} cannot be placed in any legal order",
+                e.key, e.op.description
+            ),
+            None => format!("a key is not linearizable under the {kind} model"),
+        },
+        Verdict::Unknown => {
+            let stopped = |r: StopReason| keys.iter().filter(|k| k.stopped == Some(r)).count();
+            let (timeouts, memory) = (stopped(StopReason::Timeout), stopped(StopReason::MemoryBudget));
+            if memory > 0 {
+                format!(
+                    "the search outgrew the memory budget of {} MiB on {memory} key(s) before reaching an answer",
+                    opts.memory_budget_bytes >> 20
+                )
+            } else if timeouts > 0 {
+                format!(
+                    "the search ran out of its {:?} time budget on {timeouts} key(s) before reaching an answer",
+                    opts.timeout
+                )
+            } else {
+                "the search stopped before reaching an answer".to_string()
+            }
+        }
+    }
+}
+
+/// Renders a result as a few plain-English lines for the terminal.
+pub fn render_text(result: &LinearizabilityResult) -> String {
+    let mut out = format!("{}: {}\n", result.verdict, result.reason);
+    if let Some(e) = &result.explanation {
+        for line in &e.lines {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let count = |v: Verdict| result.keys.iter().filter(|k| k.verdict == v).count();
+    out.push_str(&format!(
+        "{} key(s): {} valid, {} invalid, {} unknown; {} operations; {} ms\n",
+        result.keys.len(),
+        count(Verdict::Valid),
+        count(Verdict::Invalid),
+        count(Verdict::Unknown),
+        result.ops,
+        result.elapsed_ms
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Event, EventKind};
+    use serde_json::{json, Value};
+
+    fn ev(kind: EventKind, process: u64, f: &str, key: &str, value: Value) -> Event {
+        Event {
+            index: 0,
+            time_ns: 0,
+            kind,
+            process: Some(process),
+            worker: Some(process),
+            node: None,
+            f: f.into(),
+            key: Some(key.into()),
+            value,
+            error: None,
+        }
+    }
+
+    fn history(mut events: Vec<Event>) -> History {
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        History {
+            events,
+            truncated_tail: false,
+        }
+    }
+
+    #[test]
+    fn given_stale_read_when_checked_should_be_invalid_with_explanation_naming_key_op_and_state() {
+        use EventKind::*;
+        let h = history(vec![
+            ev(Invoke, 0, "write", "k1", json!("a")),
+            ev(Ok, 0, "write", "k1", json!("a")),
+            ev(Invoke, 1, "read", "k1", Value::Null),
+            ev(Ok, 1, "read", "k1", Value::Null),
+            ev(Invoke, 2, "write", "k2", json!("b")),
+        ]);
+        let result = check_history(&h, ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(result.verdict, Verdict::Invalid);
+        let e = result.explanation.as_ref().expect("an explanation");
+        assert_eq!(e.key, "k1");
+        assert_eq!(e.op.description, "read() -> nil");
+        assert_eq!(e.state, "\"a\"");
+        assert!(!e.op_legal_in_state);
+        assert!(render_text(&result).contains("Key \"k1\""), "{}", render_text(&result));
+        let json = serde_json::to_value(&result).expect("serializable");
+        assert_eq!(json["verdict"], "invalid");
+        assert_eq!(json["keys"][0]["verdict"], "invalid");
+    }
+
+    #[test]
+    fn given_invoke_without_completion_when_checked_should_treat_it_as_info() {
+        use EventKind::*;
+        let h = history(vec![
+            ev(Invoke, 0, "write", "k", json!("a")),
+            ev(Invoke, 1, "read", "k", Value::Null),
+            ev(Ok, 1, "read", "k", json!("a")),
+            ev(Invoke, 2, "read", "k", Value::Null),
+            ev(Ok, 2, "read", "k", json!("a")),
+        ]);
+        let result = check_history(&h, ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+    }
+
+    #[test]
+    fn given_many_concurrent_info_writes_when_budget_is_tiny_should_be_unknown_with_reason() {
+        use EventKind::*;
+        let mut events = Vec::new();
+        for p in 0..30 {
+            events.push(ev(Invoke, p, "write", "k", json!(format!("v{p}"))));
+        }
+        for n in 0..30u64 {
+            events.push(ev(Invoke, 100, "read", "k", Value::Null));
+            events.push(ev(Ok, 100, "read", "k", json!(format!("v{}", n % 3))));
+        }
+        let opts = CheckOptions {
+            timeout: Duration::from_millis(300),
+            ..CheckOptions::default()
+        };
+        let started = Instant::now();
+        let result = check_history(&history(events), ModelKind::CasRegister, &opts);
+        assert_eq!(result.verdict, Verdict::Unknown);
+        assert!(started.elapsed() < Duration::from_secs(5), "stopped near its budget");
+        assert!(result.reason.contains("budget"), "{}", result.reason);
+    }
+
+    #[test]
+    fn given_operation_the_model_does_not_know_when_checked_should_be_unknown_naming_the_event() {
+        use EventKind::*;
+        let h = history(vec![ev(Invoke, 0, "frobnicate", "k", Value::Null)]);
+        let result = check_history(&h, ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(result.verdict, Verdict::Unknown);
+        assert!(result.reason.contains("history event 0"), "{}", result.reason);
+    }
+}
