@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-/// Checks a store folder and writes `results.json` and `junit.xml` into it.
+/// Checks a store folder and writes `results.json`, `junit.xml` and `report.html` into it, and the store's index.
 pub fn analyze_and_write(store_dir: &Path) -> anyhow::Result<Results> {
     let results = analyze(store_dir)?;
     let json = serde_json::to_vec_pretty(&results)?;
@@ -28,7 +28,16 @@ pub fn analyze_and_write(store_dir: &Path) -> anyhow::Result<Results> {
         &store_dir.join("junit.xml"),
         faultline_reports::junit::render(&results).as_bytes(),
     )?;
+    faultline_reports::write_report(store_dir)?;
+    if let Some(store_root) = store_root_of(store_dir) {
+        faultline_reports::write_index(&store_root)?;
+    }
     Ok(results)
+}
+
+/// `store/<plan>/<run>` -> `store`.
+fn store_root_of(store_dir: &Path) -> Option<std::path::PathBuf> {
+    Some(store_dir.canonicalize().ok()?.parent()?.parent()?.to_path_buf())
 }
 
 /// Checks a store folder.
@@ -61,7 +70,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         started_at: meta["wall_clock_start"].as_str().unwrap_or("").to_string(),
         duration_ms,
         store_dir: store_dir.display().to_string(),
-        repro: format!("faultline run {}", store_dir.join("plan.yaml").display()),
+        repro: format!("faultline run --seed {} {}", plan.seed.unwrap_or(0), store_dir.join("plan.yaml").display()),
         checks,
         counts: Counts::of(&history),
     })

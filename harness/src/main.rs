@@ -51,9 +51,21 @@ enum Command {
         /// Check a plan file and print it resolved.
         #[arg(long)]
         check: Option<PathBuf>,
+        /// Print the process-fault schedule a plan file (or `default`) gives with its seed (or --seed), one fault per
+        /// line, without running anything: the same seed always gives the same schedule.
+        #[arg(long)]
+        schedule: Option<PathBuf>,
+        /// Seed for --schedule.
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Re-run every check on a run's store folder (works on crashed runs too).
     Analyze {
+        /// The run's store folder (e.g. store/latest).
+        dir: PathBuf,
+    },
+    /// Re-render a run's report.html (and the store's index.html) from its store folder.
+    Report {
         /// The run's store folder (e.g. store/latest).
         dir: PathBuf,
     },
@@ -92,8 +104,13 @@ fn main() -> ExitCode {
             store,
             quiet,
         } => run_command(plan, time_limit, seed, store, quiet),
-        Command::Plan { print_default, check } => plan_command(print_default, check),
+        Command::Plan { print_default, check, schedule: Some(path), seed } => {
+            let _ = (print_default, check);
+            schedule_command(&path, seed)
+        }
+        Command::Plan { print_default, check, schedule: None, .. } => plan_command(print_default, check),
         Command::Analyze { dir } => analyze_command(&dir),
+        Command::Report { dir } => report_command(&dir),
         Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
     }
 }
@@ -139,6 +156,7 @@ fn run_command(
     })) {
         Ok(outcome) => {
             print_checks(&outcome.results);
+            println!("  report: {}", outcome.store_dir.join("report.html").display());
             println!(
                 "faultline: {} — {} — {}",
                 shout(outcome.results.verdict),
@@ -183,6 +201,22 @@ fn plan_command(print_default: bool, check: Option<PathBuf>) -> ExitCode {
     ExitCode::from(EXIT_BAD_INPUT)
 }
 
+fn schedule_command(path: &std::path::Path, seed: Option<u64>) -> ExitCode {
+    let plan = if path == std::path::Path::new("default") { Ok(Plan::default_plan()) } else { Plan::load(path) };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e) => return plan_error(e),
+    };
+    let Some(seed) = seed.or(plan.seed) else {
+        eprintln!("faultline plan --schedule: the plan has no seed; pass --seed N");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    };
+    for fault in faultline::run::fault_schedule(&plan, seed) {
+        println!("{}", serde_json::to_string(&fault).expect("a schedule serializes"));
+    }
+    ExitCode::SUCCESS
+}
+
 fn analyze_command(dir: &std::path::Path) -> ExitCode {
     match faultline::analyze::analyze_and_write(dir) {
         Ok(results) => {
@@ -197,6 +231,25 @@ fn analyze_command(dir: &std::path::Path) -> ExitCode {
         }
         Err(e) => {
             eprintln!("faultline: cannot analyze {}: {e:#}", dir.display());
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn report_command(dir: &std::path::Path) -> ExitCode {
+    match faultline_reports::write_report(dir) {
+        Ok(path) => {
+            let store_root = dir.canonicalize().ok().and_then(|d| Some(d.parent()?.parent()?.to_path_buf()));
+            if let Some(root) = store_root {
+                if let Err(e) = faultline_reports::write_index(&root) {
+                    eprintln!("faultline report: index not updated: {e}");
+                }
+            }
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("faultline report: {e}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

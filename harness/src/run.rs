@@ -165,10 +165,7 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::R
 async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Workload>, quiet: bool) {
     let recorder = lab.recorder().clone();
     let phase_ms = plan.time_limit.0;
-    let schedule = match &plan.nemesis.process {
-        Some(spec) => process_faults::generate(&spec.value, lab.len(), phase_ms, &mut stream(seed, "nemesis")),
-        None => Vec::new(),
-    };
+    let schedule = fault_schedule(plan, seed);
     recorder.meta("schedule", json!({"process": schedule}));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
@@ -217,6 +214,16 @@ async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Work
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
 }
 
+/// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).
+pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFault> {
+    match &plan.nemesis.process {
+        Some(spec) => {
+            process_faults::generate(&spec.value, plan.system.nodes.0 as usize, plan.time_limit.0, &mut stream(seed, "nemesis"))
+        }
+        None => Vec::new(),
+    }
+}
+
 async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
@@ -251,7 +258,7 @@ fn run_meta(
         "wall_clock_start": humantime::format_rfc3339_millis(now).to_string(),
         "wall_clock_unix_ns": unix_ns,
         "loopback_ip": ip.to_string(),
-        "repro": format!("faultline run {}", store_dir.join("plan.yaml").display()),
+        "repro": format!("faultline run --seed {seed} {}", store_dir.join("plan.yaml").display()),
     })
 }
 

@@ -1,7 +1,19 @@
-//! faultline reports: the machine-readable `results.json`, `junit.xml` for CI systems, written atomically.
+//! faultline reports: the machine-readable `results.json`, `junit.xml` for CI systems, the self-contained
+//! `report.html` of a run and the store's `index.html`, all written atomically.
+//!
+//! The API the harness calls after each run (and `faultline report STORE_DIR`):
+//! - [`write_report`]`(run_dir)` renders `run_dir/report.html` from the store folder alone;
+//! - [`write_index`]`(store_root)` lists every run of the store in `store_root/index.html`.
 
+mod error;
+pub mod html;
+mod index;
 pub mod junit;
 pub mod results;
+
+pub use error::ReportError;
+pub use html::write_report;
+pub use index::write_index;
 
 use std::io::Write;
 use std::path::Path;

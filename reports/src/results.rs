@@ -6,6 +6,17 @@
 //! - `plan`, `system`, `seed`, `started_at` (RFC 3339 UTC), `duration_ms`, `store_dir`, `repro` (a command line)
 //! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON)
 //! - `counts`: client ops by completion (`invoke`, `ok`, `fail`, `info`, `open`), nemesis and lifecycle events
+//!
+//! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):
+//! - `history`: `{events, truncated_tail}`;
+//! - `linearizability`: a `faultline_workloads::LinearizabilityResult` (`verdict`, `reason`, `model`, `ops`,
+//!   `elapsed_ms`, `keys[{key, ops, verdict, stopped?, elapsed_ms, cache_entries}]`, and for an invalid history
+//!   `explanation{key, op, op_legal_in_state, linearized_count, linearized_tail[{op, state_after}], state, concurrent,
+//!   concurrent_count, lines}`, ops as `{process?, invoke_index, complete_index?, completion, description}`);
+//! - `boot`: per node name `{boots, refusals[{event, index, line, legitimate}], problems[]}` (`index`: history index);
+//! - `liveness`: `{recovered[{after, recovery_ms, attempts}], timeout?{after, timeout_ms, attempts}}`;
+//! - `convergence`: `[{converge_ms, commit_point}]`, or on timeout `{timeout_ms, commit_points{node: point}}`;
+//! - `log-patterns`: `[{node, line_number, pattern, line}]` (null when nothing matched).
 
 use faultline_workloads::history::{EventKind, History};
 use serde::{Deserialize, Serialize};

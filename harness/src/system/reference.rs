@@ -2,6 +2,7 @@
 
 use super::{NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
 use crate::supervisor::LaunchCommand;
+use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
 use anyhow::Context;
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -42,11 +43,12 @@ impl NodeProgram {
         }
         let exe = std::env::current_exe().context("cannot find the faultline executable")?;
         let sibling = exe.with_file_name("faultline-node");
-        if sibling.is_file() && exe.file_name().is_some_and(|n| n == "faultline") {
-            return Ok(NodeProgram {
-                program: sibling,
-                prefix_args: vec![],
-            });
+        // A sibling older than this executable is a stale build (e.g. `cargo run` rebuilt only the harness): using it
+        // would test old node code, so fall back to the node compiled into this executable.
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let fresh = matches!((modified(&sibling), modified(&exe)), (Some(node), Some(me)) if node >= me);
+        if sibling.is_file() && fresh {
+            return Ok(NodeProgram { program: sibling, prefix_args: vec![] });
         }
         Ok(NodeProgram {
             program: exe,
@@ -312,12 +314,8 @@ impl ReferenceClient {
                         node,
                     )
                 }
-                409 => {
-                    return (
-                        Outcome::Fail(format!("precondition failed (current {})", body["current"])),
-                        node,
-                    )
-                }
+                // The cas ran and saw another value: an observation the checker uses (Porcupine's cas -> false).
+                409 => return (Outcome::Fail(CAS_MISMATCH_ERROR.to_string()), node),
                 421 => match body["primary"].as_str().and_then(|addr| self.node_of(addr)) {
                     Some(primary) if primary != node => node = primary,
                     _ => {

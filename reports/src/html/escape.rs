@@ -1,0 +1,59 @@
+//! Escaping: every piece of run data (node log lines, error texts, keys, values) goes through here before it lands in
+//! the page, because a log line can contain anything, including `</script>`.
+
+/// Escapes text for an HTML text node or a double- or single-quoted attribute value.
+pub fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters (a torn log line, a binary value) would make the page invalid; show them instead.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Makes JSON safe inside `<script type="application/json">`: `<`, `>` and `&` become `\u003c`-style escapes (they
+/// can only occur inside JSON strings, where the escape means the same), so `</script>` and `<!--` can never appear;
+/// U+2028 and U+2029 are escaped too so the text stays valid JavaScript if someone pastes it into a script.
+pub fn json_for_script(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 64);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_markup_in_text_when_escaped_should_not_leave_any_tag() {
+        let escaped = html("</script><img src=x onerror='alert(1)'>&\u{1}");
+        assert!(!escaped.contains('<') && !escaped.contains('>') && !escaped.contains('\''));
+        assert!(escaped.contains("&lt;/script&gt;") && escaped.ends_with("&amp;\\x01"));
+    }
+
+    #[test]
+    fn given_json_with_script_end_when_escaped_should_parse_back_to_the_same_value() {
+        let value = serde_json::json!({"line": "</script><!-- \u{2028}\u{2029} & >"});
+        let escaped = json_for_script(&value.to_string());
+        assert!(!escaped.contains("</") && !escaped.contains("<!--") && !escaped.contains('\u{2028}'));
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, value);
+    }
+}

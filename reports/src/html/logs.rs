@@ -1,0 +1,211 @@
+//! Node logs aligned with history time. Each node's stderr goes to `nodes/n<i>/node.log`, every line stamped with an
+//! RFC 3339 wall-clock time, every start introduced by `=== faultline: starting ... at <time> ===`. The run-start
+//! event records the wall clock at (about) its own history time, which maps a log line's wall-clock time to history
+//! time: `history_ns = unix_ns - (wall_clock_unix_ns - run_start.time_ns)`.
+
+use std::path::Path;
+
+/// Lines shown before a crash or refusal.
+pub const EXCERPT_LINES: usize = 30;
+/// Log lines logged up to this long after the event was recorded still belong to it (the harness records a crash
+/// after it reaps the process, so the node's last words come first; this absorbs clock jitter).
+const EXCERPT_SLACK_NS: i128 = 2_000_000_000;
+/// Node logs larger than this are read from their last bytes only.
+const LOG_READ_MAX_BYTES: u64 = 256 << 20;
+/// The harness's start marker.
+const START_MARKER: &str = "=== faultline: starting ";
+
+/// One line of a node log.
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    /// 1-based line number in the file.
+    pub number: usize,
+    /// Wall-clock time (its own stamp, or the last stamp before it), unix ns.
+    pub unix_ns: Option<i128>,
+    /// Which start of the node it belongs to (0 before the first marker, 1 from the first marker on, ...).
+    pub segment: u32,
+    /// The text.
+    pub text: String,
+}
+
+/// A node's log, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct NodeLog {
+    /// Lines in file order.
+    pub lines: Vec<LogLine>,
+    /// Lines skipped at the front of a very large log.
+    pub skipped_bytes: u64,
+}
+
+impl NodeLog {
+    /// Reads and parses `path`; a missing file is an empty log.
+    pub fn read(path: &Path) -> std::io::Result<NodeLog> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(NodeLog::default()),
+            Err(e) => return Err(e),
+        };
+        let size = file.metadata()?.len();
+        let skipped_bytes = size.saturating_sub(LOG_READ_MAX_BYTES);
+        file.seek(SeekFrom::Start(skipped_bytes))?;
+        let mut bytes = Vec::with_capacity((size - skipped_bytes) as usize);
+        file.read_to_end(&mut bytes)?;
+        let mut log = NodeLog::parse(&String::from_utf8_lossy(&bytes));
+        log.skipped_bytes = skipped_bytes;
+        Ok(log)
+    }
+
+    /// Parses log text.
+    pub fn parse(text: &str) -> NodeLog {
+        let mut lines = Vec::new();
+        let (mut segment, mut last_time) = (0u32, None);
+        for (i, line) in text.lines().enumerate() {
+            let stamp = if let Some(rest) = line.strip_prefix(START_MARKER) {
+                segment += 1;
+                rest.rsplit_once(" at ")
+                    .and_then(|(_, tail)| parse_rfc3339(tail.trim_end_matches(" ===").trim()))
+            } else {
+                line.split_whitespace().next().and_then(parse_rfc3339)
+            };
+            last_time = stamp.or(last_time);
+            lines.push(LogLine {
+                number: i + 1,
+                unix_ns: last_time,
+                segment,
+                text: line.to_string(),
+            });
+        }
+        NodeLog {
+            lines,
+            skipped_bytes: 0,
+        }
+    }
+
+    /// The last lines the node wrote before an event at `event_unix_ns`: lines of the start the event belongs to (the
+    /// last start that began before it), up to the event plus a little slack.
+    pub fn before(&self, event_unix_ns: i128, count: usize) -> &[LogLine] {
+        let limit = event_unix_ns + EXCERPT_SLACK_NS;
+        let segment = self
+            .lines
+            .iter()
+            .filter(|l| l.unix_ns.is_some_and(|t| t <= event_unix_ns) && l.text.starts_with(START_MARKER))
+            .map(|l| l.segment)
+            .next_back()
+            .unwrap_or(0);
+        let end = self
+            .lines
+            .iter()
+            .rposition(|l| l.segment == segment && l.unix_ns.is_none_or(|t| t <= limit))
+            .map_or(0, |i| i + 1);
+        let segment_start = self.lines[..end]
+            .iter()
+            .rposition(|l| l.segment != segment)
+            .map_or(0, |i| i + 1);
+        &self.lines[segment_start.max(end.saturating_sub(count))..end]
+    }
+}
+
+/// Parses an RFC 3339 time (`2026-01-02T03:04:05.123456Z`, `...+02:00`) to unix nanoseconds.
+pub fn parse_rfc3339(text: &str) -> Option<i128> {
+    let b = text.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let s = text.get(range)?;
+        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut pos = 19;
+    let mut nanos: i128 = 0;
+    if b.get(pos) == Some(&b'.') {
+        pos += 1;
+        let digits = b[pos..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, c) in b[pos..pos + digits].iter().enumerate() {
+            if i < 9 {
+                nanos = nanos * 10 + i128::from(c - b'0');
+            }
+        }
+        nanos *= 10i128.pow(9u32.saturating_sub(digits as u32));
+        pos += digits;
+    }
+    let offset_s: i64 = match b.get(pos)? {
+        b'Z' | b'z' => 0,
+        sign @ (b'+' | b'-') => {
+            let (h, m) = (num(pos + 1..pos + 3)?, num(pos + 4..pos + 6)?);
+            let offset = h * 3600 + m * 60;
+            if *sign == b'+' {
+                offset
+            } else {
+                -offset
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    Some(i128::from(seconds) * 1_000_000_000 + nanos)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_rfc3339_times_when_parsed_should_give_unix_nanoseconds() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        assert_eq!(
+            parse_rfc3339("2026-11-29T12:03:59.076Z"),
+            Some(1_795_953_839_076_000_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-29T13:03:59.076+01:00"),
+            parse_rfc3339("2026-11-29T12:03:59.076Z")
+        );
+        assert_eq!(parse_rfc3339("INFO starting"), None);
+        assert_eq!(parse_rfc3339("2026-11-29Tgarbage:00Z"), None);
+    }
+
+    #[test]
+    fn given_two_starts_when_asking_before_an_event_should_return_lines_of_the_start_it_belongs_to() {
+        let log = NodeLog::parse(
+            "=== faultline: starting `node` at 1970-01-01T00:00:01Z ===\n\
+             1970-01-01T00:00:01.5Z INFO first life\n\
+             1970-01-01T00:00:02Z ERROR first death\n\
+             === faultline: starting `node` at 1970-01-01T00:00:10Z ===\n\
+             1970-01-01T00:00:10.1Z ERROR wal: refusing to boot\n\
+             backtrace line without a stamp\n",
+        );
+        let first = log.before(3_000_000_000, 10);
+        assert_eq!(first.len(), 3);
+        assert_eq!(first[2].text, "1970-01-01T00:00:02Z ERROR first death");
+        let second = log.before(10_200_000_000, 10);
+        assert_eq!(second.len(), 3);
+        assert!(second[1].text.contains("refusing to boot"));
+        assert_eq!(
+            second[2].unix_ns,
+            Some(10_100_000_000),
+            "unstamped lines inherit the last stamp"
+        );
+    }
+}

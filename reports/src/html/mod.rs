@@ -1,0 +1,112 @@
+//! `report.html`: one self-contained page (inline CSS, JS and SVG; no network) that says whether a run passed and, if
+//! not, what went wrong, when, on which node, under which fault, and how to reproduce it.
+//!
+//! The page is rendered from the store folder alone: `plan.yaml`, `history.jsonl`, `results.json` and the node logs.
+//! Text parts (banner, checks, the failing key, node events and log excerpts) are HTML rendered here; the timeline,
+//! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]).
+
+mod checks;
+mod escape;
+mod linearizability;
+mod logs;
+mod nodes;
+pub mod ops;
+mod page;
+mod timeline;
+
+pub use escape::{html as escape_html, json_for_script};
+pub use logs::parse_rfc3339;
+
+use crate::error::ReportError;
+use crate::results::Results;
+use faultline_workloads::history::{EventKind, History};
+use logs::NodeLog;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Everything a report is rendered from, read from a run's store folder.
+pub struct RunInputs {
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// `plan.yaml` as stored (none if missing).
+    pub plan_yaml: Option<String>,
+    /// The history.
+    pub history: History,
+    /// The checked results.
+    pub results: Results,
+    /// Node logs by node name (`n1` ...), parsed.
+    logs: BTreeMap<String, NodeLog>,
+}
+
+impl RunInputs {
+    /// Reads a run folder: `results.json` and `history.jsonl` must exist; `plan.yaml` and node logs may be missing.
+    pub fn load(run_dir: &Path) -> Result<RunInputs, ReportError> {
+        let results_path = run_dir.join("results.json");
+        let results_error = |message: String| ReportError::Results {
+            path: results_path.clone(),
+            run_dir: run_dir.display().to_string(),
+            message,
+        };
+        let results_text = std::fs::read(&results_path).map_err(|e| results_error(e.to_string()))?;
+        let results: Results = serde_json::from_slice(&results_text).map_err(|e| results_error(e.to_string()))?;
+        let history = History::read_jsonl(&run_dir.join("history.jsonl"))?;
+        let plan_yaml = match std::fs::read_to_string(run_dir.join("plan.yaml")) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ReportError::io("read", run_dir.join("plan.yaml"))(e)),
+        };
+        let logs = read_logs(&run_dir.join("nodes"))?;
+        Ok(RunInputs {
+            run_dir: run_dir.to_path_buf(),
+            plan_yaml,
+            history,
+            results,
+            logs,
+        })
+    }
+}
+
+fn read_logs(nodes_dir: &Path) -> Result<BTreeMap<String, NodeLog>, ReportError> {
+    let mut logs = BTreeMap::new();
+    let entries = match std::fs::read_dir(nodes_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(logs),
+        Err(e) => return Err(ReportError::io("list", nodes_dir)(e)),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path().join("node.log");
+        if !path.is_file() {
+            continue;
+        }
+        let log = NodeLog::read(&path).map_err(ReportError::io("read", &path))?;
+        logs.insert(entry.file_name().to_string_lossy().into_owned(), log);
+    }
+    Ok(logs)
+}
+
+/// Renders the page.
+pub fn render(inputs: &RunInputs) -> String {
+    page::render(inputs)
+}
+
+/// Reads `run_dir` and writes `run_dir/report.html` atomically; returns its path.
+pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
+    let inputs = RunInputs::load(run_dir)?;
+    let page = render(&inputs);
+    let path = run_dir.join("report.html");
+    crate::write_atomic(&path, page.as_bytes()).map_err(ReportError::io("write", &path))?;
+    Ok(path)
+}
+
+/// `wall_clock_unix_ns - time_ns` of the run-start event: added to a history time it gives the wall clock.
+fn anchor_offset_ns(history: &History) -> Option<i128> {
+    let start = history
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Meta && e.f == "run-start")?;
+    let wall = start.value["wall_clock_unix_ns"]
+        .as_u64()
+        .map(i128::from)
+        .or_else(|| start.value["wall_clock_start"].as_str().and_then(parse_rfc3339))?;
+    Some(wall - i128::from(start.time_ns))
+}

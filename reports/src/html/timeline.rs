@@ -1,0 +1,263 @@
+//! Faults and node lifecycle on the timeline: fault windows (a node down or paused, from the event that began it to
+//! the one that ended it) and point markers (boots, refusals, crashes, disk surgery, phase changes).
+
+use faultline_workloads::history::{Event, EventKind, History};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A span of time during which a node was faulted, drawn as a shaded band.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultWindow {
+    /// `kill`, `pause`, `crash`, `refused` or `restart-all`.
+    pub kind: &'static str,
+    /// The node.
+    pub node: String,
+    /// Short label, e.g. `kill n2`.
+    pub label: String,
+    /// Start, ms since the run started.
+    pub t0: f64,
+    /// End, ms since the run started; none if it lasted until the end of the run.
+    pub t1: Option<f64>,
+    /// Where it came from (`flap`, `targeted`, target role, fault id).
+    pub detail: String,
+    /// History index of the event that began it.
+    pub index: u64,
+}
+
+/// A point event on the timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Marker {
+    /// Time, ms since the run started.
+    pub t: f64,
+    /// The node, for node events; none for run-wide events (phases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Event name (`boot-refused`, `disk-surgery`, `restart-all` ...).
+    pub f: String,
+    /// What a person reads on hover.
+    pub label: String,
+    /// `bad`, `warn`, `ok` or `info`.
+    pub sev: &'static str,
+    /// History index (the node section links events by `ev-<index>`).
+    pub index: u64,
+}
+
+/// Fault windows and markers of a run.
+#[derive(Debug, Default, Serialize)]
+pub struct Timeline {
+    /// Fault windows, by start time.
+    pub faults: Vec<FaultWindow>,
+    /// Markers, by time.
+    pub markers: Vec<Marker>,
+}
+
+/// Milliseconds since the run started.
+pub fn ms(time_ns: u64) -> f64 {
+    time_ns as f64 / 1e6
+}
+
+/// The severity of a lifecycle or nemesis event, for colour.
+pub fn severity(event: &Event) -> &'static str {
+    if event.value.get("error").is_some() {
+        return "warn";
+    }
+    match event.f.as_str() {
+        "boot-refused"
+        | "verify-refused"
+        | "crashed"
+        | "boot-timeout"
+        | "recovery-timeout"
+        | "convergence-timeout"
+        | "setup-failed"
+        | "verify-error" => "bad",
+        "disk-surgery" | "kill" | "pause" | "interrupted" => "warn",
+        "boot-ok" | "verify-ok" | "recovered" | "converged" | "cluster-ready" => "ok",
+        _ => "info",
+    }
+}
+
+/// A one-line description of an event's value, for hovers and tables.
+pub fn describe_value(event: &Event) -> String {
+    let Value::Object(map) = &event.value else {
+        return match &event.value {
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+    };
+    map.iter()
+        .filter(|(k, _)| k.as_str() != "log_tail")
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Builds the fault windows and markers of a history.
+pub fn build(history: &History) -> Timeline {
+    let mut timeline = Timeline::default();
+    // node -> index into `faults` of the window still open on it.
+    let mut open: BTreeMap<String, usize> = BTreeMap::new();
+    let mut restart_all = false;
+    for event in &history.events {
+        let is_fault_or_node = matches!(event.kind, EventKind::Nemesis | EventKind::Lifecycle);
+        if event.kind == EventKind::Meta && event.f == "interrupted" {
+            timeline.markers.push(marker(event, "run interrupted".into()));
+        }
+        if !is_fault_or_node {
+            continue;
+        }
+        if event.f == "restart-all" {
+            restart_all = true;
+        }
+        let Some(node) = event.node.clone() else {
+            timeline.markers.push(marker(event, phase_label(event)));
+            continue;
+        };
+        let failed = event.value.get("error").is_some();
+        let window = match (event.kind, event.f.as_str()) {
+            _ if failed => None,
+            (EventKind::Nemesis, "kill") => Some(("kill", format!("kill {node}"))),
+            (EventKind::Nemesis, "pause") => Some(("pause", format!("pause {node}"))),
+            (EventKind::Lifecycle, "kill") if restart_all => Some(("restart-all", format!("restart-all {node}"))),
+            (EventKind::Lifecycle, "kill") => Some(("kill", format!("kill {node}"))),
+            (EventKind::Lifecycle, "crashed") => Some(("crash", format!("{node} crashed"))),
+            (EventKind::Lifecycle, "boot-refused") => Some(("refused", format!("{node} refused to boot"))),
+            _ => None,
+        };
+        let ends = matches!(
+            (event.kind, event.f.as_str()),
+            (EventKind::Nemesis, "start" | "resume") | (EventKind::Lifecycle, "start")
+        );
+        if ends || window.is_some() {
+            if let Some(i) = open.remove(&node) {
+                timeline.faults[i].t1 = Some(ms(event.time_ns));
+            }
+        }
+        if let Some((kind, label)) = window {
+            open.insert(node.clone(), timeline.faults.len());
+            timeline.faults.push(FaultWindow {
+                kind,
+                node: node.clone(),
+                label,
+                t0: ms(event.time_ns),
+                t1: None,
+                detail: fault_detail(event),
+                index: event.index,
+            });
+        }
+        let label = format!("{} {node}{}", event.f, suffix(event));
+        timeline.markers.push(marker(event, label));
+    }
+    timeline
+}
+
+fn marker(event: &Event, label: String) -> Marker {
+    Marker {
+        t: ms(event.time_ns),
+        node: event.node.clone(),
+        f: event.f.clone(),
+        label,
+        sev: severity(event),
+        index: event.index,
+    }
+}
+
+fn suffix(event: &Event) -> String {
+    let text = match event.f.as_str() {
+        "boot-refused" | "verify-refused" => event.value["line"].as_str().map(str::to_string),
+        "crashed" => event.value["exit"].as_str().map(|e| format!("exit {e}")),
+        "boot-ok" => event.value["boot_ms"].as_u64().map(|b| format!("after {b} ms")),
+        _ if event.value.get("error").is_some() => event.value["error"].as_str().map(|e| format!("failed: {e}")),
+        _ => None,
+    };
+    text.map(|t| format!(": {t}")).unwrap_or_default()
+}
+
+fn phase_label(event: &Event) -> String {
+    let v = &event.value;
+    match event.f.as_str() {
+        "recovered" => format!(
+            "recovered after {} in {} ms",
+            v["after"].as_str().unwrap_or("?"),
+            v["recovery_ms"]
+        ),
+        "recovery-timeout" => format!("no recovery within {} ms", v["timeout_ms"]),
+        "converged" => format!("converged in {} ms", v["converge_ms"]),
+        "convergence-timeout" => format!("no convergence within {} ms", v["timeout_ms"]),
+        "final-reads" => format!("final reads {}", v["label"].as_str().unwrap_or("")),
+        other => other.replace('-', " "),
+    }
+}
+
+fn fault_detail(event: &Event) -> String {
+    let v = &event.value;
+    let mut parts = Vec::new();
+    if let Some(source) = v["source"].as_str() {
+        parts.push(source.to_string());
+    }
+    if let Some(target) = v.get("target").filter(|t| !t.is_null()) {
+        parts.push(format!(
+            "target {}",
+            target.as_str().map_or_else(|| target.to_string(), str::to_string)
+        ));
+    }
+    if let Some(id) = v["fault_id"].as_u64() {
+        parts.push(format!("fault #{id}"));
+    }
+    if let Some(exit) = v["exit"].as_str() {
+        parts.push(exit.to_string());
+    }
+    if let Some(line) = v["line"].as_str() {
+        parts.push(line.to_string());
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: &str, value: Value) -> Event {
+        Event {
+            index,
+            time_ns: time_ms * 1_000_000,
+            kind,
+            process: None,
+            worker: None,
+            node: Some(node.into()),
+            f: f.into(),
+            key: None,
+            value,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn given_kill_then_start_when_built_should_make_one_closed_window_labelled_with_the_node() {
+        let history = History {
+            events: vec![
+                event(
+                    0,
+                    100,
+                    EventKind::Nemesis,
+                    "kill",
+                    "n2",
+                    json!({"fault_id": 1, "source": "flap"}),
+                ),
+                event(1, 300, EventKind::Nemesis, "pause", "n1", json!({"fault_id": 2})),
+                event(2, 900, EventKind::Nemesis, "start", "n2", json!({"fault_id": 1})),
+            ],
+            truncated_tail: false,
+        };
+        let timeline = build(&history);
+        assert_eq!(timeline.faults.len(), 2);
+        let kill = &timeline.faults[0];
+        assert_eq!((kill.label.as_str(), kill.t0, kill.t1), ("kill n2", 100.0, Some(900.0)));
+        assert!(kill.detail.contains("flap"));
+        assert_eq!(timeline.faults[1].t1, None, "the pause never ended");
+    }
+}
