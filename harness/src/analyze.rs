@@ -70,7 +70,11 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         started_at: meta["wall_clock_start"].as_str().unwrap_or("").to_string(),
         duration_ms,
         store_dir: store_dir.display().to_string(),
-        repro: format!("faultline run --seed {} {}", plan.seed.unwrap_or(0), store_dir.join("plan.yaml").display()),
+        repro: format!(
+            "faultline run --seed {} {}",
+            plan.seed.unwrap_or(0),
+            store_dir.join("plan.yaml").display()
+        ),
         checks,
         counts: Counts::of(&history),
     })

@@ -1,6 +1,7 @@
 //! `faultline`: the command line. Thin glue over the harness modules.
 //!
 //! Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or plan, 255 harness error.
+//! `faultline node ARGS` runs the embedded reference node (`faultline-node ARGS`).
 
 use clap::{Parser, Subcommand};
 use faultline::plan::{Plan, PlanError, DEFAULT_PLAN_YAML};
@@ -87,6 +88,11 @@ fn parse_millis(text: &str) -> Result<Millis, String> {
 }
 
 fn main() -> ExitCode {
+    // `faultline node ...` is the embedded reference node (see harness/src/system/reference.rs): hand over before
+    // the harness installs anything of its own.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "node") {
+        return faultline_node::cli::main_from_args(std::env::args_os().skip(1));
+    }
     faultline::supervisor::install_panic_cleanup();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -104,11 +110,21 @@ fn main() -> ExitCode {
             store,
             quiet,
         } => run_command(plan, time_limit, seed, store, quiet),
-        Command::Plan { print_default, check, schedule: Some(path), seed } => {
+        Command::Plan {
+            print_default,
+            check,
+            schedule: Some(path),
+            seed,
+        } => {
             let _ = (print_default, check);
             schedule_command(&path, seed)
         }
-        Command::Plan { print_default, check, schedule: None, .. } => plan_command(print_default, check),
+        Command::Plan {
+            print_default,
+            check,
+            schedule: None,
+            ..
+        } => plan_command(print_default, check),
         Command::Analyze { dir } => analyze_command(&dir),
         Command::Report { dir } => report_command(&dir),
         Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
@@ -202,7 +218,11 @@ fn plan_command(print_default: bool, check: Option<PathBuf>) -> ExitCode {
 }
 
 fn schedule_command(path: &std::path::Path, seed: Option<u64>) -> ExitCode {
-    let plan = if path == std::path::Path::new("default") { Ok(Plan::default_plan()) } else { Plan::load(path) };
+    let plan = if path == std::path::Path::new("default") {
+        Ok(Plan::default_plan())
+    } else {
+        Plan::load(path)
+    };
     let plan = match plan {
         Ok(plan) => plan,
         Err(e) => return plan_error(e),
@@ -239,7 +259,10 @@ fn analyze_command(dir: &std::path::Path) -> ExitCode {
 fn report_command(dir: &std::path::Path) -> ExitCode {
     match faultline_reports::write_report(dir) {
         Ok(path) => {
-            let store_root = dir.canonicalize().ok().and_then(|d| Some(d.parent()?.parent()?.to_path_buf()));
+            let store_root = dir
+                .canonicalize()
+                .ok()
+                .and_then(|d| Some(d.parent()?.parent()?.to_path_buf()));
             if let Some(root) = store_root {
                 if let Err(e) = faultline_reports::write_index(&root) {
                     eprintln!("faultline report: index not updated: {e}");

@@ -217,9 +217,12 @@ async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Work
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).
 pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFault> {
     match &plan.nemesis.process {
-        Some(spec) => {
-            process_faults::generate(&spec.value, plan.system.nodes.0 as usize, plan.time_limit.0, &mut stream(seed, "nemesis"))
-        }
+        Some(spec) => process_faults::generate(
+            &spec.value,
+            plan.system.nodes.0 as usize,
+            plan.time_limit.0,
+            &mut stream(seed, "nemesis"),
+        ),
         None => Vec::new(),
     }
 }

@@ -298,12 +298,18 @@ fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting
 #[test]
 fn given_the_same_seed_when_scheduling_twice_should_give_the_same_fault_schedule() {
     let schedule = |seed: &str| {
-        let output = faultline().args(["plan", "--schedule", "default", "--seed", seed]).output().unwrap();
+        let output = faultline()
+            .args(["plan", "--schedule", "default", "--seed", seed])
+            .output()
+            .unwrap();
         assert!(output.status.success(), "{}", explain(&output));
         String::from_utf8(output.stdout).unwrap()
     };
     let first = schedule("42");
-    assert!(first.lines().count() > 5, "a 60 s default plan has many faults: {first}");
+    assert!(
+        first.lines().count() > 5,
+        "a 60 s default plan has many faults: {first}"
+    );
     assert!(first.contains("\"kill\"") && first.contains("\"pause\"") && first.contains("\"flap\""));
     assert_eq!(first, schedule("42"));
     assert_ne!(first, schedule("43"));

@@ -2,9 +2,9 @@
 
 use super::{NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
 use crate::supervisor::LaunchCommand;
-use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
 use anyhow::Context;
 use async_trait::async_trait;
+use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -48,7 +48,10 @@ impl NodeProgram {
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         let fresh = matches!((modified(&sibling), modified(&exe)), (Some(node), Some(me)) if node >= me);
         if sibling.is_file() && fresh {
-            return Ok(NodeProgram { program: sibling, prefix_args: vec![] });
+            return Ok(NodeProgram {
+                program: sibling,
+                prefix_args: vec![],
+            });
         }
         Ok(NodeProgram {
             program: exe,

@@ -1,0 +1,408 @@
+//! The `faultline-node` command line: `format`, `run`, `verify` and `dump` (see the crate docs in lib.rs).
+//!
+//! It lives in the library so that the `faultline` harness can embed the reference node (`faultline node ...`), which
+//! keeps a fresh `cargo run --release -- run` working without a separate build of this binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use crate::api::{router, ApiState};
+use crate::checksum::hex;
+use crate::network::{serve_inbound, Outbound};
+use crate::replica::{Replica, ReplicaConfig, StatusSnapshot};
+use crate::superblock::{Superblock, VsrState};
+use crate::wal::entry::{EntryHeader, HEADER_SIZE_BYTES};
+use crate::wal::journal::{scan_dir, Journal, JournalError, WAL_FILE_NAME};
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Most events queued for the replica core (peer messages and client requests) before new ones are dropped.
+const EVENT_QUEUE_MAX: usize = 16 * 1024;
+
+#[derive(Parser)]
+#[command(
+    name = "faultline-node",
+    version,
+    about = "A VSR replica with a hash-chained WAL (faultline's reference system)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Writes a fresh superblock (and empty WAL) into a data dir.
+    Format {
+        /// Data dir (created if needed).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Cluster id.
+        #[arg(long)]
+        cluster_id: u64,
+        /// This replica's id (0-based).
+        #[arg(long)]
+        id: u8,
+        /// Number of replicas in the cluster (1, 3 or 5).
+        #[arg(long)]
+        replica_count: u8,
+        /// Mark the dir as wiped: on `run` the replica does VSR recovery before it takes part.
+        #[arg(long)]
+        join: bool,
+        /// Overwrite an existing superblock (and delete the WAL).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Runs the replica.
+    Run(RunArgs),
+    /// Runs the boot scan read-only and prints the verdict (exit 0 ok, 1 refused).
+    Verify {
+        /// Data dir.
+        data_dir: PathBuf,
+    },
+    /// Prints the WAL entries in file order (op, view, parent, checksum, file offset).
+    Dump {
+        /// Data dir.
+        data_dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// This replica's id (must match the superblock).
+    #[arg(long)]
+    id: u8,
+    /// Data dir written by `faultline-node format`.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// HTTP client API listen address.
+    #[arg(long)]
+    client_addr: String,
+    /// Listen address for inbound replica connections.
+    #[arg(long)]
+    peer_addr: String,
+    /// `ID=HOST:PORT`: where this replica dials replica ID (once per other replica).
+    #[arg(long = "peer", value_parser = parse_peer)]
+    peers: Vec<(u8, String)>,
+    /// `ID=HOST:PORT`: the client API address of replica ID (named in 421 answers).
+    #[arg(long = "peer-client", value_parser = parse_peer)]
+    peer_clients: Vec<(u8, String)>,
+    /// Expected cluster id (checked against the superblock).
+    #[arg(long)]
+    cluster_id: Option<u64>,
+    /// Default client request deadline.
+    #[arg(long, default_value_t = 5000)]
+    request_timeout_ms: u64,
+    /// Primary heartbeat interval.
+    #[arg(long, default_value_t = 100)]
+    heartbeat_interval_ms: u64,
+    /// Base view-change timeout (each arm randomized in [t, 2t)).
+    #[arg(long, default_value_t = 600)]
+    view_change_timeout_ms: u64,
+    /// Log line format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+fn parse_peer(text: &str) -> Result<(u8, String), String> {
+    let (id, address) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected ID=HOST:PORT, got {text}"))?;
+    let id = id
+        .trim()
+        .parse::<u8>()
+        .map_err(|e| format!("bad replica id in {text}: {e}"))?;
+    if address.is_empty() {
+        return Err(format!("empty address in {text}"));
+    }
+    Ok((id, address.to_string()))
+}
+
+fn init_logging(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs the node command line on `args` (the first item is the program name), as `main` does.
+pub fn main_from_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
+    match cli.command {
+        Command::Format {
+            data_dir,
+            cluster_id,
+            id,
+            replica_count,
+            join,
+            force,
+        } => {
+            init_logging(LogFormat::Text);
+            format(&data_dir, cluster_id, id, replica_count, join, force)
+        }
+        Command::Run(args) => {
+            init_logging(args.log_format);
+            run(args)
+        }
+        Command::Verify { data_dir } => verify(&data_dir),
+        Command::Dump { data_dir } => dump(&data_dir),
+    }
+}
+
+fn format(dir: &Path, cluster_id: u64, id: u8, replica_count: u8, join: bool, force: bool) -> ExitCode {
+    if replica_count == 0 || id >= replica_count {
+        tracing::error!(id, replica_count, "replica id must be below the replica count");
+        return ExitCode::FAILURE;
+    }
+    let superblock = Superblock {
+        cluster_id,
+        replica: id,
+        replica_count,
+        recovering: join,
+        state: VsrState::default(),
+        sequence: 1,
+    };
+    match Superblock::format(dir, superblock, force) {
+        Ok(()) => {
+            tracing::info!(data_dir = %dir.display(), cluster_id, id, replica_count, join, "formatted");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn verify(dir: &Path) -> ExitCode {
+    let superblock = match Superblock::open(dir) {
+        Ok(superblock) => superblock,
+        Err(error) => {
+            println!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match scan_dir(dir, superblock.cluster_id) {
+        Ok(report) => {
+            let ops = report.entries.len();
+            let op_max = report.entries.last().map_or(0, |e| e.entry.header.op);
+            match report.torn_tail {
+                Some(torn) => println!(
+                    "ok: {ops} entries (op max {op_max}); torn tail at offset {} would be truncated: {}",
+                    torn.offset_bytes, torn.reason
+                ),
+                None => println!("ok: {ops} entries (op max {op_max})"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            println!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dump(dir: &Path) -> ExitCode {
+    let path = dir.join(WAL_FILE_NAME);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            println!("wal {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut offset = 0usize;
+    while offset < bytes.len() {
+        match EntryHeader::decode(&bytes[offset..]) {
+            Ok(header) => {
+                println!(
+                    "op={} view={} parent={} checksum={} offset={} size={} client={} request={}",
+                    header.op,
+                    header.view,
+                    hex(header.parent),
+                    hex(header.checksum),
+                    offset,
+                    header.size_bytes,
+                    header.client_id,
+                    header.request_number
+                );
+                offset += HEADER_SIZE_BYTES + header.size_bytes as usize;
+            }
+            Err(error) => {
+                println!("stop at offset={offset}: {error}");
+                break;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let superblock = match Superblock::open(&args.data_dir) {
+        Ok(superblock) => superblock,
+        Err(error) => {
+            tracing::error!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(reason) = check_identity(&args, &superblock) {
+        tracing::error!("{reason}");
+        return ExitCode::FAILURE;
+    }
+    tracing::info!(
+        replica = args.id,
+        cluster_id = superblock.cluster_id,
+        replica_count = superblock.replica_count,
+        data_dir = %args.data_dir.display(),
+        "starting"
+    );
+    let journal = match Journal::open(&args.data_dir, superblock.cluster_id) {
+        Ok((journal, torn)) => {
+            if let Some(torn) = torn {
+                tracing::warn!(offset = torn.offset_bytes, reason = %torn.reason, "torn tail truncated");
+            }
+            journal
+        }
+        Err(JournalError::Refused(refusal)) => {
+            tracing::error!("{refusal}");
+            return ExitCode::FAILURE;
+        }
+        Err(error) => {
+            tracing::error!("{error}; refusing to boot");
+            return ExitCode::FAILURE;
+        }
+    };
+    install_panic_exit();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the tokio runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(serve(args, superblock, journal))
+}
+
+fn check_identity(args: &RunArgs, superblock: &Superblock) -> Result<(), String> {
+    if args.id != superblock.replica {
+        return Err(format!(
+            "--id {} but the superblock belongs to replica {}",
+            args.id, superblock.replica
+        ));
+    }
+    if let Some(cluster_id) = args.cluster_id.filter(|&c| c != superblock.cluster_id) {
+        return Err(format!(
+            "--cluster-id {cluster_id} but the superblock says {}",
+            superblock.cluster_id
+        ));
+    }
+    let peers: Vec<u8> = args.peers.iter().map(|(id, _)| *id).collect();
+    let expected: Vec<u8> = (0..superblock.replica_count).filter(|&id| id != args.id).collect();
+    let mut sorted = peers.clone();
+    sorted.sort_unstable();
+    if sorted != expected {
+        return Err(format!(
+            "--peer must name every other replica exactly once: got {peers:?}, expected {expected:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A panic in any thread (an asserted invariant) stops the whole replica: a crash beats running on.
+fn install_panic_exit() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::exit(101);
+    }));
+}
+
+async fn serve(args: RunArgs, superblock: Superblock, journal: Journal) -> ExitCode {
+    let peer_listener = match tokio::net::TcpListener::bind(&args.peer_addr).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::error!(address = %args.peer_addr, %error, "cannot listen on the peer address");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client_listener = match tokio::net::TcpListener::bind(&args.client_addr).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::error!(address = %args.client_addr, %error, "cannot listen on the client address");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cluster = superblock.cluster_id;
+    let peers: BTreeMap<u8, String> = args.peers.iter().cloned().collect();
+    let outbound = Outbound::spawn(cluster, args.id, &peers);
+    let published = Arc::new(Mutex::new(StatusSnapshot::default()));
+    let config = ReplicaConfig {
+        cluster,
+        replica: args.id,
+        replica_count: superblock.replica_count,
+        data_dir: args.data_dir.clone(),
+        heartbeat_interval_ms: args.heartbeat_interval_ms.max(1),
+        view_change_timeout_ms: args.view_change_timeout_ms.max(1),
+    };
+    let replica = match Replica::new(config, superblock, journal, outbound, published.clone()) {
+        Ok(replica) => replica,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the replica");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (events, receiver) = std::sync::mpsc::sync_channel(EVENT_QUEUE_MAX);
+    std::thread::Builder::new()
+        .name("replica".to_string())
+        .spawn(move || {
+            if let Err(error) = replica.run(receiver) {
+                tracing::error!(%error, "fatal: replica stopped");
+                std::process::exit(2);
+            }
+        })
+        .expect("spawn the replica thread");
+    tokio::spawn(serve_inbound(
+        peer_listener,
+        cluster,
+        args.id,
+        config_count(&peers),
+        events.clone(),
+    ));
+    let mut client_addresses: BTreeMap<u8, String> = args.peer_clients.iter().cloned().collect();
+    client_addresses.insert(args.id, args.client_addr.clone());
+    let state = ApiState {
+        events,
+        status: published,
+        client_addresses: Arc::new(client_addresses),
+        request_timeout_ms: args.request_timeout_ms,
+    };
+    tracing::info!(client_addr = %args.client_addr, peer_addr = %args.peer_addr, "ready");
+    if let Err(error) = axum::serve(client_listener, router(state)).await {
+        tracing::error!(%error, "client API stopped");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn config_count(peers: &BTreeMap<u8, String>) -> u8 {
+    peers.len() as u8 + 1
+}

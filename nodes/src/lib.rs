@@ -1,0 +1,19 @@
+//! `faultline-node`: faultline's reference system under test.
+//!
+//! A Viewstamped Replication (Revisited) replica with a hash-chained, checksummed on-disk WAL, serving a
+//! key-value register store and append-only logs over HTTP/JSON. The binary (`src/main.rs`) is thin glue over:
+//! - [`wal`]: entry format, boot scan (`verify`), head tracking and the journal;
+//! - [`superblock`]: durable identity and VSR state in two checksummed copies;
+//! - [`message`] and [`network`]: the framed, checksummed replica protocol over TCP;
+//! - [`replica`]: the VSR core (normal operation, view change, repair, recovery);
+//! - [`state_machine`] and [`api`]: what clients see.
+
+pub mod api;
+pub mod checksum;
+pub mod cli;
+pub mod message;
+pub mod network;
+pub mod replica;
+pub mod state_machine;
+pub mod superblock;
+pub mod wal;

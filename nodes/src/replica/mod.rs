@@ -1,0 +1,601 @@
+//! The VSR replica core (Viewstamped Replication Revisited, Liskov & Cowling 2012).
+//!
+//! One OS thread owns all replica state and runs [`Replica::run`]: it takes events (peer messages, client
+//! requests) from one bounded channel, handles timers, and does disk I/O synchronously. Each loop iteration
+//! ends with [`Replica::flush`]: one fsync for everything appended in the iteration (group commit), then the
+//! messages that must wait for durability (PrepareOk), then commit execution.
+//!
+//! Submodules: `normal` (requests, prepares, commits), `view_change`, `repair`, `recovery`.
+
+mod normal;
+mod recovery;
+mod repair;
+mod view_change;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::oneshot;
+
+use crate::checksum::hex;
+use crate::message::Message;
+use crate::network::Outbound;
+use crate::state_machine::{Operation, Reply, StateMachine};
+use crate::superblock::{Superblock, SuperblockError, VsrState};
+use crate::wal::entry::RequestIdentity;
+use crate::wal::journal::{Journal, JournalError};
+
+/// Events the replica core consumes.
+pub enum Event {
+    /// A verified message from peer `from`.
+    Message {
+        /// Sender replica.
+        from: u8,
+        /// The message.
+        message: Message,
+    },
+    /// A client request and where to send its outcome.
+    Client {
+        /// The request.
+        request: ClientRequest,
+        /// Receives the outcome.
+        reply: oneshot::Sender<ClientOutcome>,
+    },
+}
+
+/// A client operation with its optional identity (client id 0 = no deduplication).
+#[derive(Clone, Debug)]
+pub struct ClientRequest {
+    /// The operation.
+    pub operation: Operation,
+    /// Client id and request number.
+    pub identity: RequestIdentity,
+}
+
+/// How a client request ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientOutcome {
+    /// Committed and applied; the reply.
+    Done(Reply),
+    /// This replica is not the primary in normal status: not applied.
+    NotPrimary {
+        /// The primary, when known.
+        primary: Option<u8>,
+    },
+    /// The primary's queue is full: not applied.
+    Busy,
+    /// Older than the client's latest request: not applied now, its original reply is gone.
+    Stale,
+    /// Prepared but the view changed before it committed: may or may not be applied.
+    Unknown(String),
+}
+
+/// Replica status, as in the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Processing requests in `view`.
+    Normal,
+    /// Changing view (also right after a restart, until the current view is learned).
+    ViewChange,
+    /// A wiped replica getting its state back from the cluster.
+    Recovering,
+}
+
+impl Status {
+    /// The name used by `/status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Normal => "normal",
+            Status::ViewChange => "view_change",
+            Status::Recovering => "recovering",
+        }
+    }
+}
+
+/// What `/status` reports; published by the core after every loop iteration.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StatusSnapshot {
+    /// Replica id.
+    pub replica: u8,
+    /// `normal`, `view_change` or `recovering`.
+    pub status: &'static str,
+    /// Current view.
+    pub view: u64,
+    /// View in which the log was last normal.
+    pub log_view: u64,
+    /// `primary` (primary of `view` and in normal status) or `backup`.
+    pub role: &'static str,
+    /// Primary of the current view.
+    pub primary: u8,
+    /// Head op.
+    pub op: u64,
+    /// Highest executed (committed) op.
+    pub commit: u64,
+    /// Checksum of the head entry, 32 hex digits.
+    pub head_checksum: String,
+    /// Cluster id.
+    pub cluster_id: u64,
+}
+
+/// Static configuration of a replica.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    /// Cluster id.
+    pub cluster: u64,
+    /// This replica's id.
+    pub replica: u8,
+    /// Number of replicas.
+    pub replica_count: u8,
+    /// Data dir (superblock and WAL).
+    pub data_dir: PathBuf,
+    /// Primary heartbeat period.
+    pub heartbeat_interval_ms: u64,
+    /// Base view-change timeout; each arm is randomized in `[t, 2t)`.
+    pub view_change_timeout_ms: u64,
+}
+
+/// A fatal error in the core: the replica stops rather than run on a log it cannot write.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// WAL I/O failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// Superblock I/O failed.
+    #[error(transparent)]
+    Superblock(#[from] SuperblockError),
+}
+
+/// Most prepared-but-uncommitted ops on the primary.
+pub const PIPELINE_PREPARE_MAX: u64 = 256;
+/// Most client requests waiting for a pipeline slot.
+pub const REQUEST_QUEUE_MAX: usize = 1024;
+/// Most events handled per loop iteration before the group fsync.
+const EVENT_BATCH_MAX: usize = 1024;
+const TICK_MS: u64 = 10;
+const SUPERBLOCK_COMMIT_INTERVAL_MS: u64 = 1000;
+
+type Waiter = oneshot::Sender<ClientOutcome>;
+
+/// Per-view state of the primary.
+#[derive(Default)]
+struct PrimaryState {
+    /// Highest op each replica (including this one, once durable) has acknowledged in this view.
+    acks: BTreeMap<u8, u64>,
+    /// Clients waiting for an op to commit.
+    waiters: BTreeMap<u64, Vec<Waiter>>,
+    /// Requests waiting for a pipeline slot.
+    queue: VecDeque<(ClientRequest, Waiter)>,
+}
+
+/// A replica's log summary as carried by DoViewChange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogSummary {
+    /// The replica.
+    pub replica: u8,
+    /// Its log_view.
+    pub log_view: u64,
+    /// Its head op.
+    pub op: u64,
+    /// Its head checksum.
+    pub checksum: u128,
+    /// Its commit number.
+    pub commit: u64,
+}
+
+/// A replica's head as announced by a peer: where a log is synced from.
+#[derive(Clone, Copy, Debug)]
+struct LogSource {
+    replica: u8,
+    op: u64,
+    checksum: u128,
+}
+
+/// Why a log is being synced to another replica's head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SyncPurpose {
+    /// The new primary installs the log chosen by the view change.
+    BecomePrimary,
+    /// A backup adopts the log of the view a StartView announced.
+    AdoptView,
+    /// A wiped replica copies the primary's log.
+    Recover,
+}
+
+/// Replacing this replica's log by `source`'s, op by op from the committed prefix upwards.
+///
+/// Local entries are never dropped before the source proves them divergent: an entry is replaced only when the
+/// source's entry at that op differs (so it, and everything above it, was never committed). Until the sync
+/// completes, log_view is not advanced and nothing is acknowledged.
+#[derive(Clone, Copy, Debug)]
+struct LogSync {
+    source: LogSource,
+    /// Every op up to here equals the source's.
+    verified_op: u64,
+    purpose: SyncPurpose,
+}
+
+#[derive(Default)]
+struct ViewChangeState {
+    /// Set right after a restart: asking for the current view instead of voting for a new one.
+    rejoining: bool,
+    start_view_change_from: BTreeSet<u8>,
+    do_view_change_sent: bool,
+    do_view_changes: BTreeMap<u8, LogSummary>,
+}
+
+struct RepairInFlight {
+    source: u8,
+    deadline: Instant,
+}
+
+struct RecoveryState {
+    nonce: u64,
+    responses: BTreeMap<u8, Message>,
+    /// Set once a quorum including the primary answered.
+    target_chosen: bool,
+    resend_at: Instant,
+    give_up_at: Instant,
+}
+
+struct Timers {
+    /// A backup starts a view change when this passes without hearing from the primary.
+    primary_deadline: Instant,
+    /// A view change (or rejoin) that has not completed by then moves to the next view.
+    view_change_deadline: Instant,
+    /// Next heartbeat (primary) or view-change message resend.
+    resend_at: Instant,
+    /// Rate limit for RequestStartView.
+    start_view_request_at: Instant,
+    /// Next time the commit number may be written to the superblock.
+    superblock_commit_at: Instant,
+}
+
+/// The replica core.
+pub struct Replica {
+    config: ReplicaConfig,
+    superblock: Superblock,
+    journal: Journal,
+    machine: StateMachine,
+    outbound: Outbound,
+    published: Arc<Mutex<StatusSnapshot>>,
+    status: Status,
+    view: u64,
+    log_view: u64,
+    /// Highest executed op.
+    commit_min: u64,
+    /// Highest op known committed.
+    commit_max: u64,
+    /// Highest op known to exist in the current view (from prepares, heartbeats, StartView).
+    op_known_max: u64,
+    primary: PrimaryState,
+    view_change: ViewChangeState,
+    repair: Option<RepairInFlight>,
+    repairing: bool,
+    sync: Option<LogSync>,
+    recovery: Option<RecoveryState>,
+    /// A backup owes the primary a PrepareOk for its head (sent after the next fsync).
+    ack_pending: bool,
+    timers: Timers,
+    rng: StdRng,
+}
+
+impl Replica {
+    /// Builds the replica from its opened superblock and journal, replaying committed entries.
+    pub fn new(
+        config: ReplicaConfig,
+        superblock: Superblock,
+        journal: Journal,
+        outbound: Outbound,
+        published: Arc<Mutex<StatusSnapshot>>,
+    ) -> Result<Replica, ReplicaError> {
+        let now = Instant::now();
+        let seed = u64::from(config.replica) ^ now.elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+        let mut replica = Replica {
+            status: Status::ViewChange,
+            view: superblock.state.view,
+            log_view: superblock.state.log_view,
+            commit_min: 0,
+            commit_max: superblock.state.commit,
+            op_known_max: 0,
+            config,
+            superblock,
+            journal,
+            machine: StateMachine::default(),
+            outbound,
+            published,
+            primary: PrimaryState::default(),
+            view_change: ViewChangeState::default(),
+            repair: None,
+            repairing: false,
+            sync: None,
+            recovery: None,
+            ack_pending: false,
+            timers: Timers {
+                primary_deadline: now,
+                view_change_deadline: now,
+                resend_at: now,
+                start_view_request_at: now,
+                superblock_commit_at: now,
+            },
+            rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
+        };
+        replica.boot()?;
+        Ok(replica)
+    }
+
+    fn boot(&mut self) -> Result<(), ReplicaError> {
+        let head = self.journal.head();
+        if self.superblock.recovering {
+            tracing::warn!(
+                replica = self.config.replica,
+                "data dir was wiped: starting VSR recovery"
+            );
+            self.start_recovery()?;
+        } else if self.superblock.sequence == 1 && self.journal.op_max() == 0 {
+            tracing::info!(
+                replica = self.config.replica,
+                view = 0,
+                "genesis replica: entering view 0"
+            );
+            self.status = Status::Normal;
+            self.persist_superblock()?;
+            self.timers.primary_deadline = Instant::now() + self.random_timeout();
+            self.primary.acks.insert(self.config.replica, 0);
+        } else {
+            self.execute_committed();
+            tracing::info!(
+                replica = self.config.replica,
+                view = self.view,
+                log_view = self.log_view,
+                op = head.op,
+                commit = self.commit_min,
+                "rejoining: asking the cluster for the current view"
+            );
+            self.view_change = ViewChangeState {
+                rejoining: true,
+                ..ViewChangeState::default()
+            };
+            self.timers.view_change_deadline = Instant::now() + self.random_timeout();
+        }
+        Ok(())
+    }
+
+    /// Runs the event loop until every event sender is gone.
+    pub fn run(mut self, events: Receiver<Event>) -> Result<(), ReplicaError> {
+        loop {
+            let wait_ms = if self.has_pending_work() { 0 } else { TICK_MS };
+            match events.recv_timeout(Duration::from_millis(wait_ms)) {
+                Ok(event) => self.on_event(event)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+            for _ in 0..EVENT_BATCH_MAX {
+                match events.try_recv() {
+                    Ok(event) => self.on_event(event)?,
+                    Err(_) => break,
+                }
+            }
+            self.on_tick(Instant::now())?;
+            self.flush()?;
+            self.publish_status();
+        }
+    }
+
+    fn has_pending_work(&self) -> bool {
+        self.journal.is_dirty() || (!self.primary.queue.is_empty() && self.pipeline_has_room())
+    }
+
+    fn on_event(&mut self, event: Event) -> Result<(), ReplicaError> {
+        match event {
+            Event::Client { request, reply } => {
+                self.on_client_request(request, reply);
+                Ok(())
+            }
+            Event::Message { from, message } => self.on_message(from, message),
+        }
+    }
+
+    fn on_message(&mut self, from: u8, message: Message) -> Result<(), ReplicaError> {
+        assert!(
+            from < self.config.replica_count && from != self.config.replica,
+            "network checks the sender"
+        );
+        match message {
+            Message::Prepare { view, commit, entry } => self.on_prepare(from, view, commit, entry)?,
+            Message::PrepareOk { view, op, checksum } => self.on_prepare_ok(from, view, op, checksum),
+            Message::Commit { view, commit, op } => self.on_commit(from, view, commit, op),
+            Message::StartViewChange { view } => self.on_start_view_change(from, view)?,
+            Message::DoViewChange {
+                view,
+                log_view,
+                op,
+                checksum,
+                commit,
+            } => {
+                let summary = LogSummary {
+                    replica: from,
+                    log_view,
+                    op,
+                    checksum,
+                    commit,
+                };
+                self.on_do_view_change(view, summary)?
+            }
+            Message::StartView {
+                view,
+                op,
+                checksum,
+                commit,
+            } => self.on_start_view(
+                from,
+                view,
+                LogSource {
+                    replica: from,
+                    op,
+                    checksum,
+                },
+                commit,
+            )?,
+            Message::RequestStartView { view } => self.on_request_start_view(from, view),
+            Message::RequestPrepares { from_op, to_op } => self.on_request_prepares(from, from_op, to_op),
+            Message::RepairPrepare { entry } => self.on_repair_prepare(from, entry)?,
+            Message::RepairDone { .. } => self.on_repair_done(from),
+            Message::Recovery { nonce } => self.on_recovery(from, nonce),
+            response @ Message::RecoveryResponse { .. } => self.on_recovery_response(from, response),
+        }
+        Ok(())
+    }
+
+    fn on_tick(&mut self, now: Instant) -> Result<(), ReplicaError> {
+        match self.status {
+            Status::Normal if self.is_primary() => self.tick_heartbeat(now),
+            Status::Normal => {
+                if now >= self.timers.primary_deadline {
+                    tracing::warn!(
+                        view = self.view,
+                        primary = self.primary_of(self.view),
+                        "primary timed out"
+                    );
+                    self.start_view_change(self.view + 1)?;
+                }
+            }
+            Status::ViewChange => self.tick_view_change(now)?,
+            Status::Recovering => self.tick_recovery(now)?,
+        }
+        if let Some(repair) = &self.repair {
+            if now >= repair.deadline {
+                self.repair = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a loop iteration: group fsync, then durability-gated messages, then commits.
+    fn flush(&mut self) -> Result<(), ReplicaError> {
+        if self.status == Status::Normal && self.is_primary() {
+            self.prepare_queued();
+        }
+        // The one place where the WAL becomes durable before any PrepareOk leaves (and before the primary
+        // counts its own ack).
+        self.journal.sync()?;
+        if self.status == Status::Normal {
+            if self.is_primary() {
+                self.primary.acks.insert(self.config.replica, self.journal.head().op);
+                self.commit_by_quorum();
+            } else if self.ack_pending && self.sync.is_none() {
+                self.send_prepare_ok();
+            }
+        }
+        self.execute_committed();
+        self.check_progress()?;
+        self.maybe_request_repair();
+        self.maybe_persist_commit()
+    }
+
+    fn maybe_persist_commit(&mut self) -> Result<(), ReplicaError> {
+        let now = Instant::now();
+        if self.status == Status::Recovering
+            || self.commit_min <= self.superblock.state.commit
+            || now < self.timers.superblock_commit_at
+        {
+            return Ok(());
+        }
+        self.timers.superblock_commit_at = now + Duration::from_millis(SUPERBLOCK_COMMIT_INTERVAL_MS);
+        self.persist_superblock()
+    }
+
+    /// Durably stores view, log_view and commit (and clears the wiped flag once recovered).
+    fn persist_superblock(&mut self) -> Result<(), ReplicaError> {
+        let state = VsrState {
+            view: self.view,
+            log_view: self.log_view,
+            commit: self.commit_min,
+        };
+        let recovering = self.status == Status::Recovering;
+        self.superblock.store(&self.config.data_dir, state, recovering)?;
+        Ok(())
+    }
+
+    /// Applies every committed op the journal holds, in order, replying to waiting clients.
+    fn execute_committed(&mut self) {
+        let mut target = self.commit_max.min(self.journal.head().op);
+        if let Some(sync) = self.sync {
+            // Above the verified prefix the log may still hold divergent entries.
+            target = target.min(sync.verified_op);
+        }
+        while self.commit_min < target {
+            let op = self.commit_min + 1;
+            let entry = self.journal.entry(op).expect("every op up to the head is stored");
+            let reply = self.machine.apply(entry);
+            self.commit_min = op;
+            for waiter in self.primary.waiters.remove(&op).unwrap_or_default() {
+                let _ = waiter.send(ClientOutcome::Done(reply.clone()));
+            }
+        }
+    }
+
+    fn truncate_log_after(&mut self, op: u64) -> Result<(), ReplicaError> {
+        assert!(
+            op >= self.commit_min,
+            "never truncate executed ops (op {op}, commit {})",
+            self.commit_min
+        );
+        if self.journal.op_max() > op {
+            tracing::info!(
+                after_op = op,
+                op_max = self.journal.op_max(),
+                "truncating uncommitted wal suffix"
+            );
+            self.journal.truncate_after(op)?;
+        }
+        Ok(())
+    }
+
+    fn publish_status(&self) {
+        let head = self.journal.head();
+        let snapshot = StatusSnapshot {
+            replica: self.config.replica,
+            status: self.status.as_str(),
+            view: self.view,
+            log_view: self.log_view,
+            role: if self.is_primary() && self.status == Status::Normal {
+                "primary"
+            } else {
+                "backup"
+            },
+            primary: self.primary_of(self.view),
+            op: head.op,
+            commit: self.commit_min,
+            head_checksum: hex(head.checksum),
+            cluster_id: self.config.cluster,
+        };
+        *self.published.lock().expect("status lock is never poisoned") = snapshot;
+    }
+
+    fn primary_of(&self, view: u64) -> u8 {
+        (view % u64::from(self.config.replica_count)) as u8
+    }
+
+    fn is_primary(&self) -> bool {
+        self.primary_of(self.view) == self.config.replica
+    }
+
+    /// Replicas needed for a quorum (a majority).
+    fn quorum(&self) -> usize {
+        usize::from(self.config.replica_count) / 2 + 1
+    }
+
+    fn random_timeout(&mut self) -> Duration {
+        let base_ms = self.config.view_change_timeout_ms;
+        Duration::from_millis(base_ms + self.rng.gen_range(0..base_ms.max(1)))
+    }
+
+    fn heartbeat_interval(&self) -> Duration {
+        Duration::from_millis(self.config.heartbeat_interval_ms)
+    }
+}

@@ -1,0 +1,216 @@
+//! Normal operation: client requests, Prepare / PrepareOk / Commit, heartbeats.
+
+use std::time::Instant;
+
+use super::{
+    ClientOutcome, ClientRequest, Replica, ReplicaError, Status, Waiter, PIPELINE_PREPARE_MAX, REQUEST_QUEUE_MAX,
+};
+use crate::message::Message;
+use crate::state_machine::SessionLookup;
+use crate::wal::entry::{Entry, BODY_SIZE_MAX_BYTES};
+use crate::wal::journal::InsertRejected;
+
+impl Replica {
+    pub(super) fn on_client_request(&mut self, request: ClientRequest, reply: Waiter) {
+        if self.status != Status::Normal || !self.is_primary() {
+            let primary = (self.status == Status::Normal).then(|| self.primary_of(self.view));
+            let _ = reply.send(ClientOutcome::NotPrimary { primary });
+            return;
+        }
+        let identity = request.identity;
+        if identity.client_id != 0 {
+            match self.machine.lookup(identity.client_id, identity.request_number) {
+                SessionLookup::Duplicate(done) => {
+                    let _ = reply.send(ClientOutcome::Done(done));
+                    return;
+                }
+                SessionLookup::Stale => {
+                    let _ = reply.send(ClientOutcome::Stale);
+                    return;
+                }
+                SessionLookup::New => {}
+            }
+        }
+        if self.primary.queue.len() >= REQUEST_QUEUE_MAX {
+            let _ = reply.send(ClientOutcome::Busy);
+            return;
+        }
+        self.primary.queue.push_back((request, reply));
+        self.prepare_queued();
+    }
+
+    pub(super) fn pipeline_has_room(&self) -> bool {
+        self.journal.head().op.saturating_sub(self.commit_max) < PIPELINE_PREPARE_MAX
+    }
+
+    /// Moves queued requests into the pipeline: append to the WAL (fsynced at the end of the loop iteration)
+    /// and send the prepare to every backup right away.
+    pub(super) fn prepare_queued(&mut self) {
+        assert!(self.status == Status::Normal && self.is_primary());
+        while self.pipeline_has_room() {
+            let Some((request, reply)) = self.primary.queue.pop_front() else {
+                break;
+            };
+            let head = self.journal.head();
+            let body = request.operation.encode();
+            assert!(
+                body.len() <= BODY_SIZE_MAX_BYTES,
+                "the client API bounds operation sizes"
+            );
+            let op = head.op + 1;
+            let entry = Entry::new(
+                self.config.cluster,
+                op,
+                self.view,
+                head.checksum,
+                request.identity,
+                body,
+            );
+            match self.journal.insert(entry.clone()) {
+                Ok(Ok(_)) => {}
+                Ok(Err(rejected)) => panic!("primary's own prepare rejected by its journal: {rejected:?}"),
+                Err(error) => {
+                    tracing::error!(%error, "fatal: cannot append to the wal");
+                    std::process::exit(2);
+                }
+            }
+            self.primary.waiters.entry(op).or_default().push(reply);
+            self.outbound.broadcast(&Message::Prepare {
+                view: self.view,
+                commit: self.commit_max,
+                entry,
+            });
+            self.op_known_max = op;
+        }
+    }
+
+    /// Commits the highest op acknowledged by a quorum (acks are cumulative: "I hold every op up to this").
+    pub(super) fn commit_by_quorum(&mut self) {
+        let mut acked: Vec<u64> = self.primary.acks.values().copied().collect();
+        if acked.len() < self.quorum() {
+            return;
+        }
+        acked.sort_unstable_by(|a, b| b.cmp(a));
+        let candidate = acked[self.quorum() - 1].min(self.journal.head().op);
+        if candidate > self.commit_max {
+            self.commit_max = candidate;
+        }
+    }
+
+    pub(super) fn on_prepare(&mut self, from: u8, view: u64, commit: u64, entry: Entry) -> Result<(), ReplicaError> {
+        if !self.accept_from_primary(from, view) {
+            return Ok(());
+        }
+        self.commit_max = self.commit_max.max(commit);
+        self.op_known_max = self.op_known_max.max(entry.header.op);
+        if self.sync.is_some() {
+            // Until the log equals the primary's, new prepares are fetched by repair afterwards.
+            return Ok(());
+        }
+        self.store_entry(entry)?;
+        self.ack_pending = true;
+        Ok(())
+    }
+
+    /// Whether a Prepare/Commit from `from` in `view` is for this backup's current normal view; asks for the
+    /// current view when the sender is ahead.
+    pub(super) fn accept_from_primary(&mut self, from: u8, view: u64) -> bool {
+        if self.status == Status::Recovering || view < self.view {
+            return false;
+        }
+        if view > self.view || self.status != Status::Normal {
+            if from == self.primary_of(view) {
+                self.request_start_view(from);
+            }
+            return false;
+        }
+        if self.is_primary() || from != self.primary_of(view) {
+            return false;
+        }
+        self.timers.primary_deadline = Instant::now() + self.random_timeout();
+        true
+    }
+
+    /// Stores an entry received from the current primary (or a repair source) in the journal.
+    pub(super) fn store_entry(&mut self, entry: Entry) -> Result<(), ReplicaError> {
+        let op = entry.header.op;
+        if op <= self.commit_min {
+            return Ok(());
+        }
+        match self.journal.insert(entry)? {
+            Ok(_) | Err(InsertRejected::Duplicate) => {}
+            Err(rejected) => {
+                tracing::warn!(
+                    op,
+                    ?rejected,
+                    head = self.journal.head().op,
+                    "entry does not fit the log; ignored"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn send_prepare_ok(&mut self) {
+        self.ack_pending = false;
+        let head = self.journal.head();
+        let message = Message::PrepareOk {
+            view: self.view,
+            op: head.op,
+            checksum: head.checksum,
+        };
+        self.outbound.send(self.primary_of(self.view), &message);
+    }
+
+    pub(super) fn on_prepare_ok(&mut self, from: u8, view: u64, op: u64, checksum: u128) {
+        if self.status != Status::Normal || !self.is_primary() || view != self.view {
+            return;
+        }
+        if self.journal.checksum_of(op) != Some(checksum) || op > self.journal.head().op {
+            tracing::warn!(from, op, "PrepareOk for an entry this primary does not hold; ignored");
+            return;
+        }
+        let acked = self.primary.acks.entry(from).or_insert(0);
+        *acked = (*acked).max(op);
+        self.commit_by_quorum();
+    }
+
+    pub(super) fn on_commit(&mut self, from: u8, view: u64, commit: u64, op: u64) {
+        if !self.accept_from_primary(from, view) {
+            return;
+        }
+        self.commit_max = self.commit_max.max(commit);
+        self.op_known_max = self.op_known_max.max(op);
+        if commit < self.journal.head().op {
+            // The primary has not committed everything we hold: our PrepareOk may have been lost, resend it.
+            self.ack_pending = true;
+        }
+    }
+
+    pub(super) fn tick_heartbeat(&mut self, now: Instant) {
+        if now < self.timers.resend_at {
+            return;
+        }
+        self.timers.resend_at = now + self.heartbeat_interval();
+        let op = self.journal.head().op;
+        self.outbound.broadcast(&Message::Commit {
+            view: self.view,
+            commit: self.commit_max,
+            op,
+        });
+    }
+
+    /// Fails every waiting client as the view changes: prepared ops may still commit in the next view, queued
+    /// ones were never prepared.
+    pub(super) fn abandon_clients(&mut self) {
+        for (_, waiters) in std::mem::take(&mut self.primary.waiters) {
+            for waiter in waiters {
+                let _ = waiter.send(ClientOutcome::Unknown("view change before commit".to_string()));
+            }
+        }
+        for (_, waiter) in std::mem::take(&mut self.primary.queue) {
+            let _ = waiter.send(ClientOutcome::NotPrimary { primary: None });
+        }
+        self.primary.acks.clear();
+    }
+}

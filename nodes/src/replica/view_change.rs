@@ -1,0 +1,302 @@
+//! View change (StartViewChange / DoViewChange / StartView) and rejoin after a restart.
+
+use std::time::Instant;
+
+use super::{LogSource, LogSummary, Replica, ReplicaError, Status, SyncPurpose, ViewChangeState};
+use crate::message::Message;
+
+/// Chooses the log of the new view: highest `log_view`, then highest op (ties prefer `prefer`, whose log
+/// needs no fetch). This is the one place where the view-change log is chosen.
+pub fn choose_log(summaries: &[LogSummary], prefer: u8) -> LogSummary {
+    *summaries
+        .iter()
+        .max_by_key(|s| (s.log_view, s.op, s.replica == prefer))
+        .expect("a view change has at least a quorum of summaries")
+}
+
+impl Replica {
+    /// Moves to `view` in view-change status and votes for it.
+    pub(super) fn start_view_change(&mut self, view: u64) -> Result<(), ReplicaError> {
+        let rejoining = self.view_change.rejoining;
+        assert!(
+            view > self.view || (view == self.view && rejoining),
+            "view change never goes back"
+        );
+        assert!(self.status != Status::Recovering, "a recovering replica does not vote");
+        tracing::info!(
+            old_view = self.view,
+            new_view = view,
+            new_primary = self.primary_of(view),
+            "view change started"
+        );
+        self.abandon_clients();
+        self.view = view;
+        self.status = Status::ViewChange;
+        self.view_change = ViewChangeState::default();
+        self.repair = None;
+        self.sync = None;
+        // The view must be durable before this replica votes in it (it must never vote in an older one again).
+        self.persist_superblock()?;
+        let now = Instant::now();
+        self.timers.view_change_deadline = now + self.random_timeout();
+        self.timers.resend_at = now + self.heartbeat_interval();
+        self.outbound.broadcast(&Message::StartViewChange { view });
+        self.maybe_send_do_view_change()
+    }
+
+    fn own_summary(&self) -> LogSummary {
+        let head = self.journal.head();
+        LogSummary {
+            replica: self.config.replica,
+            log_view: self.log_view,
+            op: head.op,
+            checksum: head.checksum,
+            commit: self.commit_min,
+        }
+    }
+
+    pub(super) fn on_start_view_change(&mut self, from: u8, view: u64) -> Result<(), ReplicaError> {
+        if self.status == Status::Recovering || view < self.view {
+            return Ok(());
+        }
+        if view > self.view || (self.view_change.rejoining && self.status == Status::ViewChange) {
+            self.start_view_change(view)?;
+        }
+        if self.status != Status::ViewChange || view != self.view {
+            return Ok(());
+        }
+        self.view_change.start_view_change_from.insert(from);
+        self.maybe_send_do_view_change()
+    }
+
+    fn maybe_send_do_view_change(&mut self) -> Result<(), ReplicaError> {
+        let state = &self.view_change;
+        if state.rejoining || state.do_view_change_sent || state.start_view_change_from.len() + 1 < self.quorum() {
+            return Ok(());
+        }
+        self.view_change.do_view_change_sent = true;
+        let new_primary = self.primary_of(self.view);
+        if new_primary == self.config.replica {
+            return self.maybe_complete_view_change();
+        }
+        self.send_do_view_change();
+        Ok(())
+    }
+
+    fn send_do_view_change(&mut self) {
+        let own = self.own_summary();
+        let message = Message::DoViewChange {
+            view: self.view,
+            log_view: own.log_view,
+            op: own.op,
+            checksum: own.checksum,
+            commit: own.commit,
+        };
+        self.outbound.send(self.primary_of(self.view), &message);
+    }
+
+    pub(super) fn on_do_view_change(&mut self, view: u64, summary: LogSummary) -> Result<(), ReplicaError> {
+        if self.status == Status::Recovering || view < self.view {
+            return Ok(());
+        }
+        if view > self.view || (self.view_change.rejoining && self.status == Status::ViewChange) {
+            self.start_view_change(view)?;
+        }
+        if self.status != Status::ViewChange || self.primary_of(self.view) != self.config.replica {
+            return Ok(());
+        }
+        self.view_change.do_view_changes.insert(summary.replica, summary);
+        self.maybe_complete_view_change()
+    }
+
+    /// The new primary, with a quorum of DoViewChange (its own included), installs the chosen log.
+    fn maybe_complete_view_change(&mut self) -> Result<(), ReplicaError> {
+        let state = &self.view_change;
+        if self.sync.is_some() || state.rejoining || state.do_view_changes.len() + 1 < self.quorum() {
+            return Ok(());
+        }
+        let own = self.own_summary();
+        self.view_change.do_view_changes.insert(own.replica, own);
+        let summaries: Vec<LogSummary> = self.view_change.do_view_changes.values().copied().collect();
+        let best = choose_log(&summaries, self.config.replica);
+        let commit = summaries.iter().map(|s| s.commit).max().expect("non-empty");
+        assert!(commit <= best.op, "the chosen log holds every committed op");
+        self.commit_max = self.commit_max.max(commit);
+        let head = self.journal.head();
+        if best.op <= head.op && self.journal.checksum_of(best.op) == Some(best.checksum) {
+            self.truncate_log_after(best.op)?;
+            return self.become_primary();
+        }
+        let source = LogSource {
+            replica: best.replica,
+            op: best.op,
+            checksum: best.checksum,
+        };
+        self.start_sync(source, SyncPurpose::BecomePrimary);
+        Ok(())
+    }
+
+    pub(super) fn become_primary(&mut self) -> Result<(), ReplicaError> {
+        self.journal.sync()?;
+        self.log_view = self.view;
+        self.status = Status::Normal;
+        self.view_change = ViewChangeState::default();
+        self.persist_superblock()?;
+        let head = self.journal.head();
+        self.primary.acks.clear();
+        self.primary.acks.insert(self.config.replica, head.op);
+        self.op_known_max = head.op;
+        tracing::info!(
+            view = self.view,
+            primary = self.config.replica,
+            op = head.op,
+            commit = self.commit_max,
+            "view change done: this replica is primary"
+        );
+        let message = Message::StartView {
+            view: self.view,
+            op: head.op,
+            checksum: head.checksum,
+            commit: self.commit_max,
+        };
+        self.outbound.broadcast(&message);
+        self.timers.resend_at = Instant::now();
+        Ok(())
+    }
+
+    /// A backup adopts the view the primary started: it syncs its log to the primary's head, then acks.
+    pub(super) fn on_start_view(
+        &mut self,
+        from: u8,
+        view: u64,
+        head: LogSource,
+        commit: u64,
+    ) -> Result<(), ReplicaError> {
+        if self.status == Status::Recovering || view < self.view || from != self.primary_of(view) {
+            return Ok(());
+        }
+        if view == self.view && self.status == Status::Normal {
+            return Ok(());
+        }
+        if head.op < self.commit_min {
+            tracing::error!(
+                view,
+                op = head.op,
+                commit = self.commit_min,
+                "StartView below our commit; ignored"
+            );
+            return Ok(());
+        }
+        if view > self.view {
+            self.abandon_clients();
+        }
+        let old_view = self.view;
+        self.view = view;
+        self.status = Status::Normal;
+        self.view_change = ViewChangeState::default();
+        self.repair = None;
+        self.commit_max = self.commit_max.max(commit);
+        self.op_known_max = head.op;
+        self.timers.primary_deadline = Instant::now() + self.random_timeout();
+        tracing::info!(
+            old_view,
+            new_view = view,
+            primary = from,
+            op = head.op,
+            "start view received"
+        );
+        self.start_sync(head, SyncPurpose::AdoptView);
+        // Persist the view (not yet the log_view: the log is not the new view's until the sync completes).
+        self.persist_superblock()
+    }
+
+    /// A backup whose log now equals the primary's up to the StartView head enters the view for real.
+    pub(super) fn finish_adopt_view(&mut self, head: LogSource) -> Result<(), ReplicaError> {
+        self.truncate_log_after(head.op)?;
+        self.journal.sync()?;
+        self.log_view = self.view;
+        self.persist_superblock()?;
+        self.ack_pending = true;
+        tracing::info!(
+            view = self.view,
+            primary = head.replica,
+            op = head.op,
+            "view change done: backup in new view"
+        );
+        Ok(())
+    }
+
+    pub(super) fn on_request_start_view(&mut self, from: u8, view: u64) {
+        if self.status != Status::Normal || !self.is_primary() || view > self.view {
+            return;
+        }
+        let head = self.journal.head();
+        let message = Message::StartView {
+            view: self.view,
+            op: head.op,
+            checksum: head.checksum,
+            commit: self.commit_max,
+        };
+        self.outbound.send(from, &message);
+    }
+
+    /// Asks `primary` for a StartView, at most once per heartbeat interval.
+    pub(super) fn request_start_view(&mut self, primary: u8) {
+        let now = Instant::now();
+        if now < self.timers.start_view_request_at || primary == self.config.replica {
+            return;
+        }
+        self.timers.start_view_request_at = now + self.heartbeat_interval();
+        self.outbound
+            .send(primary, &Message::RequestStartView { view: self.view });
+    }
+
+    pub(super) fn tick_view_change(&mut self, now: Instant) -> Result<(), ReplicaError> {
+        if now >= self.timers.view_change_deadline {
+            let next = self.view + 1;
+            tracing::warn!(view = self.view, next_view = next, "view change timed out");
+            self.view_change.rejoining = false;
+            return self.start_view_change(next);
+        }
+        if now < self.timers.resend_at {
+            return Ok(());
+        }
+        self.timers.resend_at = now + self.heartbeat_interval();
+        if self.view_change.rejoining {
+            self.outbound.broadcast(&Message::RequestStartView { view: self.view });
+            return Ok(());
+        }
+        self.outbound.broadcast(&Message::StartViewChange { view: self.view });
+        if self.view_change.do_view_change_sent && self.primary_of(self.view) != self.config.replica {
+            self.send_do_view_change();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(replica: u8, log_view: u64, op: u64) -> LogSummary {
+        LogSummary {
+            replica,
+            log_view,
+            op,
+            checksum: u128::from(op),
+            commit: 0,
+        }
+    }
+
+    #[test]
+    fn given_logs_of_different_log_views_when_choosing_should_prefer_the_highest_log_view_over_op() {
+        let chosen = choose_log(&[summary(0, 1, 9), summary(1, 2, 5), summary(2, 2, 4)], 0);
+        assert_eq!(chosen.replica, 1);
+    }
+
+    #[test]
+    fn given_equal_logs_when_choosing_should_prefer_the_local_replica() {
+        let chosen = choose_log(&[summary(0, 2, 5), summary(1, 2, 5)], 1);
+        assert_eq!(chosen.replica, 1);
+    }
+}

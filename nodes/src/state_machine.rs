@@ -1,0 +1,418 @@
+//! The replicated state machine: key-value registers, append-only logs, and the client table that deduplicates
+//! retried requests. Every replica applies the same committed entries in op order, so all of this is identical
+//! across replicas.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::wal::entry::Entry;
+
+/// Most entries a single log read returns.
+pub const LOG_READ_LIMIT_MAX: u64 = 1000;
+/// Most clients remembered by the client table; the least recently active is evicted beyond that.
+pub const CLIENT_TABLE_SIZE_MAX: usize = 4096;
+
+/// A client operation, as carried in a WAL entry body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// Read a register.
+    Get {
+        /// Register key.
+        key: String,
+    },
+    /// Write a register.
+    Put {
+        /// Register key.
+        key: String,
+        /// New value.
+        value: String,
+    },
+    /// Compare-and-set a register.
+    Cas {
+        /// Register key.
+        key: String,
+        /// Expected current value.
+        from: String,
+        /// New value.
+        to: String,
+    },
+    /// Append to a log.
+    Append {
+        /// Log name.
+        name: String,
+        /// Value to append.
+        value: String,
+    },
+    /// Read a range of a log.
+    ReadLog {
+        /// Log name.
+        name: String,
+        /// First offset.
+        from: u64,
+        /// Most entries to return.
+        limit: u64,
+    },
+}
+
+/// The result of applying an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A register's value (None = missing).
+    Value(Option<String>),
+    /// A write succeeded.
+    Written,
+    /// A compare-and-set's precondition failed.
+    CasFailed {
+        /// The register's current value.
+        current: Option<String>,
+    },
+    /// An append's offset.
+    Offset(u64),
+    /// A log range and the log's end offset.
+    Entries {
+        /// (offset, value) pairs.
+        entries: Vec<(u64, String)>,
+        /// The log's end offset.
+        end: u64,
+    },
+    /// The entry body did not decode (never produced by a correct primary).
+    Malformed,
+    /// The entry repeats a request older than its client's latest: not executed.
+    Stale,
+}
+
+/// A body that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed operation body")]
+pub struct MalformedBody;
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn take(&mut self, count: usize) -> Result<&[u8], MalformedBody> {
+        if self.bytes.len() < count {
+            return Err(MalformedBody);
+        }
+        let (head, rest) = self.bytes.split_at(count);
+        self.bytes = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64, MalformedBody> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().map_err(|_| MalformedBody)?))
+    }
+    fn string(&mut self) -> Result<String, MalformedBody> {
+        let len = u32::from_le_bytes(self.take(4)?.try_into().map_err(|_| MalformedBody)?) as usize;
+        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| MalformedBody)
+    }
+}
+
+fn put_string(out: &mut Vec<u8>, value: &str) {
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(value.as_bytes());
+}
+
+impl Operation {
+    /// Encodes the operation as an entry body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Operation::Get { key } => {
+                out.push(1);
+                put_string(&mut out, key);
+            }
+            Operation::Put { key, value } => {
+                out.push(2);
+                put_string(&mut out, key);
+                put_string(&mut out, value);
+            }
+            Operation::Cas { key, from, to } => {
+                out.push(3);
+                for part in [key, from, to] {
+                    put_string(&mut out, part);
+                }
+            }
+            Operation::Append { name, value } => {
+                out.push(4);
+                put_string(&mut out, name);
+                put_string(&mut out, value);
+            }
+            Operation::ReadLog { name, from, limit } => {
+                out.push(5);
+                put_string(&mut out, name);
+                out.extend_from_slice(&from.to_le_bytes());
+                out.extend_from_slice(&limit.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Decodes an entry body.
+    pub fn decode(bytes: &[u8]) -> Result<Operation, MalformedBody> {
+        let mut reader = Reader { bytes };
+        let tag = reader.take(1)?[0];
+        let operation = match tag {
+            1 => Operation::Get { key: reader.string()? },
+            2 => Operation::Put {
+                key: reader.string()?,
+                value: reader.string()?,
+            },
+            3 => Operation::Cas {
+                key: reader.string()?,
+                from: reader.string()?,
+                to: reader.string()?,
+            },
+            4 => Operation::Append {
+                name: reader.string()?,
+                value: reader.string()?,
+            },
+            5 => Operation::ReadLog {
+                name: reader.string()?,
+                from: reader.u64()?,
+                limit: reader.u64()?,
+            },
+            _ => return Err(MalformedBody),
+        };
+        if !reader.bytes.is_empty() {
+            return Err(MalformedBody);
+        }
+        Ok(operation)
+    }
+}
+
+/// The last request of one client and its reply.
+#[derive(Clone, Debug)]
+struct ClientSession {
+    request_number: u64,
+    reply: Reply,
+    last_op: u64,
+}
+
+/// What the client table knows about a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionLookup {
+    /// Not seen: prepare it.
+    New,
+    /// The latest request of this client: its reply is returned again, it is not applied twice.
+    Duplicate(Reply),
+    /// Older than the client's latest request: its reply is gone.
+    Stale,
+}
+
+/// The registers, logs and client table.
+#[derive(Default)]
+pub struct StateMachine {
+    registers: HashMap<String, String>,
+    logs: HashMap<String, Vec<String>>,
+    sessions: HashMap<u64, ClientSession>,
+    sessions_by_op: BTreeMap<u64, u64>,
+}
+
+impl StateMachine {
+    /// Applies a committed entry and returns its reply; records it in the client table.
+    pub fn apply(&mut self, entry: &Entry) -> Reply {
+        let client_id = entry.header.client_id;
+        if client_id != 0 {
+            // A retry prepared twice (e.g. queued twice, or re-sent across a view change) executes once.
+            match self.lookup(client_id, entry.header.request_number) {
+                SessionLookup::Duplicate(reply) => return reply,
+                SessionLookup::Stale => return Reply::Stale,
+                SessionLookup::New => {}
+            }
+        }
+        let reply = match Operation::decode(&entry.body) {
+            Ok(operation) => self.execute(operation),
+            Err(MalformedBody) => Reply::Malformed,
+        };
+        if client_id != 0 {
+            self.remember(client_id, entry.header.request_number, entry.header.op, reply.clone());
+        }
+        reply
+    }
+
+    fn execute(&mut self, operation: Operation) -> Reply {
+        match operation {
+            Operation::Get { key } => Reply::Value(self.registers.get(&key).cloned()),
+            Operation::Put { key, value } => {
+                self.registers.insert(key, value);
+                Reply::Written
+            }
+            Operation::Cas { key, from, to } => match self.registers.get_mut(&key) {
+                Some(current) if *current == from => {
+                    *current = to;
+                    Reply::Written
+                }
+                current => Reply::CasFailed {
+                    current: current.cloned(),
+                },
+            },
+            Operation::Append { name, value } => {
+                let log = self.logs.entry(name).or_default();
+                log.push(value);
+                Reply::Offset(log.len() as u64 - 1)
+            }
+            Operation::ReadLog { name, from, limit } => {
+                let log = self.logs.get(&name).map(Vec::as_slice).unwrap_or_default();
+                let end = log.len() as u64;
+                let limit = limit.min(LOG_READ_LIMIT_MAX);
+                let entries = (from..end.min(from.saturating_add(limit)))
+                    .map(|offset| (offset, log[offset as usize].clone()))
+                    .collect();
+                Reply::Entries { entries, end }
+            }
+        }
+    }
+
+    fn remember(&mut self, client_id: u64, request_number: u64, op: u64, reply: Reply) {
+        if let Some(old) = self.sessions.insert(
+            client_id,
+            ClientSession {
+                request_number,
+                reply,
+                last_op: op,
+            },
+        ) {
+            self.sessions_by_op.remove(&old.last_op);
+        }
+        self.sessions_by_op.insert(op, client_id);
+        while self.sessions.len() > CLIENT_TABLE_SIZE_MAX {
+            let (_, evicted) = self
+                .sessions_by_op
+                .pop_first()
+                .expect("sessions_by_op mirrors sessions");
+            self.sessions.remove(&evicted);
+        }
+        assert_eq!(self.sessions.len(), self.sessions_by_op.len());
+    }
+
+    /// Looks a request up in the client table.
+    pub fn lookup(&self, client_id: u64, request_number: u64) -> SessionLookup {
+        match self.sessions.get(&client_id) {
+            Some(session) if session.request_number == request_number => {
+                SessionLookup::Duplicate(session.reply.clone())
+            }
+            Some(session) if session.request_number > request_number => SessionLookup::Stale,
+            _ => SessionLookup::New,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wal::entry::RequestIdentity;
+
+    fn entry(op: u64, client_id: u64, request_number: u64, operation: Operation) -> Entry {
+        Entry::new(
+            1,
+            op,
+            0,
+            0,
+            RequestIdentity {
+                client_id,
+                request_number,
+            },
+            operation.encode(),
+        )
+    }
+
+    #[test]
+    fn given_a_missing_key_when_cas_should_fail_the_precondition_with_null_current() {
+        let mut machine = StateMachine::default();
+        let cas = Operation::Cas {
+            key: "k".into(),
+            from: "a".into(),
+            to: "b".into(),
+        };
+        assert_eq!(machine.apply(&entry(1, 0, 0, cas)), Reply::CasFailed { current: None });
+    }
+
+    #[test]
+    fn given_appends_when_reading_the_log_should_return_offsets_and_end() {
+        let mut machine = StateMachine::default();
+        for (op, value) in ["x", "y", "z"].iter().enumerate() {
+            let append = Operation::Append {
+                name: "l".into(),
+                value: value.to_string(),
+            };
+            assert_eq!(
+                machine.apply(&entry(op as u64 + 1, 0, 0, append)),
+                Reply::Offset(op as u64)
+            );
+        }
+        let read = Operation::ReadLog {
+            name: "l".into(),
+            from: 1,
+            limit: 5,
+        };
+        let expected = Reply::Entries {
+            entries: vec![(1, "y".into()), (2, "z".into())],
+            end: 3,
+        };
+        assert_eq!(machine.apply(&entry(4, 0, 0, read)), expected);
+    }
+
+    #[test]
+    fn given_an_applied_request_when_looked_up_again_should_return_the_original_reply() {
+        let mut machine = StateMachine::default();
+        let put = Operation::Put {
+            key: "k".into(),
+            value: "v".into(),
+        };
+        machine.apply(&entry(1, 9, 3, put));
+        assert_eq!(machine.lookup(9, 3), SessionLookup::Duplicate(Reply::Written));
+        assert_eq!(machine.lookup(9, 2), SessionLookup::Stale);
+        assert_eq!(machine.lookup(9, 4), SessionLookup::New);
+    }
+
+    #[test]
+    fn given_a_request_prepared_twice_when_applied_should_execute_once() {
+        let mut machine = StateMachine::default();
+        let append = Operation::Append {
+            name: "l".into(),
+            value: "v".into(),
+        };
+        assert_eq!(machine.apply(&entry(1, 9, 1, append.clone())), Reply::Offset(0));
+        assert_eq!(machine.apply(&entry(2, 9, 1, append)), Reply::Offset(0));
+        let read = Operation::ReadLog {
+            name: "l".into(),
+            from: 0,
+            limit: 10,
+        };
+        assert_eq!(
+            machine.apply(&entry(3, 0, 0, read)),
+            Reply::Entries {
+                entries: vec![(0, "v".into())],
+                end: 1
+            }
+        );
+    }
+
+    #[test]
+    fn given_every_operation_when_encoded_should_decode_to_itself() {
+        let operations = [
+            Operation::Get { key: "a".into() },
+            Operation::Put {
+                key: "a".into(),
+                value: "b".into(),
+            },
+            Operation::Cas {
+                key: "a".into(),
+                from: "b".into(),
+                to: "c".into(),
+            },
+            Operation::Append {
+                name: "l".into(),
+                value: "v".into(),
+            },
+            Operation::ReadLog {
+                name: "l".into(),
+                from: 3,
+                limit: 9,
+            },
+        ];
+        for operation in operations {
+            assert_eq!(Operation::decode(&operation.encode()), Ok(operation));
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The superblock: durable replica identity and VSR state (view, log_view, commit), written as two
+//! checksummed copies so a torn write of one copy never loses the state.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::checksum::checksum;
+
+/// The superblock file name under the data dir.
+pub const SUPERBLOCK_FILE_NAME: &str = "superblock";
+const MAGIC: u64 = 0x4641_554c_544c_4e31; // "FAULTLN1"
+const COPY_SIZE_BYTES: usize = 96;
+/// Copies sit in different 4 KiB blocks so one torn block write damages at most one.
+const COPY_STRIDE_BYTES: u64 = 4096;
+const COPY_COUNT: u64 = 2;
+
+/// The durable VSR state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VsrState {
+    /// Highest view this replica has taken part in.
+    pub view: u64,
+    /// The view in which the replica's log was last in normal status.
+    pub log_view: u64,
+    /// An op known committed (the state machine may be replayed up to it at boot).
+    pub commit: u64,
+}
+
+/// Replica identity plus durable VSR state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    /// Cluster id.
+    pub cluster_id: u64,
+    /// This replica's id (0-based).
+    pub replica: u8,
+    /// Number of replicas in the cluster.
+    pub replica_count: u8,
+    /// Set when the data dir was wiped (`format --join`): the replica must do VSR recovery before voting.
+    pub recovering: bool,
+    /// The VSR state.
+    pub state: VsrState,
+    /// Incremented on every write; the valid copy with the highest sequence wins.
+    pub sequence: u64,
+}
+
+/// Errors from reading or writing the superblock.
+#[derive(Debug, thiserror::Error)]
+pub enum SuperblockError {
+    /// No superblock: the data dir was never formatted.
+    #[error("data dir {0} is not formatted (no {SUPERBLOCK_FILE_NAME}): run `faultline-node format` first")]
+    NotFormatted(String),
+    /// `format` found an existing superblock.
+    #[error("data dir {0} already holds a superblock: refusing to format it (pass --force to wipe it)")]
+    AlreadyFormatted(String),
+    /// Neither copy verified.
+    #[error("superblock {path}: no valid copy (copy 0: {copy0}; copy 1: {copy1}); refusing to boot")]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// What was wrong with copy 0.
+        copy0: String,
+        /// What was wrong with copy 1.
+        copy1: String,
+    },
+    /// An I/O error.
+    #[error("superblock {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+fn io_error(path: &Path, source: io::Error) -> SuperblockError {
+    SuperblockError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("slice of 8 bytes"))
+}
+
+impl Superblock {
+    fn encode(&self) -> [u8; COPY_SIZE_BYTES] {
+        let mut out = [0u8; COPY_SIZE_BYTES];
+        out[16..24].copy_from_slice(&MAGIC.to_le_bytes());
+        out[24..32].copy_from_slice(&self.cluster_id.to_le_bytes());
+        out[32] = self.replica;
+        out[33] = self.replica_count;
+        out[34] = u8::from(self.recovering);
+        out[40..48].copy_from_slice(&self.sequence.to_le_bytes());
+        out[48..56].copy_from_slice(&self.state.view.to_le_bytes());
+        out[56..64].copy_from_slice(&self.state.log_view.to_le_bytes());
+        out[64..72].copy_from_slice(&self.state.commit.to_le_bytes());
+        let sum = checksum(&out[16..]);
+        out[0..16].copy_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Superblock, String> {
+        if bytes.len() < COPY_SIZE_BYTES {
+            return Err(format!("short copy ({} bytes)", bytes.len()));
+        }
+        let stored = u128::from_le_bytes(bytes[0..16].try_into().expect("slice of 16 bytes"));
+        let actual = checksum(&bytes[16..COPY_SIZE_BYTES]);
+        if stored != actual {
+            return Err(format!("checksum expected {stored:032x}, actual {actual:032x}"));
+        }
+        if u64_at(bytes, 16) != MAGIC {
+            return Err("bad magic".to_string());
+        }
+        Ok(Superblock {
+            cluster_id: u64_at(bytes, 24),
+            replica: bytes[32],
+            replica_count: bytes[33],
+            recovering: bytes[34] != 0,
+            sequence: u64_at(bytes, 40),
+            state: VsrState {
+                view: u64_at(bytes, 48),
+                log_view: u64_at(bytes, 56),
+                commit: u64_at(bytes, 64),
+            },
+        })
+    }
+
+    /// The superblock path of a data dir.
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(SUPERBLOCK_FILE_NAME)
+    }
+
+    /// Writes a fresh superblock into `dir` (created if needed) and an empty WAL.
+    pub fn format(dir: &Path, superblock: Superblock, force: bool) -> Result<(), SuperblockError> {
+        fs::create_dir_all(dir).map_err(|source| io_error(dir, source))?;
+        let path = Superblock::path(dir);
+        if path.exists() && !force {
+            return Err(SuperblockError::AlreadyFormatted(dir.display().to_string()));
+        }
+        remove_wal_files(dir)?;
+        let wal = dir.join(crate::wal::journal::WAL_FILE_NAME);
+        File::create(&wal)
+            .and_then(|f| f.sync_all())
+            .map_err(|source| io_error(&wal, source))?;
+        superblock.write(dir)?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| io_error(dir, source))
+    }
+
+    /// Reads the newest valid copy.
+    pub fn open(dir: &Path) -> Result<Superblock, SuperblockError> {
+        let path = Superblock::path(dir);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(SuperblockError::NotFormatted(dir.display().to_string()))
+            }
+            Err(source) => return Err(io_error(&path, source)),
+        };
+        let copy = |index: u64| {
+            let start = (index * COPY_STRIDE_BYTES) as usize;
+            bytes
+                .get(start..)
+                .map_or(Err("missing".to_string()), Superblock::decode)
+        };
+        match (copy(0), copy(1)) {
+            (Ok(a), Ok(b)) => Ok(if b.sequence > a.sequence { b } else { a }),
+            (Ok(a), Err(_)) => Ok(a),
+            (Err(_), Ok(b)) => Ok(b),
+            (Err(copy0), Err(copy1)) => Err(SuperblockError::Corrupt {
+                path: path.display().to_string(),
+                copy0,
+                copy1,
+            }),
+        }
+    }
+
+    /// Durably writes both copies (each fsynced before the next is touched).
+    pub fn write(&self, dir: &Path) -> Result<(), SuperblockError> {
+        let path = Superblock::path(dir);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| io_error(&path, source))?;
+        let bytes = self.encode();
+        for index in 0..COPY_COUNT {
+            file.write_all_at(&bytes, index * COPY_STRIDE_BYTES)
+                .map_err(|source| io_error(&path, source))?;
+            file.sync_data().map_err(|source| io_error(&path, source))?;
+        }
+        Ok(())
+    }
+
+    /// Updates the VSR state and writes it durably.
+    pub fn store(&mut self, dir: &Path, state: VsrState, recovering: bool) -> Result<(), SuperblockError> {
+        assert!(state.view >= self.state.view, "view never goes backwards");
+        assert!(state.log_view <= state.view, "log_view is at most view");
+        self.state = state;
+        self.recovering = recovering;
+        self.sequence += 1;
+        self.write(dir)
+    }
+}
+
+fn remove_wal_files(dir: &Path) -> Result<(), SuperblockError> {
+    let listing = fs::read_dir(dir).map_err(|source| io_error(dir, source))?;
+    for item in listing {
+        let item = item.map_err(|source| io_error(dir, source))?;
+        if item.file_name().to_string_lossy().starts_with("wal") {
+            fs::remove_file(item.path()).map_err(|source| io_error(&item.path(), source))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh() -> Superblock {
+        Superblock {
+            cluster_id: 5,
+            replica: 1,
+            replica_count: 3,
+            recovering: false,
+            state: VsrState::default(),
+            sequence: 0,
+        }
+    }
+
+    #[test]
+    fn given_a_formatted_dir_when_formatting_again_without_force_should_refuse() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Superblock::format(dir.path(), fresh(), false).expect("format");
+        assert!(matches!(
+            Superblock::format(dir.path(), fresh(), false),
+            Err(SuperblockError::AlreadyFormatted(_))
+        ));
+        Superblock::format(dir.path(), fresh(), true).expect("forced format");
+    }
+
+    #[test]
+    fn given_one_torn_copy_when_opening_should_use_the_other() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Superblock::format(dir.path(), fresh(), false).expect("format");
+        let mut superblock = Superblock::open(dir.path()).expect("open");
+        superblock
+            .store(
+                dir.path(),
+                VsrState {
+                    view: 4,
+                    log_view: 3,
+                    commit: 9,
+                },
+                false,
+            )
+            .expect("store");
+        let path = Superblock::path(dir.path());
+        let mut bytes = fs::read(&path).expect("read");
+        bytes[50] ^= 0xff;
+        fs::write(&path, &bytes).expect("write");
+        assert_eq!(
+            Superblock::open(dir.path()).expect("open").state,
+            VsrState {
+                view: 4,
+                log_view: 3,
+                commit: 9
+            }
+        );
+    }
+
+    #[test]
+    fn given_an_unformatted_dir_when_opening_should_say_to_format() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let error = Superblock::open(dir.path()).expect_err("not formatted");
+        assert!(error.to_string().contains("faultline-node format"));
+    }
+}

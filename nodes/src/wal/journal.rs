@@ -1,0 +1,239 @@
+//! The journal: the WAL file on disk plus an in-memory copy of every stored entry.
+//!
+//! Invariants (checked on every insert): at most one entry per op, and any two stored neighbours N and N+1 chain
+//! (N+1's parent is N's checksum), so the boot scan of a file this code wrote never refuses.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::checksum::root_checksum;
+use crate::wal::entry::Entry;
+use crate::wal::head::{head_after_insert, Head};
+use crate::wal::scan::{scan, BootRefusal, ScanReport, TornTail};
+
+/// The WAL file name under the data dir (the harness's disk faults target `wal*`).
+pub const WAL_FILE_NAME: &str = "wal";
+const REWRITE_TEMP_FILE_NAME: &str = "tmp-rewrite.wal";
+
+/// Errors from opening or writing the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The boot scan refused the file.
+    #[error(transparent)]
+    Refused(#[from] BootRefusal),
+    /// An I/O error, with the file it happened on.
+    #[error("wal {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// Why an entry was not inserted (the journal is unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertRejected {
+    /// This exact entry is already stored.
+    Duplicate,
+    /// A different entry is stored for this op.
+    Conflict,
+    /// The entry does not chain to a stored neighbour.
+    DoesNotChain,
+}
+
+/// The WAL of one replica.
+pub struct Journal {
+    path: PathBuf,
+    dir: PathBuf,
+    file: File,
+    cluster: u64,
+    entries: BTreeMap<u64, Entry>,
+    head: Head,
+    dirty: bool,
+}
+
+/// Reads and scans the WAL of `dir` without modifying anything.
+pub fn scan_dir(dir: &Path, cluster: u64) -> Result<ScanReport, JournalError> {
+    let path = dir.join(WAL_FILE_NAME);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => return Err(io_error(&path, source)),
+    };
+    Ok(scan(&bytes, cluster, &path.display().to_string())?)
+}
+
+fn io_error(path: &Path, source: io::Error) -> JournalError {
+    JournalError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn fsync_dir(dir: &Path) -> Result<(), JournalError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| io_error(dir, source))
+}
+
+impl Journal {
+    /// Opens the WAL under `dir`: scans it, truncates a torn tail (fsynced) and loads every entry.
+    pub fn open(dir: &Path, cluster: u64) -> Result<(Journal, Option<TornTail>), JournalError> {
+        let report = scan_dir(dir, cluster)?;
+        let path = dir.join(WAL_FILE_NAME);
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| io_error(&path, source))?;
+        if let Some(torn) = &report.torn_tail {
+            file.set_len(torn.offset_bytes)
+                .map_err(|source| io_error(&path, source))?;
+            file.sync_all().map_err(|source| io_error(&path, source))?;
+        }
+        fsync_dir(dir)?;
+        let entries: BTreeMap<u64, Entry> = report
+            .entries
+            .into_iter()
+            .map(|scanned| (scanned.entry.header.op, scanned.entry))
+            .collect();
+        let root = Head {
+            op: 0,
+            checksum: root_checksum(cluster),
+        };
+        let head = if entries.contains_key(&1) {
+            head_after_insert(root, 1, |op| entries.get(&op).map(|e| e.header.checksum))
+        } else {
+            root
+        };
+        let journal = Journal {
+            path,
+            dir: dir.to_path_buf(),
+            file,
+            cluster,
+            entries,
+            head,
+            dirty: false,
+        };
+        Ok((journal, report.torn_tail))
+    }
+
+    /// The head: highest contiguous op and its checksum.
+    pub fn head(&self) -> Head {
+        self.head
+    }
+
+    /// The stored entry for `op`, if any.
+    pub fn entry(&self, op: u64) -> Option<&Entry> {
+        self.entries.get(&op)
+    }
+
+    /// The checksum an entry at `op + 1` must carry as parent, if known.
+    pub fn checksum_of(&self, op: u64) -> Option<u128> {
+        if op == 0 {
+            return Some(root_checksum(self.cluster));
+        }
+        self.entries.get(&op).map(|e| e.header.checksum)
+    }
+
+    /// Highest stored op (may be above a gap).
+    pub fn op_max(&self) -> u64 {
+        self.entries.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Checks whether `entry` may be stored without breaking the chain invariant.
+    pub fn check_insert(&self, entry: &Entry) -> Result<(), InsertRejected> {
+        let op = entry.header.op;
+        if let Some(existing) = self.entries.get(&op) {
+            if existing.header.checksum == entry.header.checksum {
+                return Err(InsertRejected::Duplicate);
+            }
+            return Err(InsertRejected::Conflict);
+        }
+        if let Some(parent) = self.checksum_of(op - 1) {
+            if parent != entry.header.parent {
+                return Err(InsertRejected::DoesNotChain);
+            }
+        }
+        if let Some(next) = self.entries.get(&(op + 1)) {
+            if next.header.parent != entry.header.checksum {
+                return Err(InsertRejected::DoesNotChain);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `entry` to the file (not yet durable: call [`Journal::sync`]) and updates the head.
+    pub fn insert(&mut self, entry: Entry) -> Result<Result<Head, InsertRejected>, JournalError> {
+        if let Err(rejected) = self.check_insert(&entry) {
+            return Ok(Err(rejected));
+        }
+        assert_eq!(entry.header.cluster, self.cluster, "entry of another cluster");
+        self.file
+            .write_all(&entry.encode())
+            .map_err(|source| io_error(&self.path, source))?;
+        self.dirty = true;
+        let op = entry.header.op;
+        self.entries.insert(op, entry);
+        self.head = head_after_insert(self.head, op, |op| self.entries.get(&op).map(|e| e.header.checksum));
+        Ok(Ok(self.head))
+    }
+
+    /// Makes every inserted entry durable (one fsync for all writes since the last call: group commit).
+    pub fn sync(&mut self) -> Result<bool, JournalError> {
+        if !self.dirty {
+            return Ok(false);
+        }
+        self.file.sync_data().map_err(|source| io_error(&self.path, source))?;
+        self.dirty = false;
+        Ok(true)
+    }
+
+    /// Whether entries were written since the last sync.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Discards every entry above `op` by rewriting the file (temp file, fsync, rename, directory fsync).
+    pub fn truncate_after(&mut self, op: u64) -> Result<(), JournalError> {
+        if self.op_max() <= op {
+            return Ok(());
+        }
+        self.entries.retain(|&stored, _| stored <= op);
+        let temp = self.dir.join(REWRITE_TEMP_FILE_NAME);
+        let mut out = File::create(&temp).map_err(|source| io_error(&temp, source))?;
+        for entry in self.entries.values() {
+            out.write_all(&entry.encode())
+                .map_err(|source| io_error(&temp, source))?;
+        }
+        out.sync_all().map_err(|source| io_error(&temp, source))?;
+        drop(out);
+        fs::rename(&temp, &self.path).map_err(|source| io_error(&self.path, source))?;
+        fsync_dir(&self.dir)?;
+        self.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|source| io_error(&self.path, source))?;
+        self.dirty = false;
+        if self.head.op > op {
+            let checksum = self.checksum_of(op).expect("ops below the head are stored");
+            self.head = Head { op, checksum };
+        }
+        Ok(())
+    }
+
+    /// Iterates over stored entries in `from..=to`, in op order.
+    pub fn range(&self, from: u64, to: u64) -> impl Iterator<Item = &Entry> {
+        self.entries.range(from..=to).map(|(_, entry)| entry)
+    }
+
+    /// The lowest missing op in `from..=to`, if any.
+    pub fn first_missing(&self, from: u64, to: u64) -> Option<u64> {
+        (from..=to).find(|op| !self.entries.contains_key(op))
+    }
+}

@@ -1,0 +1,268 @@
+//! Test support: spawn real `faultline-node` processes on loopback and talk HTTP/1.1 to them.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_faultline-node");
+pub const CLUSTER_ID: u64 = 4242;
+
+/// A minimal HTTP response.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+/// Sends one HTTP/1.1 request (Connection: close) and parses a JSON body.
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, String)],
+) -> Option<HttpResponse> {
+    let mut stream = TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(8))).ok()?;
+    let body = body.unwrap_or("");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> Option<HttpResponse> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let body = serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
+    Some(HttpResponse { status, body })
+}
+
+/// Reserves a free loopback port (bind to port 0, then release it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind port 0")
+        .local_addr()
+        .expect("local addr")
+        .port()
+}
+
+/// One replica: its addresses, data dir and (when running) its process.
+pub struct Node {
+    pub id: u8,
+    pub client_addr: String,
+    pub peer_addr: String,
+    pub data_dir: PathBuf,
+    pub log_path: PathBuf,
+    pub child: Option<Child>,
+}
+
+/// A cluster of replicas; kills every child on drop.
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Formats `count` replicas (not started).
+    pub fn new(count: u8) -> Cluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nodes = (0..count)
+            .map(|id| Node {
+                id,
+                client_addr: format!("127.0.0.1:{}", free_port()),
+                peer_addr: format!("127.0.0.1:{}", free_port()),
+                data_dir: dir.path().join(format!("n{}", id + 1)),
+                log_path: dir.path().join(format!("n{}.log", id + 1)),
+                child: None,
+            })
+            .collect();
+        let cluster = Cluster { nodes, _dir: dir };
+        for id in 0..count {
+            cluster.format(id, false);
+        }
+        cluster
+    }
+
+    /// Runs `faultline-node format` for replica `id` (`join` marks the dir as wiped).
+    pub fn format(&self, id: u8, join: bool) {
+        let node = &self.nodes[id as usize];
+        let mut command = Command::new(NODE_BIN);
+        command.args(["format", "--data-dir"]).arg(&node.data_dir);
+        command.args(["--cluster-id", &CLUSTER_ID.to_string(), "--id", &id.to_string()]);
+        command.args(["--replica-count", &self.nodes.len().to_string(), "--force"]);
+        if join {
+            command.arg("--join");
+        }
+        let status = command.stderr(Stdio::null()).status().expect("run format");
+        assert!(status.success(), "format of replica {id} failed");
+    }
+
+    /// Starts replica `id`, appending its stderr to its log file.
+    pub fn start(&mut self, id: u8) {
+        let count = self.nodes.len();
+        let peers: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.id != id)
+            .flat_map(|n| ["--peer".to_string(), format!("{}={}", n.id, n.peer_addr)])
+            .collect();
+        let peer_clients: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.id != id)
+            .flat_map(|n| ["--peer-client".to_string(), format!("{}={}", n.id, n.client_addr)])
+            .collect();
+        let node = &mut self.nodes[id as usize];
+        assert!(node.child.is_none() && count > 0);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log_path)
+            .expect("log file");
+        let child = Command::new(NODE_BIN)
+            .args(["run", "--id", &id.to_string(), "--data-dir"])
+            .arg(&node.data_dir)
+            .args(["--client-addr", &node.client_addr, "--peer-addr", &node.peer_addr])
+            .args([
+                "--cluster-id",
+                &CLUSTER_ID.to_string(),
+                "--view-change-timeout-ms",
+                "400",
+            ])
+            .args(&peers)
+            .args(&peer_clients)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn faultline-node");
+        node.child = Some(child);
+    }
+
+    pub fn start_all(&mut self) {
+        for id in 0..self.nodes.len() as u8 {
+            self.start(id);
+        }
+    }
+
+    /// kill -9.
+    pub fn kill(&mut self, id: u8) {
+        if let Some(mut child) = self.nodes[id as usize].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn log(&self, id: u8) -> String {
+        std::fs::read_to_string(&self.nodes[id as usize].log_path).unwrap_or_default()
+    }
+
+    pub fn status(&self, id: u8) -> Option<serde_json::Value> {
+        let response = http(&self.nodes[id as usize].client_addr, "GET", "/status", None, &[])?;
+        (response.status == 200).then_some(response.body)
+    }
+
+    /// Waits until some running replica reports itself primary in normal status; returns its id.
+    pub fn wait_for_primary(&self, timeout: Duration) -> Option<u8> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            for node in self.nodes.iter().filter(|n| n.child.is_some()) {
+                if let Some(status) = self.status(node.id) {
+                    if status["status"] == "normal" && status["role"] == "primary" {
+                        return Some(node.id);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// Waits until every running replica is normal with the same op, commit and head checksum.
+    pub fn wait_converged(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let statuses: Vec<_> = self
+                .nodes
+                .iter()
+                .filter(|n| n.child.is_some())
+                .map(|n| self.status(n.id))
+                .collect();
+            if statuses
+                .iter()
+                .all(|s| s.as_ref().is_some_and(|s| s["status"] == "normal"))
+            {
+                let keys: Vec<_> = statuses
+                    .iter()
+                    .flatten()
+                    .map(|s| (s["op"].clone(), s["commit"].clone(), s["head_checksum"].clone()))
+                    .collect();
+                if keys.windows(2).all(|w| w[0] == w[1]) && keys[0].0 == keys[0].1 {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// PUT a key on the current primary, retrying on 421/5xx until `timeout`; true once acknowledged.
+    pub fn put(&self, key: &str, value: &str, timeout: Duration) -> bool {
+        self.request_ok(
+            "PUT",
+            &format!("/kv/{key}"),
+            &format!("{{\"value\":\"{value}\"}}"),
+            timeout,
+        )
+        .is_some()
+    }
+
+    /// GET a key through the primary.
+    pub fn get(&self, key: &str, timeout: Duration) -> Option<serde_json::Value> {
+        self.request_ok("GET", &format!("/kv/{key}"), "", timeout)
+            .map(|body| body["value"].clone())
+    }
+
+    /// Sends a request to whichever running replica answers 200, retrying until `timeout`.
+    pub fn request_ok(&self, method: &str, path: &str, body: &str, timeout: Duration) -> Option<serde_json::Value> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            for node in self.nodes.iter().filter(|n| n.child.is_some()) {
+                let body = (!body.is_empty()).then_some(body);
+                let headers = [("X-Faultline-Deadline-Ms", "2000".to_string())];
+                if let Some(response) = http(&node.client_addr, method, path, body, &headers) {
+                    if response.status == 200 {
+                        return Some(response.body);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    pub fn data_dir(&self, id: u8) -> &Path {
+        &self.nodes[id as usize].data_dir
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for id in 0..self.nodes.len() as u8 {
+            self.kill(id);
+        }
+    }
+}
