@@ -33,9 +33,9 @@ impl fmt::Display for Millis {
         let ms = self.0;
         if ms == 0 {
             write!(f, "0s")
-        } else if ms % 60_000 == 0 {
+        } else if ms.is_multiple_of(60_000) {
             write!(f, "{}m", ms / 60_000)
-        } else if ms % 1000 == 0 {
+        } else if ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
         } else {
             write!(f, "{ms}ms")

@@ -62,7 +62,7 @@ async fn recover(
     let mut attempt = 0u64;
     while started.elapsed() < timeout {
         attempt += 1;
-        let home = lab.find_primary().await.unwrap_or((attempt as usize) % lab.len());
+        let home = lab.find_primary().await.unwrap_or((attempt as usize) % lab.node_count());
         let process = workload.new_process();
         let client = lab.system().register_client(home, op_timeout, process);
         let op = PlannedOp {
@@ -96,11 +96,11 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
         // Nodes that legitimately refused to boot (or crashed: the boot check reports those) are left out; the rest
         // must agree, and they must be a majority.
         let points: Vec<Option<String>> = lab.commit_points().await;
-        let live: Vec<usize> = (0..lab.len())
+        let live: Vec<usize> = (0..lab.node_count())
             .filter(|&n| lab.boot_state(n) == BootState::Ready)
             .collect();
         let first = live.first().and_then(|&n| points[n].clone());
-        if first.is_some() && live.len() > lab.len() / 2 && live.iter().all(|&n| points[n] == first) {
+        if first.is_some() && live.len() > lab.node_count() / 2 && live.iter().all(|&n| points[n] == first) {
             lab.recorder().lifecycle(
                 "converged",
                 None,
@@ -152,7 +152,7 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
 async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     let recorder = lab.recorder();
     recorder.lifecycle("restart-all", None, json!({}));
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         let details = lab.kill_node(node).await.unwrap_or_else(|e| json!({"error": e}));
         recorder.lifecycle("kill", Some(&node_name(node)), details);
     }
@@ -177,14 +177,14 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
             }
         }
     }
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         verify_offline(lab, node).await;
     }
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
         recorder.lifecycle("start", Some(&node_name(node)), details);
     }
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         lab.wait_boot(node).await;
     }
 }

@@ -100,7 +100,7 @@ impl Lab {
     }
 
     /// Node count.
-    pub fn len(&self) -> usize {
+    pub fn node_count(&self) -> usize {
         self.slots.len()
     }
 
@@ -207,7 +207,7 @@ impl Lab {
 
     /// The primary most nodes agree on, asking every node.
     pub async fn find_primary(&self) -> Option<usize> {
-        let probes = (0..self.len()).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
         let statuses = futures::future::join_all(probes).await;
         statuses
             .iter()
@@ -221,7 +221,7 @@ impl Lab {
 
     /// Every node's commit point (`None` for nodes that do not answer).
     pub async fn commit_points(&self) -> Vec<Option<String>> {
-        let probes = (0..self.len()).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
         futures::future::join_all(probes)
             .await
             .into_iter()
@@ -231,7 +231,7 @@ impl Lab {
 
     /// SIGKILLs every running node (shutdown path); records nothing.
     pub async fn kill_all_quietly(&self) {
-        for node in 0..self.len() {
+        for node in 0..Lab::node_count(self) {
             let _ = self.kill_node(node).await;
         }
     }
@@ -341,7 +341,7 @@ pub fn log_tail(path: &std::path::Path) -> String {
 
 impl faultline_faults::process::Lab for Lab {
     fn node_count(&self) -> usize {
-        self.len()
+        Lab::node_count(self)
     }
 
     async fn primary(&self) -> Option<usize> {

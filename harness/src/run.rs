@@ -117,14 +117,14 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
 async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::Result<()> {
     let recorder = lab.recorder().clone();
     let system = lab.system().clone();
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         system.prepare(node).await?;
     }
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         lab.start_node(node).await.map_err(anyhow::Error::msg)?;
         recorder.lifecycle("start", Some(&node_name(node)), json!({}));
     }
-    for node in 0..lab.len() {
+    for node in 0..lab.node_count() {
         let state = lab.wait_boot(node).await;
         if state != BootState::Ready {
             recorder.lifecycle(
@@ -183,7 +183,7 @@ async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Work
     let nemesis_lab = lab.clone();
     let nemesis_stop = stop_rx.clone();
     let nemesis = tokio::spawn(async move {
-        let mut executor = Executor::new(nemesis_lab.len());
+        let mut executor = Executor::new(nemesis_lab.node_count());
         executor
             .run(nemesis_lab.as_ref(), &schedule, phase_start, nemesis_stop)
             .await;
