@@ -318,7 +318,9 @@ impl ReferenceClient {
                     )
                 }
                 // The cas ran and saw another value: an observation the checker uses (Porcupine's cas -> false).
-                409 => return (Outcome::Fail(CAS_MISMATCH_ERROR.to_string()), node),
+                409 if body["error"] == "precondition failed" => {
+                    return (Outcome::Fail(CAS_MISMATCH_ERROR.to_string()), node)
+                }
                 421 => match body["primary"].as_str().and_then(|addr| self.node_of(addr)) {
                     Some(primary) if primary != node => node = primary,
                     _ => {
