@@ -215,6 +215,23 @@ pub struct ProcessNemesisSpec {
     /// Stable periods.
     #[serde(default)]
     pub stable: Option<StableSpec>,
+    /// Faults at fixed times, for scripted scenarios (they ignore stable periods).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script: Vec<ScriptedFaultSpec>,
+}
+
+/// One fault at a fixed time of the fault phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedFaultSpec {
+    /// When it starts, from the start of the fault phase.
+    pub at: Millis,
+    /// `kill` or `pause`.
+    pub kind: ProcessFault,
+    /// Who it hits (roles are resolved when it starts).
+    pub targets: serde_saphyr::Spanned<Target>,
+    /// How long it lasts.
+    pub duration: Millis,
 }
 
 /// Which nodes a scheduled fault hits, resolved as far as the seed allows.
@@ -239,6 +256,8 @@ pub enum Source {
     Flap,
     /// A targeted fault.
     Targeted,
+    /// A scripted fault.
+    Scripted,
 }
 
 /// One fault of the schedule.
@@ -313,6 +332,21 @@ pub fn generate(
         }
     }
     let mut faults = fit_into_windows(faults, spec.stable.as_ref(), phase_ms);
+    for scripted in &spec.script {
+        faults.push(ScheduledFault {
+            id: 0,
+            start_ms: scripted.at.0,
+            duration_ms: scripted.duration.0.max(1),
+            kind: scripted.kind,
+            target: scripted.targets.value.to_string(),
+            nodes: resolve_static(&scripted.targets.value, node_count, rng),
+            source: Source::Scripted,
+        });
+    }
+    faults.retain(|f| f.start_ms < phase_ms);
+    for fault in &mut faults {
+        fault.duration_ms = fault.duration_ms.min(phase_ms - fault.start_ms);
+    }
     faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
     for (id, fault) in faults.iter_mut().enumerate() {
         fault.id = id as u64;
@@ -587,6 +621,7 @@ mod tests {
                 every: Millis(20_000),
                 duration: Millis(4000),
             }),
+            script: vec![],
         }
     }
 
@@ -627,6 +662,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_stable_windows() {
+        let mut spec = spec();
+        spec.faults.clear();
+        spec.flaps = None;
+        spec.script = vec![
+            ScriptedFaultSpec {
+                at: Millis(17_000),
+                kind: ProcessFault::Kill,
+                targets: spanned(Target::Backup),
+                duration: Millis(3000),
+            },
+            ScriptedFaultSpec {
+                at: Millis(59_000),
+                kind: ProcessFault::Pause,
+                targets: spanned(Target::Nodes(vec!["n2".into()])),
+                duration: Millis(5000),
+            },
+        ];
+        let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));
+        assert_eq!(schedule.len(), 2);
+        assert_eq!(
+            (schedule[0].start_ms, schedule[0].duration_ms, schedule[0].source),
+            (17_000, 3000, Source::Scripted)
+        );
+        assert_eq!(schedule[1].nodes, Resolved::Nodes(vec![1]));
+        assert_eq!(schedule[1].end_ms(), 60_000, "clipped to the phase");
     }
 
     #[test]

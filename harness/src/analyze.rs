@@ -158,6 +158,8 @@ fn check_linearizability(history: &History, plan: &Plan) -> CheckResult {
 struct NodeBoots {
     /// Disk surgery recorded since the node last booted cleanly.
     surgery_since_boot: bool,
+    /// The offline verifier refused this node's WAL and the node has not been started since.
+    verify_refused: Option<String>,
     boots: u64,
     refusals: Vec<Value>,
     problems: Vec<String>,
@@ -183,11 +185,25 @@ fn check_boot(history: &History) -> CheckResult {
             (EventKind::Lifecycle, "boot-ok") => {
                 entry.boots += 1;
                 entry.surgery_since_boot = false;
+                if let Some(line) = entry.verify_refused.take() {
+                    entry.problems.push(format!(
+                        "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it \
+                         accepts corrupt entries instead of refusing to boot",
+                        event.time_ns as f64 / 1e9
+                    ));
+                }
                 if restart_all_at.is_some() {
                     booted_after_restart.insert(node, true);
                 }
             }
-            (EventKind::Lifecycle, "boot-refused" | "verify-refused") => judge_refusal(entry, &node, event),
+            (EventKind::Lifecycle, "verify-refused") => {
+                entry.verify_refused = Some(event.value["line"].as_str().unwrap_or("").to_string());
+                judge_refusal(entry, &node, event)
+            }
+            (EventKind::Lifecycle, "boot-refused") => {
+                entry.verify_refused = None;
+                judge_refusal(entry, &node, event)
+            }
             (EventKind::Lifecycle, "crashed") => entry.problems.push(format!(
                 "{node} exited on its own ({}) at {:.3}s",
                 event.value["exit"].as_str().unwrap_or("?"),
@@ -461,6 +477,19 @@ mod tests {
         ]);
         let result = check_boot(&h);
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+    }
+
+    #[test]
+    fn given_a_boot_after_a_refused_verification_when_checked_should_be_invalid() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            Event { kind: EventKind::Nemesis, node: Some("n1".into()), ..blank("disk-surgery", json!({"surgery": {}})) },
+            lifecycle("verify-refused", "n1", json!({"line": "interior corruption: refusing to boot"})),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(result.reason.contains("accepts corrupt entries"), "{}", result.reason);
     }
 
     #[test]

@@ -62,7 +62,10 @@ async fn recover(
     let mut attempt = 0u64;
     while started.elapsed() < timeout {
         attempt += 1;
-        let home = lab.find_primary().await.unwrap_or((attempt as usize) % lab.node_count());
+        let home = lab
+            .find_primary()
+            .await
+            .unwrap_or((attempt as usize) % lab.node_count());
         let process = workload.new_process();
         let client = lab.system().register_client(home, op_timeout, process);
         let op = PlannedOp {

@@ -361,12 +361,18 @@ impl Plan {
                     "nemesis.process has faults but no `interval` (e.g. `interval: 5s`)".into(),
                 ));
             }
-            for fault in &process.value.faults {
-                if let Target::Nodes(names) = &fault.targets.value {
+            let targets = process
+                .value
+                .faults
+                .iter()
+                .map(|f| &f.targets)
+                .chain(process.value.script.iter().map(|f| &f.targets));
+            for target in targets {
+                if let Target::Nodes(names) = &target.value {
                     for name in names {
                         if parse_node_name(name).is_none_or(|i| i >= node_count) {
                             return Err(at(
-                                fault.targets.referenced,
+                                target.referenced,
                                 format!("target `{name}` is not a node of this {node_count}-node cluster (n1..n{node_count})"),
                             ));
                         }
