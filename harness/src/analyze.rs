@@ -86,6 +86,7 @@ fn check(name: &str, verdict: Verdict, reason: String, details: Value) -> CheckR
         verdict,
         reason,
         details,
+        evidence_ns: None,
     }
 }
 
@@ -150,7 +151,12 @@ fn check_linearizability(history: &History, plan: &Plan) -> CheckResult {
     };
     let result = check_history(history, ModelKind::CasRegister, &options);
     let details = serde_json::to_value(&result).unwrap_or(Value::Null);
-    check("linearizability", result.verdict, result.reason.clone(), details)
+    let mut checked = check("linearizability", result.verdict, result.reason.clone(), details);
+    checked.evidence_ns = result.explanation.as_ref().and_then(|e| {
+        let index = e.op.complete_index.unwrap_or(e.op.invoke_index);
+        history.events.get(index as usize).filter(|ev| ev.index == index).map(|ev| ev.time_ns)
+    });
+    checked
 }
 
 /// Per-node boot bookkeeping while walking the history.
@@ -163,7 +169,16 @@ struct NodeBoots {
     boots: u64,
     refusals: Vec<Value>,
     problems: Vec<String>,
+    /// When the first problem happened (ns since run start).
+    first_problem_ns: Option<u64>,
     legit: u64,
+}
+
+impl NodeBoots {
+    fn problem(&mut self, at_ns: u64, text: String) {
+        self.first_problem_ns.get_or_insert(at_ns);
+        self.problems.push(text);
+    }
 }
 
 fn check_boot(history: &History) -> CheckResult {
@@ -186,7 +201,7 @@ fn check_boot(history: &History) -> CheckResult {
                 entry.boots += 1;
                 entry.surgery_since_boot = false;
                 if let Some(line) = entry.verify_refused.take() {
-                    entry.problems.push(format!(
+                    entry.problem(event.time_ns, format!(
                         "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it \
                          accepts corrupt entries instead of refusing to boot",
                         event.time_ns as f64 / 1e9
@@ -204,25 +219,24 @@ fn check_boot(history: &History) -> CheckResult {
                 entry.verify_refused = None;
                 judge_refusal(entry, &node, event)
             }
-            (EventKind::Lifecycle, "crashed") => entry.problems.push(format!(
+            (EventKind::Lifecycle, "crashed") => entry.problem(event.time_ns, format!(
                 "{node} exited on its own ({}) at {:.3}s",
                 event.value["exit"].as_str().unwrap_or("?"),
                 event.time_ns as f64 / 1e9
             )),
-            (EventKind::Lifecycle, "boot-timeout") => entry.problems.push(format!(
+            (EventKind::Lifecycle, "boot-timeout") => entry.problem(event.time_ns, format!(
                 "{node} was not ready within {} ms of starting",
                 event.value["timeout_ms"]
             )),
             _ => {}
         }
     }
+    let end_ns = history.events.last().map_or(0, |e| e.time_ns);
     if restart_all_at.is_some() {
         for (node, entry) in nodes.iter_mut() {
             let legit_refusal = entry.legit > 0;
             if !booted_after_restart.contains_key(node) && !legit_refusal && entry.problems.is_empty() {
-                entry
-                    .problems
-                    .push(format!("{node} did not boot after the restart-all"));
+                entry.problem(end_ns, format!("{node} did not boot after the restart-all"));
             }
         }
     }
@@ -244,7 +258,9 @@ fn check_boot(history: &History) -> CheckResult {
         } else {
             String::new()
         };
-        return check("boot", Verdict::Invalid, format!("{first}{more}"), details);
+        let mut result = check("boot", Verdict::Invalid, format!("{first}{more}"), details);
+        result.evidence_ns = nodes.values().filter_map(|n| n.first_problem_ns).min();
+        return result;
     }
     let majority = nodes.len() / 2 + 1;
     if legit_nodes >= majority && !nodes.is_empty() {
@@ -273,7 +289,7 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
             entry.legit += 1;
         }
     } else {
-        entry.problems.push(format!(
+        entry.problem(event.time_ns, format!(
             "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
             event.f,
             event.time_ns as f64 / 1e9

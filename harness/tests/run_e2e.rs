@@ -120,11 +120,24 @@ fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_ever
     );
 }
 
-fn corrupt_plan(recorded: bool) -> String {
-    let plan = short_plan(11, "4s");
+/// Kills the child if the test panics before it does.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn without_nemesis(plan: &str) -> String {
     let start = plan.find("nemesis:").unwrap();
     let end = plan.find("final_phase:").unwrap();
-    let plan = format!("{}{}", &plan[..start], &plan[end..]);
+    format!("{}{}", &plan[..start], &plan[end..])
+}
+
+fn corrupt_plan(recorded: bool) -> String {
+    let plan = without_nemesis(&short_plan(11, "4s"));
     plan.replace(
         "  restart_all: true",
         &format!("  restart_all: true\n  test_only_corrupt_wal: {{node: n2, recorded: {recorded}}}"),
@@ -189,14 +202,11 @@ fn given_a_refusal_on_a_disk_nothing_corrupted_when_checked_should_be_invalid() 
 fn given_a_harness_killed_with_sigkill_mid_run_should_leave_no_node_alive() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &short_plan(3, "60s"));
+    // No nemesis: all three nodes must be up when the harness dies.
+    let plan = write_plan(dir.path(), &without_nemesis(&short_plan(3, "60s")));
     let store = dir.path().join("store");
-    let mut child = faultline()
-        .args(["run", "--quiet", "--store"])
-        .arg(&store)
-        .arg(&plan)
-        .spawn()
-        .unwrap();
+    let child = faultline().args(["run", "--quiet", "--store"]).arg(&store).arg(&plan).spawn().unwrap();
+    let mut child = KillOnDrop(child);
     let started = Instant::now();
     let run_id = loop {
         assert!(started.elapsed() < Duration::from_secs(30), "the run never got going");
@@ -213,8 +223,8 @@ fn given_a_harness_killed_with_sigkill_mid_run_should_leave_no_node_alive() {
         }
     };
     assert_eq!(tagged_processes(&run_id).len(), 3, "three nodes run before the kill");
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !tagged_processes(&run_id).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

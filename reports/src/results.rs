@@ -48,6 +48,9 @@ pub struct CheckResult {
     /// Check-specific evidence.
     #[serde(default)]
     pub details: Value,
+    /// When the first evidence of an invalid verdict happened (ns since run start), for time-to-detection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_ns: Option<u64>,
 }
 
 /// Operation and event counts.
@@ -147,6 +150,7 @@ mod tests {
             verdict,
             reason: format!("{name} said so"),
             details: Value::Null,
+            evidence_ns: None,
         }
     }
 

@@ -320,6 +320,7 @@ fn linearizability_check(history: &History) -> CheckResult {
         verdict: result.verdict,
         reason: result.reason.clone(),
         details: serde_json::to_value(&result).unwrap(),
+        evidence_ns: None,
     }
 }
 
@@ -329,6 +330,7 @@ fn check(name: &str, verdict: Verdict, reason: &str, details: Value) -> CheckRes
         verdict,
         reason: reason.into(),
         details,
+        evidence_ns: None,
     }
 }
 

@@ -1,0 +1,637 @@
+//! Network nemesis: a plan's partition and link faults, a seeded schedule of them, and an executor that applies and
+//! heals them through a [`Network`] and records each start and stop in the history.
+//!
+//! Partitions come one at a time (a grudge replaces the previous one, as in Jepsen): after an exponentially
+//! distributed gap (mean `interval`) a shape is chosen by weight and held for a duration drawn from its range, then
+//! healed. Link faults are an independent stream (mean gap `link_interval`) and may overlap partitions and each other;
+//! on one link, a fault of a kind already held there is skipped. Shapes and links are drawn at generation time, so
+//! the schedule is seed-determined, except `isolate-primary`, resolved when it starts. Every fault heals before the
+//! phase ends, and [`NetworkExecutor::heal_all`] heals what is still active when a run stops early.
+
+use super::grudge::{Grudge, Link};
+use super::link_fault::{BackendKind, LinkFault, LinkFaultKind};
+use super::shape::{isolate, Shape};
+use super::Network;
+use crate::units::{Millis, MillisRange};
+use rand::Rng;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// One partition fault of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionFaultSpec {
+    /// The shape (`random-halves`, `isolate-one`, `isolate-primary`, `majorities-ring`, `bridge`, `one-way`).
+    pub shape: Shape,
+    /// How long it lasts, e.g. `2s..6s`.
+    pub duration: MillisRange,
+    /// Relative frequency among the plan's partitions.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+/// One link fault of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkFaultSpec {
+    /// What happens to the links, e.g. `{kind: delay, latency: 100ms, jitter: 20ms}`.
+    pub fault: LinkFault,
+    /// Which links: `one` (a random directed link), `node` (every link to and from a random node), `all`, or a list
+    /// like `[n1->n2, n2->n1]`.
+    #[serde(default)]
+    pub links: LinkTarget,
+    /// How long it lasts.
+    pub duration: MillisRange,
+    /// Relative frequency among the plan's link faults.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// Which directed links a link fault hits.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LinkTarget {
+    /// One random directed link.
+    #[default]
+    One,
+    /// Every link to and from one random node (a slow or flaky node).
+    Node,
+    /// Every directed link.
+    All,
+    /// These links.
+    Links(Vec<Link>),
+}
+
+impl fmt::Display for LinkTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkTarget::One => f.write_str("one"),
+            LinkTarget::Node => f.write_str("node"),
+            LinkTarget::All => f.write_str("all"),
+            LinkTarget::Links(links) => {
+                let names: Vec<String> = links.iter().map(Link::to_string).collect();
+                write!(f, "[{}]", names.join(", "))
+            }
+        }
+    }
+}
+
+impl Serialize for LinkTarget {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            LinkTarget::Links(links) => links.serialize(s),
+            other => s.collect_str(other),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LinkTarget {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LinkTarget;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`one`, `node`, `all`, or a list of links like [n1->n2]")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LinkTarget, E> {
+                match v {
+                    "one" => Ok(LinkTarget::One),
+                    "node" => Ok(LinkTarget::Node),
+                    "all" => Ok(LinkTarget::All),
+                    other => Err(E::custom(format!(
+                        "unknown link target `{other}`: expected one, node, all, or a list like [n1->n2]"
+                    ))),
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<LinkTarget, A::Error> {
+                let mut links = Vec::new();
+                while let Some(text) = seq.next_element::<String>()? {
+                    links.push(Link::parse(&text).map_err(serde::de::Error::custom)?);
+                }
+                if links.is_empty() {
+                    return Err(serde::de::Error::custom("an empty link list targets nothing"));
+                }
+                Ok(LinkTarget::Links(links))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// The network part of a plan's nemesis.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkNemesisSpec {
+    /// Mean gap between partitions (exponential); required when `partitions` is not empty.
+    #[serde(default)]
+    pub interval: Option<Millis>,
+    /// Partitions, chosen by weight, one at a time.
+    #[serde(default)]
+    pub partitions: Vec<PartitionFaultSpec>,
+    /// Mean gap between link faults (exponential); required when `links` is not empty.
+    #[serde(default)]
+    pub link_interval: Option<Millis>,
+    /// Link faults, chosen by weight; they may overlap.
+    #[serde(default)]
+    pub links: Vec<LinkFaultSpec>,
+}
+
+impl NetworkNemesisSpec {
+    /// Whether the spec asks for anything.
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty() && self.links.is_empty()
+    }
+
+    /// Checks the spec against the cluster size and the chosen backend, for plan load: every message says what to
+    /// change.
+    pub fn validate(&self, node_count: usize, backend: BackendKind) -> Result<(), String> {
+        if !self.partitions.is_empty() && self.interval.is_none_or(|i| i.0 == 0) {
+            return Err("network partitions need `interval` (mean gap between partitions, e.g. `10s`)".into());
+        }
+        if !self.links.is_empty() && self.link_interval.is_none_or(|i| i.0 == 0) {
+            return Err("network link faults need `link_interval` (mean gap between link faults, e.g. `10s`)".into());
+        }
+        for partition in &self.partitions {
+            if node_count < partition.shape.min_nodes() {
+                return Err(format!(
+                    "partition shape `{}` needs at least {} nodes; the cluster has {node_count}",
+                    partition.shape,
+                    partition.shape.min_nodes()
+                ));
+            }
+        }
+        for link in &self.links {
+            link.fault.validate()?;
+            backend.check(link.fault.kind())?;
+            if node_count < 2 {
+                return Err("link faults need at least 2 nodes".into());
+            }
+            if let LinkTarget::Links(links) = &link.links {
+                if let Some(bad) = links.iter().find(|l| l.from >= node_count || l.to >= node_count) {
+                    return Err(format!("link {bad} is outside the cluster of {node_count} nodes"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a scheduled network fault does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum NetworkAction {
+    /// Apply a grudge for the fault's duration, then heal.
+    Partition {
+        /// The plan's shape.
+        shape: Shape,
+        /// The grudge, or `None` for `isolate-primary` (resolved at start).
+        grudge: Option<Grudge>,
+    },
+    /// Put a fault on links for the fault's duration, then clear it.
+    Link {
+        /// The fault.
+        fault: LinkFault,
+        /// The links it hits.
+        links: Vec<Link>,
+    },
+}
+
+/// One fault of the network schedule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduledNetworkFault {
+    /// Position in the schedule.
+    pub id: u64,
+    /// Offset from the start of the fault phase.
+    pub start_ms: u64,
+    /// How long it lasts.
+    pub duration_ms: u64,
+    /// What it does.
+    pub action: NetworkAction,
+}
+
+impl ScheduledNetworkFault {
+    /// When it heals.
+    pub fn end_ms(&self) -> u64 {
+        self.start_ms + self.duration_ms
+    }
+}
+
+/// Generates the network schedule for `node_count` nodes over `phase_ms`. Deterministic in `rng` (use
+/// `crate::rng::stream(seed, "network")`).
+pub fn generate(
+    spec: &NetworkNemesisSpec,
+    node_count: usize,
+    phase_ms: u64,
+    rng: &mut impl Rng,
+) -> Vec<ScheduledNetworkFault> {
+    assert!(node_count > 0, "a schedule needs at least one node");
+    let mut faults = Vec::new();
+    if let (Some(interval), false) = (spec.interval, spec.partitions.is_empty()) {
+        let mut t = exponential(rng, interval.0);
+        while t < phase_ms {
+            let chosen = choose_weighted(&spec.partitions, |p| p.weight, rng);
+            let duration = draw_duration(chosen.duration, rng).min(phase_ms - t);
+            let grudge = chosen.shape.draw(node_count, rng);
+            faults.push(scheduled(
+                t,
+                duration,
+                NetworkAction::Partition {
+                    shape: chosen.shape,
+                    grudge,
+                },
+            ));
+            t += duration + exponential(rng, interval.0);
+        }
+    }
+    if let (Some(interval), false) = (spec.link_interval, spec.links.is_empty() || node_count < 2) {
+        let mut t = exponential(rng, interval.0);
+        while t < phase_ms {
+            let chosen = choose_weighted(&spec.links, |l| l.weight, rng);
+            let duration = draw_duration(chosen.duration, rng).min(phase_ms - t);
+            let links = resolve_links(&chosen.links, node_count, rng);
+            faults.push(scheduled(
+                t,
+                duration,
+                NetworkAction::Link {
+                    fault: chosen.fault.clone(),
+                    links,
+                },
+            ));
+            t += exponential(rng, interval.0);
+        }
+    }
+    faults.retain(|f| f.duration_ms > 0);
+    faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
+    for (id, fault) in faults.iter_mut().enumerate() {
+        fault.id = id as u64;
+    }
+    faults
+}
+
+fn scheduled(start_ms: u64, duration_ms: u64, action: NetworkAction) -> ScheduledNetworkFault {
+    ScheduledNetworkFault {
+        id: 0,
+        start_ms,
+        duration_ms,
+        action,
+    }
+}
+
+fn draw_duration(range: MillisRange, rng: &mut impl Rng) -> u64 {
+    rng.gen_range(range.min.0..=range.max.0).max(1)
+}
+
+fn choose_weighted<'a, T>(items: &'a [T], weight: impl Fn(&T) -> u32, rng: &mut impl Rng) -> &'a T {
+    let total: u64 = items.iter().map(|i| u64::from(weight(i))).sum();
+    if total == 0 {
+        return &items[rng.gen_range(0..items.len())];
+    }
+    let mut pick = rng.gen_range(0..total);
+    for item in items {
+        if pick < u64::from(weight(item)) {
+            return item;
+        }
+        pick -= u64::from(weight(item));
+    }
+    items.last().expect("total weight > 0 implies an item")
+}
+
+/// Exponentially distributed integer with the given mean (at least 1).
+fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
+    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+    ((-u.ln()) * mean_ms as f64).round().max(1.0) as u64
+}
+
+fn resolve_links(target: &LinkTarget, n: usize, rng: &mut impl Rng) -> Vec<Link> {
+    match target {
+        LinkTarget::One => {
+            let from = rng.gen_range(0..n);
+            let to = (from + rng.gen_range(1..n)) % n;
+            vec![Link::new(from, to)]
+        }
+        LinkTarget::Node => {
+            let node = rng.gen_range(0..n);
+            (0..n)
+                .filter(|&other| other != node)
+                .flat_map(|other| [Link::new(node, other), Link::new(other, node)])
+                .collect()
+        }
+        LinkTarget::All => (0..n)
+            .flat_map(|from| (0..n).filter(move |&to| to != from).map(move |to| Link::new(from, to)))
+            .collect(),
+        LinkTarget::Links(links) => links.clone(),
+    }
+}
+
+/// What the network nemesis needs from the harness besides the [`Network`].
+#[allow(async_fn_in_trait)]
+pub trait NetworkLab {
+    /// Current primary, if the system can tell (for `isolate-primary`).
+    async fn primary(&self) -> Option<usize>;
+    /// Appends a nemesis event (`partition-start`, `partition-stop`, `link-fault`, `link-heal`) to the history.
+    fn record(&self, f: &str, value: Value);
+}
+
+/// Applies a network schedule in real time and heals everything it started.
+#[derive(Debug, Default)]
+pub struct NetworkExecutor {
+    /// The partition in force: fault id and shape.
+    partition: Option<(u64, Shape)>,
+    /// fault id -> (fault, links it actually holds).
+    held: BTreeMap<u64, (LinkFault, Vec<Link>)>,
+    /// (link, kind) -> fault id holding it.
+    holders: BTreeMap<(Link, LinkFaultKind), u64>,
+}
+
+impl NetworkExecutor {
+    /// Nothing in force.
+    pub fn new() -> NetworkExecutor {
+        NetworkExecutor::default()
+    }
+
+    /// Runs `schedule` from `phase_start` until it is done or `stop` fires; then heals everything still in force.
+    pub async fn run<L: NetworkLab>(
+        &mut self,
+        network: &Network,
+        lab: &L,
+        schedule: &[ScheduledNetworkFault],
+        phase_start: tokio::time::Instant,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut steps: Vec<(u64, bool, usize)> = Vec::with_capacity(schedule.len() * 2);
+        for (i, fault) in schedule.iter().enumerate() {
+            steps.push((fault.start_ms, true, i));
+            steps.push((fault.end_ms(), false, i));
+        }
+        // Heals before starts at the same instant.
+        steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
+        for (t, is_start, i) in steps {
+            let at = phase_start + Duration::from_millis(t);
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {}
+                _ = stop.wait_for(|stopped| *stopped) => break,
+            }
+            if is_start {
+                self.start(network, lab, &schedule[i]).await;
+            } else {
+                self.stop(network, lab, schedule[i].id).await;
+            }
+        }
+        self.heal_all(network, lab).await;
+    }
+
+    async fn start<L: NetworkLab>(&mut self, network: &Network, lab: &L, fault: &ScheduledNetworkFault) {
+        match &fault.action {
+            NetworkAction::Partition { shape, grudge } => {
+                let grudge = match grudge {
+                    Some(grudge) => grudge.clone(),
+                    None => match lab.primary().await {
+                        Some(primary) => isolate(network.node_count(), primary),
+                        None => {
+                            tracing::warn!(fault_id = fault.id, "isolate-primary: no primary known; skipped");
+                            return;
+                        }
+                    },
+                };
+                let mut value = json!({
+                    "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
+                    "backend": network.kind(),
+                });
+                match network.apply(&grudge).await {
+                    Ok(()) => self.partition = Some((fault.id, *shape)),
+                    Err(error) => value["error"] = Value::from(error.to_string()),
+                }
+                lab.record("partition-start", value);
+            }
+            NetworkAction::Link {
+                fault: link_fault,
+                links,
+            } => {
+                self.start_link_fault(network, lab, fault.id, link_fault, links).await;
+            }
+        }
+    }
+
+    async fn start_link_fault<L: NetworkLab>(
+        &mut self,
+        network: &Network,
+        lab: &L,
+        fault_id: u64,
+        fault: &LinkFault,
+        links: &[Link],
+    ) {
+        let mut applied = Vec::new();
+        let mut errors = Vec::new();
+        for &link in links {
+            if self.holders.contains_key(&(link, fault.kind())) {
+                continue; // another fault of this kind holds the link
+            }
+            match network.set_link_fault(link, fault.clone()).await {
+                Ok(()) => {
+                    self.holders.insert((link, fault.kind()), fault_id);
+                    applied.push(link);
+                }
+                Err(error) => errors.push(format!("{link}: {error}")),
+            }
+        }
+        if applied.is_empty() && errors.is_empty() {
+            return;
+        }
+        let mut value = json!({"fault_id": fault_id, "fault": fault, "links": applied, "backend": network.kind()});
+        if !errors.is_empty() {
+            value["error"] = Value::from(errors.join("; "));
+        }
+        if !applied.is_empty() {
+            self.held.insert(fault_id, (fault.clone(), applied));
+        }
+        lab.record("link-fault", value);
+    }
+
+    async fn stop<L: NetworkLab>(&mut self, network: &Network, lab: &L, fault_id: u64) {
+        if let Some((id, shape)) = self.partition {
+            if id == fault_id {
+                let mut value = json!({"fault_id": fault_id, "shape": shape});
+                let healed = Grudge::none(network.node_count());
+                match network.heal().await {
+                    Ok(()) => {
+                        value["grudge"] = serde_json::to_value(&healed).expect("a grudge serializes");
+                        value["label"] = Value::from(healed.to_string());
+                    }
+                    Err(error) => value["error"] = Value::from(error.to_string()),
+                }
+                // Forget it even on error: heal_all retries a heal once more at the end regardless.
+                self.partition = None;
+                lab.record("partition-stop", value);
+                return;
+            }
+        }
+        let Some((fault, links)) = self.held.remove(&fault_id) else {
+            return;
+        };
+        let mut errors = Vec::new();
+        for &link in &links {
+            self.holders.remove(&(link, fault.kind()));
+            if let Err(error) = network.clear_link_fault(link, fault.kind()).await {
+                errors.push(format!("{link}: {error}"));
+            }
+        }
+        let mut value = json!({"fault_id": fault_id, "kind": fault.kind(), "links": links});
+        if !errors.is_empty() {
+            value["error"] = Value::from(errors.join("; "));
+        }
+        lab.record("link-heal", value);
+    }
+
+    /// Heals the partition in force and clears every link fault this executor holds.
+    pub async fn heal_all<L: NetworkLab>(&mut self, network: &Network, lab: &L) {
+        if let Some((id, _)) = self.partition {
+            self.stop(network, lab, id).await;
+        }
+        let held: Vec<u64> = self.held.keys().copied().collect();
+        for fault_id in held {
+            self.stop(network, lab, fault_id).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    fn spec() -> NetworkNemesisSpec {
+        serde_saphyr::from_str(
+            "interval: 5s\n\
+             partitions:\n\
+             - {shape: random-halves, duration: 1s..4s, weight: 2}\n\
+             - {shape: isolate-primary, duration: 2s}\n\
+             - {shape: one-way, duration: 1s..3s}\n\
+             link_interval: 7s\n\
+             links:\n\
+             - {fault: {kind: delay, latency: 100ms, jitter: 20ms}, links: node, duration: 2s..5s}\n\
+             - {fault: {kind: corrupt, probability: 0.001}, links: [n1->n2], duration: 1s}\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn given_a_plan_when_parsed_should_accept_shapes_and_links_and_reject_typos() {
+        let spec = spec();
+        assert_eq!(spec.partitions.len(), 3);
+        assert_eq!(spec.links[1].links, LinkTarget::Links(vec![Link::new(0, 1)]));
+        assert!(serde_saphyr::from_str::<NetworkNemesisSpec>("intervall: 5s").is_err());
+        assert!(serde_saphyr::from_str::<NetworkNemesisSpec>(
+            "interval: 1s\npartitions: [{shape: isolate-majority, duration: 1s}]"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn given_a_backend_when_validating_should_reject_faults_it_cannot_inject() {
+        assert!(spec().validate(3, BackendKind::Proxy).is_ok());
+        let error = spec().validate(3, BackendKind::Netns).unwrap_err();
+        assert!(error.contains("delay"), "{error}");
+        let mut no_interval = spec();
+        no_interval.interval = None;
+        assert!(no_interval
+            .validate(3, BackendKind::Proxy)
+            .unwrap_err()
+            .contains("interval"));
+    }
+
+    #[test]
+    fn given_a_seed_when_generated_should_be_deterministic_sequential_and_healed_by_the_end() {
+        let a = generate(&spec(), 5, 120_000, &mut stream(3, "network"));
+        let b = generate(&spec(), 5, 120_000, &mut stream(3, "network"));
+        let c = generate(&spec(), 5, 120_000, &mut stream(4, "network"));
+        assert!(a.len() > 10, "{a:?}");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let partitions: Vec<&ScheduledNetworkFault> = a
+            .iter()
+            .filter(|f| matches!(f.action, NetworkAction::Partition { .. }))
+            .collect();
+        for pair in partitions.windows(2) {
+            assert!(pair[0].end_ms() <= pair[1].start_ms, "partitions overlap: {pair:?}");
+        }
+        assert!(a.iter().all(|f| f.end_ms() <= 120_000 && f.duration_ms > 0));
+        assert!(a.iter().any(|f| matches!(f.action, NetworkAction::Link { .. })));
+    }
+
+    /// A network that only records, standing in for a backend (the proxy backend with no proxies).
+    struct RecordingLab {
+        events: std::sync::Mutex<Vec<(String, Value)>>,
+    }
+
+    impl NetworkLab for RecordingLab {
+        async fn primary(&self) -> Option<usize> {
+            Some(2)
+        }
+        fn record(&self, f: &str, value: Value) {
+            self.events.lock().unwrap().push((f.to_string(), value));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_schedule_when_run_should_record_starts_and_stops_and_heal_everything() {
+        let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
+            .await
+            .unwrap();
+        let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let schedule = vec![
+            scheduled(
+                10,
+                100,
+                NetworkAction::Partition {
+                    shape: Shape::IsolatePrimary,
+                    grudge: None,
+                },
+            ),
+            scheduled(
+                20,
+                10_000,
+                NetworkAction::Link {
+                    fault: LinkFault::Delay {
+                        latency: Millis(5),
+                        jitter: Millis(0),
+                    },
+                    links: vec![Link::new(0, 1)],
+                },
+            ),
+        ];
+        let schedule: Vec<_> = schedule
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                f.id = i as u64;
+                f
+            })
+            .collect();
+        let lab = RecordingLab {
+            events: Default::default(),
+        };
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            tx.send(true).unwrap();
+        };
+        let mut executor = NetworkExecutor::new();
+        tokio::join!(
+            executor.run(&network, &lab, &schedule, tokio::time::Instant::now(), rx),
+            stopper
+        );
+        let events = lab.events.lock().unwrap().clone();
+        let names: Vec<&str> = events.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["partition-start", "link-fault", "partition-stop", "link-heal"]);
+        assert_eq!(events[0].1["label"], "{n1,n2} | {n3}");
+        assert_eq!(events[0].1["grudge"]["n3"], json!(["n1", "n2"]));
+        let Network::Proxy(mesh) = &network else { unreachable!() };
+        assert!(mesh.grudge().is_empty(), "everything healed");
+    }
+}

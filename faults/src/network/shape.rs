@@ -1,0 +1,238 @@
+//! Partition shapes in Jepsen's vocabulary, as pure functions from (node count, seeded rng) to a [`Grudge`].
+//!
+//! | shape | grudge |
+//! |---|---|
+//! | `random-halves` | a random minority (`max(1, n - (n/2+1))` nodes) and the majority do not hear each other |
+//! | `isolate-one` | one random node hears nobody and nobody hears it |
+//! | `isolate-primary` | the same for the primary at fault start (resolved by the harness, see [`isolate`]) |
+//! | `majorities-ring` | on a random ring, every node hears the `n/2+1` nodes around it (itself included): every node sees a majority, no two the same one |
+//! | `bridge` | two halves that do not hear each other, and one node that both halves hear and that hears both |
+//! | `one-way` | a random ordered pair: `i` hears `j`, `j` does not hear `i` |
+//! | `heal` | nobody holds a grudge |
+
+use super::grudge::{Grudge, Link};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A partition shape as plans name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// A random minority against the majority.
+    RandomHalves,
+    /// One random node against the rest.
+    IsolateOne,
+    /// The current primary against the rest (resolved when the fault starts).
+    IsolatePrimary,
+    /// Every node sees a different majority.
+    MajoritiesRing,
+    /// Two halves joined by one node.
+    Bridge,
+    /// One node does not hear another that still hears it.
+    OneWay,
+    /// No grudge.
+    Heal,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Shape::RandomHalves => "random-halves",
+            Shape::IsolateOne => "isolate-one",
+            Shape::IsolatePrimary => "isolate-primary",
+            Shape::MajoritiesRing => "majorities-ring",
+            Shape::Bridge => "bridge",
+            Shape::OneWay => "one-way",
+            Shape::Heal => "heal",
+        };
+        f.write_str(name)
+    }
+}
+
+impl Shape {
+    /// The grudge of this shape for `node_count` nodes, drawing from `rng`; `None` for `isolate-primary`, whose node
+    /// is known only when the fault starts (then call [`isolate`]).
+    pub fn draw(self, node_count: usize, rng: &mut impl Rng) -> Option<Grudge> {
+        Some(match self {
+            Shape::RandomHalves => random_halves(node_count, rng),
+            Shape::IsolateOne => isolate(node_count, rng.gen_range(0..node_count)),
+            Shape::IsolatePrimary => return None,
+            Shape::MajoritiesRing => majorities_ring(node_count, rng),
+            Shape::Bridge => bridge(node_count, rng),
+            Shape::OneWay => one_way(node_count, rng),
+            Shape::Heal => Grudge::none(node_count),
+        })
+    }
+
+    /// The smallest cluster this shape means anything for.
+    pub fn min_nodes(self) -> usize {
+        match self {
+            Shape::Heal => 1,
+            Shape::Bridge => 3,
+            _ => 2,
+        }
+    }
+}
+
+fn shuffled(node_count: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let mut nodes: Vec<usize> = (0..node_count).collect();
+    nodes.shuffle(rng);
+    nodes
+}
+
+/// Size of the minority side of `random-halves`: what is left beside a strict majority, at least one node.
+pub fn minority_size(node_count: usize) -> usize {
+    node_count.saturating_sub(node_count / 2 + 1).max(1)
+}
+
+/// A random minority against the majority (for 2 nodes, one against one).
+pub fn random_halves(node_count: usize, rng: &mut impl Rng) -> Grudge {
+    assert!(node_count >= 2, "random-halves needs at least 2 nodes");
+    let mut nodes = shuffled(node_count, rng);
+    let mut majority = nodes.split_off(minority_size(node_count));
+    nodes.sort_unstable();
+    majority.sort_unstable();
+    Grudge::components(node_count, &[nodes, majority])
+}
+
+/// `node` against everyone else.
+pub fn isolate(node_count: usize, node: usize) -> Grudge {
+    assert!(node < node_count, "cannot isolate node {node} of {node_count}");
+    let rest: Vec<usize> = (0..node_count).filter(|&n| n != node).collect();
+    Grudge::components(node_count, &[vec![node], rest])
+}
+
+/// On a random ring, node at position `p` hears positions `p-a ..= p+b` with `a + b + 1 = n/2+1`: a majority each.
+/// Symmetric when `n/2+1` is odd; for other sizes (3, 6, ...) the window leans forward and the grudge is one-way
+/// between some pairs, which is still a ring of distinct majorities.
+pub fn majorities_ring(node_count: usize, rng: &mut impl Rng) -> Grudge {
+    assert!(node_count >= 2, "majorities-ring needs at least 2 nodes");
+    let ring = shuffled(node_count, rng);
+    let majority = node_count / 2 + 1;
+    let behind = (majority - 1) / 2;
+    let ahead = majority - 1 - behind;
+    let mut grudge = Grudge::none(node_count);
+    for (position, &to) in ring.iter().enumerate() {
+        for offset in (ahead + 1)..(node_count - behind) {
+            let from = ring[(position + offset) % node_count];
+            grudge.cut(Link::new(from, to));
+        }
+    }
+    grudge
+}
+
+/// Two halves that do not hear each other and one bridge node in both.
+pub fn bridge(node_count: usize, rng: &mut impl Rng) -> Grudge {
+    assert!(node_count >= 3, "bridge needs at least 3 nodes");
+    let mut nodes = shuffled(node_count, rng);
+    let bridge_node = nodes.pop().expect("at least 3 nodes");
+    let right = nodes.split_off(nodes.len() / 2);
+    let mut grudge = Grudge::none(node_count);
+    for &a in &nodes {
+        for &b in &right {
+            grudge.cut(Link::new(a, b));
+            grudge.cut(Link::new(b, a));
+        }
+    }
+    debug_assert!((0..node_count).all(|n| grudge.hears(bridge_node, n) && grudge.hears(n, bridge_node)));
+    grudge
+}
+
+/// A random ordered pair: the first node's traffic never reaches the second; the reverse direction flows.
+pub fn one_way(node_count: usize, rng: &mut impl Rng) -> Grudge {
+    assert!(node_count >= 2, "one-way needs at least 2 nodes");
+    let nodes = shuffled(node_count, rng);
+    let mut grudge = Grudge::none(node_count);
+    grudge.cut(Link::new(nodes[0], nodes[1]));
+    grudge
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    #[test]
+    fn given_random_halves_when_drawn_should_split_into_minority_and_strict_majority() {
+        for (n, minority) in [(2, 1), (3, 1), (4, 1), (5, 2), (7, 3)] {
+            for seed in 0..20 {
+                let grudge = random_halves(n, &mut stream(seed, "shape"));
+                let mut sizes: Vec<usize> = grudge
+                    .as_components()
+                    .expect("symmetric")
+                    .iter()
+                    .map(Vec::len)
+                    .collect();
+                sizes.sort_unstable();
+                assert_eq!(sizes, vec![minority, n - minority], "n={n} seed={seed}: {grudge}");
+            }
+        }
+    }
+
+    #[test]
+    fn given_isolate_when_applied_should_cut_exactly_that_node_both_ways() {
+        let grudge = isolate(5, 2);
+        assert_eq!(grudge.to_string(), "{n1,n2,n4,n5} | {n3}");
+        assert_eq!(grudge.cuts().count(), 8);
+    }
+
+    #[test]
+    fn given_one_way_when_drawn_should_cut_exactly_one_direction() {
+        for seed in 0..20 {
+            let grudge = one_way(5, &mut stream(seed, "shape"));
+            let cuts: Vec<Link> = grudge.cuts().collect();
+            assert_eq!(cuts.len(), 1);
+            let Link { from, to } = cuts[0];
+            assert!(!grudge.hears(to, from));
+            assert!(grudge.hears(from, to), "the reverse direction must still flow");
+        }
+    }
+
+    #[test]
+    fn given_majorities_ring_when_drawn_should_give_every_node_a_distinct_majority() {
+        for n in [3, 4, 5, 6, 7] {
+            let grudge = majorities_ring(n, &mut stream(3, "shape"));
+            let mut seen = std::collections::BTreeSet::new();
+            for node in 0..n {
+                let heard: Vec<usize> = (0..n).filter(|&j| grudge.hears(node, j)).collect();
+                assert_eq!(heard.len(), n / 2 + 1, "n={n} node={node}: {grudge}");
+                assert!(seen.insert(heard), "n={n}: two nodes see the same majority: {grudge}");
+            }
+        }
+        let five = majorities_ring(5, &mut stream(3, "shape"));
+        assert!(five.cuts().all(|l| !five.hears(l.from, l.to)), "n=5 ring is symmetric");
+    }
+
+    #[test]
+    fn given_bridge_when_drawn_should_join_two_halves_through_one_node() {
+        let grudge = bridge(5, &mut stream(9, "shape"));
+        let bridges: Vec<usize> = (0..5).filter(|&n| grudge.deaf_to(n).is_empty()).collect();
+        assert_eq!(bridges.len(), 1, "{grudge}");
+        let others: Vec<usize> = (0..5).filter(|n| !bridges.contains(n)).collect();
+        for &n in &others {
+            assert_eq!(grudge.deaf_to(n).len(), 2, "{grudge}");
+            assert!(grudge.hears(bridges[0], n) && grudge.hears(n, bridges[0]));
+        }
+    }
+
+    #[test]
+    fn given_the_same_seed_when_drawn_twice_should_give_the_same_grudge() {
+        for shape in [
+            Shape::RandomHalves,
+            Shape::IsolateOne,
+            Shape::MajoritiesRing,
+            Shape::Bridge,
+            Shape::OneWay,
+        ] {
+            let a = shape.draw(5, &mut stream(11, "shape"));
+            let b = shape.draw(5, &mut stream(11, "shape"));
+            assert_eq!(a, b, "{shape}");
+            let differs = (12..40).any(|seed| shape.draw(5, &mut stream(seed, "shape")) != a);
+            assert!(differs, "{shape} ignores its seed");
+        }
+        assert_eq!(Shape::IsolatePrimary.draw(5, &mut stream(1, "shape")), None);
+        assert!(Shape::Heal.draw(3, &mut stream(1, "shape")).unwrap().is_empty());
+    }
+}
