@@ -373,3 +373,13 @@ impl faultline_faults::process::Lab for Lab {
         self.recorder.nemesis(f, Some(&node_name(node)), value);
     }
 }
+
+impl faultline_faults::network::schedule::NetworkLab for Lab {
+    async fn primary(&self) -> Option<usize> {
+        self.find_primary().await
+    }
+
+    fn record(&self, f: &str, value: Value) {
+        self.recorder.nemesis(f, None, value);
+    }
+}

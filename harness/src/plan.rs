@@ -4,6 +4,8 @@
 //! anything starts. Checks that need more than one field (a node name beyond the node count, a fault the system cannot
 //! do) run in [`Plan::validate`] and point at the offending field too.
 
+use faultline_faults::network::schedule::NetworkNemesisSpec;
+use faultline_faults::network::BackendKind;
 use faultline_faults::process::{parse_node_name, ProcessNemesisSpec, Target};
 use faultline_faults::units::Millis;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -32,6 +34,9 @@ pub struct Plan {
     pub system: SystemSpec,
     /// The client workload.
     pub workload: WorkloadSpec,
+    /// How the harness shapes the network between nodes.
+    #[serde(default)]
+    pub network: NetworkSpec,
     /// The faults.
     #[serde(default)]
     pub nemesis: NemesisSpec,
@@ -195,6 +200,36 @@ pub struct NemesisSpec {
     /// Process faults (kill, pause) and per-node flaps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Spanned<ProcessNemesisSpec>>,
+    /// Network faults: partitions and link faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Spanned<NetworkNemesisSpec>>,
+}
+
+/// Network backends a run can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkBackend {
+    /// One TCP proxy per directed peer link (no root; for systems that take per-node peer addresses).
+    #[default]
+    Proxy,
+}
+
+impl NetworkBackend {
+    /// The fault library's backend kind.
+    pub fn kind(self) -> BackendKind {
+        match self {
+            NetworkBackend::Proxy => BackendKind::Proxy,
+        }
+    }
+}
+
+/// The plan's network section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// `proxy` (the default).
+    #[serde(default)]
+    pub backend: NetworkBackend,
 }
 
 /// The final phase: heal, recover, converge, read, restart everything, read again.
@@ -384,6 +419,12 @@ impl Plan {
                     return Err(at(process.referenced, "flaps need mean_up and mean_down > 0".into()));
                 }
             }
+        }
+        if let Some(network) = &self.nemesis.network {
+            network
+                .value
+                .validate(node_count, self.network.backend.kind())
+                .map_err(|message| at(network.referenced, message))?;
         }
         if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {
             if parse_node_name(&corrupt.node.value).is_none_or(|i| i >= node_count) {

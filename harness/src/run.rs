@@ -13,6 +13,9 @@ use crate::system::reference::{NodeProgram, ReferenceSystem};
 use crate::system::System;
 use crate::workload::Workload;
 use anyhow::Context;
+use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
+use faultline_faults::network::schedule as network_faults;
+use faultline_faults::network::{Link, Network};
 use faultline_faults::process::{self as process_faults, node_name, Executor};
 use faultline_faults::rng::stream;
 use faultline_reports::results::{Results, Verdict};
@@ -72,14 +75,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
     }
     let cluster_id = u64::from(rand::random::<u32>());
-    let system: Arc<dyn System> = Arc::new(ReferenceSystem::new(
-        program.clone(),
-        node_count,
-        nodes_dir,
-        ip,
-        cluster_id,
-        plan.system.args.clone(),
-    ));
+    let mut reference =
+        ReferenceSystem::new(program.clone(), node_count, nodes_dir, ip, cluster_id, plan.system.args.clone());
+    let network = start_network(&plan, seed, &mut reference, ip).await?;
+    let system: Arc<dyn System> = Arc::new(reference);
 
     let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
     recorder.meta("run-start", run_meta(&plan, seed, &run_id, &program, &store_dir, ip));
@@ -93,7 +92,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     ));
 
     let interrupted = tokio::select! {
-        result = drive(&plan, seed, &lab, options.quiet) => { result?; false }
+        result = drive(&plan, seed, &lab, network.as_ref(), options.quiet) => { result?; false }
         _ = shutdown_signal() => true,
     };
     if interrupted {
@@ -114,7 +113,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
 }
 
 /// Setup, fault phase, final phase.
-async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::Result<()> {
+async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>, quiet: bool) -> anyhow::Result<()> {
     let recorder = lab.recorder().clone();
     let system = lab.system().clone();
     for node in 0..lab.node_count() {
@@ -154,7 +153,7 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::R
     );
 
     let workload = Workload::new(&plan.workload, stream(seed, "workload"));
-    fault_phase(plan, seed, lab, &workload, quiet).await;
+    fault_phase(plan, seed, lab, network, &workload, quiet).await;
     if plan.final_phase.enabled {
         final_phase::run(plan, lab, &workload).await;
     }
@@ -162,11 +161,33 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, quiet: bool) -> anyhow::R
 }
 
 /// Workers and nemesis for `time_limit`; every fault healed at the end.
-async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Workload>, quiet: bool) {
+async fn fault_phase(
+    plan: &Plan,
+    seed: u64,
+    lab: &Arc<Lab>,
+    network: Option<&Network>,
+    workload: &Arc<Workload>,
+    quiet: bool,
+) {
     let recorder = lab.recorder().clone();
     let phase_ms = plan.time_limit.0;
     let schedule = fault_schedule(plan, seed);
-    recorder.meta("schedule", json!({"process": schedule}));
+    let network_schedule = match (&plan.nemesis.network, network) {
+        (Some(spec), Some(_)) => {
+            network_faults::generate(&spec.value, lab.node_count(), plan.time_limit.0, &mut stream(seed, "network"))
+        }
+        _ => Vec::new(),
+    };
+    recorder.meta("schedule", json!({"process": schedule, "network": network_schedule}));
+    let (network_stop_tx, network_stop_rx) = tokio::sync::watch::channel(false);
+    let network_nemesis = network.cloned().map(|network| {
+        let network_lab = lab.clone();
+        let phase_start = tokio::time::Instant::now();
+        tokio::spawn(async move {
+            let mut executor = network_faults::NetworkExecutor::new();
+            executor.run(&network, network_lab.as_ref(), &network_schedule, phase_start, network_stop_rx).await;
+        })
+    });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
     for worker in 0..plan.workload.concurrency.0 {
@@ -211,7 +232,40 @@ async fn fault_phase(plan: &Plan, seed: u64, lab: &Arc<Lab>, workload: &Arc<Work
     let _ = stop_tx.send(true);
     while workers.join_next().await.is_some() {}
     let _ = nemesis.await;
+    let _ = network_stop_tx.send(true);
+    if let Some(network_nemesis) = network_nemesis {
+        let _ = network_nemesis.await;
+    }
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
+}
+
+/// Starts the proxy mesh when the plan has network faults, and routes every node's peer traffic through it.
+async fn start_network(
+    plan: &Plan,
+    seed: u64,
+    reference: &mut ReferenceSystem,
+    ip: IpAddr,
+) -> anyhow::Result<Option<Network>> {
+    let Some(spec) = plan.nemesis.network.as_ref().filter(|spec| !spec.value.is_empty()) else {
+        return Ok(None);
+    };
+    let _ = spec;
+    let n = reference.node_count();
+    let mut specs = Vec::new();
+    let mut routes = vec![Vec::with_capacity(n); n];
+    for (from, row) in routes.iter_mut().enumerate() {
+        for to in 0..n {
+            let listen = ReferenceSystem::proxy_addr(ip, from, to);
+            row.push(listen);
+            if from != to {
+                let upstream = reference.addrs(to).peer;
+                specs.push(ProxySpec { id: ProxyId::Peer(Link::new(from, to)), listen, upstream });
+            }
+        }
+    }
+    let mesh = ProxyMesh::start(n, specs, ProxyLimits::default(), seed).await.context("starting the proxy mesh")?;
+    reference.route_peers_through(routes);
+    Ok(Some(Network::Proxy(Arc::new(mesh))))
 }
 
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).

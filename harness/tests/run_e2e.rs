@@ -324,3 +324,71 @@ fn given_the_same_seed_when_scheduling_twice_should_give_the_same_fault_schedule
     assert_eq!(first, schedule("42"));
     assert_ne!(first, schedule("43"));
 }
+
+/// A plan whose only faults are partitions of one shape, every ~2 s, through the proxy mesh.
+fn partition_plan(shape: &str, seed: u64) -> String {
+    without_nemesis(&short_plan(seed, "10s")).replace(
+        "final_phase:",
+        &format!(
+            "nemesis:\n  network:\n    interval: 2s\n    partitions:\n      - {{shape: {shape}, duration: 3s..3s}}\nfinal_phase:"
+        ),
+    )
+}
+
+#[test]
+fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes_fail_over_heal_and_converge() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &partition_plan("isolate-primary", 5));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    let starts: Vec<&Value> = events.iter().filter(|e| e["f"] == "partition-start").collect();
+    assert!(!starts.is_empty(), "no partition happened");
+    // Writes sent to the isolated primary while it was cut off end unknown (it cannot commit them).
+    let first = starts[0];
+    let isolated = first["value"]["grudge"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, deaf_to)| deaf_to.as_array().unwrap().len() == 2)
+        .map(|(node, _)| node.clone())
+        .expect("isolate-primary cuts one node from both others");
+    let start_ns = first["time_ns"].as_u64().unwrap();
+    let stop_ns = events
+        .iter()
+        .find(|e| e["f"] == "partition-stop" && e["value"]["fault_id"] == first["value"]["fault_id"])
+        .unwrap()["time_ns"]
+        .as_u64()
+        .unwrap();
+    let during = |e: &&Value| (start_ns..stop_ns).contains(&e["time_ns"].as_u64().unwrap());
+    let infos_at_isolated = events
+        .iter()
+        .filter(during)
+        .filter(|e| e["kind"] == "info" && e["node"] == isolated.as_str() && e["f"] != "read")
+        .count();
+    assert!(infos_at_isolated > 0, "writes to the isolated primary {isolated} must time out as info");
+    // The majority fails over and acknowledges writes during the partition.
+    let majority_writes = events
+        .iter()
+        .filter(during)
+        .filter(|e| e["kind"] == "ok" && e["f"] == "write" && e["node"] != isolated.as_str())
+        .count();
+    assert!(majority_writes > 0, "the majority side served no write during the partition");
+    let convergence = results["checks"].as_array().unwrap().iter().find(|c| c["name"] == "convergence").unwrap();
+    assert_eq!(convergence["verdict"], "valid", "{convergence:#}");
+}
+
+#[test]
+fn given_one_way_partitions_when_run_should_end_valid() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &partition_plan("one-way", 6));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    assert!(events.iter().any(|e| e["f"] == "partition-start" && e["value"]["shape"] == "one-way"));
+    assert_eq!(output.status.code(), Some(0), "{}\n{:#}", explain(&output), results(&run_dir));
+}

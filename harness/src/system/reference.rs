@@ -14,6 +14,8 @@ use std::time::Duration;
 const CLIENT_PORT_BASE: u16 = 20_001;
 /// First peer port.
 const PEER_PORT_BASE: u16 = 21_001;
+/// First port of the peer proxies (directed link i->j listens on `+ 10 i + j`; at most 9 nodes).
+const PEER_PROXY_PORT_BASE: u16 = 22_000;
 /// Redirect hops a client follows for one op before giving up (a redirect proves the op was not applied).
 const REDIRECTS_MAX: usize = 3;
 
@@ -78,6 +80,8 @@ pub struct ReferenceSystem {
     ip: IpAddr,
     cluster_id: u64,
     extra_args: Vec<String>,
+    /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
+    peer_routes: Option<Vec<Vec<SocketAddr>>>,
 }
 
 impl ReferenceSystem {
@@ -97,14 +101,26 @@ impl ReferenceSystem {
             ip,
             cluster_id,
             extra_args,
+            peer_routes: None,
         }
+    }
+
+    /// Makes node i dial node j at `routes[i][j]` (the proxy of directed link i->j) instead of j's peer port.
+    pub fn route_peers_through(&mut self, routes: Vec<Vec<SocketAddr>>) {
+        assert_eq!(routes.len(), self.node_count, "one route row per node");
+        self.peer_routes = Some(routes);
+    }
+
+    /// Where the directed link i->j's proxy listens: `PEER_PROXY_PORT_BASE + 10 i + j` on the run's address.
+    pub fn proxy_addr(ip: IpAddr, from: usize, to: usize) -> SocketAddr {
+        SocketAddr::new(ip, PEER_PROXY_PORT_BASE + (from * 10 + to) as u16)
     }
 
     /// Every port the cluster will listen on (for choosing a free loopback address).
     pub fn ports(node_count: usize) -> Vec<u16> {
-        (0..node_count as u16)
-            .flat_map(|i| [CLIENT_PORT_BASE + i, PEER_PORT_BASE + i])
-            .collect()
+        let nodes = (0..node_count as u16).flat_map(|i| [CLIENT_PORT_BASE + i, PEER_PORT_BASE + i]);
+        let proxies = (0..node_count).flat_map(|i| (0..node_count).map(move |j| PEER_PROXY_PORT_BASE + (i * 10 + j) as u16));
+        nodes.chain(proxies).collect()
     }
 
     fn client_urls(&self) -> Vec<String> {
@@ -180,7 +196,8 @@ impl System for ReferenceSystem {
         ];
         for peer in (0..self.node_count).filter(|&p| p != node) {
             let addrs = self.addrs(peer);
-            args.extend(["--peer".into(), format!("{peer}={}", addrs.peer)]);
+            let dial = self.peer_routes.as_ref().map_or(addrs.peer, |routes| routes[node][peer]);
+            args.extend(["--peer".into(), format!("{peer}={dial}")]);
             args.extend(["--peer-client".into(), format!("{peer}={}", addrs.client)]);
         }
         args.extend(self.extra_args.iter().cloned());
