@@ -2,12 +2,18 @@
 //!
 //! - [`process`]: kill -9 and restart, SIGSTOP/SIGCONT pauses, on roles (`primary`, `backup`, ...) or node sets, with a
 //!   seeded schedule that composes overlapping faults (independent per-node crash/restart flaps plus targeted faults).
+//! - [`network`]: partitions in Jepsen's shapes (any grudge, one-way included) and link faults (delay, rate, corrupt,
+//!   reset, loss), through a userspace proxy mesh (no root) or network namespaces with nftables (root).
 //! - [`disk`]: surgery on a stopped node's files; every cut is recorded exactly (file, offset, bytes before/after).
+//! - [`fusefs`]: a FUSE fault filesystem over a node's data dir: power loss (drops unsynced writes and directory
+//!   entries), torn writes, EIO, ENOSPC, stalls.
 //!
 //! A nemesis acts on the lab only through the [`process::Lab`] trait the harness implements, and every fault it starts
 //! or heals is returned as a history event.
 
 pub mod disk;
+pub mod fusefs;
+pub mod network;
 pub mod process;
 pub mod rng;
 pub mod units;

@@ -5,6 +5,7 @@
 use crate::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
 use crate::system::{Role, System};
+use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -55,6 +56,8 @@ pub struct Lab {
     boot_rx: Vec<watch::Receiver<BootState>>,
     log_paths: Vec<PathBuf>,
     boot_timeout: Duration,
+    /// When set, every node is launched inside its own namespace of this lab.
+    netns: Option<Arc<NetnsLab>>,
 }
 
 impl Lab {
@@ -86,7 +89,13 @@ impl Lab {
             boot_rx,
             log_paths,
             boot_timeout,
+            netns: None,
         }
+    }
+
+    /// Launches every node inside its own namespace of `netns` (`ip netns exec`, which execs: same pid and group).
+    pub fn launch_inside(&mut self, netns: Arc<NetnsLab>) {
+        self.netns = Some(netns);
     }
 
     /// The system adapter.
@@ -110,7 +119,12 @@ impl Lab {
         if slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none()) {
             return Err(format!("{} is already running", node_name(node)));
         }
-        let command = self.system.launch(node);
+        let mut command = self.system.launch(node);
+        if let Some(netns) = &self.netns {
+            let (program, args) = netns.wrap_command(node, &command.program, &command.args);
+            command.program = program;
+            command.args = args;
+        }
         let spawned = self
             .supervisor
             .spawn(command, self.log_paths[node].clone())

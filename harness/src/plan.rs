@@ -212,13 +212,19 @@ pub enum NetworkBackend {
     /// One TCP proxy per directed peer link (no root; for systems that take per-node peer addresses).
     #[default]
     Proxy,
+    /// Every node in its own network namespace, partitions as nftables rules (root, `ip`, `nft`).
+    Netns,
+    /// netns when this machine can do it, else proxy (the plan's faults must suit both).
+    Auto,
 }
 
 impl NetworkBackend {
-    /// The fault library's backend kind.
-    pub fn kind(self) -> BackendKind {
+    /// The backends a plan's network faults must be valid for.
+    pub fn candidate_kinds(self) -> &'static [BackendKind] {
         match self {
-            NetworkBackend::Proxy => BackendKind::Proxy,
+            NetworkBackend::Proxy => &[BackendKind::Proxy],
+            NetworkBackend::Netns => &[BackendKind::Netns],
+            NetworkBackend::Auto => &[BackendKind::Proxy, BackendKind::Netns],
         }
     }
 }
@@ -227,7 +233,7 @@ impl NetworkBackend {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSpec {
-    /// `proxy` (the default).
+    /// `proxy` (the default), `netns` or `auto`.
     #[serde(default)]
     pub backend: NetworkBackend,
 }
@@ -421,10 +427,9 @@ impl Plan {
             }
         }
         if let Some(network) = &self.nemesis.network {
-            network
-                .value
-                .validate(node_count, self.network.backend.kind())
-                .map_err(|message| at(network.referenced, message))?;
+            for &kind in self.network.backend.candidate_kinds() {
+                network.value.validate(node_count, kind).map_err(|message| at(network.referenced, message))?;
+            }
         }
         if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {
             if parse_node_name(&corrupt.node.value).is_none_or(|i| i >= node_count) {

@@ -4,7 +4,7 @@
 use crate::analyze;
 use crate::final_phase;
 use crate::lab::{BootState, Lab};
-use crate::plan::Plan;
+use crate::plan::{NetworkBackend, Plan};
 use crate::recorder::Recorder;
 use crate::runlock::{self, RunLock};
 use crate::store;
@@ -15,7 +15,8 @@ use crate::workload::Workload;
 use anyhow::Context;
 use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
 use faultline_faults::network::schedule as network_faults;
-use faultline_faults::network::{Link, Network};
+use faultline_faults::network::netns::NetnsLab;
+use faultline_faults::network::{BackendChoice, BackendKind, Link, Network};
 use faultline_faults::process::{self as process_faults, node_name, Executor};
 use faultline_faults::rng::stream;
 use faultline_reports::results::{Results, Verdict};
@@ -60,45 +61,79 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
             sweep.dead_runs, sweep.killed
         );
     }
+    if plan.network.backend != NetworkBackend::Proxy && faultline_faults::network::netns::check_tools().is_ok() {
+        let runs_dir = runlock::runs_dir();
+        let swept = tokio::task::spawn_blocking(move || {
+            faultline_faults::network::netns::sweep_where(|id| !runlock::is_live(&runs_dir, id))
+        })
+        .await?;
+        match swept {
+            Ok(report) if !report.namespaces.is_empty() => {
+                eprintln!("faultline: removed namespaces of dead runs: {:?}", report.namespaces)
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("faultline: netns sweep failed: {e}"),
+        }
+    }
     let store_dir = store::create_run_dir(&options.store_root, &plan.name.0, seed)?;
     let _lock = RunLock::acquire(&runlock::runs_dir(), &run_id, &store_dir).context("taking the run lock")?;
     std::fs::write(store_dir.join("plan.yaml"), plan.to_yaml()).context("writing plan.yaml")?;
 
     let node_count = plan.system.nodes.0 as usize;
     let program = NodeProgram::locate(plan.system.binary.as_deref())?;
-    let ip = pick_loopback_ip(&ReferenceSystem::ports(node_count))?;
     let nodes_dir = store_dir.join("nodes");
-    let log_paths: Vec<PathBuf> = (0..node_count)
-        .map(|i| nodes_dir.join(node_name(i)).join("node.log"))
-        .collect();
+    let log_paths: Vec<PathBuf> = (0..node_count).map(|i| nodes_dir.join(node_name(i)).join("node.log")).collect();
     for path in &log_paths {
         std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
     }
     let cluster_id = u64::from(rand::random::<u32>());
-    let mut reference =
-        ReferenceSystem::new(program.clone(), node_count, nodes_dir, ip, cluster_id, plan.system.args.clone());
-    let network = start_network(&plan, seed, &mut reference, ip).await?;
-    let system: Arc<dyn System> = Arc::new(reference);
-
     let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
-    recorder.meta("run-start", run_meta(&plan, seed, &run_id, &program, &store_dir, ip));
+    let netns = start_netns(&plan, &run_id, node_count).await?;
+    let node_ips: Vec<IpAddr> = match &netns {
+        Some((lab, _)) => (0..node_count).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
+        None => vec![pick_loopback_ip(&ReferenceSystem::ports(node_count))?; node_count],
+    };
+    let mut reference =
+        ReferenceSystem::new(program.clone(), node_count, nodes_dir, node_ips.clone(), cluster_id, plan.system.args.clone());
+    let network = match &netns {
+        Some((lab, _)) => Some(Network::Netns(lab.clone())),
+        None => start_proxy_mesh(&plan, seed, &mut reference, node_ips[0]).await?,
+    };
+    let system: Arc<dyn System> = Arc::new(reference);
+    recorder.meta("run-start", run_meta(&plan, seed, &run_id, &program, &store_dir, &node_ips, network.as_ref()));
     let supervisor = Supervisor::start(&run_id);
-    let lab = Arc::new(Lab::new(
-        system.clone(),
-        supervisor,
-        recorder.clone(),
-        log_paths,
-        plan.final_phase.boot_timeout.duration(),
-    ));
+    let mut lab = Lab::new(system.clone(), supervisor, recorder.clone(), log_paths, plan.final_phase.boot_timeout.duration());
+    if let Some((netns_lab, _)) = &netns {
+        lab.launch_inside(netns_lab.clone());
+    }
+    let lab = Arc::new(lab);
 
+    // Under netns every client socket must be opened inside the lab namespace: the whole drive runs on the lab
+    // runtime, whose threads all live there (a socket stays in the namespace it was created in).
+    let driven = {
+        let (plan, lab, network, quiet) = (Arc::new(plan.clone()), lab.clone(), network.clone(), options.quiet);
+        let future = async move { drive(&plan, seed, &lab, network.as_ref(), quiet).await };
+        match &netns {
+            Some((_, runtime)) => runtime.spawn(future),
+            None => tokio::spawn(future),
+        }
+    };
+    let abort = driven.abort_handle();
     let interrupted = tokio::select! {
-        result = drive(&plan, seed, &lab, network.as_ref(), options.quiet) => { result?; false }
-        _ = shutdown_signal() => true,
+        result = driven => { result.context("the run task failed")??; false }
+        _ = shutdown_signal() => { abort.abort(); true }
     };
     if interrupted {
         recorder.meta("interrupted", json!({"reason": "the harness received SIGINT/SIGTERM"}));
     }
     lab.kill_all_quietly().await;
+    if let Some((netns_lab, runtime)) = netns {
+        runtime.shutdown_background();
+        let teardown = tokio::task::spawn_blocking(move || netns_lab.teardown()).await;
+        if let Ok(Err(e)) = teardown {
+            eprintln!("faultline: netns teardown: {e} (the next run's sweep removes leftovers)");
+        }
+    }
     recorder.lifecycle("teardown", None, json!({}));
     recorder.meta("run-end", json!({"interrupted": interrupted}));
 
@@ -239,8 +274,28 @@ async fn fault_phase(
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
 }
 
+/// Builds the netns lab (and a runtime whose threads live in its lab namespace) when the plan asks for the netns
+/// backend, or for `auto` and this machine can do it.
+async fn start_netns(plan: &Plan, run_id: &str, node_count: usize) -> anyhow::Result<Option<(Arc<NetnsLab>, tokio::runtime::Runtime)>> {
+    let choice = match plan.network.backend {
+        NetworkBackend::Proxy => return Ok(None),
+        NetworkBackend::Netns => BackendChoice::Netns,
+        NetworkBackend::Auto => BackendChoice::Auto,
+    };
+    let (kind, why) = tokio::task::spawn_blocking(move || choice.resolve()).await??;
+    eprintln!("faultline: {why}");
+    if kind != BackendKind::Netns {
+        return Ok(None);
+    }
+    let run_id = run_id.to_string();
+    let lab = tokio::task::spawn_blocking(move || NetnsLab::create(&run_id, node_count)).await??;
+    let lab = Arc::new(lab);
+    let runtime = lab.lab_runtime(2).context("starting the lab runtime")?;
+    Ok(Some((lab, runtime)))
+}
+
 /// Starts the proxy mesh when the plan has network faults, and routes every node's peer traffic through it.
-async fn start_network(
+async fn start_proxy_mesh(
     plan: &Plan,
     seed: u64,
     reference: &mut ReferenceSystem,
@@ -295,7 +350,8 @@ fn run_meta(
     run_id: &str,
     program: &NodeProgram,
     store_dir: &Path,
-    ip: IpAddr,
+    node_ips: &[IpAddr],
+    network: Option<&Network>,
 ) -> serde_json::Value {
     let now = std::time::SystemTime::now();
     let unix_ns = now
@@ -314,7 +370,8 @@ fn run_meta(
         "node_binary_xxh3": file_digest(&program.program),
         "wall_clock_start": humantime::format_rfc3339_millis(now).to_string(),
         "wall_clock_unix_ns": unix_ns,
-        "loopback_ip": ip.to_string(),
+        "node_ips": node_ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "network_backend": network.map(|n| format!("{:?}", n.kind()).to_lowercase()),
         "repro": format!("faultline run --seed {seed} {}", store_dir.join("plan.yaml").display()),
     })
 }

@@ -97,6 +97,14 @@ pub fn sweep(dir: &Path) -> std::io::Result<Sweep> {
     Ok(sweep)
 }
 
+/// Whether the run `run_id` is alive: its lock file exists and someone holds it.
+pub fn is_live(dir: &Path, run_id: &str) -> bool {
+    let Ok(file) = OpenOptions::new().read(true).write(true).open(dir.join(format!("{run_id}.lock"))) else {
+        return false;
+    };
+    file.try_lock().is_err()
+}
+
 /// Pids whose environment carries `FAULTLINE_RUN_ID=<run_id>`.
 pub fn processes_tagged(run_id: &str) -> Vec<i32> {
     let needle = format!("{RUN_ID_ENV}={run_id}");

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::api::{router, ApiState};
 use crate::checksum::hex;
+use crate::mutants::{Bug, Mutants};
 use crate::network::{serve_inbound, Outbound};
 use crate::replica::{Replica, ReplicaConfig, StatusSnapshot};
 use crate::superblock::{Superblock, VsrState};
@@ -109,6 +110,10 @@ struct RunArgs {
     /// Log line format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Turn on a documented bug (a "mutant", for faultline's detection matrix; see nodes/README.md). Repeatable.
+    /// Off by default: never use it outside tests of the test harness itself.
+    #[arg(long = "bug", value_enum, value_name = "NAME")]
+    bugs: Vec<Bug>,
 }
 
 fn parse_peer(text: &str) -> Result<(u8, String), String> {
@@ -271,7 +276,11 @@ fn run(args: RunArgs) -> ExitCode {
         data_dir = %args.data_dir.display(),
         "starting"
     );
-    let journal = match Journal::open(&args.data_dir, superblock.cluster_id) {
+    let mutants = Mutants::from_bugs(&args.bugs);
+    if !mutants.is_empty() {
+        tracing::warn!("MUTANT ACTIVE: {mutants}");
+    }
+    let journal = match Journal::open_with_mutants(&args.data_dir, superblock.cluster_id, mutants) {
         Ok((journal, torn)) => {
             if let Some(torn) = torn {
                 tracing::warn!(offset = torn.offset_bytes, reason = %torn.reason, "torn tail truncated");
@@ -362,6 +371,7 @@ async fn serve(args: RunArgs, superblock: Superblock, journal: Journal) -> ExitC
         data_dir: args.data_dir.clone(),
         heartbeat_interval_ms: args.heartbeat_interval_ms.max(1),
         view_change_timeout_ms: args.view_change_timeout_ms.max(1),
+        mutants: Mutants::from_bugs(&args.bugs),
     };
     let replica = match Replica::new(config, superblock, journal, outbound, published.clone()) {
         Ok(replica) => replica,

@@ -6,12 +6,14 @@
 //! - [`superblock`]: durable identity and VSR state in two checksummed copies;
 //! - [`message`] and [`network`]: the framed, checksummed replica protocol over TCP;
 //! - [`replica`]: the VSR core (normal operation, view change, repair, recovery);
+//! - [`mutants`]: switchable, documented real bugs (off by default) for faultline's detection matrix;
 //! - [`state_machine`] and [`api`]: what clients see.
 
 pub mod api;
 pub mod checksum;
 pub mod cli;
 pub mod message;
+pub mod mutants;
 pub mod network;
 pub mod replica;
 pub mod state_machine;

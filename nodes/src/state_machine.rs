@@ -230,9 +230,30 @@ impl StateMachine {
         reply
     }
 
-    fn execute(&mut self, operation: Operation) -> Reply {
+    /// Answers a read (`Get`, `ReadLog`) from the current state without applying anything; `None` for writes.
+    /// The correct replica never serves this directly (reads go through the log); the `stale-backup-reads` mutant does.
+    pub fn read(&self, operation: &Operation) -> Option<Reply> {
         match operation {
-            Operation::Get { key } => Reply::Value(self.registers.get(&key).cloned()),
+            Operation::Get { key } => Some(Reply::Value(self.registers.get(key).cloned())),
+            Operation::ReadLog { name, from, limit } => {
+                let log = self.logs.get(name).map(Vec::as_slice).unwrap_or_default();
+                let end = log.len() as u64;
+                let limit = (*limit).min(LOG_READ_LIMIT_MAX);
+                let entries = (*from..end.min(from.saturating_add(limit)))
+                    .map(|offset| (offset, log[offset as usize].clone()))
+                    .collect();
+                Some(Reply::Entries { entries, end })
+            }
+            Operation::Put { .. } | Operation::Cas { .. } | Operation::Append { .. } => None,
+        }
+    }
+
+    fn execute(&mut self, operation: Operation) -> Reply {
+        if let Some(reply) = self.read(&operation) {
+            return reply;
+        }
+        match operation {
+            Operation::Get { .. } | Operation::ReadLog { .. } => unreachable!("reads are answered above"),
             Operation::Put { key, value } => {
                 self.registers.insert(key, value);
                 Reply::Written
@@ -250,15 +271,6 @@ impl StateMachine {
                 let log = self.logs.entry(name).or_default();
                 log.push(value);
                 Reply::Offset(log.len() as u64 - 1)
-            }
-            Operation::ReadLog { name, from, limit } => {
-                let log = self.logs.get(&name).map(Vec::as_slice).unwrap_or_default();
-                let end = log.len() as u64;
-                let limit = limit.min(LOG_READ_LIMIT_MAX);
-                let entries = (from..end.min(from.saturating_add(limit)))
-                    .map(|offset| (offset, log[offset as usize].clone()))
-                    .collect();
-                Reply::Entries { entries, end }
             }
         }
     }

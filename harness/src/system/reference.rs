@@ -77,7 +77,8 @@ pub struct ReferenceSystem {
     program: NodeProgram,
     node_count: usize,
     nodes_dir: PathBuf,
-    ip: IpAddr,
+    /// Each node's address (one loopback address for all, or each node's namespace address).
+    node_ips: Vec<IpAddr>,
     cluster_id: u64,
     extra_args: Vec<String>,
     /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
@@ -85,20 +86,21 @@ pub struct ReferenceSystem {
 }
 
 impl ReferenceSystem {
-    /// A cluster of `node_count` nodes on loopback address `ip`, data under `nodes_dir/n<i>/data`.
+    /// A cluster of `node_count` nodes at `node_ips` (fixed ports per node), data under `nodes_dir/n<i>/data`.
     pub fn new(
         program: NodeProgram,
         node_count: usize,
         nodes_dir: PathBuf,
-        ip: IpAddr,
+        node_ips: Vec<IpAddr>,
         cluster_id: u64,
         extra_args: Vec<String>,
     ) -> Self {
+        assert_eq!(node_ips.len(), node_count, "one address per node");
         ReferenceSystem {
             program,
             node_count,
             nodes_dir,
-            ip,
+            node_ips,
             cluster_id,
             extra_args,
             peer_routes: None,
@@ -146,8 +148,8 @@ impl System for ReferenceSystem {
 
     fn addrs(&self, node: usize) -> NodeAddrs {
         NodeAddrs {
-            client: SocketAddr::new(self.ip, CLIENT_PORT_BASE + node as u16),
-            peer: SocketAddr::new(self.ip, PEER_PORT_BASE + node as u16),
+            client: SocketAddr::new(self.node_ips[node], CLIENT_PORT_BASE + node as u16),
+            peer: SocketAddr::new(self.node_ips[node], PEER_PORT_BASE + node as u16),
         }
     }
 

@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 
 use crate::checksum::hex;
 use crate::message::Message;
+use crate::mutants::{Bug, Mutants};
 use crate::network::Outbound;
 use crate::state_machine::{Operation, Reply, StateMachine};
 use crate::superblock::{Superblock, SuperblockError, VsrState};
@@ -120,6 +121,10 @@ pub struct StatusSnapshot {
     pub head_checksum: String,
     /// Cluster id.
     pub cluster_id: u64,
+    /// WAL file fsyncs since this process started.
+    pub wal_fsyncs: u64,
+    /// Names of the active mutants (`run --bug`); empty for the correct node.
+    pub mutants: Vec<&'static str>,
 }
 
 /// Static configuration of a replica.
@@ -137,6 +142,8 @@ pub struct ReplicaConfig {
     pub heartbeat_interval_ms: u64,
     /// Base view-change timeout; each arm is randomized in `[t, 2t)`.
     pub view_change_timeout_ms: u64,
+    /// Active bugs (empty for the correct replica).
+    pub mutants: Mutants,
 }
 
 /// A fatal error in the core: the replica stops rather than run on a log it cannot write.
@@ -158,6 +165,8 @@ pub const REQUEST_QUEUE_MAX: usize = 1024;
 const EVENT_BATCH_MAX: usize = 1024;
 const TICK_MS: u64 = 10;
 const SUPERBLOCK_COMMIT_INTERVAL_MS: u64 = 1000;
+/// How often the `ack-before-fsync` mutant fsyncs the WAL (a periodic flush, acknowledged long before it).
+const DEFERRED_FSYNC_INTERVAL_MS: u64 = 1000;
 
 type Waiter = oneshot::Sender<ClientOutcome>;
 
@@ -253,6 +262,8 @@ struct Timers {
     start_view_request_at: Instant,
     /// Next time the commit number may be written to the superblock.
     superblock_commit_at: Instant,
+    /// Next WAL fsync of the `ack-before-fsync` mutant.
+    deferred_fsync_at: Instant,
 }
 
 /// The replica core.
@@ -321,6 +332,7 @@ impl Replica {
                 resend_at: now,
                 start_view_request_at: now,
                 superblock_commit_at: now,
+                deferred_fsync_at: now,
             },
             rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
         };
@@ -387,7 +399,8 @@ impl Replica {
     }
 
     fn has_pending_work(&self) -> bool {
-        self.journal.is_dirty() || (!self.primary.queue.is_empty() && self.pipeline_has_room())
+        let fsync_pending = self.journal.is_dirty() && !self.config.mutants.has(Bug::AckBeforeFsync);
+        fsync_pending || (!self.primary.queue.is_empty() && self.pipeline_has_room())
     }
 
     fn on_event(&mut self, event: Event) -> Result<(), ReplicaError> {
@@ -480,21 +493,38 @@ impl Replica {
         if self.status == Status::Normal && self.is_primary() {
             self.prepare_queued();
         }
-        // The one place where the WAL becomes durable before any PrepareOk leaves (and before the primary
-        // counts its own ack).
-        self.journal.sync()?;
-        if self.status == Status::Normal {
-            if self.is_primary() {
-                self.primary.acks.insert(self.config.replica, self.journal.head().op);
-                self.commit_by_quorum();
-            } else if self.ack_pending && self.sync.is_none() {
-                self.send_prepare_ok();
+        if self.config.mutants.has(Bug::AckBeforeFsync) {
+            // MUTANT(ack-before-fsync): PrepareOk leaves (and the primary counts its own ack) as soon as the entry
+            // is written to the page cache; the fsync follows on a timer, up to DEFERRED_FSYNC_INTERVAL_MS later.
+            self.acknowledge_head();
+            let now = Instant::now();
+            if now >= self.timers.deferred_fsync_at {
+                self.timers.deferred_fsync_at = now + Duration::from_millis(DEFERRED_FSYNC_INTERVAL_MS);
+                self.journal.sync()?;
             }
+        } else {
+            // The one place where the WAL becomes durable before any PrepareOk leaves (and before the primary
+            // counts its own ack).
+            self.journal.sync()?;
+            self.acknowledge_head();
         }
         self.execute_committed();
         self.check_progress()?;
         self.maybe_request_repair();
         self.maybe_persist_commit()
+    }
+
+    /// The primary counts its own ack for its head; a backup sends the PrepareOk it owes.
+    fn acknowledge_head(&mut self) {
+        if self.status != Status::Normal {
+            return;
+        }
+        if self.is_primary() {
+            self.primary.acks.insert(self.config.replica, self.journal.head().op);
+            self.commit_by_quorum();
+        } else if self.ack_pending && self.sync.is_none() {
+            self.send_prepare_ok();
+        }
     }
 
     fn maybe_persist_commit(&mut self) -> Result<(), ReplicaError> {
@@ -573,6 +603,8 @@ impl Replica {
             commit: self.commit_min,
             head_checksum: hex(head.checksum),
             cluster_id: self.config.cluster,
+            wal_fsyncs: self.journal.fsync_count(),
+            mutants: self.config.mutants.names(),
         };
         *self.published.lock().expect("status lock is never poisoned") = snapshot;
     }

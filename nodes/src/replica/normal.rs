@@ -6,13 +6,24 @@ use super::{
     ClientOutcome, ClientRequest, Replica, ReplicaError, Status, Waiter, PIPELINE_PREPARE_MAX, REQUEST_QUEUE_MAX,
 };
 use crate::message::Message;
+use crate::mutants::Bug;
 use crate::state_machine::SessionLookup;
 use crate::wal::entry::{Entry, BODY_SIZE_MAX_BYTES};
 use crate::wal::journal::InsertRejected;
 
 impl Replica {
     pub(super) fn on_client_request(&mut self, request: ClientRequest, reply: Waiter) {
-        if self.status != Status::Normal || !self.is_primary() {
+        let serves_clients = self.status == Status::Normal && self.is_primary();
+        if !serves_clients && self.status != Status::Recovering && self.config.mutants.has(Bug::StaleBackupReads) {
+            // MUTANT(stale-backup-reads): a backup (or a replica in a view change) answers reads from whatever
+            // its state machine has executed, which lags the primary's commit point (by at least the op whose
+            // commit rides on the next prepare or heartbeat, and by everything it missed while paused or cut off).
+            if let Some(local) = self.machine.read(&request.operation) {
+                let _ = reply.send(ClientOutcome::Done(local));
+                return;
+            }
+        }
+        if !serves_clients {
             let primary = (self.status == Status::Normal).then(|| self.primary_of(self.view));
             let _ = reply.send(ClientOutcome::NotPrimary { primary });
             return;
@@ -66,7 +77,15 @@ impl Replica {
                 request.identity,
                 body,
             );
-            match self.journal.insert(entry.clone()) {
+            let inserted = if self.config.mutants.has(Bug::RepairRewindsParent) {
+                // MUTANT(repair-rewinds-parent): the primary trusts its head pair and appends its own prepare
+                // without checking the parent against the stored entry below it, as the replica this bug models
+                // did. (The correct primary re-checks, which would turn the bug into the panic below.)
+                self.journal.insert_unchecked(entry.clone()).map(Ok)
+            } else {
+                self.journal.insert(entry.clone())
+            };
+            match inserted {
                 Ok(Ok(_)) => {}
                 Ok(Err(rejected)) => panic!("primary's own prepare rejected by its journal: {rejected:?}"),
                 Err(error) => {
@@ -86,12 +105,19 @@ impl Replica {
 
     /// Commits the highest op acknowledged by a quorum (acks are cumulative: "I hold every op up to this").
     pub(super) fn commit_by_quorum(&mut self) {
+        let quorum = if self.config.mutants.has(Bug::CommitWithoutQuorum) {
+            // MUTANT(commit-without-quorum): the primary's own durable write is taken for a quorum, so it commits
+            // (and answers the client) with no backup holding the op.
+            1
+        } else {
+            self.quorum()
+        };
         let mut acked: Vec<u64> = self.primary.acks.values().copied().collect();
-        if acked.len() < self.quorum() {
+        if acked.len() < quorum {
             return;
         }
         acked.sort_unstable_by(|a, b| b.cmp(a));
-        let candidate = acked[self.quorum() - 1].min(self.journal.head().op);
+        let candidate = acked[quorum - 1].min(self.journal.head().op);
         if candidate > self.commit_max {
             self.commit_max = candidate;
         }

@@ -4,14 +4,19 @@ use std::time::Instant;
 
 use super::{LogSource, LogSummary, Replica, ReplicaError, Status, SyncPurpose, ViewChangeState};
 use crate::message::Message;
+use crate::mutants::{Bug, Mutants};
 
 /// Chooses the log of the new view: highest `log_view`, then highest op (ties prefer `prefer`, whose log
 /// needs no fetch). This is the one place where the view-change log is chosen.
-pub fn choose_log(summaries: &[LogSummary], prefer: u8) -> LogSummary {
-    *summaries
-        .iter()
-        .max_by_key(|s| (s.log_view, s.op, s.replica == prefer))
-        .expect("a view change has at least a quorum of summaries")
+pub fn choose_log(summaries: &[LogSummary], prefer: u8, mutants: Mutants) -> LogSummary {
+    let chosen = if mutants.has(Bug::ViewChangeMaxOp) {
+        // MUTANT(view-change-max-op): "longest log wins": the log_view is ignored, so a stale primary's long,
+        // never-committed suffix from an old view beats a newer view's log that holds committed ops.
+        summaries.iter().max_by_key(|s| (s.op, s.replica == prefer))
+    } else {
+        summaries.iter().max_by_key(|s| (s.log_view, s.op, s.replica == prefer))
+    };
+    *chosen.expect("a view change has at least a quorum of summaries")
 }
 
 impl Replica {
@@ -118,12 +123,19 @@ impl Replica {
         let own = self.own_summary();
         self.view_change.do_view_changes.insert(own.replica, own);
         let summaries: Vec<LogSummary> = self.view_change.do_view_changes.values().copied().collect();
-        let best = choose_log(&summaries, self.config.replica);
+        let best = choose_log(&summaries, self.config.replica, self.config.mutants);
         let commit = summaries.iter().map(|s| s.commit).max().expect("non-empty");
         assert!(commit <= best.op, "the chosen log holds every committed op");
         self.commit_max = self.commit_max.max(commit);
         let head = self.journal.head();
-        if best.op <= head.op && self.journal.checksum_of(best.op) == Some(best.checksum) {
+        let mut held = best.op <= head.op && self.journal.checksum_of(best.op) == Some(best.checksum);
+        if self.config.mutants.has(Bug::RepairRewindsParent) && best.replica == self.config.replica {
+            // MUTANT(repair-rewinds-parent): the chosen log is this replica's own, so its head pair is trusted as
+            // is, as the replica this bug models did. (The correct check above compares the head checksum with
+            // the stored entry; a rewound head fails it, and the replica would then sync from itself and crash.)
+            held = true;
+        }
+        if held {
             self.truncate_log_after(best.op)?;
             return self.become_primary();
         }
@@ -290,13 +302,31 @@ mod tests {
 
     #[test]
     fn given_logs_of_different_log_views_when_choosing_should_prefer_the_highest_log_view_over_op() {
-        let chosen = choose_log(&[summary(0, 1, 9), summary(1, 2, 5), summary(2, 2, 4)], 0);
+        let chosen = choose_log(
+            &[summary(0, 1, 9), summary(1, 2, 5), summary(2, 2, 4)],
+            0,
+            Mutants::NONE,
+        );
         assert_eq!(chosen.replica, 1);
     }
 
     #[test]
+    fn given_the_max_op_mutant_when_choosing_should_pick_the_longer_log_of_an_older_view() {
+        // Replica 0 led view 1 and prepared ops 6..=9 that never committed; view 2 (replicas 1, 2) committed op 5.
+        let summaries = [summary(0, 1, 9), summary(1, 2, 5), summary(2, 2, 4)];
+        let mutant = Mutants::from_bugs(&[Bug::ViewChangeMaxOp]);
+        assert_eq!(choose_log(&summaries, 1, Mutants::NONE).replica, 1);
+        let wrong = choose_log(&summaries, 1, mutant);
+        assert_eq!(
+            (wrong.replica, wrong.log_view, wrong.op),
+            (0, 1, 9),
+            "the stale view-1 log wins"
+        );
+    }
+
+    #[test]
     fn given_equal_logs_when_choosing_should_prefer_the_local_replica() {
-        let chosen = choose_log(&[summary(0, 2, 5), summary(1, 2, 5)], 1);
+        let chosen = choose_log(&[summary(0, 2, 5), summary(1, 2, 5)], 1, Mutants::NONE);
         assert_eq!(chosen.replica, 1);
     }
 }

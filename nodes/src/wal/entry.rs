@@ -100,24 +100,8 @@ impl EntryHeader {
 
     /// Decodes and verifies a header.
     pub fn decode(bytes: &[u8]) -> Result<EntryHeader, HeaderError> {
-        if bytes.len() < HEADER_SIZE_BYTES {
-            return Err(HeaderError::Incomplete {
-                available_bytes: bytes.len(),
-            });
-        }
-        let bytes = &bytes[..HEADER_SIZE_BYTES];
-        let header = EntryHeader {
-            checksum: read_u128(bytes, 0),
-            checksum_body: read_u128(bytes, 16),
-            parent: read_u128(bytes, 32),
-            cluster: read_u64(bytes, 48),
-            op: read_u64(bytes, 56),
-            view: read_u64(bytes, 64),
-            client_id: read_u64(bytes, 72),
-            request_number: read_u64(bytes, 80),
-            size_bytes: u32::from_le_bytes(bytes[88..92].try_into().expect("slice of 4 bytes")),
-        };
-        let actual = checksum(&bytes[16..]);
+        let header = EntryHeader::decode_unverified(bytes)?;
+        let actual = checksum(&bytes[16..HEADER_SIZE_BYTES]);
         if actual != header.checksum {
             return Err(HeaderError::Checksum {
                 expected: header.checksum,
@@ -130,6 +114,28 @@ impl EntryHeader {
             });
         }
         Ok(header)
+    }
+
+    /// Reads the header fields without verifying anything (the correct code always verifies; only the
+    /// `boot-skips-verification` mutant skips it); fails only when fewer than [`HEADER_SIZE_BYTES`] bytes are present.
+    pub fn decode_unverified(bytes: &[u8]) -> Result<EntryHeader, HeaderError> {
+        if bytes.len() < HEADER_SIZE_BYTES {
+            return Err(HeaderError::Incomplete {
+                available_bytes: bytes.len(),
+            });
+        }
+        let bytes = &bytes[..HEADER_SIZE_BYTES];
+        Ok(EntryHeader {
+            checksum: read_u128(bytes, 0),
+            checksum_body: read_u128(bytes, 16),
+            parent: read_u128(bytes, 32),
+            cluster: read_u64(bytes, 48),
+            op: read_u64(bytes, 56),
+            view: read_u64(bytes, 64),
+            client_id: read_u64(bytes, 72),
+            request_number: read_u64(bytes, 80),
+            size_bytes: u32::from_le_bytes(bytes[88..92].try_into().expect("slice of 4 bytes")),
+        })
     }
 }
 

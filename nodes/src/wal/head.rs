@@ -37,6 +37,29 @@ pub fn head_after_insert(head: Head, inserted_op: u64, stored_checksum: impl Fn(
     Head { op, checksum }
 }
 
+/// The head after an insert as the `repair-rewinds-parent` mutant computes it (see nodes/README.md, "Mutants").
+///
+/// Models a VSR replica whose repair backfilled a missed op below its head and overwrote the checksum the next
+/// prepare uses as its parent. Here a backfill lands below the head when it closes a gap under entries that
+/// were already stored above it (prepares that arrived while the gap was being repaired).
+pub fn head_after_insert_rewinding_parent(
+    head: Head,
+    inserted_op: u64,
+    stored_checksum: impl Fn(u64) -> Option<u128>,
+) -> Head {
+    let correct = head_after_insert(head, inserted_op, &stored_checksum);
+    if inserted_op < correct.op {
+        // MUTANT(repair-rewinds-parent): the sequencer stays at the head, but the head checksum (the next prepare's
+        // parent) is taken from the backfilled entry instead of the entry at the head.
+        let checksum = stored_checksum(inserted_op).expect("the inserted entry is stored");
+        return Head {
+            op: correct.op,
+            checksum,
+        };
+    }
+    correct
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,6 +90,20 @@ mod tests {
         let log = stored(&[1, 2, 5]);
         let head = Head { op: 2, checksum: 1002 };
         assert_eq!(head_after_insert(head, 5, |op| log.get(&op).copied()), head);
+    }
+
+    #[test]
+    fn given_the_rewind_mutant_when_a_backfill_closes_a_gap_below_stored_entries_should_keep_the_backfilled_checksum() {
+        let log = stored(&[1, 2, 3, 4, 5, 6]);
+        let head = Head { op: 3, checksum: 1003 };
+        let after = head_after_insert_rewinding_parent(head, 4, |op| log.get(&op).copied());
+        assert_eq!(
+            after,
+            Head { op: 6, checksum: 1004 },
+            "the head parents past ops 5 and 6"
+        );
+        let append = head_after_insert_rewinding_parent(Head { op: 5, checksum: 1005 }, 6, |op| log.get(&op).copied());
+        assert_eq!(append, Head { op: 6, checksum: 1006 }, "a plain append is unaffected");
     }
 
     #[test]

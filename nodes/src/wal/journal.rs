@@ -9,9 +9,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::checksum::root_checksum;
+use crate::mutants::{Bug, Mutants};
 use crate::wal::entry::Entry;
-use crate::wal::head::{head_after_insert, Head};
-use crate::wal::scan::{scan, BootRefusal, ScanReport, TornTail};
+use crate::wal::head::{head_after_insert, head_after_insert_rewinding_parent, Head};
+use crate::wal::scan::{scan, scan_unverified, BootRefusal, ScanReport, TornTail};
 
 /// The WAL file name under the data dir (the harness's disk faults target `wal*`).
 pub const WAL_FILE_NAME: &str = "wal";
@@ -53,6 +54,19 @@ pub struct Journal {
     entries: BTreeMap<u64, Entry>,
     head: Head,
     dirty: bool,
+    /// WAL file fsyncs done so far (reported by `/status` as `wal_fsyncs`).
+    fsync_count: u64,
+    mutants: Mutants,
+}
+
+/// Reads the WAL of `dir` without verifying it (the `boot-skips-verification` mutant).
+fn scan_unverified_dir(dir: &Path) -> Result<ScanReport, JournalError> {
+    let path = dir.join(WAL_FILE_NAME);
+    match fs::read(&path) {
+        Ok(bytes) => Ok(scan_unverified(&bytes)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(ScanReport::default()),
+        Err(source) => Err(io_error(&path, source)),
+    }
 }
 
 /// Reads and scans the WAL of `dir` without modifying anything.
@@ -73,6 +87,19 @@ fn io_error(path: &Path, source: io::Error) -> JournalError {
     }
 }
 
+/// Fsyncs a WAL file (the log or its rewrite; `sync_all` when `metadata` too, else `sync_data`); every WAL fsync
+/// goes through here. Returns whether it synced.
+fn fsync_wal_file(file: &File, path: &Path, metadata: bool, mutants: Mutants) -> Result<bool, JournalError> {
+    if mutants.has(Bug::NoFsync) {
+        // MUTANT(no-fsync): the WAL is never fsynced; it reaches the disk only when the kernel writes it back,
+        // and a power loss (or a fault filesystem that drops unsynced writes) takes every acknowledged entry since.
+        return Ok(false);
+    }
+    let synced = if metadata { file.sync_all() } else { file.sync_data() };
+    synced.map_err(|source| io_error(path, source))?;
+    Ok(true)
+}
+
 fn fsync_dir(dir: &Path) -> Result<(), JournalError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
@@ -82,7 +109,23 @@ fn fsync_dir(dir: &Path) -> Result<(), JournalError> {
 impl Journal {
     /// Opens the WAL under `dir`: scans it, truncates a torn tail (fsynced) and loads every entry.
     pub fn open(dir: &Path, cluster: u64) -> Result<(Journal, Option<TornTail>), JournalError> {
-        let report = scan_dir(dir, cluster)?;
+        Journal::open_with_mutants(dir, cluster, Mutants::NONE)
+    }
+
+    /// [`Journal::open`] with the given bugs active (see [`crate::mutants`]).
+    pub fn open_with_mutants(
+        dir: &Path,
+        cluster: u64,
+        mutants: Mutants,
+    ) -> Result<(Journal, Option<TornTail>), JournalError> {
+        let report = if mutants.has(Bug::BootSkipsVerification) {
+            // MUTANT(boot-skips-verification): entries are loaded by their header fields alone: no header or body
+            // checksum and no parent chain is verified, so interior corruption boots (and is served) instead of
+            // being refused.
+            scan_unverified_dir(dir)?
+        } else {
+            scan_dir(dir, cluster)?
+        };
         let path = dir.join(WAL_FILE_NAME);
         let file = OpenOptions::new()
             .create(true)
@@ -93,7 +136,7 @@ impl Journal {
         if let Some(torn) = &report.torn_tail {
             file.set_len(torn.offset_bytes)
                 .map_err(|source| io_error(&path, source))?;
-            file.sync_all().map_err(|source| io_error(&path, source))?;
+            fsync_wal_file(&file, &path, true, mutants)?;
         }
         fsync_dir(dir)?;
         let entries: BTreeMap<u64, Entry> = report
@@ -118,6 +161,8 @@ impl Journal {
             entries,
             head,
             dirty: false,
+            fsync_count: 0,
+            mutants,
         };
         Ok((journal, report.torn_tail))
     }
@@ -172,6 +217,18 @@ impl Journal {
         if let Err(rejected) = self.check_insert(&entry) {
             return Ok(Err(rejected));
         }
+        self.write_and_index(entry).map(Ok)
+    }
+
+    /// Appends `entry` without [`Journal::check_insert`]: the correct replica never does this. Only the
+    /// `repair-rewinds-parent` mutant uses it, for the primary's own prepares, as the replica it models did (it
+    /// trusted its head; ours re-checks and would turn that bug into a crash instead of a WAL that does not chain).
+    pub fn insert_unchecked(&mut self, entry: Entry) -> Result<Head, JournalError> {
+        assert!(!self.entries.contains_key(&entry.header.op), "one entry per op");
+        self.write_and_index(entry)
+    }
+
+    fn write_and_index(&mut self, entry: Entry) -> Result<Head, JournalError> {
         assert_eq!(entry.header.cluster, self.cluster, "entry of another cluster");
         self.file
             .write_all(&entry.encode())
@@ -179,8 +236,13 @@ impl Journal {
         self.dirty = true;
         let op = entry.header.op;
         self.entries.insert(op, entry);
-        self.head = head_after_insert(self.head, op, |op| self.entries.get(&op).map(|e| e.header.checksum));
-        Ok(Ok(self.head))
+        let stored_checksum = |op| self.entries.get(&op).map(|e: &Entry| e.header.checksum);
+        self.head = if self.mutants.has(Bug::RepairRewindsParent) {
+            head_after_insert_rewinding_parent(self.head, op, stored_checksum)
+        } else {
+            head_after_insert(self.head, op, stored_checksum)
+        };
+        Ok(self.head)
     }
 
     /// Makes every inserted entry durable (one fsync for all writes since the last call: group commit).
@@ -188,9 +250,16 @@ impl Journal {
         if !self.dirty {
             return Ok(false);
         }
-        self.file.sync_data().map_err(|source| io_error(&self.path, source))?;
+        if fsync_wal_file(&self.file, &self.path, false, self.mutants)? {
+            self.fsync_count += 1;
+        }
         self.dirty = false;
         Ok(true)
+    }
+
+    /// WAL file fsyncs done since the journal was opened.
+    pub fn fsync_count(&self) -> u64 {
+        self.fsync_count
     }
 
     /// Whether entries were written since the last sync.
@@ -210,7 +279,9 @@ impl Journal {
             out.write_all(&entry.encode())
                 .map_err(|source| io_error(&temp, source))?;
         }
-        out.sync_all().map_err(|source| io_error(&temp, source))?;
+        if fsync_wal_file(&out, &temp, true, self.mutants)? {
+            self.fsync_count += 1;
+        }
         drop(out);
         fs::rename(&temp, &self.path).map_err(|source| io_error(&self.path, source))?;
         fsync_dir(&self.dir)?;

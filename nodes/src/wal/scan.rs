@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::checksum::root_checksum;
-use crate::wal::entry::{Entry, EntryHeader, HeaderError, HEADER_SIZE_BYTES};
+use crate::wal::entry::{Entry, EntryHeader, HeaderError, BODY_SIZE_MAX_BYTES, HEADER_SIZE_BYTES};
 
 /// A verified entry and where it sits in the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +98,49 @@ pub fn scan(bytes: &[u8], cluster: u64, file: &str) -> Result<ScanReport, BootRe
         entries: by_op.into_values().collect(),
         torn_tail,
     })
+}
+
+/// Reads the entries of one WAL file by their header fields alone, as the `boot-skips-verification` mutant does:
+/// no header or body checksum, cluster or chain check. Entries stop at the first header claiming an impossible
+/// size (reported as a torn tail); op 0 and repeated ops are skipped (the first copy wins).
+pub fn scan_unverified(bytes: &[u8]) -> ScanReport {
+    let mut by_op: BTreeMap<u64, ScannedEntry> = BTreeMap::new();
+    let mut offset = 0usize;
+    let mut torn_tail = None;
+    while offset < bytes.len() {
+        let header = match EntryHeader::decode_unverified(&bytes[offset..]) {
+            Ok(header) => header,
+            Err(error) => {
+                let reason = format!("{error}");
+                torn_tail = Some(TornTail {
+                    offset_bytes: offset as u64,
+                    reason,
+                });
+                break;
+            }
+        };
+        let end = offset + HEADER_SIZE_BYTES + header.size_bytes as usize;
+        if header.size_bytes as usize > BODY_SIZE_MAX_BYTES || end > bytes.len() {
+            let reason = format!("op {}: body of {} bytes does not fit", header.op, header.size_bytes);
+            torn_tail = Some(TornTail {
+                offset_bytes: offset as u64,
+                reason,
+            });
+            break;
+        }
+        if header.op != 0 {
+            let body = bytes[offset + HEADER_SIZE_BYTES..end].to_vec();
+            by_op.entry(header.op).or_insert(ScannedEntry {
+                offset_bytes: offset as u64,
+                entry: Entry { header, body },
+            });
+        }
+        offset = end;
+    }
+    ScanReport {
+        entries: by_op.into_values().collect(),
+        torn_tail,
+    }
 }
 
 type Scanned = (Vec<ScannedEntry>, Option<TornTail>);

@@ -1,10 +1,11 @@
 //! Test support: spawn real `faultline-node` processes on loopback and talk HTTP/1.1 to them.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_faultline-node");
@@ -74,6 +75,14 @@ pub struct Node {
 pub struct Cluster {
     pub nodes: Vec<Node>,
     pub _dir: tempfile::TempDir,
+    /// `--view-change-timeout-ms` of every replica.
+    pub view_change_timeout_ms: u64,
+    /// `--heartbeat-interval-ms` of every replica (the node's default when None).
+    pub heartbeat_interval_ms: Option<u64>,
+    /// Extra `run` arguments per replica (e.g. `--bug NAME`).
+    pub extra_args: Vec<Vec<String>>,
+    /// (from, to) -> the address replica `from` dials to reach `to` (e.g. a test proxy); default: `to`'s peer address.
+    pub dial: BTreeMap<(u8, u8), String>,
 }
 
 impl Cluster {
@@ -90,7 +99,14 @@ impl Cluster {
                 child: None,
             })
             .collect();
-        let cluster = Cluster { nodes, _dir: dir };
+        let cluster = Cluster {
+            nodes,
+            _dir: dir,
+            view_change_timeout_ms: 400,
+            heartbeat_interval_ms: None,
+            extra_args: vec![Vec::new(); count as usize],
+            dial: BTreeMap::new(),
+        };
         for id in 0..count {
             cluster.format(id, false);
         }
@@ -111,6 +127,14 @@ impl Cluster {
         assert!(status.success(), "format of replica {id} failed");
     }
 
+    /// Passes `--bug NAME` to every replica from now on.
+    pub fn with_bug(mut self, name: &str) -> Cluster {
+        for args in &mut self.extra_args {
+            args.extend(["--bug".to_string(), name.to_string()]);
+        }
+        self
+    }
+
     /// Starts replica `id`, appending its stderr to its log file.
     pub fn start(&mut self, id: u8) {
         let count = self.nodes.len();
@@ -118,8 +142,21 @@ impl Cluster {
             .nodes
             .iter()
             .filter(|n| n.id != id)
-            .flat_map(|n| ["--peer".to_string(), format!("{}={}", n.id, n.peer_addr)])
+            .flat_map(|n| {
+                let address = self.dial.get(&(id, n.id)).unwrap_or(&n.peer_addr);
+                ["--peer".to_string(), format!("{}={address}", n.id)]
+            })
             .collect();
+        let mut options = vec![
+            "--cluster-id".to_string(),
+            CLUSTER_ID.to_string(),
+            "--view-change-timeout-ms".to_string(),
+            self.view_change_timeout_ms.to_string(),
+        ];
+        if let Some(interval_ms) = self.heartbeat_interval_ms {
+            options.extend(["--heartbeat-interval-ms".to_string(), interval_ms.to_string()]);
+        }
+        options.extend(self.extra_args[id as usize].iter().cloned());
         let peer_clients: Vec<String> = self
             .nodes
             .iter()
@@ -137,12 +174,7 @@ impl Cluster {
             .args(["run", "--id", &id.to_string(), "--data-dir"])
             .arg(&node.data_dir)
             .args(["--client-addr", &node.client_addr, "--peer-addr", &node.peer_addr])
-            .args([
-                "--cluster-id",
-                &CLUSTER_ID.to_string(),
-                "--view-change-timeout-ms",
-                "400",
-            ])
+            .args(&options)
             .args(&peers)
             .args(&peer_clients)
             .stdout(Stdio::null())
@@ -164,6 +196,38 @@ impl Cluster {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// SIGSTOP (`resume` sends SIGCONT).
+    pub fn pause(&self, id: u8) {
+        self.signal(id, "-STOP");
+    }
+
+    pub fn resume(&self, id: u8) {
+        self.signal(id, "-CONT");
+    }
+
+    fn signal(&self, id: u8, signal: &str) {
+        let child = self.nodes[id as usize].child.as_ref().expect("replica is running");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} replica {id}");
+    }
+
+    /// Waits until replica `id` exits by itself; returns its exit status (None if still running at `timeout`).
+    pub fn wait_exit(&mut self, id: u8, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let child = self.nodes[id as usize].child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.nodes[id as usize].child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     pub fn log(&self, id: u8) -> String {

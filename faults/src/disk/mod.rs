@@ -3,6 +3,22 @@
 //! Every cut is confined to the node's data dir (paths are canonicalized and checked) and returns an exact record of
 //! what it did (file, offset, length, digests of the bytes before and after) for the history: the boot checker uses
 //! these records to decide whether a refusal to boot was legitimate.
+//!
+//! - [`select`]: which files a cut hits, by a glob relative to the data dir (`wal*`, `member/wal/*.wal`).
+//! - [`surgery`]: the cuts: torn tail, bit flips in a region, a zeroed 4 KiB block, a chunk snapshot restored later
+//!   (lost or misdirected write), a deleted file.
+//! - [`spec`]: the plan's words for a cut ([`SurgerySpec`]) and a [`Surgeon`] that applies them with seeded choices.
+//!
+//! Losing *unsynced* data (power loss) needs the process to have written through a filesystem that lies about
+//! durability: that is [`crate::fusefs`], not surgery.
+
+pub mod select;
+pub mod spec;
+pub mod surgery;
+
+pub use select::{select_files, Pick};
+pub use spec::{Region, Surgeon, SurgerySpec};
+pub use surgery::{delete_file, flip_bits, restore_chunk, snapshot_chunk, truncate_tail, zero_block, ChunkSnapshot};
 
 use serde::Serialize;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -23,6 +39,24 @@ pub struct SurgeryRecord {
     pub before_xxh3: String,
     /// xxh3-64 of the bytes after, hex.
     pub after_xxh3: String,
+    /// File size before the cut (0 when not measured).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub size_before_bytes: u64,
+    /// File size after the cut (0 when not measured or the file is gone).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub size_after_bytes: u64,
+    /// Absolute bit offsets flipped (byte * 8 + bit, bit 0 = least significant), for `flip-bits`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bits: Vec<u64>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// xxh3-64 of `bytes` as 16 hex digits, the digest every record carries.
+pub fn xxh3_hex(bytes: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
 }
 
 /// Errors of disk surgery.
@@ -60,6 +94,17 @@ pub enum SurgeryError {
         /// Its size.
         size_bytes: u64,
     },
+    /// A file glob that cannot select files inside a data dir.
+    #[error("bad file glob `{pattern}`: {reason}")]
+    Pattern {
+        /// The glob.
+        pattern: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A cut that names something it cannot act on (a missing chunk snapshot, a directory, ...).
+    #[error("disk surgery refused: {0}")]
+    Refused(String),
 }
 
 /// Files directly under `data_dir` whose name starts with `prefix` (the adapters' `wal*` globs), sorted.
@@ -128,8 +173,11 @@ pub fn flip_byte(data_dir: &Path, path: &Path, offset: u64) -> Result<SurgeryRec
         file: file_path.display().to_string(),
         offset,
         length: 1,
-        before_xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&before)),
-        after_xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&after)),
+        before_xxh3: xxh3_hex(&before),
+        after_xxh3: xxh3_hex(&after),
+        size_before_bytes: size_bytes,
+        size_after_bytes: size_bytes,
+        bits: (0..8).map(|bit| offset * 8 + bit).collect(),
     })
 }
 

@@ -1,0 +1,504 @@
+//! Mutants (`run --bug NAME`): each switchable bug shows its failure from the outside, and the same scenario
+//! without the bug stays correct. Real processes on loopback; `repair-rewinds-parent` puts a small TCP proxy on the
+//! two links between n1 and n2 so the scripted schedule is deterministic.
+//!
+//! `MUTANT_REWIND_RUNS=20 cargo test --release -p faultline-node --test mutants rewind` repeats the scripted
+//! repair-rewinds-parent schedule (with and without the bug) 20 times.
+
+mod common;
+
+use std::io::ErrorKind;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{http, Cluster, NODE_BIN};
+
+const SECONDS_5: Duration = Duration::from_secs(5);
+const SECONDS_10: Duration = Duration::from_secs(10);
+const SECONDS_15: Duration = Duration::from_secs(15);
+
+/// One directed replica link through a userspace proxy that can be cut (connections closed, new ones refused
+/// right after accept) and healed. Replica traffic on a link flows one way only, so one copy loop suffices.
+struct LinkProxy {
+    address: String,
+    cut: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl LinkProxy {
+    fn spawn(upstream: String) -> LinkProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        listener.set_nonblocking(true).expect("nonblocking listener");
+        let proxy = LinkProxy {
+            address: listener.local_addr().expect("proxy address").to_string(),
+            cut: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicBool::new(false)),
+            streams: Arc::new(Mutex::new(Vec::new())),
+        };
+        let (cut, stop, streams) = (proxy.cut.clone(), proxy.stop.clone(), proxy.streams.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) if !cut.load(Ordering::Relaxed) => forward(client, &upstream, &streams),
+                    Ok((client, _)) => drop(client),
+                    Err(error) if error.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        proxy
+    }
+
+    /// Closes every forwarded connection; new ones are closed right after accept until `heal`.
+    fn cut(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+        for stream in self.streams.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.cut.store(false, Ordering::Relaxed);
+    }
+}
+
+fn forward(client: TcpStream, upstream: &str, streams: &Mutex<Vec<TcpStream>>) {
+    let _ = client.set_nonblocking(false);
+    let address = upstream.parse().expect("upstream address");
+    let Ok(server) = TcpStream::connect_timeout(&address, Duration::from_millis(500)) else {
+        return;
+    };
+    let (Ok(client_handle), Ok(server_handle)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    streams.lock().expect("lock").extend([client_handle, server_handle]);
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (client, server);
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+impl Drop for LinkProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
+    }
+}
+
+fn status_u64(cluster: &Cluster, id: u8, field: &str) -> u64 {
+    let status = cluster.status(id).unwrap_or_else(|| panic!("status of replica {id}"));
+    status[field].as_u64().unwrap_or_else(|| panic!("{field} in {status}"))
+}
+
+/// The ops stored in a replica's WAL file (via `faultline-node dump`).
+fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
+    let dump = Command::new(NODE_BIN)
+        .arg("dump")
+        .arg(cluster.data_dir(id))
+        .output()
+        .expect("dump");
+    String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("op=")?.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// How one run of the scripted repair-rewinds-parent schedule ended.
+struct RewindOutcome {
+    cluster: Cluster,
+    /// Every write the cluster acknowledged.
+    acknowledged: Vec<(String, String)>,
+    /// Replica -> exit status, for replicas that exited by themselves after the restart of all.
+    exited: Vec<(u8, Option<i32>)>,
+}
+
+/// The scripted schedule (n1 = replica 0 = primary of view 0; n2 = replica 1 = primary of view 1; n3 = replica 2):
+/// 1. healthy: 10 writes, all three converge;
+/// 2. cut n1->n2: 5 writes (n1 + n3 commit them; n2 misses their prepares: a gap);
+/// 3. heal n1->n2 and cut n2->n1: 20 writes over ~0.5 s; n2 stores the new prepares *above* its gap but cannot
+///    ask n1 to repair it (repair requests and PrepareOks to n1 are lost); then 0.4 s without writes, so the
+///    commit point reaches n3 and no prepare is in flight;
+/// 4. heal n2->n1: n2's repair (retried every 0.5 s) backfills the gap *below* the prepares it holds, and no
+///    later prepare moves its head again;
+/// 5. kill -9 n1 (the primary): n2 and n3 elect view 1, whose primary n2 holds the longest log and keeps its own;
+/// 6. one write to n2 (as primary it prepares the next op, parented on its head checksum);
+/// 7. kill -9 every node and restart all three.
+///
+/// With `repair-rewinds-parent`, step 4 leaves n2's head checksum at the last backfilled op (its `/status`
+/// shows the primary's op with another checksum), the prepare of step 6 parents past the committed ops above
+/// it, and n2 refuses to boot in step 7 (`does not chain`).
+fn rewind_schedule(bug: bool) -> RewindOutcome {
+    let mut cluster = Cluster::new(3);
+    cluster.view_change_timeout_ms = 1000;
+    if bug {
+        cluster = cluster.with_bug("repair-rewinds-parent");
+    }
+    let n1_to_n2 = LinkProxy::spawn(cluster.nodes[1].peer_addr.clone());
+    let n2_to_n1 = LinkProxy::spawn(cluster.nodes[0].peer_addr.clone());
+    cluster.dial.insert((0, 1), n1_to_n2.address.clone());
+    cluster.dial.insert((1, 0), n2_to_n1.address.clone());
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    let mut acknowledged = Vec::new();
+    let mut write = |cluster: &Cluster, i: usize| {
+        let (key, value) = (format!("k{i}"), format!("v{i}"));
+        assert!(cluster.put(&key, &value, SECONDS_5), "write {key} acknowledged");
+        acknowledged.push((key, value));
+    };
+    for i in 0..10 {
+        write(&cluster, i);
+    }
+    assert!(cluster.wait_converged(SECONDS_5), "healthy cluster converges");
+    n1_to_n2.cut();
+    for i in 10..15 {
+        write(&cluster, i);
+    }
+    n2_to_n1.cut();
+    n1_to_n2.heal();
+    for i in 15..35 {
+        write(&cluster, i);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let (n1_op, n2_head) = (status_u64(&cluster, 0, "op"), status_u64(&cluster, 1, "op"));
+    let n2_stored_max = stored_ops(&cluster, 1).into_iter().max().unwrap_or(0);
+    assert!(
+        n2_head < n1_op && n2_stored_max == n1_op,
+        "precondition: n2 holds prepares above a gap (head {n2_head}, stored up to {n2_stored_max}, primary at {n1_op})"
+    );
+    n2_to_n1.heal();
+    let repaired = wait_until(SECONDS_5, || status_u64(&cluster, 1, "op") == n1_op);
+    assert!(
+        repaired,
+        "n2 repairs its gap once it reaches n1 again: {}",
+        cluster.log(1)
+    );
+    let (n1, n2) = (cluster.status(0).expect("n1"), cluster.status(1).expect("n2"));
+    assert_eq!(
+        n1["head_checksum"] != n2["head_checksum"],
+        bug,
+        "n2's head checksum after the repair (rewound only by the bug): n1 {n1}, n2 {n2}"
+    );
+    cluster.kill(0);
+    let n2_primary = wait_until(SECONDS_15, || {
+        cluster
+            .status(1)
+            .is_some_and(|s| s["role"] == "primary" && s["view"].as_u64() >= Some(1))
+    });
+    assert!(n2_primary, "n2 becomes primary of view 1: {}", cluster.log(1));
+    let headers = [("X-Faultline-Deadline-Ms", "2000".to_string())];
+    let after = http(
+        &cluster.nodes[1].client_addr,
+        "PUT",
+        "/kv/after",
+        Some(r#"{"value":"a"}"#),
+        &headers,
+    );
+    if after.is_some_and(|response| response.status == 200) {
+        acknowledged.push(("after".to_string(), "a".to_string()));
+    }
+    cluster.kill(1);
+    cluster.kill(2);
+    cluster.start_all();
+    std::thread::sleep(Duration::from_millis(1500));
+    let exited = (0..3)
+        .filter_map(|id| {
+            let child = cluster.nodes[id as usize].child.as_mut()?;
+            let status = child.try_wait().ok()??;
+            Some((id, status.code()))
+        })
+        .collect();
+    RewindOutcome {
+        cluster,
+        acknowledged,
+        exited,
+    }
+}
+
+fn rewind_runs() -> usize {
+    std::env::var("MUTANT_REWIND_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(2)
+}
+
+#[test]
+fn given_repair_rewinds_parent_when_the_repaired_backup_becomes_primary_should_leave_a_wal_that_refuses_to_boot() {
+    for run in 0..rewind_runs() {
+        let mut outcome = rewind_schedule(true);
+        let cluster = &mut outcome.cluster;
+        let status = cluster.wait_exit(1, SECONDS_10);
+        let log = cluster.log(1);
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(1),
+            "run {run}: n2 refuses to boot: {log}"
+        );
+        let refusal = log
+            .lines()
+            .find(|line| line.contains("refusing to boot"))
+            .unwrap_or_else(|| panic!("run {run}: no refusal in {log}"));
+        assert!(refusal.contains("does not chain"), "run {run}: {refusal}");
+        eprintln!("run {run}: n2 refused: {refusal}");
+        assert!(log.contains("MUTANT ACTIVE: repair-rewinds-parent"), "run {run}");
+        assert!(
+            outcome.exited.iter().all(|(id, _)| *id == 1),
+            "run {run}: only n2 refuses: {:?}",
+            outcome.exited
+        );
+    }
+}
+
+#[test]
+fn given_the_rewind_schedule_without_the_bug_when_all_restart_should_boot_cleanly_and_keep_every_acknowledged_write() {
+    for run in 0..rewind_runs() {
+        let outcome = rewind_schedule(false);
+        let cluster = &outcome.cluster;
+        assert!(outcome.exited.is_empty(), "run {run}: exited {:?}", outcome.exited);
+        assert!(
+            outcome.acknowledged.iter().any(|(key, _)| key == "after"),
+            "run {run}: n2 serves writes as primary of view 1"
+        );
+        assert!(
+            cluster.wait_for_primary(SECONDS_15).is_some(),
+            "run {run}: a primary after restart"
+        );
+        for (key, value) in &outcome.acknowledged {
+            assert_eq!(
+                cluster.get(key, SECONDS_5),
+                Some(serde_json::json!(value)),
+                "run {run}: acknowledged {key} kept"
+            );
+        }
+        for id in 0..3 {
+            assert!(
+                !cluster.log(id).contains("refusing to boot"),
+                "run {run}: {}",
+                cluster.log(id)
+            );
+        }
+    }
+}
+
+#[test]
+fn given_stale_backup_reads_when_a_paused_backup_resumes_should_answer_a_read_with_a_stale_value() {
+    let mut cluster = Cluster::new(3).with_bug("stale-backup-reads");
+    // Commit points reach backups only with the next prepare or heartbeat: a slow heartbeat keeps them one op
+    // behind for seconds, and a long view-change timeout keeps the view stable meanwhile.
+    cluster.heartbeat_interval_ms = Some(2000);
+    cluster.view_change_timeout_ms = 8000;
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    assert!(cluster.put("x", "start", SECONDS_5));
+    let backup = cluster.nodes[2].client_addr.clone();
+    let direct = http(&backup, "GET", "/kv/x", None, &[]).expect("backup answers");
+    assert_eq!(direct.status, 200, "a backup answers reads itself: {:?}", direct.body);
+    let mut stale = Vec::new();
+    for attempt in 0..3 {
+        cluster.pause(2);
+        let latest = format!("{attempt}-3");
+        for step in 1..=3 {
+            assert!(cluster.put("x", &format!("{attempt}-{step}"), SECONDS_5));
+        }
+        cluster.resume(2);
+        let read = http(&backup, "GET", "/kv/x", None, &[]).expect("backup answers after resume");
+        assert_eq!(read.status, 200);
+        if read.body["value"] != serde_json::json!(latest) {
+            stale.push((latest, read.body["value"].clone()));
+            break;
+        }
+    }
+    assert!(
+        !stale.is_empty(),
+        "a backup read after an acknowledged write returns an older value"
+    );
+    assert_eq!(
+        cluster.get("x", SECONDS_5),
+        Some(serde_json::json!(stale[0].0)),
+        "the primary is current"
+    );
+}
+
+/// Writes once through the primary while both backups are paused (SIGSTOP); returns the HTTP status.
+fn write_with_both_backups_paused(bug: bool) -> u16 {
+    let mut cluster = Cluster::new(3);
+    if bug {
+        cluster = cluster.with_bug("commit-without-quorum");
+    }
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    assert!(cluster.put("a", "1", SECONDS_5));
+    cluster.pause(1);
+    cluster.pause(2);
+    let headers = [("X-Faultline-Deadline-Ms", "1500".to_string())];
+    let response = http(
+        &cluster.nodes[0].client_addr,
+        "PUT",
+        "/kv/b",
+        Some(r#"{"value":"2"}"#),
+        &headers,
+    );
+    cluster.resume(1);
+    cluster.resume(2);
+    response.expect("the primary answers").status
+}
+
+#[test]
+fn given_commit_without_quorum_when_both_backups_are_paused_should_acknowledge_a_write_that_otherwise_times_out() {
+    assert_eq!(
+        write_with_both_backups_paused(true),
+        200,
+        "acknowledged by the primary alone"
+    );
+    assert_eq!(
+        write_with_both_backups_paused(false),
+        504,
+        "the correct primary waits for a quorum"
+    );
+}
+
+/// Runs `writes` sequential acknowledged writes; returns each replica's WAL fsyncs during them.
+fn fsyncs_during_sequential_writes(bug: Option<&str>, writes: usize) -> Vec<u64> {
+    let mut cluster = Cluster::new(3);
+    if let Some(bug) = bug {
+        cluster = cluster.with_bug(bug);
+    }
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    assert!(cluster.put("warmup", "0", SECONDS_5));
+    assert!(cluster.wait_converged(SECONDS_5));
+    let before: Vec<u64> = (0..3).map(|id| status_u64(&cluster, id, "wal_fsyncs")).collect();
+    for i in 0..writes {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    assert!(cluster.wait_converged(SECONDS_5));
+    (0..3)
+        .map(|id| status_u64(&cluster, id, "wal_fsyncs") - before[id as usize])
+        .collect()
+}
+
+#[test]
+fn given_the_fsync_mutants_when_writes_are_acknowledged_should_fsync_less_often_than_they_acknowledge() {
+    const WRITES: usize = 30;
+    // Each sequential write is acknowledged only once a quorum made it durable: the correct replicas fsync at
+    // least once per write (the primary, and each backup that acked it).
+    let correct = fsyncs_during_sequential_writes(None, WRITES);
+    assert!(
+        correct[0] >= WRITES as u64,
+        "correct primary fsyncs per write: {correct:?}"
+    );
+    assert!(correct[1..].iter().any(|&n| n >= WRITES as u64), "{correct:?}");
+    let none = fsyncs_during_sequential_writes(Some("no-fsync"), WRITES);
+    assert_eq!(none, vec![0, 0, 0], "no-fsync never fsyncs the WAL");
+    let started = Instant::now();
+    let deferred = fsyncs_during_sequential_writes(Some("ack-before-fsync"), WRITES);
+    let timer_bound = started.elapsed().as_secs() + 2;
+    assert!(
+        deferred.iter().all(|&n| n <= timer_bound && n < WRITES as u64),
+        "ack-before-fsync acknowledges {WRITES} writes with fsyncs only on its timer: {deferred:?}"
+    );
+}
+
+#[test]
+fn given_boot_skips_verification_when_an_interior_entry_is_corrupt_should_boot_and_serve_it() {
+    let mut cluster = Cluster::new(1);
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..5 {
+        assert!(cluster.put(&format!("k{i}"), &format!("value-{i}"), SECONDS_5));
+    }
+    cluster.kill(0);
+    let wal = cluster.data_dir(0).join("wal");
+    let mut bytes = std::fs::read(&wal).expect("read wal");
+    let at = bytes
+        .windows(7)
+        .position(|window| window == b"value-2")
+        .expect("value of k2 in the wal");
+    bytes[at + 4] = b'E';
+    std::fs::write(&wal, &bytes).expect("corrupt an interior body");
+    cluster.start(0);
+    let refused = cluster.wait_exit(0, SECONDS_10).and_then(|status| status.code());
+    assert_eq!(refused, Some(1), "the correct node refuses: {}", cluster.log(0));
+    assert!(cluster.log(0).contains("refusing to boot"));
+    cluster.extra_args[0] = vec!["--bug".to_string(), "boot-skips-verification".to_string()];
+    cluster.start(0);
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0), "{}", cluster.log(0));
+    assert_eq!(
+        cluster.get("k2", SECONDS_5),
+        Some(serde_json::json!("valuE-2")),
+        "the corrupt value is served"
+    );
+    assert_eq!(cluster.get("k3", SECONDS_5), Some(serde_json::json!("value-3")));
+    assert!(cluster.log(0).contains("MUTANT ACTIVE: boot-skips-verification"));
+}
+
+#[test]
+fn given_no_bug_flag_when_running_should_log_no_mutant_and_keep_backups_redirecting() {
+    let mut cluster = Cluster::new(3);
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    assert!(cluster.put("a", "1", SECONDS_5));
+    let backup = http(&cluster.nodes[1].client_addr, "GET", "/kv/a", None, &[]).expect("backup answers");
+    assert_eq!(backup.status, 421);
+    for id in 0..3 {
+        let status = cluster.status(id).expect("status");
+        assert_eq!(status["mutants"], serde_json::json!([]), "{status}");
+        assert!(!cluster.log(id).contains("MUTANT"), "{}", cluster.log(id));
+    }
+}
+
+#[test]
+fn given_bug_flags_when_running_should_log_them_once_and_reject_unknown_names_with_the_list() {
+    let mut cluster = Cluster::new(1);
+    cluster.extra_args[0] = ["--bug", "no-fsync", "--bug", "stale-backup-reads"]
+        .map(String::from)
+        .to_vec();
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    let status = cluster.status(0).expect("status");
+    assert_eq!(status["mutants"], serde_json::json!(["no-fsync", "stale-backup-reads"]));
+    let log = cluster.log(0);
+    let lines: Vec<&str> = log.lines().filter(|line| line.contains("MUTANT ACTIVE")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("MUTANT ACTIVE: no-fsync, stale-backup-reads"),
+        "{log}"
+    );
+    let unknown = Command::new(NODE_BIN)
+        .args(["run", "--id", "0", "--data-dir"])
+        .arg(cluster.data_dir(0))
+        .args(["--client-addr", "127.0.0.1:0", "--peer-addr", "127.0.0.1:0"])
+        .args(["--bug", "no-such-bug"])
+        .output()
+        .expect("run");
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    for name in [
+        "repair-rewinds-parent",
+        "ack-before-fsync",
+        "no-fsync",
+        "commit-without-quorum",
+        "stale-backup-reads",
+        "view-change-max-op",
+        "boot-skips-verification",
+    ] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+}
