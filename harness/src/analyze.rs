@@ -154,7 +154,11 @@ fn check_linearizability(history: &History, plan: &Plan) -> CheckResult {
     let mut checked = check("linearizability", result.verdict, result.reason.clone(), details);
     checked.evidence_ns = result.explanation.as_ref().and_then(|e| {
         let index = e.op.complete_index.unwrap_or(e.op.invoke_index);
-        history.events.get(index as usize).filter(|ev| ev.index == index).map(|ev| ev.time_ns)
+        history
+            .events
+            .get(index as usize)
+            .filter(|ev| ev.index == index)
+            .map(|ev| ev.time_ns)
     });
     checked
 }
@@ -201,11 +205,14 @@ fn check_boot(history: &History) -> CheckResult {
                 entry.boots += 1;
                 entry.surgery_since_boot = false;
                 if let Some(line) = entry.verify_refused.take() {
-                    entry.problem(event.time_ns, format!(
-                        "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it \
+                    entry.problem(
+                        event.time_ns,
+                        format!(
+                            "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it \
                          accepts corrupt entries instead of refusing to boot",
-                        event.time_ns as f64 / 1e9
-                    ));
+                            event.time_ns as f64 / 1e9
+                        ),
+                    );
                 }
                 if restart_all_at.is_some() {
                     booted_after_restart.insert(node, true);
@@ -219,15 +226,21 @@ fn check_boot(history: &History) -> CheckResult {
                 entry.verify_refused = None;
                 judge_refusal(entry, &node, event)
             }
-            (EventKind::Lifecycle, "crashed") => entry.problem(event.time_ns, format!(
-                "{node} exited on its own ({}) at {:.3}s",
-                event.value["exit"].as_str().unwrap_or("?"),
-                event.time_ns as f64 / 1e9
-            )),
-            (EventKind::Lifecycle, "boot-timeout") => entry.problem(event.time_ns, format!(
-                "{node} was not ready within {} ms of starting",
-                event.value["timeout_ms"]
-            )),
+            (EventKind::Lifecycle, "crashed") => entry.problem(
+                event.time_ns,
+                format!(
+                    "{node} exited on its own ({}) at {:.3}s",
+                    event.value["exit"].as_str().unwrap_or("?"),
+                    event.time_ns as f64 / 1e9
+                ),
+            ),
+            (EventKind::Lifecycle, "boot-timeout") => entry.problem(
+                event.time_ns,
+                format!(
+                    "{node} was not ready within {} ms of starting",
+                    event.value["timeout_ms"]
+                ),
+            ),
             _ => {}
         }
     }
@@ -289,11 +302,14 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
             entry.legit += 1;
         }
     } else {
-        entry.problem(event.time_ns, format!(
-            "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
-            event.f,
-            event.time_ns as f64 / 1e9
-        ));
+        entry.problem(
+            event.time_ns,
+            format!(
+                "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
+                event.f,
+                event.time_ns as f64 / 1e9
+            ),
+        );
     }
 }
 
@@ -499,8 +515,16 @@ mod tests {
     fn given_a_boot_after_a_refused_verification_when_checked_should_be_invalid() {
         let h = history(vec![
             lifecycle("boot-ok", "n1", json!({})),
-            Event { kind: EventKind::Nemesis, node: Some("n1".into()), ..blank("disk-surgery", json!({"surgery": {}})) },
-            lifecycle("verify-refused", "n1", json!({"line": "interior corruption: refusing to boot"})),
+            Event {
+                kind: EventKind::Nemesis,
+                node: Some("n1".into()),
+                ..blank("disk-surgery", json!({"surgery": {}}))
+            },
+            lifecycle(
+                "verify-refused",
+                "n1",
+                json!({"line": "interior corruption: refusing to boot"}),
+            ),
             lifecycle("boot-ok", "n1", json!({})),
         ]);
         let result = check_boot(&h);

@@ -428,7 +428,10 @@ impl Plan {
         }
         if let Some(network) = &self.nemesis.network {
             for &kind in self.network.backend.candidate_kinds() {
-                network.value.validate(node_count, kind).map_err(|message| at(network.referenced, message))?;
+                network
+                    .value
+                    .validate(node_count, kind)
+                    .map_err(|message| at(network.referenced, message))?;
             }
         }
         if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {

@@ -13,9 +13,9 @@ use crate::system::reference::{NodeProgram, ReferenceSystem};
 use crate::system::System;
 use crate::workload::Workload;
 use anyhow::Context;
+use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
 use faultline_faults::network::schedule as network_faults;
-use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::network::{BackendChoice, BackendKind, Link, Network};
 use faultline_faults::process::{self as process_faults, node_name, Executor};
 use faultline_faults::rng::stream;
@@ -82,7 +82,9 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let node_count = plan.system.nodes.0 as usize;
     let program = NodeProgram::locate(plan.system.binary.as_deref())?;
     let nodes_dir = store_dir.join("nodes");
-    let log_paths: Vec<PathBuf> = (0..node_count).map(|i| nodes_dir.join(node_name(i)).join("node.log")).collect();
+    let log_paths: Vec<PathBuf> = (0..node_count)
+        .map(|i| nodes_dir.join(node_name(i)).join("node.log"))
+        .collect();
     for path in &log_paths {
         std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
     }
@@ -93,16 +95,31 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         Some((lab, _)) => (0..node_count).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
         None => vec![pick_loopback_ip(&ReferenceSystem::ports(node_count))?; node_count],
     };
-    let mut reference =
-        ReferenceSystem::new(program.clone(), node_count, nodes_dir, node_ips.clone(), cluster_id, plan.system.args.clone());
+    let mut reference = ReferenceSystem::new(
+        program.clone(),
+        node_count,
+        nodes_dir,
+        node_ips.clone(),
+        cluster_id,
+        plan.system.args.clone(),
+    );
     let network = match &netns {
         Some((lab, _)) => Some(Network::Netns(lab.clone())),
         None => start_proxy_mesh(&plan, seed, &mut reference, node_ips[0]).await?,
     };
     let system: Arc<dyn System> = Arc::new(reference);
-    recorder.meta("run-start", run_meta(&plan, seed, &run_id, &program, &store_dir, &node_ips, network.as_ref()));
+    recorder.meta(
+        "run-start",
+        run_meta(&plan, seed, &run_id, &program, &store_dir, &node_ips, network.as_ref()),
+    );
     let supervisor = Supervisor::start(&run_id);
-    let mut lab = Lab::new(system.clone(), supervisor, recorder.clone(), log_paths, plan.final_phase.boot_timeout.duration());
+    let mut lab = Lab::new(
+        system.clone(),
+        supervisor,
+        recorder.clone(),
+        log_paths,
+        plan.final_phase.boot_timeout.duration(),
+    );
     if let Some((netns_lab, _)) = &netns {
         lab.launch_inside(netns_lab.clone());
     }
@@ -208,9 +225,12 @@ async fn fault_phase(
     let phase_ms = plan.time_limit.0;
     let schedule = fault_schedule(plan, seed);
     let network_schedule = match (&plan.nemesis.network, network) {
-        (Some(spec), Some(_)) => {
-            network_faults::generate(&spec.value, lab.node_count(), plan.time_limit.0, &mut stream(seed, "network"))
-        }
+        (Some(spec), Some(_)) => network_faults::generate(
+            &spec.value,
+            lab.node_count(),
+            plan.time_limit.0,
+            &mut stream(seed, "network"),
+        ),
         _ => Vec::new(),
     };
     recorder.meta("schedule", json!({"process": schedule, "network": network_schedule}));
@@ -220,7 +240,15 @@ async fn fault_phase(
         let phase_start = tokio::time::Instant::now();
         tokio::spawn(async move {
             let mut executor = network_faults::NetworkExecutor::new();
-            executor.run(&network, network_lab.as_ref(), &network_schedule, phase_start, network_stop_rx).await;
+            executor
+                .run(
+                    &network,
+                    network_lab.as_ref(),
+                    &network_schedule,
+                    phase_start,
+                    network_stop_rx,
+                )
+                .await;
         })
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -276,7 +304,11 @@ async fn fault_phase(
 
 /// Builds the netns lab (and a runtime whose threads live in its lab namespace) when the plan asks for the netns
 /// backend, or for `auto` and this machine can do it.
-async fn start_netns(plan: &Plan, run_id: &str, node_count: usize) -> anyhow::Result<Option<(Arc<NetnsLab>, tokio::runtime::Runtime)>> {
+async fn start_netns(
+    plan: &Plan,
+    run_id: &str,
+    node_count: usize,
+) -> anyhow::Result<Option<(Arc<NetnsLab>, tokio::runtime::Runtime)>> {
     let choice = match plan.network.backend {
         NetworkBackend::Proxy => return Ok(None),
         NetworkBackend::Netns => BackendChoice::Netns,
@@ -314,11 +346,17 @@ async fn start_proxy_mesh(
             row.push(listen);
             if from != to {
                 let upstream = reference.addrs(to).peer;
-                specs.push(ProxySpec { id: ProxyId::Peer(Link::new(from, to)), listen, upstream });
+                specs.push(ProxySpec {
+                    id: ProxyId::Peer(Link::new(from, to)),
+                    listen,
+                    upstream,
+                });
             }
         }
     }
-    let mesh = ProxyMesh::start(n, specs, ProxyLimits::default(), seed).await.context("starting the proxy mesh")?;
+    let mesh = ProxyMesh::start(n, specs, ProxyLimits::default(), seed)
+        .await
+        .context("starting the proxy mesh")?;
     reference.route_peers_through(routes);
     Ok(Some(Network::Proxy(Arc::new(mesh))))
 }

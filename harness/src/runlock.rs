@@ -99,7 +99,11 @@ pub fn sweep(dir: &Path) -> std::io::Result<Sweep> {
 
 /// Whether the run `run_id` is alive: its lock file exists and someone holds it.
 pub fn is_live(dir: &Path, run_id: &str) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).write(true).open(dir.join(format!("{run_id}.lock"))) else {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join(format!("{run_id}.lock")))
+    else {
         return false;
     };
     file.try_lock().is_err()

@@ -205,7 +205,12 @@ fn given_a_harness_killed_with_sigkill_mid_run_should_leave_no_node_alive() {
     // No nemesis: all three nodes must be up when the harness dies.
     let plan = write_plan(dir.path(), &without_nemesis(&short_plan(3, "60s")));
     let store = dir.path().join("store");
-    let child = faultline().args(["run", "--quiet", "--store"]).arg(&store).arg(&plan).spawn().unwrap();
+    let child = faultline()
+        .args(["run", "--quiet", "--store"])
+        .arg(&store)
+        .arg(&plan)
+        .spawn()
+        .unwrap();
     let mut child = KillOnDrop(child);
     let started = Instant::now();
     let run_id = loop {
@@ -369,15 +374,26 @@ fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes
         .filter(during)
         .filter(|e| e["kind"] == "info" && e["node"] == isolated.as_str() && e["f"] != "read")
         .count();
-    assert!(infos_at_isolated > 0, "writes to the isolated primary {isolated} must time out as info");
+    assert!(
+        infos_at_isolated > 0,
+        "writes to the isolated primary {isolated} must time out as info"
+    );
     // The majority fails over and acknowledges writes during the partition.
     let majority_writes = events
         .iter()
         .filter(during)
         .filter(|e| e["kind"] == "ok" && e["f"] == "write" && e["node"] != isolated.as_str())
         .count();
-    assert!(majority_writes > 0, "the majority side served no write during the partition");
-    let convergence = results["checks"].as_array().unwrap().iter().find(|c| c["name"] == "convergence").unwrap();
+    assert!(
+        majority_writes > 0,
+        "the majority side served no write during the partition"
+    );
+    let convergence = results["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "convergence")
+        .unwrap();
     assert_eq!(convergence["verdict"], "valid", "{convergence:#}");
 }
 
@@ -389,6 +405,63 @@ fn given_one_way_partitions_when_run_should_end_valid() {
     let output = run_plan(&dir.path().join("store"), &plan);
     let run_dir = latest(&dir.path().join("store"));
     let events = history(&run_dir);
-    assert!(events.iter().any(|e| e["f"] == "partition-start" && e["value"]["shape"] == "one-way"));
-    assert_eq!(output.status.code(), Some(0), "{}\n{:#}", explain(&output), results(&run_dir));
+    assert!(events
+        .iter()
+        .any(|e| e["f"] == "partition-start" && e["value"]["shape"] == "one-way"));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{:#}",
+        explain(&output),
+        results(&run_dir)
+    );
+}
+
+/// Root, `ip` and `nft` present? Under `CI=true` their absence fails the test; elsewhere it skips.
+fn netns_prerequisites() -> bool {
+    match faultline_faults::network::netns::check_tools() {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs the netns backend: {e}"),
+        Err(e) => {
+            eprintln!("skipping the netns run: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no_namespace_or_table() {
+    if !netns_prerequisites() {
+        return;
+    }
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = partition_plan("isolate-primary", 8).replace("  backend: proxy", "  backend: netns");
+    assert!(plan.contains("backend: netns"));
+    let plan = write_plan(dir.path(), &plan);
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{:#}",
+        explain(&output),
+        results(&run_dir)
+    );
+    assert_eq!(events[0]["value"]["network_backend"], "netns");
+    let run_id = events[0]["value"]["run_id"].as_str().unwrap().to_string();
+    assert!(events
+        .iter()
+        .any(|e| e["f"] == "partition-start" && e["value"]["backend"] == "netns"));
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&namespaces.stdout).contains(&run_id),
+        "namespaces left behind"
+    );
+    let tables = Command::new("nft").args(["list", "tables"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&tables.stdout).contains(&run_id.replace('-', "_")),
+        "nft tables left behind"
+    );
 }

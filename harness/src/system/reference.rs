@@ -121,7 +121,8 @@ impl ReferenceSystem {
     /// Every port the cluster will listen on (for choosing a free loopback address).
     pub fn ports(node_count: usize) -> Vec<u16> {
         let nodes = (0..node_count as u16).flat_map(|i| [CLIENT_PORT_BASE + i, PEER_PORT_BASE + i]);
-        let proxies = (0..node_count).flat_map(|i| (0..node_count).map(move |j| PEER_PROXY_PORT_BASE + (i * 10 + j) as u16));
+        let proxies =
+            (0..node_count).flat_map(|i| (0..node_count).map(move |j| PEER_PROXY_PORT_BASE + (i * 10 + j) as u16));
         nodes.chain(proxies).collect()
     }
 
@@ -198,7 +199,10 @@ impl System for ReferenceSystem {
         ];
         for peer in (0..self.node_count).filter(|&p| p != node) {
             let addrs = self.addrs(peer);
-            let dial = self.peer_routes.as_ref().map_or(addrs.peer, |routes| routes[node][peer]);
+            let dial = self
+                .peer_routes
+                .as_ref()
+                .map_or(addrs.peer, |routes| routes[node][peer]);
             args.extend(["--peer".into(), format!("{peer}={dial}")]);
             args.extend(["--peer-client".into(), format!("{peer}={}", addrs.client)]);
         }
