@@ -31,6 +31,9 @@ pub enum ProcessFault {
     Kill,
     /// SIGSTOP the node's process group; SIGCONT when the fault ends.
     Pause,
+    /// Power loss: SIGKILL every target at once, then drop every byte and directory entry they had not fsynced (the
+    /// fault filesystem); restart them when the fault ends.
+    PowerLoss,
 }
 
 impl ProcessFault {
@@ -38,12 +41,13 @@ impl ProcessFault {
         match self {
             ProcessFault::Kill => "kill",
             ProcessFault::Pause => "pause",
+            ProcessFault::PowerLoss => "power-loss",
         }
     }
 
     fn stop_name(self) -> &'static str {
         match self {
-            ProcessFault::Kill => "start",
+            ProcessFault::Kill | ProcessFault::PowerLoss => "start",
             ProcessFault::Pause => "resume",
         }
     }
@@ -444,6 +448,8 @@ pub trait Lab {
     async fn pause(&self, node: usize) -> Result<Value, String>;
     /// SIGCONT the node.
     async fn resume(&self, node: usize) -> Result<Value, String>;
+    /// Drops a killed node's unsynced writes (fault filesystem); returns what was lost, to record.
+    async fn lose_unsynced(&self, node: usize) -> Result<Value, String>;
     /// Appends a nemesis event to the history.
     fn record(&self, f: &str, node: usize, value: Value);
 }
@@ -518,20 +524,35 @@ impl Executor {
             }
         };
         let mut affected = Vec::new();
-        for node in candidates {
-            if self.states.get(node) != Some(&NodeState::Up) {
-                continue; // another fault holds it
+        let free: Vec<usize> = candidates
+            .into_iter()
+            .filter(|&node| self.states.get(node) == Some(&NodeState::Up))
+            .collect();
+        // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
+        let mut killed = BTreeMap::new();
+        if fault.kind == ProcessFault::PowerLoss {
+            for &node in &free {
+                killed.insert(node, lab.kill(node).await);
             }
+        }
+        for node in free {
             let result = match fault.kind {
                 ProcessFault::Kill => lab.kill(node).await,
                 ProcessFault::Pause => lab.pause(node).await,
+                ProcessFault::PowerLoss => match killed.remove(&node).expect("killed above") {
+                    Ok(mut details) => lab.lose_unsynced(node).await.map(|lost| {
+                        merge(&mut details, json!({"lost": lost}));
+                        details
+                    }),
+                    Err(e) => Err(e),
+                },
             };
             let mut value = json!({"fault_id": fault.id, "target": fault.target, "source": fault.source});
             match result {
                 Ok(details) => {
                     merge(&mut value, details);
                     self.states[node] = match fault.kind {
-                        ProcessFault::Kill => NodeState::Down(fault.id),
+                        ProcessFault::Kill | ProcessFault::PowerLoss => NodeState::Down(fault.id),
                         ProcessFault::Pause => NodeState::Paused(fault.id),
                     };
                     affected.push(node);
@@ -551,7 +572,7 @@ impl Executor {
         };
         for node in nodes {
             let result = match kind {
-                ProcessFault::Kill => lab.start(node).await,
+                ProcessFault::Kill | ProcessFault::PowerLoss => lab.start(node).await,
                 ProcessFault::Pause => lab.resume(node).await,
             };
             let mut value = json!({"fault_id": fault_id});
@@ -693,6 +714,42 @@ mod tests {
         assert_eq!(schedule[1].end_ms(), 60_000, "clipped to the phase");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn given_a_power_loss_of_all_when_run_should_kill_everyone_before_anyone_loses_data() {
+        let schedule = vec![ScheduledFault {
+            id: 0,
+            start_ms: 10,
+            duration_ms: 100,
+            kind: ProcessFault::PowerLoss,
+            target: "all".into(),
+            nodes: Resolved::Nodes(vec![0, 1, 2]),
+            source: Source::Scripted,
+        }];
+        let lab = FakeLab {
+            log: Default::default(),
+        };
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        Executor::new(3)
+            .run(&lab, &schedule, tokio::time::Instant::now(), rx)
+            .await;
+        let log: Vec<String> = lab.log.lock().unwrap().iter().map(|(f, n)| format!("{f}{n}")).collect();
+        let expected = [
+            "sigkill0",
+            "sigkill1",
+            "sigkill2",
+            "lose0",
+            "power-loss0",
+            "lose1",
+            "power-loss1",
+            "lose2",
+            "power-loss2",
+            "start0",
+            "start1",
+            "start2",
+        ];
+        assert_eq!(log, expected);
+    }
+
     #[test]
     fn given_targets_when_parsed_should_accept_roles_and_names_and_reject_typos() {
         assert_eq!(Target::parse_role("next-primary").unwrap(), Target::NextPrimary);
@@ -716,7 +773,8 @@ mod tests {
         async fn next_primary(&self) -> Option<usize> {
             Some(1)
         }
-        async fn kill(&self, _: usize) -> Result<Value, String> {
+        async fn kill(&self, node: usize) -> Result<Value, String> {
+            self.log.lock().unwrap().push(("sigkill".to_string(), node));
             Ok(json!({}))
         }
         async fn start(&self, _: usize) -> Result<Value, String> {
@@ -726,6 +784,10 @@ mod tests {
             Ok(json!({}))
         }
         async fn resume(&self, _: usize) -> Result<Value, String> {
+            Ok(json!({}))
+        }
+        async fn lose_unsynced(&self, node: usize) -> Result<Value, String> {
+            self.log.lock().unwrap().push(("lose".to_string(), node));
             Ok(json!({}))
         }
         fn record(&self, f: &str, node: usize, _: Value) {
@@ -761,7 +823,11 @@ mod tests {
         };
         tokio::join!(executor.run(&lab, &schedule, start, rx), stopper);
         let log = lab.log.lock().unwrap().clone();
-        let names: Vec<&str> = log.iter().map(|(f, _)| f.as_str()).collect();
+        let names: Vec<&str> = log
+            .iter()
+            .map(|(f, _)| f.as_str())
+            .filter(|f| *f != "sigkill")
+            .collect();
         assert_eq!(names, ["kill", "start", "pause", "resume"]);
     }
 }

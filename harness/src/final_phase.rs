@@ -6,9 +6,9 @@
 //! the restart-all shows up as a linearizability violation.
 
 use crate::lab::{BootState, Lab};
-use crate::plan::Plan;
+use crate::plan::{AfterRefusal, Plan};
 use crate::workload::{perform, PlannedOp, Workload};
-use faultline_faults::disk;
+use faultline_faults::disk::{self, Surgeon};
 use faultline_faults::process::{node_name, parse_node_name};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -159,6 +159,21 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
         let details = lab.kill_node(node).await.unwrap_or_else(|e| json!({"error": e}));
         recorder.lifecycle("kill", Some(&node_name(node)), details);
     }
+    if plan.final_phase.power_loss {
+        // Every node was killed above, so this is one power loss of the whole cluster.
+        for node in 0..lab.node_count() {
+            let lost = lab
+                .lose_unsynced_node(node)
+                .await
+                .unwrap_or_else(|e| json!({"error": e}));
+            recorder.nemesis(
+                "power-loss",
+                Some(&node_name(node)),
+                json!({"source": "restart-all", "lost": lost}),
+            );
+        }
+    }
+    cut_disks(plan, lab).await;
     if let Some(corrupt) = &plan.final_phase.test_only_corrupt_wal {
         let node = parse_node_name(&corrupt.node.value).expect("validated at plan load");
         let data_dir = lab.system().data_dir(node);
@@ -189,6 +204,51 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     }
     for node in 0..lab.node_count() {
         lab.wait_boot(node).await;
+    }
+    if plan.final_phase.after_refusal == AfterRefusal::Wipe {
+        wipe_refused(lab).await;
+    }
+}
+
+/// The plan's surgery on stopped nodes, each cut recorded exactly.
+async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
+    let seed = plan.seed.unwrap_or(0);
+    for surgery in &plan.final_phase.surgery {
+        let node = parse_node_name(&surgery.node.value).expect("validated at plan load");
+        let name = node_name(node);
+        let data_dir = lab.system().data_dir(node);
+        let cut = surgery.cut.clone();
+        let surgeon_name = name.clone();
+        let result =
+            tokio::task::spawn_blocking(move || Surgeon::new(seed, &surgeon_name).apply(&data_dir, &cut)).await;
+        let value = match result {
+            Ok(Ok(record)) => json!({"surgery": record}),
+            Ok(Err(e)) => json!({"error": e.to_string()}),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        lab.recorder().nemesis("disk-surgery", Some(&name), value);
+    }
+}
+
+/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers.
+async fn wipe_refused(lab: &Arc<Lab>) {
+    for node in 0..lab.node_count() {
+        if !matches!(lab.boot_state(node), BootState::Refused(_)) {
+            continue;
+        }
+        let name = node_name(node);
+        match lab.system().wipe(node).await {
+            Ok(()) => {
+                lab.recorder().lifecycle("wipe", Some(&name), json!({}));
+                let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+                lab.recorder().lifecycle("start", Some(&name), details);
+                lab.wait_boot(node).await;
+            }
+            Err(e) => {
+                lab.recorder()
+                    .lifecycle("wipe-failed", Some(&name), json!({"error": format!("{e:#}")}));
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
 use crate::system::{Role, System};
+use faultline_faults::fusefs::{FaultFs, FaultFsHandle};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
@@ -58,6 +59,8 @@ pub struct Lab {
     boot_timeout: Duration,
     /// When set, every node is launched inside its own namespace of this lab.
     netns: Option<Arc<NetnsLab>>,
+    /// The fault filesystem mounted over each node's data dir, when the plan asks for one.
+    fault_fs: Vec<Arc<std::sync::Mutex<Option<FaultFsHandle>>>>,
 }
 
 impl Lab {
@@ -90,6 +93,51 @@ impl Lab {
             log_paths,
             boot_timeout,
             netns: None,
+            fault_fs: Vec::new(),
+        }
+    }
+
+    /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`.
+    pub fn mount_fault_fs(&mut self, run_tag: &str) -> anyhow::Result<()> {
+        faultline_faults::fusefs::fuse_available().map_err(anyhow::Error::msg)?;
+        for node in 0..self.system.node_count() {
+            let mountpoint = self.system.data_dir(node);
+            let backing = mountpoint.with_extension("backing");
+            std::fs::create_dir_all(&mountpoint)?;
+            std::fs::create_dir_all(&backing)?;
+            let handle = FaultFs::mount(&backing, &mountpoint, run_tag)
+                .map_err(|e| anyhow::anyhow!("mounting the fault filesystem for {}: {e}", node_name(node)))?;
+            self.fault_fs.push(Arc::new(std::sync::Mutex::new(Some(handle))));
+        }
+        Ok(())
+    }
+
+    /// Drops a stopped node's unsynced writes (power loss); the record of what was lost.
+    pub async fn lose_unsynced_node(&self, node: usize) -> Result<Value, String> {
+        let Some(handle) = self.fault_fs.get(node).cloned() else {
+            return Err("no fault filesystem is mounted (plan: disk: {fault_fs: true})".into());
+        };
+        tokio::task::spawn_blocking(move || {
+            let guard = handle
+                .lock()
+                .map_err(|_| "fault filesystem handle poisoned".to_string())?;
+            let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
+            serde_json::to_value(fs.lose_unsynced()).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Unmounts every fault filesystem (nodes must be stopped). Unmounting keeps unsynced data: a clean shutdown.
+    pub async fn unmount_fault_fs(&self) {
+        for (node, handle) in self.fault_fs.iter().enumerate() {
+            let handle = handle.clone();
+            let result =
+                tokio::task::spawn_blocking(move || handle.lock().ok().and_then(|mut h| h.take()).map(|h| h.unmount()))
+                    .await;
+            if let Ok(Some(Err(e))) = result {
+                eprintln!("faultline: unmounting {}'s fault filesystem: {e}", node_name(node));
+            }
         }
     }
 
@@ -381,6 +429,10 @@ impl faultline_faults::process::Lab for Lab {
 
     async fn resume(&self, node: usize) -> Result<Value, String> {
         self.signal_node(node, Signal::SIGCONT).await
+    }
+
+    async fn lose_unsynced(&self, node: usize) -> Result<Value, String> {
+        self.lose_unsynced_node(node).await
     }
 
     fn record(&self, f: &str, node: usize, value: Value) {

@@ -4,9 +4,10 @@
 //! anything starts. Checks that need more than one field (a node name beyond the node count, a fault the system cannot
 //! do) run in [`Plan::validate`] and point at the offending field too.
 
+use faultline_faults::disk::spec::SurgerySpec;
 use faultline_faults::network::schedule::NetworkNemesisSpec;
 use faultline_faults::network::BackendKind;
-use faultline_faults::process::{parse_node_name, ProcessNemesisSpec, Target};
+use faultline_faults::process::{parse_node_name, ProcessFault, ProcessNemesisSpec, Target};
 use faultline_faults::units::Millis;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_saphyr::Spanned;
@@ -37,6 +38,9 @@ pub struct Plan {
     /// How the harness shapes the network between nodes.
     #[serde(default)]
     pub network: NetworkSpec,
+    /// How the harness stores nodes' data.
+    #[serde(default)]
+    pub disk: DiskSpec,
     /// The faults.
     #[serde(default)]
     pub nemesis: NemesisSpec,
@@ -260,6 +264,47 @@ pub struct FinalPhaseSpec {
     /// Test-only: flip a byte in the middle of a node's WAL while it is stopped in the restart-all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_only_corrupt_wal: Option<TestCorruptWal>,
+    /// Make the restart-all a power loss of every node: unsynced writes are dropped (needs `disk.fault_fs`).
+    #[serde(default)]
+    pub power_loss: bool,
+    /// Disk surgery on stopped nodes during the restart-all, recorded exactly in the history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surgery: Vec<FinalSurgery>,
+    /// What to do with a node that legitimately refuses to boot after surgery: `leave-down` or `wipe` (format it
+    /// empty so it recovers its state from its peers).
+    #[serde(default)]
+    pub after_refusal: AfterRefusal,
+}
+
+/// One cut on one stopped node in the restart-all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinalSurgery {
+    /// Which node (`n1..nN`).
+    pub node: Spanned<String>,
+    /// The cut, e.g. `{op: flip-bits, files: "wal*", region: interior, bits: 3}`.
+    pub cut: SurgerySpec,
+}
+
+/// After a legitimate refusal to boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterRefusal {
+    /// Leave the node down; the rest of the cluster must carry on.
+    #[default]
+    LeaveDown,
+    /// Wipe its data dir (a fresh, joining replica) and start it again; it must recover from its peers.
+    Wipe,
+}
+
+/// The plan's disk section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// Mount the fault filesystem (FUSE, root) over every node's data dir: unsynced writes stay droppable, so power
+    /// loss can discard them. Needed by `power-loss` faults.
+    #[serde(default)]
+    pub fault_fs: bool,
 }
 
 /// A test-only fault step used to prove boot verification is judged correctly.
@@ -283,6 +328,9 @@ impl Default for FinalPhaseSpec {
             boot_timeout: default_boot_timeout(),
             restart_all: true,
             test_only_corrupt_wal: None,
+            power_loss: false,
+            surgery: Vec::new(),
+            after_refusal: AfterRefusal::LeaveDown,
         }
     }
 }
@@ -433,6 +481,42 @@ impl Plan {
                     .validate(node_count, kind)
                     .map_err(|message| at(network.referenced, message))?;
             }
+        }
+        if let Some(process) = &self.nemesis.process {
+            let kinds = process
+                .value
+                .faults
+                .iter()
+                .map(|f| (f.kind, &f.targets))
+                .chain(process.value.script.iter().map(|f| (f.kind, &f.targets)));
+            for (kind, targets) in kinds {
+                if kind == ProcessFault::PowerLoss && !self.disk.fault_fs {
+                    return Err(at(
+                        targets.referenced,
+                        "power-loss needs the fault filesystem: add `disk: {fault_fs: true}`".into(),
+                    ));
+                }
+            }
+        }
+        for surgery in &self.final_phase.surgery {
+            if parse_node_name(&surgery.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    surgery.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", surgery.node.value),
+                ));
+            }
+            surgery
+                .cut
+                .validate()
+                .map_err(|e| at(surgery.node.referenced, e.to_string()))?;
+        }
+        if self.final_phase.power_loss && !self.disk.fault_fs {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "final_phase.power_loss needs the fault filesystem: add `disk: {fault_fs: true}`".into(),
+            });
         }
         if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {
             if parse_node_name(&corrupt.node.value).is_none_or(|i| i >= node_count) {

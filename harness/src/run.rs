@@ -55,6 +55,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let run_id = format!("{}-{:x}", std::process::id(), rand::random::<u32>());
 
     let sweep = runlock::sweep(&runlock::runs_dir()).context("sweeping leftovers of earlier runs")?;
+    if plan.disk.fault_fs {
+        // Fault filesystems of harness processes that died (their mounts name their pid).
+        let _ = tokio::task::spawn_blocking(faultline_faults::fusefs::sweep_orphans).await;
+    }
     if !sweep.killed.is_empty() {
         eprintln!(
             "faultline: removed leftovers of dead runs {:?}: killed {:?}",
@@ -123,6 +127,9 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     if let Some((netns_lab, _)) = &netns {
         lab.launch_inside(netns_lab.clone());
     }
+    if plan.disk.fault_fs {
+        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id))?;
+    }
     let lab = Arc::new(lab);
 
     // Under netns every client socket must be opened inside the lab namespace: the whole drive runs on the lab
@@ -144,6 +151,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         recorder.meta("interrupted", json!({"reason": "the harness received SIGINT/SIGTERM"}));
     }
     lab.kill_all_quietly().await;
+    lab.unmount_fault_fs().await;
     if let Some((netns_lab, runtime)) = netns {
         runtime.shutdown_background();
         let teardown = tokio::task::spawn_blocking(move || netns_lab.teardown()).await;
@@ -158,6 +166,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     if results.verdict == Verdict::Valid {
         for node in 0..node_count {
             let _ = std::fs::remove_dir_all(system.data_dir(node));
+            let _ = std::fs::remove_dir_all(system.data_dir(node).with_extension("backing"));
         }
     }
     store::point_latest(&options.store_root, &store_dir);

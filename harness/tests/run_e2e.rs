@@ -465,3 +465,121 @@ fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no
         "nft tables left behind"
     );
 }
+
+/// Root and /dev/fuse present? Under `CI=true` their absence fails the test; elsewhere it skips.
+fn fuse_prerequisites() -> bool {
+    match faultline_faults::fusefs::fuse_available() {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs the fault filesystem: {e}"),
+        Err(e) => {
+            eprintln!("skipping the fault-filesystem run: {e}");
+            false
+        }
+    }
+}
+
+fn repo_plan(name: &str, seed: u64, time_limit: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans").join(name)).unwrap();
+    let limit_line = text.lines().find(|l| l.starts_with("time_limit:")).unwrap().to_string();
+    text.replace(&limit_line, &format!("time_limit: {time_limit}\nseed: {seed}"))
+}
+
+fn power_loss_plan(bug: Option<&str>) -> String {
+    // Power loss of the whole cluster at 5 s, and again as the restart-all.
+    let plan = repo_plan("reference-power-loss.yaml", 21, "8s").replace("at: 12s", "at: 5s");
+    match bug {
+        Some(bug) => plan.replace("  nodes: 3", &format!("  nodes: 3\n  args: [\"--bug\", \"{bug}\"]")),
+        None => plan,
+    }
+}
+
+#[test]
+fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_nothing_and_be_valid() {
+    if !fuse_prerequisites() {
+        return;
+    }
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &power_loss_plan(None));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    let power_losses = events.iter().filter(|e| e["f"] == "power-loss").count();
+    assert!(
+        power_losses >= 6,
+        "the scripted and the final power loss each hit all three nodes: {power_losses}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{:#}",
+        explain(&output),
+        results(&run_dir)
+    );
+}
+
+#[test]
+fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowledged_writes_and_be_invalid() {
+    if !fuse_prerequisites() {
+        return;
+    }
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &power_loss_plan(Some("no-fsync")));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
+    let linearizability = results["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "linearizability")
+        .unwrap();
+    assert_eq!(
+        linearizability["verdict"], "invalid",
+        "lost acknowledged writes show as a linearizability failure"
+    );
+}
+
+#[test]
+fn given_interior_bit_flips_and_a_torn_tail_when_restarting_all_should_refuse_wipe_rejoin_and_boot_with_a_warning() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &repo_plan("reference-disk-surgery.yaml", 4, "5s"));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let events = history(&run_dir);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{:#}",
+        explain(&output),
+        results(&run_dir)
+    );
+    let refused = events
+        .iter()
+        .find(|e| e["f"] == "boot-refused")
+        .expect("n2 refuses its flipped WAL");
+    assert_eq!(refused["node"], "n2");
+    let wipe = events
+        .iter()
+        .position(|e| e["f"] == "wipe" && e["node"] == "n2")
+        .expect("n2 is wiped");
+    assert!(
+        events[wipe..].iter().any(|e| e["f"] == "boot-ok" && e["node"] == "n2"),
+        "the wiped n2 rejoins"
+    );
+    let restart_all = events.iter().position(|e| e["f"] == "restart-all").unwrap();
+    assert!(
+        events[restart_all..]
+            .iter()
+            .any(|e| e["f"] == "boot-ok" && e["node"] == "n3"),
+        "a torn tail boots"
+    );
+    let n3_log = std::fs::read_to_string(run_dir.join("nodes/n3/node.log")).unwrap();
+    assert!(
+        n3_log.contains("torn tail"),
+        "n3 warns about the torn tail it truncated"
+    );
+}

@@ -82,6 +82,8 @@ pub trait System: Send + Sync {
     fn addrs(&self, node: usize) -> NodeAddrs;
     /// One-time preparation of a node's data dir before its first start (e.g. format).
     async fn prepare(&self, node: usize) -> anyhow::Result<()>;
+    /// Wipes a stopped node's data dir so that it rejoins as an empty replica and recovers its state from its peers.
+    async fn wipe(&self, node: usize) -> anyhow::Result<()>;
     /// The command that starts the node with its data dir.
     fn launch(&self, node: usize) -> LaunchCommand;
     /// Asks a live node for its status; `None` when it does not answer within `timeout`.

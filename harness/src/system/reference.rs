@@ -133,30 +133,11 @@ impl ReferenceSystem {
     }
 }
 
-#[async_trait]
-impl System for ReferenceSystem {
-    fn kind(&self) -> &'static str {
-        "reference"
-    }
-
-    fn node_count(&self) -> usize {
-        self.node_count
-    }
-
-    fn data_dir(&self, node: usize) -> PathBuf {
-        self.nodes_dir.join(format!("n{}", node + 1)).join("data")
-    }
-
-    fn addrs(&self, node: usize) -> NodeAddrs {
-        NodeAddrs {
-            client: SocketAddr::new(self.node_ips[node], CLIENT_PORT_BASE + node as u16),
-            peer: SocketAddr::new(self.node_ips[node], PEER_PORT_BASE + node as u16),
-        }
-    }
-
-    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+impl ReferenceSystem {
+    /// `faultline-node format` on a node's data dir, with extra flags.
+    async fn format(&self, node: usize, extra: &[&str]) -> anyhow::Result<()> {
         let dir = self.data_dir(node);
-        let cmd = self.program.command(vec![
+        let mut cmd = self.program.command(vec![
             "format".into(),
             "--data-dir".into(),
             dir.display().to_string(),
@@ -167,6 +148,7 @@ impl System for ReferenceSystem {
             "--replica-count".into(),
             self.node_count.to_string(),
         ]);
+        cmd.args.extend(extra.iter().map(|a| a.to_string()));
         let output = tokio::process::Command::new(&cmd.program)
             .args(&cmd.args)
             .output()
@@ -182,7 +164,7 @@ impl System for ReferenceSystem {
         Ok(())
     }
 
-    fn launch(&self, node: usize) -> LaunchCommand {
+    fn launch_command(&self, node: usize) -> LaunchCommand {
         let me = self.addrs(node);
         let mut args = vec![
             "run".into(),
@@ -208,6 +190,41 @@ impl System for ReferenceSystem {
         }
         args.extend(self.extra_args.iter().cloned());
         self.program.command(args)
+    }
+}
+
+#[async_trait]
+impl System for ReferenceSystem {
+    fn kind(&self) -> &'static str {
+        "reference"
+    }
+
+    fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    fn data_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(format!("n{}", node + 1)).join("data")
+    }
+
+    fn addrs(&self, node: usize) -> NodeAddrs {
+        NodeAddrs {
+            client: SocketAddr::new(self.node_ips[node], CLIENT_PORT_BASE + node as u16),
+            peer: SocketAddr::new(self.node_ips[node], PEER_PORT_BASE + node as u16),
+        }
+    }
+
+    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+        self.format(node, &[]).await
+    }
+
+    async fn wipe(&self, node: usize) -> anyhow::Result<()> {
+        // `--force` replaces the old superblock and WAL; `--join` makes the replica recover before it votes or acks.
+        self.format(node, &["--force", "--join"]).await
+    }
+
+    fn launch(&self, node: usize) -> LaunchCommand {
+        self.launch_command(node)
     }
 
     async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
