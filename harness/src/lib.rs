@@ -2,8 +2,10 @@
 //! `faults`, `workloads` and `reports` crates together and holds no fault, checker or report logic of its own.
 
 pub mod analyze;
+pub mod builtin;
 pub mod final_phase;
 pub mod lab;
+pub mod matrix;
 pub mod plan;
 pub mod progress;
 pub mod recorder;

@@ -44,6 +44,25 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run every mutant of the reference node against the plans that should expose it, and the correct node against
+    /// the same plans; print the detection matrix (also store/matrix/<time>/matrix.json and matrix.html).
+    Matrix {
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 3)]
+        seeds: u64,
+        /// Upper bound on each run's fault phase.
+        #[arg(long, value_parser = parse_millis, default_value = "60s")]
+        time_limit: Millis,
+        /// First seed.
+        #[arg(long, default_value_t = 1)]
+        first_seed: u64,
+        /// Only these mutants (repeatable).
+        #[arg(long = "mutant")]
+        mutants: Vec<String>,
+        /// Store folder.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+    },
     /// Show plans.
     Plan {
         /// Print the built-in default plan as commented YAML.
@@ -126,6 +145,22 @@ fn main() -> ExitCode {
             ..
         } => plan_command(print_default, check),
         Command::Analyze { dir } => analyze_command(&dir),
+        Command::Matrix {
+            seeds,
+            time_limit,
+            first_seed,
+            mutants,
+            store,
+        } => {
+            let options = faultline::matrix::MatrixOptions {
+                seeds,
+                time_limit,
+                store_root: store,
+                only: mutants,
+                first_seed,
+            };
+            matrix_command(&options)
+        }
         Command::Report { dir } => report_command(&dir),
         Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
     }
@@ -143,12 +178,15 @@ fn run_command(
     store: PathBuf,
     quiet: bool,
 ) -> ExitCode {
-    let mut plan = match &plan_path {
-        Some(path) => match Plan::load(path) {
-            Ok(plan) => plan,
-            Err(e) => return plan_error(e),
-        },
-        None => Plan::default_plan(),
+    let loaded = match &plan_path {
+        Some(path) if path.exists() => Plan::load(path),
+        // Not a file: a built-in plan's name (`faultline run canary`).
+        Some(path) => faultline::builtin::load(&path.display().to_string()),
+        None => Ok(Plan::default_plan()),
+    };
+    let mut plan = match loaded {
+        Ok(plan) => plan,
+        Err(e) => return plan_error(e),
     };
     if let Some(limit) = time_limit {
         if limit.0 == 0 {
@@ -252,6 +290,40 @@ fn analyze_command(dir: &std::path::Path) -> ExitCode {
         Err(e) => {
             eprintln!("faultline: cannot analyze {}: {e:#}", dir.display());
             ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn matrix_command(options: &faultline::matrix::MatrixOptions) -> ExitCode {
+    let unknown: Vec<&String> = options
+        .only
+        .iter()
+        .filter(|m| !faultline::matrix::MUTANTS.iter().any(|(name, _)| name == m))
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = faultline::matrix::MUTANTS.iter().map(|(name, _)| *name).collect();
+        eprintln!(
+            "faultline matrix: unknown mutant(s) {unknown:?}; known: {}",
+            known.join(", ")
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("building the tokio runtime");
+    match runtime.block_on(faultline::matrix::run_matrix(options)) {
+        Ok((cells, dir)) => {
+            print!("{}", faultline::matrix::render_table(&cells));
+            println!("faultline matrix: {}", dir.join("matrix.html").display());
+            let missed = cells.iter().any(|c| c.mutant != "correct" && c.detected == 0);
+            let false_alarm = cells.iter().any(|c| c.mutant == "correct" && c.detected > 0);
+            ExitCode::from(if missed || false_alarm { 1 } else { 0 })
+        }
+        Err(e) => {
+            faultline::supervisor::kill_all_spawned();
+            eprintln!("faultline matrix: harness error: {e:#}");
+            ExitCode::from(EXIT_HARNESS_ERROR)
         }
     }
 }

@@ -195,6 +195,19 @@ pub struct WorkloadSpec {
     pub mix: Spanned<Mix>,
     /// Per-operation deadline; an op whose outcome is unknown by then is recorded `info`.
     pub op_timeout: Millis,
+    /// Windows of the fault phase in which no client starts an op (scripted scenarios: let the cluster settle).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quiet: Vec<QuietWindow>,
+}
+
+/// A window without client ops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuietWindow {
+    /// Start, from the start of the fault phase.
+    pub at: Millis,
+    /// Length.
+    pub duration: Millis,
 }
 
 /// The nemesis: every fault of the run.

@@ -205,6 +205,16 @@ impl Workload {
         })
     }
 
+    /// The end of the quiet window the workload is in now, if any.
+    fn quiet_until(&self, phase_start: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        let now_ms = phase_start.elapsed().as_millis() as u64;
+        self.spec
+            .quiet
+            .iter()
+            .find(|w| (w.at.0..w.at.0 + w.duration.0).contains(&now_ms))
+            .map(|w| phase_start + Duration::from_millis(w.at.0 + w.duration.0))
+    }
+
     /// Every key the generator has handed out so far.
     pub fn keys_used(&self) -> Vec<String> {
         let generator = self.generator.lock().expect("generator poisoned");
@@ -231,12 +241,19 @@ impl Workload {
         let mean_gap_s = self.spec.concurrency.0 as f64 / self.spec.rate.0;
         let mut process = worker;
         let mut client = system.register_client(home, op_timeout, process);
+        let phase_start = tokio::time::Instant::now();
         loop {
             // Poisson arrivals per worker add up to the target total rate.
             let gap = Duration::from_secs_f64(-rng.gen_range(f64::EPSILON..1.0f64).ln() * mean_gap_s);
             tokio::select! {
                 _ = tokio::time::sleep(gap) => {}
                 _ = stop.wait_for(|s| *s) => return,
+            }
+            if let Some(end) = self.quiet_until(phase_start) {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(end) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
             }
             let op = self.generator.lock().expect("generator poisoned").next_op();
             let outcome = perform(&recorder, client.as_ref(), process, worker, &home_name, &op).await;

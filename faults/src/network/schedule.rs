@@ -140,12 +140,28 @@ pub struct NetworkNemesisSpec {
     /// Link faults, chosen by weight; they may overlap.
     #[serde(default)]
     pub links: Vec<LinkFaultSpec>,
+    /// Cuts at fixed times, for scripted scenarios: `{at: 3s, cut: [n1->n2], duration: 300ms}`. Scripted cuts
+    /// must not overlap each other or random partitions (one partition is in force at a time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script: Vec<ScriptedCut>,
+}
+
+/// Directed links cut at a fixed time of the fault phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCut {
+    /// When the cut starts, from the start of the fault phase.
+    pub at: Millis,
+    /// The directed links that stop delivering (`n1->n2`: n2 no longer hears n1).
+    pub cut: Vec<Link>,
+    /// How long it lasts.
+    pub duration: Millis,
 }
 
 impl NetworkNemesisSpec {
     /// Whether the spec asks for anything.
     pub fn is_empty(&self) -> bool {
-        self.partitions.is_empty() && self.links.is_empty()
+        self.partitions.is_empty() && self.links.is_empty() && self.script.is_empty()
     }
 
     /// Checks the spec against the cluster size and the chosen backend, for plan load: every message says what to
@@ -164,6 +180,16 @@ impl NetworkNemesisSpec {
                     partition.shape,
                     partition.shape.min_nodes()
                 ));
+            }
+        }
+        for scripted in &self.script {
+            if let Some(bad) = scripted.cut.iter().find(|l| l.from >= node_count || l.to >= node_count) {
+                return Err(format!(
+                    "scripted cut {bad} is outside the cluster of {node_count} nodes"
+                ));
+            }
+            if scripted.cut.is_empty() || scripted.duration.0 == 0 {
+                return Err("a scripted cut needs at least one link and a duration > 0".into());
             }
         }
         for link in &self.links {
@@ -265,6 +291,21 @@ pub fn generate(
             ));
             t += exponential(rng, interval.0);
         }
+    }
+    for scripted in spec.script.iter().filter(|s| s.at.0 < phase_ms) {
+        let mut grudge = Grudge::none(node_count);
+        for &link in &scripted.cut {
+            grudge.cut(link);
+        }
+        let duration = scripted.duration.0.min(phase_ms - scripted.at.0);
+        faults.push(scheduled(
+            scripted.at.0,
+            duration,
+            NetworkAction::Partition {
+                shape: Shape::OneWay,
+                grudge: Some(grudge),
+            },
+        ));
     }
     faults.retain(|f| f.duration_ms > 0);
     faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
@@ -530,6 +571,30 @@ mod tests {
             "interval: 1s\npartitions: [{shape: isolate-majority, duration: 1s}]"
         )
         .is_err());
+    }
+
+    #[test]
+    fn given_scripted_cuts_when_generated_should_cut_exactly_those_links_at_their_times() {
+        let spec: NetworkNemesisSpec = serde_saphyr::from_str(
+            "script:\n- {at: 3s, cut: [n1->n2], duration: 300ms}\n- {at: 3300ms, cut: [n2->n1], duration: 900ms}\n",
+        )
+        .unwrap();
+        assert!(spec.validate(3, BackendKind::Netns).is_ok());
+        let schedule = generate(&spec, 3, 10_000, &mut stream(1, "network"));
+        assert_eq!(schedule.len(), 2);
+        assert_eq!((schedule[0].start_ms, schedule[0].end_ms()), (3000, 3300));
+        let NetworkAction::Partition {
+            grudge: Some(grudge), ..
+        } = &schedule[0].action
+        else {
+            panic!()
+        };
+        assert!(!grudge.hears(1, 0), "n2 no longer hears n1");
+        assert!(grudge.hears(0, 1), "n1 still hears n2");
+        assert!(
+            spec.validate(1, BackendKind::Proxy).is_err(),
+            "links outside the cluster are rejected"
+        );
     }
 
     #[test]

@@ -1,0 +1,52 @@
+//! Built-in plans: every file of `plans/`, compiled into the binary, so `faultline run canary` and
+//! `faultline matrix` work from any directory.
+
+use crate::plan::{Plan, PlanError};
+
+/// (name, YAML) of every built-in plan.
+pub const PLANS: &[(&str, &str)] = &[
+    ("default", include_str!("../../plans/default.yaml")),
+    ("canary", include_str!("../../plans/canary.yaml")),
+    (
+        "reference-power-loss",
+        include_str!("../../plans/reference-power-loss.yaml"),
+    ),
+    (
+        "reference-disk-surgery",
+        include_str!("../../plans/reference-disk-surgery.yaml"),
+    ),
+    (
+        "mutant-repair-rewinds-parent",
+        include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),
+    ),
+];
+
+/// The built-in plan `name`, parsed.
+pub fn load(name: &str) -> Result<Plan, PlanError> {
+    match PLANS.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => Plan::parse(text, &format!("<built-in plan {name}>")),
+        None => Err(PlanError {
+            origin: name.to_string(),
+            line: 0,
+            column: 0,
+            message: format!(
+                "no such plan file, and no built-in plan of that name (built-in: {})",
+                PLANS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn given_every_built_in_plan_when_parsed_should_be_valid_and_named_like_its_file() {
+        for (name, _) in super::PLANS {
+            let plan = super::load(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plan.name.0, *name);
+        }
+        let plans_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+        let files = std::fs::read_dir(plans_dir).unwrap().count();
+        assert_eq!(files, super::PLANS.len(), "every file of plans/ is a built-in plan");
+    }
+}

@@ -1,0 +1,237 @@
+//! The detection matrix: every mutant of the reference node against the plans that should expose it, and the correct
+//! node against the same plans, over several seeds. It answers "does a green nightly mean anything?": each mutant must
+//! be caught, the correct node never (no false alarms).
+//!
+//! Runs are sequential (a 2-core machine runs one cluster well, not several) and land in the store like any run;
+//! the matrix itself is written as `matrix.json` and `matrix.html` under `store/matrix/<UTC time>/`.
+
+use crate::builtin;
+use crate::run::{run, RunOptions};
+use faultline_faults::units::Millis;
+use faultline_reports::results::{Results, Verdict};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Each mutant with the built-in plans that should expose it (see nodes/README.md, "Mutants").
+pub const MUTANTS: &[(&str, &[&str])] = &[
+    ("repair-rewinds-parent", &["mutant-repair-rewinds-parent"]),
+    ("ack-before-fsync", &["reference-power-loss"]),
+    ("no-fsync", &["reference-power-loss"]),
+    ("commit-without-quorum", &["default", "reference-power-loss"]),
+    ("stale-backup-reads", &["default"]),
+    ("view-change-max-op", &["default"]),
+    ("boot-skips-verification", &["reference-disk-surgery"]),
+];
+
+/// What to run.
+pub struct MatrixOptions {
+    /// Seeds per (mutant, plan) cell.
+    pub seeds: u64,
+    /// Upper bound on each run's fault phase.
+    pub time_limit: Millis,
+    /// Store root.
+    pub store_root: PathBuf,
+    /// Only these mutants (empty: all).
+    pub only: Vec<String>,
+    /// First seed; cell seeds are `first_seed + i`.
+    pub first_seed: u64,
+}
+
+/// One (mutant, plan) cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Mutant name, or `correct` for the node without bugs.
+    pub mutant: String,
+    /// Plan name.
+    pub plan: String,
+    /// Runs.
+    pub runs: u64,
+    /// Runs that ended invalid.
+    pub detected: u64,
+    /// Runs that ended unknown.
+    pub unknown: u64,
+    /// Median time from run start to the first invalid evidence, over detected runs.
+    pub median_detection_ms: Option<u64>,
+    /// Which checks caught it, with counts.
+    pub caught_by: BTreeMap<String, u64>,
+    /// The store folders of the runs.
+    pub store_dirs: Vec<String>,
+}
+
+/// Runs the matrix and writes it; returns the cells.
+pub async fn run_matrix(options: &MatrixOptions) -> anyhow::Result<(Vec<Cell>, PathBuf)> {
+    let mut cells = Vec::new();
+    let mut all_plans: Vec<&str> = Vec::new();
+    for (mutant, plans) in MUTANTS
+        .iter()
+        .filter(|(m, _)| options.only.is_empty() || options.only.iter().any(|o| o == m))
+    {
+        for plan in plans.iter() {
+            if !all_plans.contains(plan) {
+                all_plans.push(plan);
+            }
+            cells.push(run_cell(options, Some(mutant), plan).await?);
+        }
+    }
+    for plan in all_plans {
+        cells.push(run_cell(options, None, plan).await?);
+    }
+    let dir = write_matrix(&options.store_root, &cells)?;
+    Ok((cells, dir))
+}
+
+async fn run_cell(options: &MatrixOptions, mutant: Option<&str>, plan_name: &str) -> anyhow::Result<Cell> {
+    let name = mutant.unwrap_or("correct");
+    let mut cell = Cell {
+        mutant: name.to_string(),
+        plan: plan_name.to_string(),
+        runs: 0,
+        detected: 0,
+        unknown: 0,
+        median_detection_ms: None,
+        caught_by: BTreeMap::new(),
+        store_dirs: Vec::new(),
+    };
+    let mut detection_ms = Vec::new();
+    for i in 0..options.seeds {
+        let mut plan = builtin::load(plan_name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        plan.seed = Some(options.first_seed + i);
+        plan.time_limit = Millis(plan.time_limit.0.min(options.time_limit.0));
+        if let Some(bug) = mutant {
+            plan.system.args.extend(["--bug".to_string(), bug.to_string()]);
+        }
+        eprintln!(
+            "faultline matrix: {name} x {plan_name}, seed {} ({}/{})",
+            options.first_seed + i,
+            i + 1,
+            options.seeds
+        );
+        let outcome = run(RunOptions {
+            plan,
+            store_root: options.store_root.clone(),
+            quiet: true,
+        })
+        .await?;
+        tally(&mut cell, &mut detection_ms, &outcome.results);
+        cell.store_dirs.push(outcome.store_dir.display().to_string());
+    }
+    detection_ms.sort_unstable();
+    cell.median_detection_ms = detection_ms.get(detection_ms.len() / 2).copied();
+    Ok(cell)
+}
+
+fn tally(cell: &mut Cell, detection_ms: &mut Vec<u64>, results: &Results) {
+    cell.runs += 1;
+    match results.verdict {
+        Verdict::Invalid => {
+            cell.detected += 1;
+            let failing: Vec<_> = results
+                .checks
+                .iter()
+                .filter(|c| c.verdict == Verdict::Invalid)
+                .collect();
+            for check in &failing {
+                *cell.caught_by.entry(check.name.clone()).or_default() += 1;
+            }
+            if let Some(first_ns) = failing.iter().filter_map(|c| c.evidence_ns).min() {
+                detection_ms.push(first_ns / 1_000_000);
+            }
+        }
+        Verdict::Unknown => cell.unknown += 1,
+        Verdict::Valid => {}
+    }
+}
+
+/// The matrix as a plain-text table.
+pub fn render_table(cells: &[Cell]) -> String {
+    let mut out = format!(
+        "{:<26} {:<30} {:>9} {:>12} {}\n",
+        "mutant", "plan", "detected", "median ms", "caught by"
+    );
+    for cell in cells {
+        let caught: Vec<String> = cell.caught_by.iter().map(|(check, n)| format!("{check} {n}")).collect();
+        let median = cell.median_detection_ms.map_or("-".to_string(), |ms| ms.to_string());
+        let unknown = if cell.unknown > 0 {
+            format!(" ({} unknown)", cell.unknown)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{:<26} {:<30} {:>9} {:>12} {}{unknown}\n",
+            cell.mutant,
+            cell.plan,
+            format!("{}/{}", cell.detected, cell.runs),
+            median,
+            caught.join(", ")
+        ));
+    }
+    out
+}
+
+fn write_matrix(store_root: &Path, cells: &[Cell]) -> anyhow::Result<PathBuf> {
+    let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let dir = store_root.join("matrix").join(stamp);
+    std::fs::create_dir_all(&dir)?;
+    faultline_reports::write_atomic(&dir.join("matrix.json"), &serde_json::to_vec_pretty(cells)?)?;
+    faultline_reports::write_atomic(&dir.join("matrix.html"), render_html(cells).as_bytes())?;
+    Ok(dir)
+}
+
+fn render_html(cells: &[Cell]) -> String {
+    let esc = faultline_reports::html::escape_html;
+    let mut rows = String::new();
+    for cell in cells {
+        let correct = cell.mutant == "correct";
+        let good = if correct { cell.detected == 0 } else { cell.detected > 0 };
+        let caught: Vec<String> = cell.caught_by.iter().map(|(check, n)| format!("{check} {n}")).collect();
+        let links: Vec<String> = cell
+            .store_dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                format!(
+                    "<a href=\"../../{}/report.html\">{}</a>",
+                    esc(&relative_to_store(d)),
+                    i + 1
+                )
+            })
+            .collect();
+        rows.push_str(&format!(
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            if good { "good" } else { "bad" },
+            esc(&cell.mutant),
+            esc(&cell.plan),
+            cell.detected,
+            cell.runs,
+            cell.median_detection_ms.map_or("-".to_string(), |ms| ms.to_string()),
+            esc(&caught.join(", ")),
+            links.join(" ")
+        ));
+    }
+    format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>faultline detection matrix</title>\
+         <style>body{{font:14px system-ui;margin:2em}}table{{border-collapse:collapse}}td,th{{padding:4px 10px;\
+         border-bottom:1px solid #ddd;text-align:left}}tr.good td:nth-child(3){{color:#17803d}}\
+         tr.bad td:nth-child(3){{color:#b91c1c;font-weight:bold}}</style>\
+         <h1>Detection matrix</h1><p>Each mutant must be detected; the correct node never (no false alarms).</p>\
+         <table><tr><th>mutant</th><th>plan</th><th>detected</th><th>median ms to detection</th><th>caught by</th>\
+         <th>runs</th></tr>\n{rows}</table>"
+    )
+}
+
+/// `store/<plan>/<run>` -> `<plan>/<run>` (links from `store/matrix/<time>/`).
+fn relative_to_store(dir: &str) -> String {
+    let path = Path::new(dir);
+    let parts: Vec<_> = path.components().rev().take(2).collect();
+    parts
+        .iter()
+        .rev()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
