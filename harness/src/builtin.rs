@@ -15,6 +15,7 @@ pub const PLANS: &[(&str, &str)] = &[
         "reference-disk-surgery",
         include_str!("../../plans/reference-disk-surgery.yaml"),
     ),
+    ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),

@@ -113,6 +113,7 @@ pub fn build(history: &History) -> Timeline {
             restart_all = true;
         }
         let Some(node) = event.node.clone() else {
+            network_window(&mut timeline, &mut open, event);
             timeline.markers.push(marker(event, phase_label(event)));
             continue;
         };
@@ -121,6 +122,7 @@ pub fn build(history: &History) -> Timeline {
             _ if failed => None,
             (EventKind::Nemesis, "kill") => Some(("kill", format!("kill {node}"))),
             (EventKind::Nemesis, "pause") => Some(("pause", format!("pause {node}"))),
+            (EventKind::Nemesis, "power-loss") => Some(("power-loss", format!("power loss {node}"))),
             (EventKind::Lifecycle, "kill") if restart_all => Some(("restart-all", format!("restart-all {node}"))),
             (EventKind::Lifecycle, "kill") => Some(("kill", format!("kill {node}"))),
             (EventKind::Lifecycle, "crashed") => Some(("crash", format!("{node} crashed"))),
@@ -152,6 +154,40 @@ pub fn build(history: &History) -> Timeline {
         timeline.markers.push(marker(event, label));
     }
     timeline
+}
+
+/// Row of the timeline that shows network faults (partitions and link faults have no single node).
+pub const NETWORK_ROW: &str = "net";
+
+/// Opens or closes a partition or link-fault window on the network row.
+fn network_window(timeline: &mut Timeline, open: &mut BTreeMap<String, usize>, event: &Event) {
+    if event.kind != EventKind::Nemesis || event.value.get("error").is_some() {
+        return;
+    }
+    let id = event.value["fault_id"].as_u64().unwrap_or(u64::MAX);
+    let (kind, key) = match event.f.as_str() {
+        "partition-start" | "partition-stop" => ("partition", format!("{NETWORK_ROW}/partition/{id}")),
+        "link-fault" | "link-heal" => ("link", format!("{NETWORK_ROW}/link/{id}")),
+        _ => return,
+    };
+    if event.f.ends_with("-start") || event.f == "link-fault" {
+        let label = match kind {
+            "partition" => format!("partition {}", event.value["label"].as_str().unwrap_or("?")),
+            _ => format!("{} on {}", event.value["fault"]["kind"].as_str().unwrap_or("link fault"), event.value["links"]),
+        };
+        open.insert(key, timeline.faults.len());
+        timeline.faults.push(FaultWindow {
+            kind,
+            node: NETWORK_ROW.to_string(),
+            label,
+            t0: ms(event.time_ns),
+            t1: None,
+            detail: fault_detail(event),
+            index: event.index,
+        });
+    } else if let Some(i) = open.remove(&key) {
+        timeline.faults[i].t1 = Some(ms(event.time_ns));
+    }
 }
 
 fn marker(event: &Event, label: String) -> Marker {
