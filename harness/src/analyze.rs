@@ -163,6 +163,9 @@ fn check_linearizability(history: &History, plan: &Plan) -> CheckResult {
     checked
 }
 
+/// How long after an I/O-fault window a node's exit still counts as its reaction to the injected errors.
+const IO_FAULT_GRACE_NS: u64 = 2_000_000_000;
+
 /// Per-node boot bookkeeping while walking the history.
 #[derive(Default)]
 struct NodeBoots {
@@ -175,6 +178,10 @@ struct NodeBoots {
     problems: Vec<String>,
     /// When the first problem happened (ns since run start).
     first_problem_ns: Option<u64>,
+    /// Injected I/O faults count until this time (the window's end plus a grace for the node to notice).
+    io_faults_until_ns: Option<u64>,
+    /// Exits on injected I/O errors: fail-stop, a correct reaction, noted but not a problem.
+    io_exits: Vec<String>,
     legit: u64,
 }
 
@@ -226,6 +233,19 @@ fn check_boot(history: &History) -> CheckResult {
                 entry.verify_refused = None;
                 judge_refusal(entry, &node, event)
             }
+            (EventKind::Nemesis, "io-fault-start") => entry.io_faults_until_ns = Some(u64::MAX),
+            (EventKind::Nemesis, "io-fault-stop") => {
+                entry.io_faults_until_ns = Some(event.time_ns + IO_FAULT_GRACE_NS);
+            }
+            (EventKind::Lifecycle, "crashed")
+                if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) =>
+            {
+                entry.io_exits.push(format!(
+                    "{node} stopped on an injected I/O error ({}) at {:.3}s",
+                    event.value["exit"].as_str().unwrap_or("?"),
+                    event.time_ns as f64 / 1e9
+                ));
+            }
             (EventKind::Lifecycle, "crashed") => entry.problem(
                 event.time_ns,
                 format!(
@@ -260,7 +280,7 @@ fn check_boot(history: &History) -> CheckResult {
         .map(|(name, n)| {
             (
                 name.clone(),
-                json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems}),
+                json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits}),
             )
         })
         .collect();
@@ -284,9 +304,15 @@ fn check_boot(history: &History) -> CheckResult {
         return check("boot", Verdict::Unknown, reason, details);
     }
     let boots: u64 = nodes.values().map(|n| n.boots).sum();
+    let io_exits: usize = nodes.values().map(|n| n.io_exits.len()).sum();
+    let io_note = if io_exits > 0 {
+        format!("; {io_exits} fail-stop exit(s) on injected I/O errors")
+    } else {
+        String::new()
+    };
     let reason = match legit_nodes {
-        0 => format!("every start booted ({boots} boots); no refusals"),
-        n => format!("{boots} boots; {n} node(s) refused to boot after recorded disk surgery, as they should"),
+        0 => format!("every start booted ({boots} boots); no refusals{io_note}"),
+        n => format!("{boots} boots; {n} node(s) refused to boot after recorded disk surgery, as they should{io_note}"),
     };
     check("boot", Verdict::Valid, reason, details)
 }
@@ -530,6 +556,38 @@ mod tests {
         let result = check_boot(&h);
         assert_eq!(result.verdict, Verdict::Invalid);
         assert!(result.reason.contains("accepts corrupt entries"), "{}", result.reason);
+    }
+
+    #[test]
+    fn given_an_exit_during_an_io_fault_window_when_checked_should_be_a_fail_stop_but_later_exits_a_crash() {
+        let nemesis = |f: &str| Event {
+            kind: EventKind::Nemesis,
+            node: Some("n2".into()),
+            ..blank(f, json!({}))
+        };
+        let at = |mut e: Event, time_ns: u64| {
+            e.time_ns = time_ns;
+            e
+        };
+        let h = history(vec![
+            at(lifecycle("boot-ok", "n2", json!({})), 1),
+            at(nemesis("io-fault-start"), 10),
+            at(lifecycle("crashed", "n2", json!({"exit": "exit code 2"})), 20),
+            at(nemesis("io-fault-stop"), 30),
+            at(lifecycle("boot-ok", "n2", json!({})), 40),
+        ]);
+        assert_eq!(check_boot(&h).verdict, Verdict::Valid, "{}", check_boot(&h).reason);
+        let mut late = h.events.clone();
+        late.push(at(
+            lifecycle("crashed", "n2", json!({"exit": "exit code 2"})),
+            30 + IO_FAULT_GRACE_NS + 1,
+        ));
+        let late = history(late);
+        assert_eq!(
+            check_boot(&late).verdict,
+            Verdict::Invalid,
+            "an exit long after the window is a crash"
+        );
     }
 
     #[test]

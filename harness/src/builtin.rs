@@ -17,6 +17,10 @@ pub const PLANS: &[(&str, &str)] = &[
     ),
     ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
     (
+        "reference-io-faults",
+        include_str!("../../plans/reference-io-faults.yaml"),
+    ),
+    (
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),
     ),

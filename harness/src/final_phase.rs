@@ -24,6 +24,16 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     let recorder = lab.recorder();
     let spec = &plan.final_phase;
     recorder.lifecycle("final-phase", None, json!({}));
+    // Heal everything: a node that stopped on its own (and was judged for it) is started again.
+    for node in 0..lab.node_count() {
+        if matches!(
+            lab.boot_state(node),
+            BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
+        ) {
+            let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+            recorder.lifecycle("start", Some(&node_name(node)), details);
+        }
+    }
     let op_timeout = plan.workload.op_timeout.duration();
     if !recover(lab, workload, "heal", spec.recovery_timeout.duration(), op_timeout).await {
         return;

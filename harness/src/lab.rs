@@ -5,7 +5,7 @@
 use crate::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
 use crate::system::{Role, System};
-use faultline_faults::fusefs::{FaultFs, FaultFsHandle};
+use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
@@ -126,6 +126,16 @@ impl Lab {
         })
         .await
         .map_err(|e| e.to_string())?
+    }
+
+    /// Sets (or, with empty faults, clears) the I/O faults of a node's fault filesystem.
+    pub fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        let handle = self.fault_fs.get(node).ok_or("no fault filesystem is mounted")?;
+        let guard = handle
+            .lock()
+            .map_err(|_| "fault filesystem handle poisoned".to_string())?;
+        let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
+        fs.set_faults(faults).map_err(|e| e.to_string())
     }
 
     /// Unmounts every fault filesystem (nodes must be stopped). Unmounting keeps unsynced data: a clean shutdown.

@@ -5,6 +5,7 @@
 //! do) run in [`Plan::validate`] and point at the offending field too.
 
 use faultline_faults::disk::spec::SurgerySpec;
+use faultline_faults::fusefs::FsFaults;
 use faultline_faults::network::schedule::NetworkNemesisSpec;
 use faultline_faults::network::BackendKind;
 use faultline_faults::process::{parse_node_name, ProcessFault, ProcessNemesisSpec, Target};
@@ -220,6 +221,23 @@ pub struct NemesisSpec {
     /// Network faults: partitions and link faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Spanned<NetworkNemesisSpec>>,
+    /// I/O faults of the fault filesystem (EIO, ENOSPC, stalls) on nodes for windows of the fault phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io: Vec<IoFaultWindow>,
+}
+
+/// I/O faults on one node for a window of the fault phase (needs `disk.fault_fs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoFaultWindow {
+    /// Start, from the start of the fault phase.
+    pub at: Millis,
+    /// Length.
+    pub duration: Millis,
+    /// Which node (`n1..nN`).
+    pub node: Spanned<String>,
+    /// The faults, e.g. `{eio: [{ops: [fsync], files: "wal*", nth: 1}]}`, `{stall: [...]}`, `{enospc: {...}}`.
+    pub faults: FsFaults,
 }
 
 /// Network backends a run can use.
@@ -510,6 +528,21 @@ impl Plan {
                     ));
                 }
             }
+        }
+        for window in &self.nemesis.io {
+            if parse_node_name(&window.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    window.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", window.node.value),
+                ));
+            }
+            if !self.disk.fault_fs {
+                return Err(at(
+                    window.node.referenced,
+                    "I/O faults need the fault filesystem: add `disk: {fault_fs: true}`".into(),
+                ));
+            }
+            window.faults.validate().map_err(|e| at(window.node.referenced, e))?;
         }
         for surgery in &self.final_phase.surgery {
             if parse_node_name(&surgery.node.value).is_none_or(|i| i >= node_count) {

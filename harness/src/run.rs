@@ -4,7 +4,7 @@
 use crate::analyze;
 use crate::final_phase;
 use crate::lab::{BootState, Lab};
-use crate::plan::{NetworkBackend, Plan};
+use crate::plan::{IoFaultWindow, NetworkBackend, Plan};
 use crate::recorder::Recorder;
 use crate::runlock::{self, RunLock};
 use crate::store;
@@ -281,6 +281,7 @@ async fn fault_phase(
             .run(nemesis_lab.as_ref(), &schedule, phase_start, nemesis_stop)
             .await;
     });
+    let io_nemesis = tokio::spawn(io_faults(plan.nemesis.io.clone(), lab.clone(), stop_rx.clone()));
     let progress = crate::progress::Progress::new(quiet, phase_ms);
     let deadline = phase_start + Duration::from_millis(phase_ms);
     while tokio::time::Instant::now() < deadline {
@@ -304,6 +305,7 @@ async fn fault_phase(
     let _ = stop_tx.send(true);
     while workers.join_next().await.is_some() {}
     let _ = nemesis.await;
+    let _ = io_nemesis.await;
     let _ = network_stop_tx.send(true);
     if let Some(network_nemesis) = network_nemesis {
         let _ = network_nemesis.await;
@@ -333,6 +335,59 @@ async fn start_netns(
     let lab = Arc::new(lab);
     let runtime = lab.lab_runtime(2).context("starting the lab runtime")?;
     Ok(Some((lab, runtime)))
+}
+
+/// Applies the plan's I/O-fault windows to nodes' fault filesystems, recording `io-fault-start`/`io-fault-stop`;
+/// clears every window still open when the phase stops.
+async fn io_faults(windows: Vec<IoFaultWindow>, lab: Arc<Lab>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let phase_start = tokio::time::Instant::now();
+    let mut steps: Vec<(u64, bool, usize)> = Vec::new();
+    for (i, window) in windows.iter().enumerate() {
+        steps.push((window.at.0, true, i));
+        steps.push((window.at.0 + window.duration.0, false, i));
+    }
+    steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
+    let mut open = std::collections::BTreeSet::new();
+    for (t, is_start, i) in steps {
+        tokio::select! {
+            _ = tokio::time::sleep_until(phase_start + Duration::from_millis(t)) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        set_io_window(&lab, &windows[i], i, is_start);
+        if is_start {
+            open.insert(i);
+        } else {
+            open.remove(&i);
+            restart_if_crashed(&lab, &windows[i]).await;
+        }
+    }
+    for i in open {
+        set_io_window(&lab, &windows[i], i, false);
+    }
+}
+
+/// The disk works again: a node that stopped on the injected errors is started again (as a supervisor would).
+async fn restart_if_crashed(lab: &Lab, window: &IoFaultWindow) {
+    let node = process_faults::parse_node_name(&window.node.value).expect("validated at plan load");
+    if matches!(lab.boot_state(node), BootState::Crashed(_)) {
+        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        lab.recorder().lifecycle("start", Some(&node_name(node)), details);
+    }
+}
+
+fn set_io_window(lab: &Lab, window: &IoFaultWindow, id: usize, start: bool) {
+    let node = process_faults::parse_node_name(&window.node.value).expect("validated at plan load");
+    let faults = if start {
+        window.faults.clone()
+    } else {
+        Default::default()
+    };
+    let mut value = json!({"window": id, "faults": window.faults});
+    if let Err(e) = lab.set_io_faults(node, &faults) {
+        value["error"] = json!(e);
+    }
+    let f = if start { "io-fault-start" } else { "io-fault-stop" };
+    lab.recorder().nemesis(f, Some(&node_name(node)), value);
 }
 
 /// Starts the proxy mesh when the plan has network faults, and routes every node's peer traffic through it.
