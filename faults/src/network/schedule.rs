@@ -140,22 +140,81 @@ pub struct NetworkNemesisSpec {
     /// Link faults, chosen by weight; they may overlap.
     #[serde(default)]
     pub links: Vec<LinkFaultSpec>,
-    /// Cuts at fixed times, for scripted scenarios: `{at: 3s, cut: [n1->n2], duration: 300ms}`. Scripted cuts
-    /// must not overlap each other or random partitions (one partition is in force at a time).
+    /// Faults at fixed times, for scripted scenarios: cuts (`{at: 3s, cut: [n1->n2], duration: 300ms}`) and link
+    /// faults (`{at: 3s, links: [n1->n2], fault: {kind: reset}, duration: 300ms}`). Scripted cuts must not overlap
+    /// each other or random partitions (one partition is in force at a time); scripted link faults may overlap cuts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub script: Vec<ScriptedCut>,
+    pub script: Vec<ScriptedNetworkFault>,
 }
 
-/// Directed links cut at a fixed time of the fault phase.
+/// One network fault at a fixed time of the fault phase: either a cut or a link fault.
+///
+/// The two model different losses. A cut is a silent partition: what is sent meanwhile waits (in TCP, behind the
+/// proxy) and a connection that lived through it is reset when the partition heals, so whether queued messages arrive
+/// late or never depends on how the cut ends. A `reset` link fault drops at once: open connections on the link are
+/// reset and new ones refused while it lasts, so every message sent over the link meanwhile is lost and nothing else
+/// is held up (the other direction keeps flowing on its own connections).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptedCut {
-    /// When the cut starts, from the start of the fault phase.
+pub struct ScriptedNetworkFault {
+    /// When it starts, from the start of the fault phase.
     pub at: Millis,
-    /// The directed links that stop delivering (`n1->n2`: n2 no longer hears n1).
+    /// A cut: the directed links that stop delivering (`n1->n2`: n2 no longer hears n1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut: Vec<Link>,
+    /// A link fault: the directed links it hits (with `fault`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+    /// A link fault: what happens on `links`, e.g. `{kind: reset}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<LinkFault>,
     /// How long it lasts.
     pub duration: Millis,
+}
+
+impl ScriptedNetworkFault {
+    /// What it does, for a cluster of `node_count` nodes (assumes a validated spec).
+    fn action(&self, node_count: usize) -> NetworkAction {
+        match &self.fault {
+            Some(fault) => NetworkAction::Link {
+                fault: fault.clone(),
+                links: self.links.clone(),
+            },
+            None => {
+                let mut grudge = Grudge::none(node_count);
+                for &link in &self.cut {
+                    grudge.cut(link);
+                }
+                NetworkAction::Partition {
+                    shape: Shape::OneWay,
+                    grudge: Some(grudge),
+                }
+            }
+        }
+    }
+
+    fn validate(&self, node_count: usize, backend: BackendKind) -> Result<(), String> {
+        const EITHER: &str = "a scripted network fault is either a cut (`cut: [n1->n2]`) or a link fault \
+                              (`links: [n1->n2]` with `fault: {kind: reset}`)";
+        let links = match (&self.fault, self.cut.is_empty(), self.links.is_empty()) {
+            (None, false, true) => &self.cut,
+            (Some(fault), true, false) => {
+                fault.validate()?;
+                backend.check(fault.kind())?;
+                &self.links
+            }
+            _ => return Err(EITHER.into()),
+        };
+        if let Some(bad) = links.iter().find(|l| l.from >= node_count || l.to >= node_count) {
+            return Err(format!(
+                "scripted link {bad} is outside the cluster of {node_count} nodes"
+            ));
+        }
+        if self.duration.0 == 0 {
+            return Err("a scripted network fault needs a duration > 0".into());
+        }
+        Ok(())
+    }
 }
 
 impl NetworkNemesisSpec {
@@ -183,14 +242,18 @@ impl NetworkNemesisSpec {
             }
         }
         for scripted in &self.script {
-            if let Some(bad) = scripted.cut.iter().find(|l| l.from >= node_count || l.to >= node_count) {
-                return Err(format!(
-                    "scripted cut {bad} is outside the cluster of {node_count} nodes"
-                ));
-            }
-            if scripted.cut.is_empty() || scripted.duration.0 == 0 {
-                return Err("a scripted cut needs at least one link and a duration > 0".into());
-            }
+            scripted.validate(node_count, backend)?;
+        }
+        let mut cuts: Vec<&ScriptedNetworkFault> = self.script.iter().filter(|s| s.fault.is_none()).collect();
+        cuts.sort_by_key(|s| s.at.0);
+        if let Some(pair) = cuts
+            .windows(2)
+            .find(|pair| pair[0].at.0 + pair[0].duration.0 > pair[1].at.0)
+        {
+            return Err(format!(
+                "scripted cuts at {}ms and {}ms overlap: one partition is in force at a time (list both links in one cut)",
+                pair[0].at.0, pair[1].at.0
+            ));
         }
         for link in &self.links {
             link.fault.validate()?;
@@ -293,19 +356,8 @@ pub fn generate(
         }
     }
     for scripted in spec.script.iter().filter(|s| s.at.0 < phase_ms) {
-        let mut grudge = Grudge::none(node_count);
-        for &link in &scripted.cut {
-            grudge.cut(link);
-        }
         let duration = scripted.duration.0.min(phase_ms - scripted.at.0);
-        faults.push(scheduled(
-            scripted.at.0,
-            duration,
-            NetworkAction::Partition {
-                shape: Shape::OneWay,
-                grudge: Some(grudge),
-            },
-        ));
+        faults.push(scheduled(scripted.at.0, duration, scripted.action(node_count)));
     }
     faults.retain(|f| f.duration_ms > 0);
     faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
@@ -595,6 +647,44 @@ mod tests {
             spec.validate(1, BackendKind::Proxy).is_err(),
             "links outside the cluster are rejected"
         );
+    }
+
+    #[test]
+    fn given_a_scripted_link_fault_when_generated_should_hold_it_on_exactly_those_links_at_its_time() {
+        let spec: NetworkNemesisSpec = serde_saphyr::from_str(
+            "script:\n- {at: 3s, links: [n1->n2], fault: {kind: reset}, duration: 300ms}\n\
+             - {at: 3200ms, cut: [n2->n1], duration: 1s}\n",
+        )
+        .unwrap();
+        assert!(spec.validate(3, BackendKind::Proxy).is_ok());
+        assert!(spec.validate(3, BackendKind::Netns).is_ok());
+        let schedule = generate(&spec, 3, 10_000, &mut stream(1, "network"));
+        assert_eq!(schedule.len(), 2);
+        assert_eq!((schedule[0].start_ms, schedule[0].end_ms()), (3000, 3300));
+        assert_eq!(
+            schedule[0].action,
+            NetworkAction::Link {
+                fault: LinkFault::Reset,
+                links: vec![Link::new(0, 1)]
+            }
+        );
+        assert!(matches!(schedule[1].action, NetworkAction::Partition { .. }));
+    }
+
+    #[test]
+    fn given_a_malformed_script_when_validated_should_say_what_is_wrong() {
+        let invalid = [
+            "script:\n- {at: 3s, cut: [n1->n2], links: [n1->n2], fault: {kind: reset}, duration: 1s}\n",
+            "script:\n- {at: 3s, links: [n1->n2], duration: 1s}\n",
+            "script:\n- {at: 3s, fault: {kind: reset}, duration: 1s}\n",
+            "script:\n- {at: 3s, links: [n1->n2], fault: {kind: loss, percent: 50}, duration: 1s}\n",
+            "script:\n- {at: 3s, cut: [n1->n2], duration: 0ms}\n",
+            "script:\n- {at: 3s, cut: [n1->n2], duration: 1s}\n- {at: 3500ms, cut: [n2->n1], duration: 1s}\n",
+        ];
+        for text in invalid {
+            let spec: NetworkNemesisSpec = serde_saphyr::from_str(text).unwrap();
+            assert!(spec.validate(3, BackendKind::Proxy).is_err(), "{text}");
+        }
     }
 
     #[test]

@@ -173,7 +173,11 @@ fn network_window(timeline: &mut Timeline, open: &mut BTreeMap<String, usize>, e
     if event.f.ends_with("-start") || event.f == "link-fault" {
         let label = match kind {
             "partition" => format!("partition {}", event.value["label"].as_str().unwrap_or("?")),
-            _ => format!("{} on {}", event.value["fault"]["kind"].as_str().unwrap_or("link fault"), event.value["links"]),
+            _ => format!(
+                "{} on {}",
+                event.value["fault"]["kind"].as_str().unwrap_or("link fault"),
+                event.value["links"]
+            ),
         };
         open.insert(key, timeline.faults.len());
         timeline.faults.push(FaultWindow {
