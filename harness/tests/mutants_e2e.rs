@@ -6,16 +6,12 @@
 //! 1..=20 (default: once, so CI stays short). Runs go one at a time (a lock below): several clusters at once on a
 //! 2-core machine would make the scripted timings unreliable.
 
+mod support;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
-
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn faultline() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_faultline"))
-}
+use std::path::Path;
+use std::process::Output;
+use support::{explain, history, latest, one_cluster, repo_plan_text, results, run_plan_with, write_plan};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
 fn repeat() -> u64 {
@@ -28,7 +24,7 @@ fn repeat() -> u64 {
 
 /// A plan of `plans/`, with `args: ["--bug", bug]` added to its system when `bug` is given.
 fn repo_plan(name: &str, bug: Option<&str>) -> String {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans").join(name)).unwrap();
+    let text = repo_plan_text(name);
     match bug {
         Some(bug) => {
             assert!(text.contains("\n  nodes: 3\n"), "the plan has a system with `nodes: 3`");
@@ -41,43 +37,8 @@ fn repo_plan(name: &str, bug: Option<&str>) -> String {
     }
 }
 
-fn write_plan(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 fn run_plan(store: &Path, plan: &Path, seed: u64) -> Output {
-    faultline()
-        .args(["run", "--quiet", "--seed", &seed.to_string(), "--store"])
-        .arg(store)
-        .arg(plan)
-        .output()
-        .unwrap()
-}
-
-fn latest(store: &Path) -> PathBuf {
-    store.join("latest").canonicalize().expect("store/latest exists")
-}
-
-fn history(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("history.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn results(run_dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
-}
-
-fn explain(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    run_plan_with(store, plan, &["--seed", &seed.to_string()])
 }
 
 const REWIND_PLAN: &str = "mutant-repair-rewinds-parent.yaml";
@@ -107,7 +68,7 @@ fn run_rewind_plan(bug: Option<&str>, seed: u64) -> RewindRun {
 
 #[test]
 fn given_the_scripted_rewind_plan_when_the_node_has_repair_rewinds_parent_should_refuse_to_boot_with_does_not_chain() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     for seed in 1..=repeat() {
         let RewindRun {
             output,
@@ -138,7 +99,7 @@ fn given_the_scripted_rewind_plan_when_the_node_has_repair_rewinds_parent_should
 
 #[test]
 fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     for seed in 1..=repeat() {
         let RewindRun {
             output,

@@ -1,23 +1,19 @@
 //! End-to-end runs of `faultline run` against real reference nodes on loopback.
 //!
 //! Each run picks its own random loopback address, so these never collide with other tests; they are still run one
-//! at a time (a lock below), because several clusters at once on a 2-core machine would make timing-sensitive
+//! at a time (`support::one_cluster`), because several clusters at once on a 2-core machine would make timing-sensitive
 //! verdicts (recovery bounds) flaky.
+
+mod support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn faultline() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_faultline"))
-}
+use support::{explain, faultline, history, latest, one_cluster, repo_plan_text, results, run_plan_with, write_plan};
 
 fn default_plan() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/default.yaml")).unwrap()
+    repo_plan_text("default.yaml")
 }
 
 /// The default plan with a short fault phase and frequent faults, so a ~10 s run sees kills, pauses and restarts.
@@ -29,43 +25,8 @@ fn short_plan(seed: u64, time_limit: &str) -> String {
         .replace("every: 20s", "every: 60s")
 }
 
-fn write_plan(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("plan.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 fn run_plan(store: &Path, plan: &Path) -> Output {
-    faultline()
-        .args(["run", "--quiet", "--store"])
-        .arg(store)
-        .arg(plan)
-        .output()
-        .unwrap()
-}
-
-fn latest(store: &Path) -> PathBuf {
-    store.join("latest").canonicalize().expect("store/latest exists")
-}
-
-fn history(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("history.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn results(run_dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
-}
-
-fn explain(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    run_plan_with(store, plan, &[])
 }
 
 fn count(events: &[Value], kind: &str, f: &str) -> usize {
@@ -74,7 +35,7 @@ fn count(events: &[Value], kind: &str, f: &str) -> usize {
 
 #[test]
 fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_every_node_and_be_valid() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &short_plan(7, "10s"));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -146,7 +107,7 @@ fn corrupt_plan(recorded: bool) -> String {
 
 #[test]
 fn given_recorded_wal_corruption_when_restarting_all_should_record_the_refusal_and_judge_it_legitimate() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &corrupt_plan(true));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -177,7 +138,7 @@ fn given_recorded_wal_corruption_when_restarting_all_should_record_the_refusal_a
 
 #[test]
 fn given_a_refusal_on_a_disk_nothing_corrupted_when_checked_should_be_invalid() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &corrupt_plan(false));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -200,7 +161,7 @@ fn given_a_refusal_on_a_disk_nothing_corrupted_when_checked_should_be_invalid() 
 
 #[test]
 fn given_a_harness_killed_with_sigkill_mid_run_should_leave_no_node_alive() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     // No nemesis: all three nodes must be up when the harness dies.
     let plan = write_plan(dir.path(), &without_nemesis(&short_plan(3, "60s")));
@@ -342,7 +303,7 @@ fn partition_plan(shape: &str, seed: u64) -> String {
 
 #[test]
 fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes_fail_over_heal_and_converge() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &partition_plan("isolate-primary", 5));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -399,7 +360,7 @@ fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes
 
 #[test]
 fn given_one_way_partitions_when_run_should_end_valid() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &partition_plan("one-way", 6));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -434,7 +395,7 @@ fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no
     if !netns_prerequisites() {
         return;
     }
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = partition_plan("isolate-primary", 8).replace("  backend: proxy", "  backend: netns");
     assert!(plan.contains("backend: netns"));
@@ -479,7 +440,7 @@ fn fuse_prerequisites() -> bool {
 }
 
 fn repo_plan(name: &str, seed: u64, time_limit: &str) -> String {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans").join(name)).unwrap();
+    let text = repo_plan_text(name);
     let limit_line = text.lines().find(|l| l.starts_with("time_limit:")).unwrap().to_string();
     text.replace(&limit_line, &format!("time_limit: {time_limit}\nseed: {seed}"))
 }
@@ -498,7 +459,7 @@ fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_not
     if !fuse_prerequisites() {
         return;
     }
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &power_loss_plan(None));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -523,7 +484,7 @@ fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowl
     if !fuse_prerequisites() {
         return;
     }
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &power_loss_plan(Some("no-fsync")));
     let output = run_plan(&dir.path().join("store"), &plan);
@@ -544,7 +505,7 @@ fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowl
 
 #[test]
 fn given_interior_bit_flips_and_a_torn_tail_when_restarting_all_should_refuse_wipe_rejoin_and_boot_with_a_warning() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_cluster();
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &repo_plan("reference-disk-surgery.yaml", 4, "5s"));
     let output = run_plan(&dir.path().join("store"), &plan);

@@ -1,0 +1,74 @@
+//! Helpers shared by the end-to-end tests: run `faultline` on a plan in a temporary store and read what it wrote.
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// Runs inside one test binary go one at a time: several clusters at once on a 2-core machine would make
+/// timing-sensitive verdicts (recovery bounds, scripted scenarios) flaky. Cargo runs test binaries one after another.
+pub static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Takes the one-cluster lock (a panicking test does not poison it for the others).
+pub fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `faultline` binary under test.
+pub fn faultline() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+}
+
+/// A plan file of `plans/`, as text.
+pub fn repo_plan_text(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans").join(name)).unwrap()
+}
+
+/// Writes `text` as `dir/plan.yaml`.
+pub fn write_plan(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `faultline run --quiet --store STORE PLAN [extra args]`.
+pub fn run_plan_with(store: &Path, plan: &Path, extra: &[&str]) -> Output {
+    faultline()
+        .args(["run", "--quiet"])
+        .args(extra)
+        .arg("--store")
+        .arg(store)
+        .arg(plan)
+        .output()
+        .unwrap()
+}
+
+/// The run folder `store/latest` points at.
+pub fn latest(store: &Path) -> PathBuf {
+    store.join("latest").canonicalize().expect("store/latest exists")
+}
+
+/// A run's history as JSON values.
+pub fn history(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A run's results.json.
+pub fn results(run_dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
+}
+
+/// A failed command's output, for assertion messages.
+pub fn explain(output: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
