@@ -2,11 +2,13 @@
 //!
 //! The checker's entry points are [`load_history_file`] (faultline JSONL, Jepsen EDN, Jepsen log lines, Porcupine's
 //! kv logs, all read into one [`History`]) and [`check_history`], whose [`LinearizabilityResult`] goes into
-//! `results.json`; [`render_text`] prints it for a person.
+//! `results.json`; [`render_text`] prints it for a person. Log workloads are checked by [`check_log`] (loss,
+//! duplication, reordering, stale reads) in linear time instead.
 
 pub mod formats;
 pub mod history;
 pub mod linearizability;
+pub mod log_check;
 pub mod models;
 pub mod verdict;
 
@@ -15,6 +17,9 @@ pub use history::{Event, EventKind, History, HistoryError, HistoryWriter};
 pub use linearizability::{
     check_history, render_text, CheckOptions, Explanation, KeySummary, LinearizabilityResult, LinearizedStep,
     OpSummary, StopReason,
+};
+pub use log_check::{
+    check_log, Anomaly, AnomalyKind, Durability, LogCheckOptions, LogCheckResult, LogCheckStats, OpRef, Severity,
 };
 pub use models::{Model, ModelKind};
 pub use verdict::Verdict;
