@@ -3,17 +3,18 @@
 //!
 //! Checks, combined as the worst of their parts (invalid beats unknown beats valid):
 //! - `history`: the run finished; an interrupted or crashed run is at best `unknown`;
-//! - `linearizability`: the client history under the workload's model;
+//! - `linearizability` (register workload): the client history under the cas-register model;
+//! - `log` (log workload): lost, duplicated, reordered, stale and phantom messages;
 //! - `boot`: no node refused to boot or died on its own, except a refusal after recorded disk surgery on that node
 //!   since it last booted; every node booted after the restart-all;
 //! - `liveness`: after healing (and after the restart-all) the cluster accepted a write within the bound;
 //! - `convergence`: every node reached the same commit point;
 //! - `log-patterns`: none of the plan's failure patterns appears in a node log.
 
-use crate::plan::Plan;
+use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::results::{CheckResult, Counts, Results, Verdict, SCHEMA_VERSION};
 use faultline_workloads::history::{Event, EventKind, History};
-use faultline_workloads::{check_history, CheckOptions, ModelKind};
+use faultline_workloads::{check_history, check_log, CheckOptions, LogCheckOptions, ModelKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -46,7 +47,10 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
     let history = History::read_jsonl(&store_dir.join("history.jsonl"))?;
     let checks = vec![
         check_completion(&history),
-        check_linearizability(&history, &plan),
+        match plan.workload.kind {
+            WorkloadKind::Register => check_linearizability(&history, &plan),
+            WorkloadKind::Log => check_log_workload(&history, &plan),
+        },
         check_boot(&history),
         check_liveness(&history, &plan),
         check_convergence(&history, &plan),
@@ -141,6 +145,31 @@ fn check_completion(history: &History) -> CheckResult {
             )
         }
     }
+}
+
+fn check_log_workload(history: &History, plan: &Plan) -> CheckResult {
+    let defaults = LogCheckOptions::default();
+    let options = LogCheckOptions {
+        linearizable_reads: plan.workload.linearizable_reads.unwrap_or(defaults.linearizable_reads),
+        durability: plan.workload.durability.unwrap_or(defaults.durability),
+    };
+    let result = check_log(history, &options);
+    let details = serde_json::to_value(&result).unwrap_or(Value::Null);
+    let mut checked = check("log", result.verdict, result.reason.clone(), details);
+    checked.evidence_ns = result
+        .anomalies
+        .iter()
+        .flat_map(|a| a.ops.iter())
+        .filter_map(|op| {
+            let index = op.completion_index.unwrap_or(op.invoke_index);
+            history
+                .events
+                .get(index as usize)
+                .filter(|e| e.index == index)
+                .map(|e| e.time_ns)
+        })
+        .min();
+    checked
 }
 
 fn check_linearizability(history: &History, plan: &Plan) -> CheckResult {

@@ -16,6 +16,7 @@ pub const PLANS: &[(&str, &str)] = &[
         include_str!("../../plans/reference-disk-surgery.yaml"),
     ),
     ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
+    ("reference-log", include_str!("../../plans/reference-log.yaml")),
     (
         "reference-io-faults",
         include_str!("../../plans/reference-io-faults.yaml"),

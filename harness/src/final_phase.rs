@@ -6,14 +6,20 @@
 //! the restart-all shows up as a linearizability violation.
 
 use crate::lab::{BootState, Lab};
+use crate::plan::WorkloadKind;
 use crate::plan::{AfterRefusal, Plan};
-use crate::workload::{perform, PlannedOp, Workload};
+use crate::system::Outcome;
+use crate::workload::{perform, Client, PlannedOp, Workload};
 use faultline_faults::disk::{self, Surgeon};
 use faultline_faults::process::{node_name, parse_node_name};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Entries per page of a final log read.
+const FINAL_READ_PAGE_ENTRIES: u64 = 1000;
+/// Upper bound on the pages of one log's final read.
+const FINAL_READ_PAGES_MAX: usize = 10_000;
 /// Pause between recovery probe attempts.
 const PROBE_RETRY_DELAY: Duration = Duration::from_millis(200);
 /// Bound on an offline verification command.
@@ -77,14 +83,19 @@ async fn recover(
             .await
             .unwrap_or((attempt as usize) % lab.node_count());
         let process = workload.new_process();
-        let client = lab.system().register_client(home, op_timeout, process);
+        let client = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process);
+        // The probe is an ordinary op of the workload's kind, checked with the rest.
+        let f = match workload.kind() {
+            WorkloadKind::Register => "write",
+            WorkloadKind::Log => "append",
+        };
         let op = PlannedOp {
-            f: "write",
+            f,
             key: format!("probe-{after}"),
             value: Value::from(format!("probe-{after}-{attempt}")),
         };
-        let outcome = perform(recorder, client.as_ref(), process, worker, &node_name(home), &op).await;
-        if matches!(outcome, crate::system::Outcome::Ok(_)) {
+        let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
+        if matches!(outcome, Outcome::Ok(_)) {
             recorder.lifecycle(
                 "recovered",
                 None,
@@ -138,25 +149,49 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
     }
 }
 
-/// Reads every key the run used, through the primary.
+/// Reads every key the run used (every log, page by page from offset 0), through the primary.
 async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
     let recorder = lab.recorder();
     recorder.lifecycle("final-reads", None, json!({"label": label}));
     let home = lab.find_primary().await.unwrap_or(0);
+    let kind = workload.kind();
     let mut process = workload.new_process();
-    let mut client = lab.system().register_client(home, op_timeout, process);
+    let mut client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
     let mut keys = workload.keys_used();
     keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
     for key in keys {
-        let op = PlannedOp {
-            f: "read",
-            key,
-            value: Value::Null,
-        };
-        let outcome = perform(recorder, client.as_ref(), process, u64::MAX, &node_name(home), &op).await;
-        if matches!(outcome, crate::system::Outcome::Info(_)) {
-            process = workload.new_process();
-            client = lab.system().register_client(home, op_timeout, process);
+        let mut from = 0u64;
+        for _page in 0..FINAL_READ_PAGES_MAX {
+            let value = match kind {
+                WorkloadKind::Register => Value::Null,
+                WorkloadKind::Log => json!({"from": from, "limit": FINAL_READ_PAGE_ENTRIES}),
+            };
+            let op = PlannedOp {
+                f: "read",
+                key: key.clone(),
+                value,
+            };
+            let outcome = perform(recorder, &client, process, u64::MAX, &node_name(home), &op).await;
+            let next = match &outcome {
+                Outcome::Info(_) => {
+                    process = workload.new_process();
+                    client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
+                    None
+                }
+                Outcome::Ok(read) if kind == WorkloadKind::Log => {
+                    let last = read["entries"]
+                        .as_array()
+                        .and_then(|e| e.last())
+                        .and_then(|e| e[0].as_u64());
+                    last.map(|last| last + 1)
+                        .filter(|next| read["end"].as_u64().is_some_and(|end| *next < end))
+                }
+                _ => None,
+            };
+            match next {
+                Some(next) => from = next,
+                None => break,
+            }
         }
     }
 }

@@ -160,6 +160,9 @@ pub struct SystemSpec {
 pub enum WorkloadKind {
     /// Read / write / compare-and-set on independent keys; checked for linearizability (cas-register model).
     Register,
+    /// Producers append unique payloads to a few logs, consumers read forward; checked for lost, duplicated,
+    /// reordered, stale and phantom messages.
+    Log,
 }
 
 /// Operation mix for the register workload (relative weights).
@@ -175,6 +178,9 @@ pub struct Mix {
     /// Compare-and-set.
     #[serde(default)]
     pub cas: u32,
+    /// Appends to a log (log workload).
+    #[serde(default)]
+    pub append: u32,
 }
 
 /// The client workload.
@@ -196,6 +202,14 @@ pub struct WorkloadSpec {
     pub mix: Spanned<Mix>,
     /// Per-operation deadline; an op whose outcome is unknown by then is recorded `info`.
     pub op_timeout: Millis,
+    /// What the system promises for an acknowledged append (log workload): `quorum-disk` (loss is invalid) or
+    /// `quorum-memory` (loss is reported as a warning, the verdict at worst unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durability: Option<faultline_workloads::Durability>,
+    /// Whether the system promises linearizable reads (log workload: a read that misses an acknowledged append is
+    /// stale). Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linearizable_reads: Option<bool>,
     /// Windows of the fault phase in which no client starts an op (scripted scenarios: let the cluster settle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quiet: Vec<QuietWindow>,
@@ -468,11 +482,33 @@ impl Plan {
             message,
         };
         let mix = &self.workload.mix;
-        if mix.value.read + mix.value.write + mix.value.cas == 0 {
-            return Err(at(
-                mix.referenced,
-                "the operation mix is empty: give read, write or cas a weight > 0".into(),
-            ));
+        let m = &mix.value;
+        match self.workload.kind {
+            WorkloadKind::Register if m.append > 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "`append` is for the log workload; the register workload mixes read, write, cas".into(),
+                ))
+            }
+            WorkloadKind::Register if m.read + m.write + m.cas == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the operation mix is empty: give read, write or cas a weight > 0".into(),
+                ))
+            }
+            WorkloadKind::Log if m.write + m.cas > 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the log workload mixes append and read (no write or cas)".into(),
+                ))
+            }
+            WorkloadKind::Log if m.append == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the log workload needs `append` > 0 in its mix".into(),
+                ))
+            }
+            _ => {}
         }
         if let Some(process) = &self.nemesis.process {
             if !process.value.faults.is_empty() && process.value.interval.is_none_or(|i| i.0 == 0) {

@@ -6,16 +6,21 @@
 //! `from` from the last value this run saw on the key, so many CAS ops can succeed. Keys rotate after a bounded number
 //! of ops (Jepsen's `independent`), which keeps every key's history small enough to check fast.
 
-use crate::plan::WorkloadSpec;
+use crate::plan::{WorkloadKind, WorkloadSpec};
 use crate::recorder::Recorder;
-use crate::system::{Outcome, RegisterClient, System};
+use crate::system::{LogClient, Outcome, RegisterClient, System};
 use faultline_workloads::history::{Event, EventKind};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Entries a consumer asks for at once.
+pub const LOG_READ_LIMIT: u64 = 100;
+/// How often a consumer starts again from offset 0.
+const LOG_REWIND_PROBABILITY: f64 = 0.05;
 
 /// Client op counters for the progress line.
 #[derive(Default)]
@@ -47,6 +52,9 @@ struct KeySlot {
 
 /// Picks ops: which function, which key, which values. Deterministic in its seed.
 pub struct Generator {
+    kind: WorkloadKind,
+    /// Log workload: each consumer's next offset per log (consumers read forward).
+    consumer_next: std::collections::HashMap<(u64, String), u64>,
     rng: ChaCha8Rng,
     slots: Vec<KeySlot>,
     next_key: u64,
@@ -60,12 +68,17 @@ impl Generator {
     pub fn new(spec: &WorkloadSpec, rng: ChaCha8Rng) -> Generator {
         let mix = &spec.mix.value;
         let mut generator = Generator {
+            kind: spec.kind,
+            consumer_next: Default::default(),
             rng,
             slots: Vec::new(),
             next_key: 0,
             next_value: 0,
             ops_per_key: spec.ops_per_key.0,
-            weights: [mix.read, mix.write, mix.cas],
+            weights: match spec.kind {
+                WorkloadKind::Register => [mix.read, mix.write, mix.cas],
+                WorkloadKind::Log => [mix.read, mix.append, 0],
+            },
         };
         for _ in 0..spec.keys.0 {
             let key = generator.fresh_key();
@@ -80,11 +93,17 @@ impl Generator {
 
     fn fresh_key(&mut self) -> String {
         self.next_key += 1;
-        format!("k{}", self.next_key - 1)
+        match self.kind {
+            WorkloadKind::Register => format!("k{}", self.next_key - 1),
+            WorkloadKind::Log => format!("log{}", self.next_key - 1),
+        }
     }
 
-    /// The next op.
-    pub fn next_op(&mut self) -> PlannedOp {
+    /// The next op of `process`.
+    pub fn next_op(&mut self, process: u64) -> PlannedOp {
+        if self.kind == WorkloadKind::Log {
+            return self.next_log_op(process);
+        }
         let slot_index = self.rng.gen_range(0..self.slots.len());
         if self.slots[slot_index].ops >= self.ops_per_key {
             let key = self.fresh_key();
@@ -125,9 +144,46 @@ impl Generator {
         }
     }
 
-    /// Learns the key's latest value from a completed op (so CAS has a plausible `from`).
-    pub fn observe(&mut self, op: &PlannedOp, outcome: &Outcome) {
+    /// Log workload: an append of a unique payload, or a consumer's read forward from where it stopped (now and then
+    /// from 0 again).
+    fn next_log_op(&mut self, process: u64) -> PlannedOp {
+        let log = self.slots[self.rng.gen_range(0..self.slots.len())].key.clone();
+        let total = self.weights[0] + self.weights[1];
+        if self.rng.gen_range(0..total) < self.weights[0] {
+            let rewind = self.rng.gen_bool(LOG_REWIND_PROBABILITY);
+            let next = self.consumer_next.entry((process, log.clone())).or_insert(0);
+            if rewind {
+                *next = 0;
+            }
+            return PlannedOp {
+                f: "read",
+                key: log,
+                value: json!({"from": *next, "limit": LOG_READ_LIMIT}),
+            };
+        }
+        self.next_value += 1;
+        PlannedOp {
+            f: "append",
+            key: log,
+            value: Value::from(format!("p{}", self.next_value)),
+        }
+    }
+
+    /// Learns from a completed op: the key's latest value (so CAS has a plausible `from`), or where a consumer goes on.
+    pub fn observe(&mut self, process: u64, op: &PlannedOp, outcome: &Outcome) {
         let Outcome::Ok(read) = outcome else { return };
+        if self.kind == WorkloadKind::Log {
+            if op.f == "read" {
+                let last = read["entries"]
+                    .as_array()
+                    .and_then(|e| e.last())
+                    .and_then(|e| e[0].as_u64());
+                if let Some(last) = last {
+                    self.consumer_next.insert((process, op.key.clone()), last + 1);
+                }
+            }
+            return;
+        }
         let seen = match op.f {
             "read" => read.as_str().map(str::to_string),
             "write" => op.value.as_str().map(str::to_string),
@@ -141,10 +197,32 @@ impl Generator {
     }
 }
 
+/// A client of the workload's kind.
+pub enum Client {
+    /// Register ops.
+    Register(Box<dyn RegisterClient>),
+    /// Log ops.
+    Log(Box<dyn LogClient>),
+}
+
+impl Client {
+    /// A client of `kind` bound to `home` (a system without logs cannot run the log workload: checked at start).
+    pub fn new(system: &dyn System, kind: WorkloadKind, home: usize, op_timeout: Duration, process: u64) -> Client {
+        match kind {
+            WorkloadKind::Register => Client::Register(system.register_client(home, op_timeout, process)),
+            WorkloadKind::Log => Client::Log(
+                system
+                    .log_client(home, op_timeout, process)
+                    .expect("the system offers logs (checked before the run)"),
+            ),
+        }
+    }
+}
+
 /// Invokes one op through `client`, recording the invocation and the completion. Returns the outcome.
 pub async fn perform(
     recorder: &Recorder,
-    client: &dyn RegisterClient,
+    client: &Client,
     process: u64,
     worker: u64,
     home: &str,
@@ -163,19 +241,29 @@ pub async fn perform(
         error,
     };
     recorder.record(event(EventKind::Invoke, op.value.clone(), home.to_string(), None));
-    let (outcome, served_by) = match op.f {
-        "read" => client.read(&op.key).await,
-        "write" => client.write(&op.key, op.value.as_str().unwrap_or_default()).await,
-        _ => {
+    let (outcome, served_by) = match (client, op.f) {
+        (Client::Log(log), "append") => log.append(&op.key, op.value.as_str().unwrap_or_default()).await,
+        (Client::Log(log), _) => {
+            let from = op.value["from"].as_u64().unwrap_or(0);
+            log.read(&op.key, from, op.value["limit"].as_u64().unwrap_or(LOG_READ_LIMIT))
+                .await
+        }
+        (Client::Register(register), "read") => register.read(&op.key).await,
+        (Client::Register(register), "write") => register.write(&op.key, op.value.as_str().unwrap_or_default()).await,
+        (Client::Register(register), _) => {
             let from = op.value.get(0).and_then(Value::as_str).unwrap_or_default();
             let to = op.value.get(1).and_then(Value::as_str).unwrap_or_default();
-            client.cas(&op.key, from, to).await
+            register.cas(&op.key, from, to).await
         }
     };
     let node = faultline_faults::process::node_name(served_by);
     let completion = match &outcome {
         Outcome::Ok(read) => {
-            let value = if op.f == "read" { read.clone() } else { op.value.clone() };
+            let value = match client {
+                Client::Log(_) => read.clone(),
+                Client::Register(_) if op.f == "read" => read.clone(),
+                Client::Register(_) => op.value.clone(),
+            };
             event(EventKind::Ok, value, node, None)
         }
         Outcome::Fail(why) => event(EventKind::Fail, op.value.clone(), node, Some(why.clone())),
@@ -218,7 +306,17 @@ impl Workload {
     /// Every key the generator has handed out so far.
     pub fn keys_used(&self) -> Vec<String> {
         let generator = self.generator.lock().expect("generator poisoned");
-        (0..generator.next_key).map(|i| format!("k{i}")).collect()
+        let prefix = if generator.kind == WorkloadKind::Log {
+            "log"
+        } else {
+            "k"
+        };
+        (0..generator.next_key).map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    /// The workload's kind.
+    pub fn kind(&self) -> WorkloadKind {
+        self.spec.kind
     }
 
     /// A fresh process id (for retired processes and the final phase).
@@ -240,7 +338,8 @@ impl Workload {
         let op_timeout = self.spec.op_timeout.duration();
         let mean_gap_s = self.spec.concurrency.0 as f64 / self.spec.rate.0;
         let mut process = worker;
-        let mut client = system.register_client(home, op_timeout, process);
+        let kind = self.spec.kind;
+        let mut client = Client::new(system.as_ref(), kind, home, op_timeout, process);
         let phase_start = tokio::time::Instant::now();
         loop {
             // Poisson arrivals per worker add up to the target total rate.
@@ -255,18 +354,18 @@ impl Workload {
                     _ = stop.wait_for(|s| *s) => return,
                 }
             }
-            let op = self.generator.lock().expect("generator poisoned").next_op();
-            let outcome = perform(&recorder, client.as_ref(), process, worker, &home_name, &op).await;
+            let op = self.generator.lock().expect("generator poisoned").next_op(process);
+            let outcome = perform(&recorder, &client, process, worker, &home_name, &op).await;
             self.generator
                 .lock()
                 .expect("generator poisoned")
-                .observe(&op, &outcome);
+                .observe(process, &op, &outcome);
             match outcome {
                 Outcome::Ok(_) => self.stats.ok.fetch_add(1, Ordering::Relaxed),
                 Outcome::Fail(_) => self.stats.fail.fetch_add(1, Ordering::Relaxed),
                 Outcome::Info(_) => {
                     process = self.new_process();
-                    client = system.register_client(home, op_timeout, process);
+                    client = Client::new(system.as_ref(), kind, home, op_timeout, process);
                     self.stats.info.fetch_add(1, Ordering::Relaxed)
                 }
             };
@@ -292,7 +391,7 @@ mod tests {
         let mut per_key = std::collections::HashMap::<String, u64>::new();
         let mut written = std::collections::HashSet::new();
         for _ in 0..200 {
-            let op = generator.next_op();
+            let op = generator.next_op(0);
             *per_key.entry(op.key.clone()).or_default() += 1;
             if op.f == "write" {
                 assert!(
@@ -300,7 +399,7 @@ mod tests {
                     "duplicate write value"
                 );
             }
-            generator.observe(&op, &Outcome::Ok(Value::Null));
+            generator.observe(0, &op, &Outcome::Ok(Value::Null));
         }
         assert!(per_key.len() >= 20, "keys must rotate: {per_key:?}");
         assert!(per_key.values().all(|&n| n <= 10));
@@ -312,13 +411,13 @@ mod tests {
         let mut generator = Generator::new(&spec, stream(2, "workload"));
         let mut saw_cas = false;
         for _ in 0..300 {
-            let op = generator.next_op();
+            let op = generator.next_op(0);
             if op.f == "cas" {
                 saw_cas = true;
                 let from = op.value[0].as_str().unwrap();
                 assert!(from.starts_with('v'));
             }
-            generator.observe(&op, &Outcome::Ok(Value::from("v1")));
+            generator.observe(0, &op, &Outcome::Ok(Value::from("v1")));
         }
         assert!(saw_cas);
     }

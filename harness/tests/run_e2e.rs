@@ -544,3 +544,64 @@ fn given_interior_bit_flips_and_a_torn_tail_when_restarting_all_should_refuse_wi
         "n3 warns about the torn tail it truncated"
     );
 }
+
+fn log_plan(bug: Option<&str>) -> String {
+    // Power loss of the whole cluster at 5 s, then the restart-all as a power loss too.
+    let plan = repo_plan("reference-log.yaml", 31, "8s").replace("at: 20s", "at: 5s");
+    match bug {
+        Some(bug) => plan.replace("  nodes: 3", &format!("  nodes: 3\n  args: [\"--bug\", \"{bug}\"]")),
+        None => plan,
+    }
+}
+
+#[test]
+fn given_the_log_workload_under_kills_partitions_and_power_loss_when_the_node_is_correct_should_be_valid() {
+    if !fuse_prerequisites() {
+        return;
+    }
+    let _one = one_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &log_plan(None));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    let log = results["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "log")
+        .expect("a log check");
+    assert!(log["details"]["stats"].is_object(), "{log:#}");
+    let events = history(&run_dir);
+    assert!(
+        events.iter().any(|e| e["f"] == "append" && e["kind"] == "ok"),
+        "acknowledged appends"
+    );
+    assert!(events.iter().any(|e| e["f"] == "power-loss"), "power loss happened");
+}
+
+#[test]
+fn given_the_log_workload_when_the_node_never_fsyncs_and_every_node_loses_power_should_report_lost_messages() {
+    if !fuse_prerequisites() {
+        return;
+    }
+    let _one = one_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), &log_plan(Some("no-fsync")));
+    let output = run_plan(&dir.path().join("store"), &plan);
+    let run_dir = latest(&dir.path().join("store"));
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
+    let log = results["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "log")
+        .unwrap();
+    assert_eq!(log["verdict"], "invalid");
+    assert!(
+        log["details"]["counts"]["lost"].as_u64().unwrap_or(0) > 0,
+        "lost acknowledged messages: {log:#}"
+    );
+}

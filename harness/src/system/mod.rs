@@ -69,6 +69,15 @@ pub trait RegisterClient: Send + Sync {
     async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize);
 }
 
+/// A log client (append to a named log, read a range) bound to one node.
+#[async_trait]
+pub trait LogClient: Send + Sync {
+    /// Appends `payload` to `log`: `Ok({"offset": N})`.
+    async fn append(&self, log: &str, payload: &str) -> (Outcome, usize);
+    /// Reads up to `limit` entries of `log` from offset `from`: `Ok({"from", "entries": [[offset, payload]], "end"})`.
+    async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize);
+}
+
 /// A system under test.
 #[async_trait]
 pub trait System: Send + Sync {
@@ -98,4 +107,6 @@ pub trait System: Send + Sync {
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
     /// A register client bound to `home` (it follows the system's redirects to the primary).
     fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient>;
+    /// A log client bound to `home`, if the system offers logs.
+    fn log_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn LogClient>>;
 }

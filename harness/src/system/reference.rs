@@ -1,6 +1,6 @@
 //! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
 
-use super::{NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -279,21 +279,31 @@ impl System for ReferenceSystem {
             .map(|line| line.trim().to_string())
     }
 
+    fn log_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn LogClient>> {
+        Some(Box::new(self.reference_client(home, op_timeout, client_id)))
+    }
+
     fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient> {
+        Box::new(self.reference_client(home, op_timeout, client_id))
+    }
+}
+
+impl ReferenceSystem {
+    fn reference_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> ReferenceClient {
         let http = reqwest::Client::builder()
             .connect_timeout(op_timeout.min(Duration::from_millis(500)))
             .timeout(op_timeout)
             .pool_max_idle_per_host(2)
             .build()
             .expect("building an HTTP client with static settings");
-        Box::new(ReferenceClient {
+        ReferenceClient {
             http,
             nodes: self.client_urls(),
             home,
             op_timeout,
             client_id,
             request_number: std::sync::atomic::AtomicU64::new(0),
-        })
+        }
     }
 }
 
@@ -312,6 +322,8 @@ enum Verb<'a> {
     Read,
     Write(&'a str),
     Cas(&'a str, &'a str),
+    Append(&'a str),
+    ReadLog { from: u64, limit: u64 },
 }
 
 impl ReferenceClient {
@@ -334,12 +346,17 @@ impl ReferenceClient {
                     .http
                     .post(format!("{base}/kv/{key}/cas"))
                     .json(&json!({"from": from, "to": to})),
+                Verb::Append(value) => self
+                    .http
+                    .post(format!("{base}/log/{key}"))
+                    .json(&json!({"value": value})),
+                Verb::ReadLog { from, limit } => self.http.get(format!("{base}/log/{key}?from={from}&limit={limit}")),
             }
             .timeout(remaining)
             .header("X-Faultline-Deadline-Ms", remaining.as_millis().to_string())
             .header("X-Client-Id", self.client_id.to_string())
             .header("X-Request-Number", request_number.to_string());
-            let is_read = matches!(verb, Verb::Read);
+            let is_read = matches!(verb, Verb::Read | Verb::ReadLog { .. });
             let response = match request.send().await {
                 Ok(response) => response,
                 Err(e) => return (transport_outcome(&e, is_read), node),
@@ -351,12 +368,7 @@ impl ReferenceClient {
                 Err(_) => Value::Null,
             };
             match status {
-                200 => {
-                    return (
-                        Outcome::Ok(if is_read { body["value"].clone() } else { Value::Null }),
-                        node,
-                    )
-                }
+                200 => return (Outcome::Ok(success_value(&verb, body)), node),
                 // The cas ran and saw another value: an observation the checker uses (Porcupine's cas -> false).
                 409 if body["error"] == "precondition failed" => {
                     return (Outcome::Fail(CAS_MISMATCH_ERROR.to_string()), node)
@@ -401,6 +413,33 @@ impl RegisterClient for ReferenceClient {
 
     async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize) {
         self.call(key, Verb::Cas(from, to)).await
+    }
+}
+
+/// What a successful op returned, in the history's shape.
+fn success_value(verb: &Verb<'_>, body: Value) -> Value {
+    match verb {
+        Verb::Read => body["value"].clone(),
+        Verb::Write(_) | Verb::Cas(..) => Value::Null,
+        Verb::Append(_) => json!({"offset": body["offset"]}),
+        Verb::ReadLog { from, .. } => {
+            let entries: Vec<Value> = body["entries"]
+                .as_array()
+                .map(|entries| entries.iter().map(|e| json!([e["offset"], e["value"]])).collect())
+                .unwrap_or_default();
+            json!({"from": from, "entries": entries, "end": body["end"]})
+        }
+    }
+}
+
+#[async_trait]
+impl LogClient for ReferenceClient {
+    async fn append(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        self.call(log, Verb::Append(payload)).await
+    }
+
+    async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        self.call(log, Verb::ReadLog { from, limit }).await
     }
 }
 
