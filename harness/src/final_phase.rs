@@ -149,11 +149,22 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
     }
 }
 
-/// Reads every key the run used (every log, page by page from offset 0), through the primary.
+/// Reads every key the run used: registers through the primary; every log, page by page from offset 0, from every
+/// node in turn (the client follows the system's redirects, so a system that serves reads locally is read locally).
 async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
+    lab.recorder().lifecycle("final-reads", None, json!({"label": label}));
+    let primary = lab.find_primary().await.unwrap_or(0);
+    let homes: Vec<usize> = match workload.kind() {
+        WorkloadKind::Register => vec![primary],
+        WorkloadKind::Log => (0..lab.node_count()).collect(),
+    };
+    for home in homes {
+        final_reads_from(lab, workload, home, op_timeout).await;
+    }
+}
+
+async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration) {
     let recorder = lab.recorder();
-    recorder.lifecycle("final-reads", None, json!({"label": label}));
-    let home = lab.find_primary().await.unwrap_or(0);
     let kind = workload.kind();
     let mut process = workload.new_process();
     let mut client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
