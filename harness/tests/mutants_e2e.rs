@@ -11,7 +11,7 @@ mod support;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
-use support::{explain, history, latest, one_cluster, repo_plan_text, results, run_plan_with, write_plan};
+use support::{explain, history, latest, one_cluster, repo_plan_text, results, run_plan_with, with_bug, write_plan};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
 fn repeat() -> u64 {
@@ -24,17 +24,7 @@ fn repeat() -> u64 {
 
 /// A plan of `plans/`, with `args: ["--bug", bug]` added to its system when `bug` is given.
 fn repo_plan(name: &str, bug: Option<&str>) -> String {
-    let text = repo_plan_text(name);
-    match bug {
-        Some(bug) => {
-            assert!(text.contains("\n  nodes: 3\n"), "the plan has a system with `nodes: 3`");
-            text.replace(
-                "\n  nodes: 3\n",
-                &format!("\n  nodes: 3\n  args: [\"--bug\", \"{bug}\"]\n"),
-            )
-        }
-        None => text,
-    }
+    with_bug(&repo_plan_text(name), bug)
 }
 
 fn run_plan(store: &Path, plan: &Path, seed: u64) -> Output {

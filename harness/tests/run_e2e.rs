@@ -10,7 +10,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::{explain, faultline, history, latest, one_cluster, repo_plan_text, results, run_plan_with, write_plan};
+use support::{
+    check, explain, faultline, history, latest, one_cluster, repo_plan_text, results, run_plan_with, with_bug,
+    write_plan,
+};
 
 fn default_plan() -> String {
     repo_plan_text("default.yaml")
@@ -123,12 +126,7 @@ fn given_recorded_wal_corruption_when_restarting_all_should_record_the_refusal_a
     let log = std::fs::read_to_string(run_dir.join("nodes/n2/node.log")).unwrap();
     assert!(log.contains(line), "the recorded line comes from n2's log");
     let results = results(&run_dir);
-    let boot = results["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "boot")
-        .unwrap();
+    let boot = check(&results, "boot");
     assert_eq!(
         boot["verdict"], "valid",
         "a refusal after recorded surgery is legitimate: {boot:#}"
@@ -349,12 +347,7 @@ fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes
         majority_writes > 0,
         "the majority side served no write during the partition"
     );
-    let convergence = results["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "convergence")
-        .unwrap();
+    let convergence = check(&results, "convergence");
     assert_eq!(convergence["verdict"], "valid", "{convergence:#}");
 }
 
@@ -447,11 +440,10 @@ fn repo_plan(name: &str, seed: u64, time_limit: &str) -> String {
 
 fn power_loss_plan(bug: Option<&str>) -> String {
     // Power loss of the whole cluster at 5 s, and again as the restart-all.
-    let plan = repo_plan("reference-power-loss.yaml", 21, "8s").replace("at: 12s", "at: 5s");
-    match bug {
-        Some(bug) => plan.replace("  nodes: 3", &format!("  nodes: 3\n  args: [\"--bug\", \"{bug}\"]")),
-        None => plan,
-    }
+    with_bug(
+        &repo_plan("reference-power-loss.yaml", 21, "8s").replace("at: 12s", "at: 5s"),
+        bug,
+    )
 }
 
 #[test]
@@ -491,12 +483,7 @@ fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowl
     let run_dir = latest(&dir.path().join("store"));
     let results = results(&run_dir);
     assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
-    let linearizability = results["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "linearizability")
-        .unwrap();
+    let linearizability = check(&results, "linearizability");
     assert_eq!(
         linearizability["verdict"], "invalid",
         "lost acknowledged writes show as a linearizability failure"
@@ -547,11 +534,10 @@ fn given_interior_bit_flips_and_a_torn_tail_when_restarting_all_should_refuse_wi
 
 fn log_plan(bug: Option<&str>) -> String {
     // Power loss of the whole cluster at 5 s, then the restart-all as a power loss too.
-    let plan = repo_plan("reference-log.yaml", 31, "8s").replace("at: 20s", "at: 5s");
-    match bug {
-        Some(bug) => plan.replace("  nodes: 3", &format!("  nodes: 3\n  args: [\"--bug\", \"{bug}\"]")),
-        None => plan,
-    }
+    with_bug(
+        &repo_plan("reference-log.yaml", 31, "8s").replace("at: 20s", "at: 5s"),
+        bug,
+    )
 }
 
 #[test]
@@ -566,12 +552,7 @@ fn given_the_log_workload_under_kills_partitions_and_power_loss_when_the_node_is
     let run_dir = latest(&dir.path().join("store"));
     let results = results(&run_dir);
     assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
-    let log = results["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "log")
-        .expect("a log check");
+    let log = check(&results, "log");
     assert!(log["details"]["stats"].is_object(), "{log:#}");
     let events = history(&run_dir);
     assert!(
@@ -593,12 +574,7 @@ fn given_the_log_workload_when_the_node_never_fsyncs_and_every_node_loses_power_
     let run_dir = latest(&dir.path().join("store"));
     let results = results(&run_dir);
     assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
-    let log = results["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "log")
-        .unwrap();
+    let log = check(&results, "log");
     assert_eq!(log["verdict"], "invalid");
     assert!(
         log["details"]["counts"]["lost"].as_u64().unwrap_or(0) > 0,

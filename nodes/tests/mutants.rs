@@ -17,6 +17,14 @@ use std::time::{Duration, Instant};
 use common::{http, Cluster, NODE_BIN};
 
 const SECONDS_5: Duration = Duration::from_secs(5);
+
+/// The scripted schedules here hinge on sub-second windows: clusters of this file run one at a time, so that tests of
+/// the same binary neither compete for the two cores nor race for free ports.
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 const SECONDS_10: Duration = Duration::from_secs(10);
 const SECONDS_15: Duration = Duration::from_secs(15);
 
@@ -165,7 +173,7 @@ fn rewind_schedule(bug: bool) -> RewindOutcome {
     for i in 0..10 {
         write(&cluster, i);
     }
-    assert!(cluster.wait_converged(SECONDS_5), "healthy cluster converges");
+    assert!(cluster.wait_converged(SECONDS_10), "healthy cluster converges");
     n1_to_n2.cut();
     for i in 10..15 {
         write(&cluster, i);
@@ -241,6 +249,7 @@ fn rewind_runs() -> usize {
 
 #[test]
 fn given_repair_rewinds_parent_when_the_repaired_backup_becomes_primary_should_leave_a_wal_that_refuses_to_boot() {
+    let _one = one_cluster();
     for run in 0..rewind_runs() {
         let mut outcome = rewind_schedule(true);
         let cluster = &mut outcome.cluster;
@@ -268,6 +277,7 @@ fn given_repair_rewinds_parent_when_the_repaired_backup_becomes_primary_should_l
 
 #[test]
 fn given_the_rewind_schedule_without_the_bug_when_all_restart_should_boot_cleanly_and_keep_every_acknowledged_write() {
+    let _one = one_cluster();
     for run in 0..rewind_runs() {
         let outcome = rewind_schedule(false);
         let cluster = &outcome.cluster;
@@ -299,6 +309,7 @@ fn given_the_rewind_schedule_without_the_bug_when_all_restart_should_boot_cleanl
 
 #[test]
 fn given_stale_backup_reads_when_a_paused_backup_resumes_should_answer_a_read_with_a_stale_value() {
+    let _one = one_cluster();
     let mut cluster = Cluster::new(3).with_bug("stale-backup-reads");
     // Commit points reach backups only with the next prepare or heartbeat: a slow heartbeat keeps them one op
     // behind for seconds, and a long view-change timeout keeps the view stable meanwhile.
@@ -362,6 +373,7 @@ fn write_with_both_backups_paused(bug: bool) -> u16 {
 
 #[test]
 fn given_commit_without_quorum_when_both_backups_are_paused_should_acknowledge_a_write_that_otherwise_times_out() {
+    let _one = one_cluster();
     assert_eq!(
         write_with_both_backups_paused(true),
         200,
@@ -396,6 +408,7 @@ fn fsyncs_during_sequential_writes(bug: Option<&str>, writes: usize) -> Vec<u64>
 
 #[test]
 fn given_the_fsync_mutants_when_writes_are_acknowledged_should_fsync_less_often_than_they_acknowledge() {
+    let _one = one_cluster();
     const WRITES: usize = 30;
     // Each sequential write is acknowledged only once a quorum made it durable: the correct replicas fsync at
     // least once per write (the primary, and each backup that acked it).
@@ -418,6 +431,7 @@ fn given_the_fsync_mutants_when_writes_are_acknowledged_should_fsync_less_often_
 
 #[test]
 fn given_boot_skips_verification_when_an_interior_entry_is_corrupt_should_boot_and_serve_it() {
+    let _one = one_cluster();
     let mut cluster = Cluster::new(1);
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
@@ -451,6 +465,7 @@ fn given_boot_skips_verification_when_an_interior_entry_is_corrupt_should_boot_a
 
 #[test]
 fn given_no_bug_flag_when_running_should_log_no_mutant_and_keep_backups_redirecting() {
+    let _one = one_cluster();
     let mut cluster = Cluster::new(3);
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));

@@ -72,3 +72,25 @@ pub fn explain(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     )
 }
+
+/// `plan` with `args: ["--bug", bug]` added to its 3-node system, when `bug` is given.
+pub fn with_bug(plan: &str, bug: Option<&str>) -> String {
+    match bug {
+        Some(bug) => {
+            assert!(plan.contains("\n  nodes: 3\n"), "the plan has a system with `nodes: 3`");
+            plan.replace(
+                "\n  nodes: 3\n",
+                &format!("\n  nodes: 3\n  args: [\"--bug\", \"{bug}\"]\n"),
+            )
+        }
+        None => plan.to_string(),
+    }
+}
+
+/// The check named `name` of a results.json.
+pub fn check<'a>(results: &'a Value, name: &str) -> &'a Value {
+    results["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no `{name}` check in {results:#}"))
+}
