@@ -9,9 +9,8 @@
 mod support;
 
 use serde_json::Value;
-use std::path::Path;
 use std::process::Output;
-use support::{explain, history, latest, one_cluster, repo_plan_text, results, run_plan_with, with_bug, write_plan};
+use support::{explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
 fn repeat() -> u64 {
@@ -27,10 +26,6 @@ fn repo_plan(name: &str, bug: Option<&str>) -> String {
     with_bug(&repo_plan_text(name), bug)
 }
 
-fn run_plan(store: &Path, plan: &Path, seed: u64) -> Output {
-    run_plan_with(store, plan, &["--seed", &seed.to_string()])
-}
-
 const REWIND_PLAN: &str = "mutant-repair-rewinds-parent.yaml";
 
 /// One run of the scripted repair-rewinds-parent plan.
@@ -43,16 +38,12 @@ struct RewindRun {
 }
 
 fn run_rewind_plan(bug: Option<&str>, seed: u64) -> RewindRun {
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &repo_plan(REWIND_PLAN, bug));
-    let store = dir.path().join("store");
-    let output = run_plan(&store, &plan, seed);
-    let run_dir = latest(&store);
+    let run = run_text(&repo_plan(REWIND_PLAN, bug), &["--seed", &seed.to_string()]);
     RewindRun {
-        output,
-        events: history(&run_dir),
-        results: results(&run_dir),
-        n2_log: std::fs::read_to_string(run_dir.join("nodes/n2/node.log")).unwrap_or_default(),
+        events: history(&run.run_dir),
+        results: results(&run.run_dir),
+        n2_log: std::fs::read_to_string(run.run_dir.join("nodes/n2/node.log")).unwrap_or_default(),
+        output: run.output,
     }
 }
 

@@ -8,11 +8,10 @@ mod support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{
-    check, explain, faultline, history, latest, one_cluster, repo_plan_text, results, run_plan_with, with_bug,
-    write_plan,
+    check, explain, faultline, history, one_cluster, repo_plan_text, results, run_text, with_bug, write_plan,
 };
 
 fn default_plan() -> String {
@@ -28,10 +27,6 @@ fn short_plan(seed: u64, time_limit: &str) -> String {
         .replace("every: 20s", "every: 60s")
 }
 
-fn run_plan(store: &Path, plan: &Path) -> Output {
-    run_plan_with(store, plan, &[])
-}
-
 fn count(events: &[Value], kind: &str, f: &str) -> usize {
     events.iter().filter(|e| e["kind"] == kind && e["f"] == f).count()
 }
@@ -39,12 +34,11 @@ fn count(events: &[Value], kind: &str, f: &str) -> usize {
 #[test]
 fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_every_node_and_be_valid() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &short_plan(7, "10s"));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&short_plan(7, "10s"), &[]);
+    let output = &run.output;
+    assert_eq!(output.status.code(), Some(0), "{}", explain(output));
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     assert!(count(&events, "nemesis", "kill") >= 1, "no kill in the fault phase");
     assert!(count(&events, "nemesis", "start") >= 1, "no restart in the fault phase");
     let restart_all = events
@@ -65,7 +59,7 @@ fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_ever
             "{node} not verified"
         );
     }
-    let results = results(&run_dir);
+    let results = results(run_dir);
     assert_eq!(results["verdict"], "valid", "{results:#}");
     assert!(
         results["counts"]["ok"].as_u64().unwrap() > 100,
@@ -111,38 +105,36 @@ fn corrupt_plan(recorded: bool) -> String {
 #[test]
 fn given_recorded_wal_corruption_when_restarting_all_should_record_the_refusal_and_judge_it_legitimate() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &corrupt_plan(true));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&corrupt_plan(true), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     let refused = events
         .iter()
         .find(|e| e["f"] == "boot-refused")
-        .unwrap_or_else(|| panic!("no boot-refused: {}", explain(&output)));
+        .unwrap_or_else(|| panic!("no boot-refused: {}", explain(output)));
     assert_eq!(refused["node"], "n2");
     let line = refused["value"]["line"].as_str().unwrap();
     assert!(line.contains("refusing to boot"), "the node's own error line: {line}");
     let log = std::fs::read_to_string(run_dir.join("nodes/n2/node.log")).unwrap();
     assert!(log.contains(line), "the recorded line comes from n2's log");
-    let results = results(&run_dir);
+    let results = results(run_dir);
     let boot = check(&results, "boot");
     assert_eq!(
         boot["verdict"], "valid",
         "a refusal after recorded surgery is legitimate: {boot:#}"
     );
-    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(output));
 }
 
 #[test]
 fn given_a_refusal_on_a_disk_nothing_corrupted_when_checked_should_be_invalid() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &corrupt_plan(false));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
-    let run_dir = latest(&dir.path().join("store"));
-    let results = results(&run_dir);
+    let run = run_text(&corrupt_plan(false), &[]);
+    let output = &run.output;
+    assert_eq!(output.status.code(), Some(1), "{}", explain(output));
+    let run_dir = &run.run_dir;
+    let results = results(run_dir);
     assert_eq!(results["verdict"], "invalid");
     assert!(
         results["reason"]
@@ -302,13 +294,12 @@ fn partition_plan(shape: &str, seed: u64) -> String {
 #[test]
 fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes_fail_over_heal_and_converge() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &partition_plan("isolate-primary", 5));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
-    let results = results(&run_dir);
-    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    let run = run_text(&partition_plan("isolate-primary", 5), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
+    let results = results(run_dir);
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(output));
     let starts: Vec<&Value> = events.iter().filter(|e| e["f"] == "partition-start").collect();
     assert!(!starts.is_empty(), "no partition happened");
     // Writes sent to the isolated primary while it was cut off end unknown (it cannot commit them).
@@ -354,11 +345,10 @@ fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes
 #[test]
 fn given_one_way_partitions_when_run_should_end_valid() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &partition_plan("one-way", 6));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&partition_plan("one-way", 6), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     assert!(events
         .iter()
         .any(|e| e["f"] == "partition-start" && e["value"]["shape"] == "one-way"));
@@ -366,8 +356,8 @@ fn given_one_way_partitions_when_run_should_end_valid() {
         output.status.code(),
         Some(0),
         "{}\n{:#}",
-        explain(&output),
-        results(&run_dir)
+        explain(output),
+        results(run_dir)
     );
 }
 
@@ -389,19 +379,18 @@ fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no
         return;
     }
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
     let plan = partition_plan("isolate-primary", 8).replace("  backend: proxy", "  backend: netns");
     assert!(plan.contains("backend: netns"));
-    let plan = write_plan(dir.path(), &plan);
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&plan, &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}\n{:#}",
-        explain(&output),
-        results(&run_dir)
+        explain(output),
+        results(run_dir)
     );
     assert_eq!(events[0]["value"]["network_backend"], "netns");
     let run_id = events[0]["value"]["run_id"].as_str().unwrap().to_string();
@@ -452,11 +441,10 @@ fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_not
         return;
     }
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &power_loss_plan(None));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&power_loss_plan(None), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     let power_losses = events.iter().filter(|e| e["f"] == "power-loss").count();
     assert!(
         power_losses >= 6,
@@ -466,8 +454,8 @@ fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_not
         output.status.code(),
         Some(0),
         "{}\n{:#}",
-        explain(&output),
-        results(&run_dir)
+        explain(output),
+        results(run_dir)
     );
 }
 
@@ -477,12 +465,11 @@ fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowl
         return;
     }
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &power_loss_plan(Some("no-fsync")));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let results = results(&run_dir);
-    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
+    let run = run_text(&power_loss_plan(Some("no-fsync")), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let results = results(run_dir);
+    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(output));
     let linearizability = check(&results, "linearizability");
     assert_eq!(
         linearizability["verdict"], "invalid",
@@ -493,17 +480,16 @@ fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowl
 #[test]
 fn given_interior_bit_flips_and_a_torn_tail_when_restarting_all_should_refuse_wipe_rejoin_and_boot_with_a_warning() {
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &repo_plan("reference-disk-surgery.yaml", 4, "5s"));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let events = history(&run_dir);
+    let run = run_text(&repo_plan("reference-disk-surgery.yaml", 4, "5s"), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let events = history(run_dir);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}\n{:#}",
-        explain(&output),
-        results(&run_dir)
+        explain(output),
+        results(run_dir)
     );
     let refused = events
         .iter()
@@ -546,15 +532,14 @@ fn given_the_log_workload_under_kills_partitions_and_power_loss_when_the_node_is
         return;
     }
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &log_plan(None));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let results = results(&run_dir);
-    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    let run = run_text(&log_plan(None), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let results = results(run_dir);
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(output));
     let log = check(&results, "log");
     assert!(log["details"]["stats"].is_object(), "{log:#}");
-    let events = history(&run_dir);
+    let events = history(run_dir);
     assert!(
         events.iter().any(|e| e["f"] == "append" && e["kind"] == "ok"),
         "acknowledged appends"
@@ -568,12 +553,11 @@ fn given_the_log_workload_when_the_node_never_fsyncs_and_every_node_loses_power_
         return;
     }
     let _one = one_cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), &log_plan(Some("no-fsync")));
-    let output = run_plan(&dir.path().join("store"), &plan);
-    let run_dir = latest(&dir.path().join("store"));
-    let results = results(&run_dir);
-    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(&output));
+    let run = run_text(&log_plan(Some("no-fsync")), &[]);
+    let output = &run.output;
+    let run_dir = &run.run_dir;
+    let results = results(run_dir);
+    assert_eq!(output.status.code(), Some(1), "{}\n{results:#}", explain(output));
     let log = check(&results, "log");
     assert_eq!(log["verdict"], "invalid");
     assert!(

@@ -77,6 +77,18 @@ pub struct Event {
     pub error: Option<String>,
 }
 
+impl Event {
+    /// The process of a client event, or an error naming the event when it has none.
+    pub fn client_process(&self) -> Result<u64, String> {
+        self.process.ok_or_else(|| {
+            format!(
+                "history event {} ({:?} {}) has no process",
+                self.index, self.kind, self.f
+            )
+        })
+    }
+}
+
 /// Errors reading a history file.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {

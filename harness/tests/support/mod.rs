@@ -94,3 +94,25 @@ pub fn check<'a>(results: &'a Value, name: &str) -> &'a Value {
         .and_then(|checks| checks.iter().find(|c| c["name"] == name))
         .unwrap_or_else(|| panic!("no `{name}` check in {results:#}"))
 }
+
+/// A finished `faultline run` of a plan in a fresh temporary store (deleted when this is dropped).
+pub struct Run {
+    /// What the command printed and how it exited.
+    pub output: Output,
+    /// The run's store folder.
+    pub run_dir: PathBuf,
+    _store: tempfile::TempDir,
+}
+
+/// Runs plan `text` (with `extra` arguments) in a fresh temporary store.
+pub fn run_text(text: &str, extra: &[&str]) -> Run {
+    let store = tempfile::tempdir().unwrap();
+    let plan = write_plan(store.path(), text);
+    let output = run_plan_with(&store.path().join("store"), &plan, extra);
+    let run_dir = latest(&store.path().join("store"));
+    Run {
+        output,
+        run_dir,
+        _store: store,
+    }
+}

@@ -40,12 +40,7 @@ pub(crate) fn pair_operations(history: &History) -> Result<Vec<Pair>, String> {
         if !event.kind.is_client() {
             continue;
         }
-        let process = event.process.ok_or_else(|| {
-            format!(
-                "history event {} ({:?} {}) has no process",
-                event.index, event.kind, event.f
-            )
-        })?;
+        let process = event.client_process()?;
         if event.kind == EventKind::Invoke {
             if let Some(previous) = open.insert(process, pos) {
                 pairs.push(Pair {

@@ -179,12 +179,7 @@ pub(super) fn parse(history: &History) -> Result<Parsed<'_>, String> {
         if !event.kind.is_client() {
             continue;
         }
-        let process = event.process.ok_or_else(|| {
-            format!(
-                "history event {} ({:?} {}) has no process",
-                event.index, event.kind, event.f
-            )
-        })?;
+        let process = event.client_process()?;
         if event.kind == EventKind::Invoke {
             parser.invoke(event, pos, process)?;
         } else {
