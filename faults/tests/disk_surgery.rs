@@ -288,3 +288,50 @@ fn given_bad_specs_should_fail_to_parse_or_validate_with_a_reason() {
         r#"{"op":"zero-block","files":"wal","pick":"last","region":"1..9"}"#
     );
 }
+
+/// etcd preallocates 64 MB WAL segments: the data is a prefix, the rest zeros. Cuts aim at the data, not the zeros.
+#[test]
+fn given_a_preallocated_file_when_cut_should_aim_at_its_written_data_and_keep_its_size() {
+    let dir = data_dir();
+    let segment = dir.path().join("member/wal/1.wal");
+    let mut bytes = pattern(30_000);
+    bytes.resize(4 << 20, 0);
+    fs::write(&segment, &bytes).unwrap();
+
+    let mut surgeon = Surgeon::new(3, "n1");
+    let flip = surgeon
+        .apply(
+            dir.path(),
+            &spec("{op: flip-bits, files: 'member/wal/1.wal', region: interior, bits: 4}"),
+        )
+        .unwrap();
+    assert!((30_000 / 8..30_000 - 30_000 / 8).contains(&flip.offset), "{flip:?}");
+    assert_eq!(flip.extent_bytes, 30_000);
+
+    let torn = surgeon
+        .apply(
+            dir.path(),
+            &spec("{op: truncate-tail, files: 'member/wal/1.wal', max_bytes: 300}"),
+        )
+        .unwrap();
+    let after = fs::read(&segment).unwrap();
+    assert_eq!(after.len(), 4 << 20, "a preallocated file keeps its size");
+    assert_eq!(torn.offset, 30_000 - torn.length);
+    assert_eq!(torn.offset % 512, 0, "a torn append loses whole sectors");
+    assert!(
+        after[torn.offset as usize..].iter().all(|&b| b == 0),
+        "the torn bytes are zeros"
+    );
+    assert_eq!(
+        after[..torn.offset as usize - 1],
+        bytes_after_flip(&bytes, &flip)[..torn.offset as usize - 1]
+    );
+}
+
+fn bytes_after_flip(original: &[u8], flip: &disk::SurgeryRecord) -> Vec<u8> {
+    let mut bytes = original.to_vec();
+    for bit in &flip.bits {
+        bytes[(bit / 8) as usize] ^= 1 << (bit % 8);
+    }
+    bytes
+}

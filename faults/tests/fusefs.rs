@@ -3,7 +3,9 @@
 //! Needs root and /dev/fuse. Under `CI=true` their absence fails the test with the reason; elsewhere the tests skip
 //! with a printed reason.
 
-use faultline_faults::fusefs::{self, FaultFs, FaultFsHandle, FsFaults, PowerLossSpec};
+use faultline_faults::fusefs::{
+    self, FaultFs, FaultFsHandle, FaultFsOptions, FsFaults, MetadataDurability, PowerLossSpec,
+};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileExt;
@@ -33,13 +35,17 @@ struct Lab {
 
 impl Lab {
     fn new(name: &str) -> Lab {
+        Lab::with(name, FaultFsOptions::default())
+    }
+
+    fn with(name: &str, options: FaultFsOptions) -> Lab {
         let tmp = tempfile::tempdir().unwrap();
         let backing = tmp.path().join("backing");
         let data = tmp.path().join("data");
         fs::create_dir(&backing).unwrap();
         fs::create_dir(&data).unwrap();
         let tag = format!("test-{name}-{}", std::process::id());
-        let fs = Some(FaultFs::mount(&backing, &data, &tag).unwrap());
+        let fs = Some(FaultFs::mount_with(&backing, &data, &tag, options).unwrap());
         Lab {
             _tmp: tmp,
             backing,
@@ -180,6 +186,33 @@ fn given_a_created_file_whose_directory_was_not_synced_when_power_is_lost_should
     assert!(!lab.backing.join("new.wal").exists());
     lab.remount();
     assert_eq!(fs::read_dir(&lab.data).unwrap().count(), 0);
+}
+
+/// ext4's journal: an fsync of any file commits every directory change made before it (etcd never fsyncs the
+/// parent of the `member/` dir it creates, and relies on this).
+#[test]
+fn given_journaled_metadata_when_any_file_is_fsynced_should_keep_every_earlier_directory_change() {
+    if !fuse_ready() {
+        return;
+    }
+    let options = FaultFsOptions {
+        metadata: MetadataDurability::Journaled,
+        ..Default::default()
+    };
+    let lab = Lab::with("journaled", options);
+    fs::create_dir_all(lab.path("member/wal")).unwrap();
+    let mut file = File::create(lab.path("member/wal/0.wal")).unwrap();
+    file.write_all(b"record").unwrap();
+    file.sync_all().unwrap();
+    fs::create_dir(lab.path("after-the-commit")).unwrap();
+
+    let record = lab.fs().lose_unsynced();
+    assert_eq!(fs::read(lab.path("member/wal/0.wal")).unwrap(), b"record");
+    assert!(
+        !lab.path("after-the-commit").exists(),
+        "a change after the last fsync is still lost"
+    );
+    assert_eq!(record.entries_dropped, ["after-the-commit"]);
 }
 
 #[test]

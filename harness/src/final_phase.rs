@@ -233,7 +233,7 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     if let Some(corrupt) = &plan.final_phase.test_only_corrupt_wal {
         let node = parse_node_name(&corrupt.node.value).expect("validated at plan load");
         let data_dir = lab.system().data_dir(node);
-        match disk::corrupt_interior(&data_dir, lab.system().wal_prefix()) {
+        match disk::corrupt_interior(&data_dir, lab.system().wal_glob()) {
             Ok(record) if corrupt.recorded => {
                 recorder.nemesis(
                     "disk-surgery",

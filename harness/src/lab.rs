@@ -5,7 +5,7 @@
 use crate::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
 use crate::system::{Role, System};
-use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FsFaults};
+use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
@@ -98,14 +98,14 @@ impl Lab {
     }
 
     /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`.
-    pub fn mount_fault_fs(&mut self, run_tag: &str) -> anyhow::Result<()> {
+    pub fn mount_fault_fs(&mut self, run_tag: &str, options: FaultFsOptions) -> anyhow::Result<()> {
         faultline_faults::fusefs::fuse_available().map_err(anyhow::Error::msg)?;
         for node in 0..self.system.node_count() {
             let mountpoint = self.system.data_dir(node);
             let backing = mountpoint.with_extension("backing");
             std::fs::create_dir_all(&mountpoint)?;
             std::fs::create_dir_all(&backing)?;
-            let handle = FaultFs::mount(&backing, &mountpoint, run_tag)
+            let handle = FaultFs::mount_with(&backing, &mountpoint, run_tag, options)
                 .map_err(|e| anyhow::anyhow!("mounting the fault filesystem for {}: {e}", node_name(node)))?;
             self.fault_fs.push(Arc::new(std::sync::Mutex::new(Some(handle))));
         }

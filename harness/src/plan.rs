@@ -128,12 +128,15 @@ impl<'de> Deserialize<'de> for Rate {
 pub enum SystemKind {
     /// faultline's own reference node (`faultline-node`), found next to the `faultline` executable.
     Reference,
+    /// etcd 3.4 (Debian's `etcd-server`, `/usr/bin/etcd` unless `binary` says otherwise), register workload only.
+    Etcd,
 }
 
 impl fmt::Display for SystemKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             SystemKind::Reference => "reference",
+            SystemKind::Etcd => "etcd",
         })
     }
 }
@@ -350,6 +353,14 @@ pub struct DiskSpec {
     /// loss can discard them. Needed by `power-loss` faults.
     #[serde(default)]
     pub fault_fs: bool,
+    /// When the fault filesystem makes directory changes durable: `posix` (only an fsync of the directory; the
+    /// default) or `journaled` (any fsync commits every earlier change, as ext4's journal does).
+    #[serde(default, skip_serializing_if = "is_posix")]
+    pub metadata: faultline_faults::fusefs::MetadataDurability,
+}
+
+fn is_posix(metadata: &faultline_faults::fusefs::MetadataDurability) -> bool {
+    *metadata == faultline_faults::fusefs::MetadataDurability::Posix
 }
 
 /// A test-only fault step used to prove boot verification is judged correctly.
@@ -509,6 +520,24 @@ impl Plan {
                 ))
             }
             _ => {}
+        }
+        if self.system.kind == SystemKind::Etcd {
+            if self.workload.kind == WorkloadKind::Log {
+                return Err(at(
+                    mix.referenced,
+                    "the etcd adapter offers the register workload only (etcd has no append-only log API)".into(),
+                ));
+            }
+            if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
+                if self.network.backend == NetworkBackend::Proxy {
+                    return Err(at(
+                        network.referenced,
+                        "etcd members also use peer connections they open themselves, so the proxy mesh cannot \
+                         partition them: set `network: {backend: netns}` (root, iproute2 and nftables)"
+                            .into(),
+                    ));
+                }
+            }
         }
         if let Some(process) = &self.nemesis.process {
             if !process.value.faults.is_empty() && process.value.interval.is_none_or(|i| i.0 == 0) {

@@ -4,11 +4,12 @@
 use crate::analyze;
 use crate::final_phase;
 use crate::lab::{BootState, Lab};
-use crate::plan::{IoFaultWindow, NetworkBackend, Plan};
+use crate::plan::{IoFaultWindow, NetworkBackend, Plan, SystemKind};
 use crate::recorder::Recorder;
 use crate::runlock::{self, RunLock};
 use crate::store;
 use crate::supervisor::Supervisor;
+use crate::system::etcd::EtcdSystem;
 use crate::system::reference::{NodeProgram, ReferenceSystem};
 use crate::system::System;
 use crate::workload::Workload;
@@ -84,7 +85,6 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     std::fs::write(store_dir.join("plan.yaml"), plan.to_yaml()).context("writing plan.yaml")?;
 
     let node_count = plan.system.nodes.0 as usize;
-    let program = NodeProgram::locate(plan.system.binary.as_deref())?;
     let nodes_dir = store_dir.join("nodes");
     let log_paths: Vec<PathBuf> = (0..node_count)
         .map(|i| nodes_dir.join(node_name(i)).join("node.log"))
@@ -92,29 +92,21 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     for path in &log_paths {
         std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
     }
-    let cluster_id = u64::from(rand::random::<u32>());
     let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
     let netns = start_netns(&plan, &run_id, node_count).await?;
-    let node_ips: Vec<IpAddr> = match &netns {
-        Some((lab, _)) => (0..node_count).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
-        None => vec![pick_loopback_ip(&ReferenceSystem::ports(node_count))?; node_count],
-    };
-    let mut reference = ReferenceSystem::new(
-        program.clone(),
-        node_count,
-        nodes_dir,
-        node_ips.clone(),
-        cluster_id,
-        plan.system.args.clone(),
-    );
-    let network = match &netns {
-        Some((lab, _)) => Some(Network::Netns(lab.clone())),
-        None => start_proxy_mesh(&plan, seed, &mut reference, node_ips[0]).await?,
-    };
-    let system: Arc<dyn System> = Arc::new(reference);
+    let target = build_system(&plan, seed, &run_id, nodes_dir, netns.as_ref().map(|(lab, _)| lab)).await?;
+    let (system, network) = (target.system, target.network);
     recorder.meta(
         "run-start",
-        run_meta(&plan, seed, &run_id, &program, &store_dir, &node_ips, network.as_ref()),
+        run_meta(
+            &plan,
+            seed,
+            &run_id,
+            &target.binary,
+            &store_dir,
+            &target.node_ips,
+            network.as_ref(),
+        ),
     );
     let supervisor = Supervisor::start(&run_id);
     let mut lab = Lab::new(
@@ -128,7 +120,12 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         lab.launch_inside(netns_lab.clone());
     }
     if plan.disk.fault_fs {
-        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id))?;
+        let options = faultline_faults::fusefs::FaultFsOptions {
+            seed,
+            metadata: plan.disk.metadata,
+            ..Default::default()
+        };
+        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)?;
     }
     let lab = Arc::new(lab);
 
@@ -313,6 +310,81 @@ async fn fault_phase(
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
 }
 
+/// The system under test of a run, where it listens, and the network that can fault it.
+struct Target {
+    system: Arc<dyn System>,
+    /// The node executable (for the run's metadata: path and digest).
+    binary: PathBuf,
+    node_ips: Vec<IpAddr>,
+    network: Option<Network>,
+}
+
+/// Builds the plan's system adapter: each node at its namespace address under netns, else all on one free loopback
+/// address; reference peers are routed through the proxy mesh when the plan has network faults.
+async fn build_system(
+    plan: &Plan,
+    seed: u64,
+    run_id: &str,
+    nodes_dir: PathBuf,
+    netns: Option<&Arc<NetnsLab>>,
+) -> anyhow::Result<Target> {
+    let node_count = plan.system.nodes.0 as usize;
+    let ips = |ports: &[u16]| -> anyhow::Result<Vec<IpAddr>> {
+        Ok(match netns {
+            Some(lab) => (0..node_count).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
+            None => vec![pick_loopback_ip(ports)?; node_count],
+        })
+    };
+    match plan.system.kind {
+        SystemKind::Reference => {
+            let program = NodeProgram::locate(plan.system.binary.as_deref())?;
+            let node_ips = ips(&ReferenceSystem::ports(node_count))?;
+            let mut reference = ReferenceSystem::new(
+                program.clone(),
+                node_count,
+                nodes_dir,
+                node_ips.clone(),
+                u64::from(rand::random::<u32>()),
+                plan.system.args.clone(),
+            );
+            let network = match netns {
+                Some(lab) => Some(Network::Netns(lab.clone())),
+                None => start_proxy_mesh(plan, seed, &mut reference, node_ips[0]).await?,
+            };
+            Ok(Target {
+                system: Arc::new(reference),
+                binary: program.program,
+                node_ips,
+                network,
+            })
+        }
+        SystemKind::Etcd => {
+            let binary = EtcdSystem::locate(plan.system.binary.as_deref())?;
+            let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
+            anyhow::ensure!(
+                netns.is_some() || !has_network_faults,
+                "this plan partitions etcd, which needs the netns backend, and this machine cannot use it \
+                 (run as root with iproute2 and nftables installed)"
+            );
+            let node_ips = ips(&EtcdSystem::ports(node_count))?;
+            let system = EtcdSystem::new(
+                binary.clone(),
+                node_count,
+                nodes_dir,
+                node_ips.clone(),
+                format!("faultline-{run_id}"),
+                plan.system.args.clone(),
+            );
+            Ok(Target {
+                system: Arc::new(system),
+                binary,
+                node_ips,
+                network: netns.map(|lab| Network::Netns(lab.clone())),
+            })
+        }
+    }
+}
+
 /// Builds the netns lab (and a runtime whose threads live in its lab namespace) when the plan asks for the netns
 /// backend, or for `auto` and this machine can do it.
 async fn start_netns(
@@ -450,7 +522,7 @@ fn run_meta(
     plan: &Plan,
     seed: u64,
     run_id: &str,
-    program: &NodeProgram,
+    node_binary: &Path,
     store_dir: &Path,
     node_ips: &[IpAddr],
     network: Option<&Network>,
@@ -468,8 +540,8 @@ fn run_meta(
         "system": plan.system.kind.to_string(),
         "faultline_version": env!("CARGO_PKG_VERSION"),
         "faultline_binary_xxh3": std::env::current_exe().ok().and_then(|p| file_digest(&p)),
-        "node_binary": program.program.display().to_string(),
-        "node_binary_xxh3": file_digest(&program.program),
+        "node_binary": node_binary.display().to_string(),
+        "node_binary_xxh3": file_digest(node_binary),
         "wall_clock_start": humantime::format_rfc3339_millis(now).to_string(),
         "wall_clock_unix_ns": unix_ns,
         "node_ips": node_ips.iter().map(ToString::to_string).collect::<Vec<_>>(),

@@ -45,6 +45,10 @@ pub struct SurgeryRecord {
     /// File size after the cut (0 when not measured or the file is gone).
     #[serde(skip_serializing_if = "is_zero")]
     pub size_after_bytes: u64,
+    /// Where the written data ended (one past the last non-zero byte) when the file is longer than its data
+    /// (preallocated); 0 otherwise. Regions are taken within this extent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub extent_bytes: u64,
     /// Absolute bit offsets flipped (byte * 8 + bit, bit 0 = least significant), for `flip-bits`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bits: Vec<u64>,
@@ -107,24 +111,6 @@ pub enum SurgeryError {
     Refused(String),
 }
 
-/// Files directly under `data_dir` whose name starts with `prefix` (the adapters' `wal*` globs), sorted.
-pub fn files_with_prefix(data_dir: &Path, prefix: &str) -> Result<Vec<PathBuf>, SurgeryError> {
-    let io = |source| SurgeryError::Io {
-        path: data_dir.display().to_string(),
-        source,
-    };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(data_dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with(prefix) && entry.file_type().map_err(io)?.is_file() {
-            files.push(entry.path());
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 /// Canonicalizes `path` and checks it lies inside `data_dir`.
 pub fn confine(data_dir: &Path, path: &Path) -> Result<PathBuf, SurgeryError> {
     let io = |p: &Path, source| SurgeryError::Io {
@@ -177,31 +163,34 @@ pub fn flip_byte(data_dir: &Path, path: &Path, offset: u64) -> Result<SurgeryRec
         after_xxh3: xxh3_hex(&after),
         size_before_bytes: size_bytes,
         size_after_bytes: size_bytes,
+        extent_bytes: 0,
         bits: (0..8).map(|bit| offset * 8 + bit).collect(),
     })
 }
 
-/// Flips one byte in the interior of the first file named `prefix*`: a third of the way in, well away from the tail,
-/// so a correct WAL scan reports interior corruption rather than a torn tail.
-pub fn corrupt_interior(data_dir: &Path, prefix: &str) -> Result<SurgeryRecord, SurgeryError> {
-    let files = files_with_prefix(data_dir, prefix)?;
+/// Flips one byte in the interior of the first file matching `glob` (relative to the data dir): a third of the way
+/// into its written data, well away from the tail, so a correct WAL scan reports interior corruption rather than a
+/// torn tail.
+pub fn corrupt_interior(data_dir: &Path, glob: &str) -> Result<SurgeryRecord, SurgeryError> {
+    let files = select_files(data_dir, glob)?;
     let file = files.first().ok_or_else(|| SurgeryError::NoFile {
-        pattern: format!("{prefix}*"),
+        pattern: glob.to_string(),
         data_dir: data_dir.display().to_string(),
     })?;
-    let size_bytes = std::fs::metadata(file)
-        .map_err(|source| SurgeryError::Io {
-            path: file.display().to_string(),
-            source,
-        })?
-        .len();
-    if size_bytes < 64 {
+    let io = |source| SurgeryError::Io {
+        path: file.display().to_string(),
+        source,
+    };
+    let opened = std::fs::File::open(file).map_err(io)?;
+    let size_bytes = opened.metadata().map_err(io)?.len();
+    let extent_bytes = surgery::written_extent(&opened, size_bytes).map_err(io)?;
+    if extent_bytes < 64 {
         return Err(SurgeryError::TooSmall {
             path: file.display().to_string(),
-            size_bytes,
+            size_bytes: extent_bytes,
         });
     }
-    flip_byte(data_dir, file, size_bytes / 3)
+    flip_byte(data_dir, file, extent_bytes / 3)
 }
 
 #[cfg(test)]
@@ -213,12 +202,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wal = dir.path().join("wal");
         std::fs::write(&wal, vec![7u8; 300]).unwrap();
-        let record = corrupt_interior(dir.path(), "wal").unwrap();
+        let record = corrupt_interior(dir.path(), "wal*").unwrap();
         assert_eq!(record.offset, 100);
         let bytes = std::fs::read(&wal).unwrap();
         assert_eq!(bytes[100], !7u8);
         assert_eq!(bytes.iter().filter(|&&b| b != 7).count(), 1);
         assert_ne!(record.before_xxh3, record.after_xxh3);
+    }
+
+    #[test]
+    fn given_a_preallocated_file_when_corrupted_should_hit_its_written_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let segment = dir.path().join("member/wal/0.wal");
+        std::fs::create_dir_all(segment.parent().unwrap()).unwrap();
+        let mut bytes = vec![5u8; 3000];
+        bytes.resize(1 << 20, 0);
+        std::fs::write(&segment, &bytes).unwrap();
+        let record = corrupt_interior(dir.path(), "member/wal/*.wal").unwrap();
+        assert_eq!(record.offset, 1000);
+        assert_eq!(std::fs::read(&segment).unwrap()[1000], !5u8);
     }
 
     #[test]

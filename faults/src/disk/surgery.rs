@@ -29,10 +29,16 @@ pub struct ChunkSnapshot {
     pub bytes: Vec<u8>,
 }
 
+/// A disk's unit of atomic writes.
+const SECTOR_BYTES: u64 = 512;
+
 struct Target {
     path: PathBuf,
     file: File,
     size_bytes: u64,
+    /// One past the last non-zero byte: where the written data ends. Less than `size_bytes` for a preallocated file
+    /// (etcd's 64 MB WAL segments are mostly zeros): regions and tails are taken from the data, not the zeros.
+    extent_bytes: u64,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> SurgeryError + '_ {
@@ -56,11 +62,31 @@ fn open_target(data_dir: &Path, path: &Path, write: bool) -> Result<Target, Surg
             path.display()
         )));
     }
+    let size_bytes = metadata.len();
+    let extent_bytes = written_extent(&file, size_bytes).map_err(io_err(&path))?;
     Ok(Target {
-        size_bytes: metadata.len(),
+        size_bytes,
+        extent_bytes,
         path,
         file,
     })
+}
+
+/// One past the last non-zero byte of the file, scanning back from the end in 64 KiB steps.
+pub(crate) fn written_extent(file: &File, size_bytes: u64) -> std::io::Result<u64> {
+    const STEP_BYTES: u64 = 64 * 1024;
+    let mut end = size_bytes;
+    let mut buffer = vec![0u8; STEP_BYTES as usize];
+    while end > 0 {
+        let start = end.saturating_sub(STEP_BYTES);
+        let chunk = &mut buffer[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(last) = chunk.iter().rposition(|&b| b != 0) {
+            return Ok(start + last as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 impl Target {
@@ -77,10 +103,11 @@ impl Target {
         self.file.sync_all().map_err(io_err(&self.path))
     }
 
+    /// The region's span within the written data.
     fn span(&self, region: &Region) -> Result<(u64, u64), SurgeryError> {
-        region.span(self.size_bytes).ok_or_else(|| SurgeryError::TooSmall {
+        region.span(self.extent_bytes).ok_or_else(|| SurgeryError::TooSmall {
             path: self.path.display().to_string(),
-            size_bytes: self.size_bytes,
+            size_bytes: self.extent_bytes,
         })
     }
 
@@ -94,13 +121,22 @@ impl Target {
             after_xxh3: xxh3_hex(after),
             size_before_bytes: self.size_bytes,
             size_after_bytes,
+            extent_bytes: if self.extent_bytes < self.size_bytes {
+                self.extent_bytes
+            } else {
+                0
+            },
             bits: Vec::new(),
         }
     }
 }
 
-/// Cuts a random 1..=`max_cut_bytes` bytes off the end of the file (a torn write at a crash). The record's offset is
-/// the new size, its length the bytes removed, `before_xxh3` their digest.
+/// Cuts a random 1..=`max_cut_bytes` bytes off the end of the written data (a torn write at a crash). A plain file
+/// is shortened. A preallocated one (zeros after its data) keeps its size and its data ends at the sector boundary
+/// at or below the cut, the rest zeroed: a torn append into preallocated space loses whole sectors, since a disk
+/// writes a 512-byte sector atomically (etcd tells a torn tail from corruption by exactly that: an all-zero sector
+/// inside the last record). The record's offset is where the data now ends, its length the bytes removed,
+/// `before_xxh3` their digest.
 pub fn truncate_tail(
     data_dir: &Path,
     path: &Path,
@@ -108,18 +144,27 @@ pub fn truncate_tail(
     rng: &mut ChaCha8Rng,
 ) -> Result<SurgeryRecord, SurgeryError> {
     let target = open_target(data_dir, path, true)?;
-    if target.size_bytes == 0 || max_cut_bytes == 0 {
+    if target.extent_bytes == 0 || max_cut_bytes == 0 {
         return Err(SurgeryError::TooSmall {
             path: target.path.display().to_string(),
-            size_bytes: target.size_bytes,
+            size_bytes: target.extent_bytes,
         });
     }
-    let cut_bytes = rng.gen_range(1..=max_cut_bytes.min(target.size_bytes));
-    let new_size = target.size_bytes - cut_bytes;
-    let removed = target.read(new_size, cut_bytes)?;
-    target.file.set_len(new_size).map_err(io_err(&target.path))?;
-    target.file.sync_all().map_err(io_err(&target.path))?;
-    Ok(target.record("truncate-tail", new_size, &removed, &[], new_size))
+    let cut_bytes = rng.gen_range(1..=max_cut_bytes.min(target.extent_bytes));
+    let preallocated = target.extent_bytes < target.size_bytes;
+    let mut new_end = target.extent_bytes - cut_bytes;
+    if preallocated {
+        new_end -= new_end % SECTOR_BYTES;
+    }
+    let removed = target.read(new_end, target.extent_bytes - new_end)?;
+    if preallocated {
+        target.write_synced(new_end, &vec![0u8; removed.len()])?;
+        Ok(target.record("truncate-tail", new_end, &removed, &[], target.size_bytes))
+    } else {
+        target.file.set_len(new_end).map_err(io_err(&target.path))?;
+        target.file.sync_all().map_err(io_err(&target.path))?;
+        Ok(target.record("truncate-tail", new_end, &removed, &[], new_end))
+    }
 }
 
 /// Flips `count` distinct random bits in `region` of the file. The record spans the first to the last flipped byte
@@ -170,7 +215,7 @@ pub fn zero_block(
     let (start, end) = target.span(region)?;
     let block = rng.gen_range(start / BLOCK_BYTES..=(end - 1) / BLOCK_BYTES);
     let offset = block * BLOCK_BYTES;
-    let length = BLOCK_BYTES.min(target.size_bytes - offset);
+    let length = BLOCK_BYTES.min(target.extent_bytes - offset);
     let before = target.read(offset, length)?;
     let after = vec![0u8; length as usize];
     target.write_synced(offset, &after)?;
@@ -192,7 +237,7 @@ pub fn snapshot_chunk(
         return Err(SurgeryError::Refused("a chunk snapshot needs length_bytes >= 1".into()));
     }
     let offset = rng.gen_range(start..=end.saturating_sub(length_bytes).max(start));
-    let length = length_bytes.min(target.size_bytes - offset);
+    let length = length_bytes.min(target.extent_bytes - offset);
     let bytes = target.read(offset, length)?;
     let record = target.record("snapshot-chunk", offset, &bytes, &bytes, target.size_bytes);
     let snapshot = ChunkSnapshot {

@@ -507,6 +507,14 @@ impl State {
         }
     }
 
+    /// A journal commit: every directory's current entries become durable (see `MetadataDurability::Journaled`).
+    pub fn commit_metadata(&mut self) {
+        let dirs: Vec<u64> = self.dir_logs.keys().copied().collect();
+        for dir in dirs {
+            self.sync_dir(dir);
+        }
+    }
+
     /// Bytes written but not yet synced (an estimate for stats: growth past the synced size plus saved pages).
     pub fn unsynced_summary(&self) -> (usize, usize) {
         (self.file_logs.len(), self.dir_logs.len())

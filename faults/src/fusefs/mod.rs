@@ -74,6 +74,8 @@ pub struct FaultFsOptions {
     /// Also fsync the backing file when the node fsyncs (keeps fsync latency realistic; off only for benchmarks of
     /// the filesystem itself).
     pub real_fsync: bool,
+    /// When directory changes (creates, renames, unlinks) become durable.
+    pub metadata: MetadataDurability,
 }
 
 impl Default for FaultFsOptions {
@@ -82,8 +84,22 @@ impl Default for FaultFsOptions {
             seed: 0,
             threads: 2,
             real_fsync: true,
+            metadata: MetadataDurability::Posix,
         }
     }
+}
+
+/// When a directory change becomes durable, as plans write it (`disk: {metadata: journaled}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetadataDurability {
+    /// Only an `fsync` of the directory makes its entries durable: POSIX's promise and no more (a program that
+    /// creates a directory and never fsyncs its parent loses it at a power loss).
+    #[default]
+    Posix,
+    /// Any `fsync` on the filesystem makes every directory change made before it durable, as ext4's journal
+    /// (`data=ordered`) does: one commit carries all metadata. Realistic for programs tested on ext4.
+    Journaled,
 }
 
 /// How a power loss happens, as plans write it: `{torn_write: true}`.

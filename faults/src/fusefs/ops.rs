@@ -7,7 +7,7 @@
 
 use super::durability::ROOT_INO;
 use super::faults::IoOp;
-use super::{lock, Inner, HIDDEN_DIR_NAME};
+use super::{lock, Inner, MetadataDurability, HIDDEN_DIR_NAME};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
     LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -638,7 +638,13 @@ impl Filesystem for FsServer {
             self.inject(IoOp::Fsync, ino.0)?;
             let file = self.handle(fh)?;
             // Durable from here: writes racing this fsync count as after it.
-            lock(&self.inner.state).sync_file(ino.0);
+            {
+                let mut st = lock(&self.inner.state);
+                st.sync_file(ino.0);
+                if self.inner.options.metadata == MetadataDurability::Journaled {
+                    st.commit_metadata();
+                }
+            }
             if self.inner.options.real_fsync {
                 state_io(if datasync { file.sync_data() } else { file.sync_all() })?;
             }
@@ -663,6 +669,9 @@ impl Filesystem for FsServer {
             let path = {
                 let mut st = lock(&self.inner.state);
                 st.sync_dir(ino.0);
+                if self.inner.options.metadata == MetadataDurability::Journaled {
+                    st.commit_metadata();
+                }
                 st.abs(ino.0).map_err(errno)?
             };
             if self.inner.options.real_fsync {

@@ -5,6 +5,7 @@
 //! looks in its log, and which clients it offers. The harness treats every system, the reference node included, as a
 //! black box behind this trait.
 
+pub mod etcd;
 pub mod reference;
 
 use crate::supervisor::LaunchCommand;
@@ -99,8 +100,8 @@ pub trait System: Send + Sync {
     async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus>;
     /// The node that becomes primary in the next view, given the current primary, if the system can tell.
     fn next_primary(&self, primary: usize) -> Option<usize>;
-    /// File-name prefix of the WAL files directly under the data dir (for disk faults).
-    fn wal_prefix(&self) -> &'static str;
+    /// Glob of the WAL files, relative to the data dir (for disk faults), e.g. `wal*` or `member/wal/*.wal`.
+    fn wal_glob(&self) -> &'static str;
     /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
     /// The line of a node's log that says it refused to boot, if any.

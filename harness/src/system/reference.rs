@@ -260,8 +260,8 @@ impl System for ReferenceSystem {
         Some((primary + 1) % self.node_count)
     }
 
-    fn wal_prefix(&self) -> &'static str {
-        "wal"
+    fn wal_glob(&self) -> &'static str {
+        "wal*"
     }
 
     fn verify_command(&self, node: usize) -> Option<LaunchCommand> {

@@ -1,0 +1,544 @@
+//! etcd 3.4 (Debian's `etcd-server`) as a system under test: a static-bootstrap Raft cluster driven through its
+//! v3 HTTP/JSON gateway (every call a POST, keys and values base64, int64 as JSON strings).
+//!
+//! - Readiness: `/v3/maintenance/status` answers. etcd's client listener only serves once the member has published
+//!   itself through Raft, so a restarted member is "ready" once it has rejoined a quorum.
+//! - Primary: the Raft leader, from the status of any member (`leader` equals its own `header.member_id`).
+//! - WAL: `member/wal/*.wal` (64 MB preallocated segments; disk surgery aims at their written data), snapshots in
+//!   `member/snap`. etcd verifies WAL record CRCs at boot and exits 1 with a `fatal` JSON log line.
+//! - Operator remedy after a legitimate refusal: remove the member through a live peer, add it back, wipe its data
+//!   dir and start it with `--initial-cluster-state existing`: it catches up from the leader's snapshot and log.
+//!
+//! Measured facts behind these choices: `shared/systems/etcd.md`.
+
+use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use crate::supervisor::LaunchCommand;
+use anyhow::Context;
+use async_trait::async_trait;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// First client port; member i listens on `CLIENT_PORT_BASE + i` of its address.
+const CLIENT_PORT_BASE: u16 = 23_001;
+/// First peer port.
+const PEER_PORT_BASE: u16 = 24_001;
+/// Where etcd is looked for when the plan names no binary (Debian's `etcd-server`).
+const DEFAULT_BINARY: &str = "/usr/bin/etcd";
+/// gRPC status codes that prove a request was rejected before it was proposed (InvalidArgument, OutOfRange).
+const DEFINITE_FAILURE_CODES: &[i64] = &[3, 11];
+/// How long a wipe keeps trying to remove and re-add a member.
+const READD_TIMEOUT: Duration = Duration::from_secs(30);
+/// Log lines of a boot that stopped on damaged or missing data (as opposed to a port in use or a bad flag).
+const REFUSAL_MARKERS: &[&str] = &[
+    "crc mismatch",
+    "illegal tag",
+    "proto: ",
+    "wal: file not found",
+    "walpb:",
+    "unexpected EOF",
+    "failed to find database snapshot file",
+    "snap: ",
+    "failed to recover",
+    "failed to open WAL",
+    "failed to read WAL",
+    "wal: ",
+];
+
+/// The etcd cluster of one run.
+pub struct EtcdSystem {
+    program: PathBuf,
+    node_count: usize,
+    nodes_dir: PathBuf,
+    node_ips: Vec<IpAddr>,
+    token: String,
+    extra_args: Vec<String>,
+    /// Raft member id of each node, learned from its own status answers (ids change when a member is re-added).
+    member_ids: Mutex<Vec<Option<String>>>,
+    /// Nodes re-added after a wipe: they join the running cluster instead of bootstrapping a new one.
+    rejoined: Mutex<Vec<bool>>,
+}
+
+impl EtcdSystem {
+    /// A cluster of `node_count` members at `node_ips`, data under `nodes_dir/n<i>/data`; `token` keeps clusters of
+    /// concurrent runs apart.
+    pub fn new(
+        program: PathBuf,
+        node_count: usize,
+        nodes_dir: PathBuf,
+        node_ips: Vec<IpAddr>,
+        token: String,
+        extra_args: Vec<String>,
+    ) -> Self {
+        assert_eq!(node_ips.len(), node_count, "one address per node");
+        EtcdSystem {
+            program,
+            node_count,
+            nodes_dir,
+            node_ips,
+            token,
+            extra_args,
+            member_ids: Mutex::new(vec![None; node_count]),
+            rejoined: Mutex::new(vec![false; node_count]),
+        }
+    }
+
+    /// The plan's binary, else `/usr/bin/etcd`, else `etcd` on PATH.
+    pub fn locate(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+        if let Some(path) = explicit {
+            anyhow::ensure!(
+                path.is_file(),
+                "system.binary {} does not exist: install etcd (apt-get install -y etcd-server) or fix the plan",
+                path.display()
+            );
+            return Ok(path.to_path_buf());
+        }
+        let default = Path::new(DEFAULT_BINARY);
+        if default.is_file() {
+            return Ok(default.to_path_buf());
+        }
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("etcd"))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "etcd is not installed ({DEFAULT_BINARY} is missing and no `etcd` is on PATH): \
+                     apt-get install -y etcd-server, or set system.binary in the plan"
+                )
+            })
+    }
+
+    /// Every port the cluster listens on (for choosing a free loopback address).
+    pub fn ports(node_count: usize) -> Vec<u16> {
+        (0..node_count as u16)
+            .flat_map(|i| [CLIENT_PORT_BASE + i, PEER_PORT_BASE + i])
+            .collect()
+    }
+
+    fn name(node: usize) -> String {
+        format!("n{}", node + 1)
+    }
+
+    fn client_url(&self, node: usize) -> String {
+        format!("http://{}", self.addrs(node).client)
+    }
+
+    fn peer_url(&self, node: usize) -> String {
+        format!("http://{}", self.addrs(node).peer)
+    }
+
+    fn initial_cluster(&self) -> String {
+        (0..self.node_count)
+            .map(|node| format!("{}={}", Self::name(node), self.peer_url(node)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn http(timeout: Duration) -> reqwest::Client {
+        reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_millis(500)))
+            .timeout(timeout)
+            .pool_max_idle_per_host(2)
+            .build()
+            .expect("building an HTTP client with static settings")
+    }
+
+    /// Removes `node` from the cluster and adds it back as a new member, through any live peer. etcd refuses
+    /// membership changes until its leader has been connected to a quorum for 5 s (`unhealthy cluster`), which is
+    /// usual right after a restart, so steps are retried until `READD_TIMEOUT`.
+    async fn readd_member(&self, node: usize) -> anyhow::Result<()> {
+        let http = Self::http(Duration::from_secs(5));
+        let deadline = tokio::time::Instant::now() + READD_TIMEOUT;
+        let mut attempt = 0;
+        loop {
+            let peer = (0..self.node_count)
+                .filter(|&p| p != node)
+                .nth(attempt % (self.node_count - 1));
+            attempt += 1;
+            let Some(peer) = peer else {
+                anyhow::bail!("no other member to ask");
+            };
+            match self.readd_through(&http, peer, node).await {
+                Ok(()) => return Ok(()),
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    return Err(e.context(format!("through {} (after {attempt} attempts)", Self::name(peer))))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
+
+    /// One attempt: remove the old member if it is still listed, then add the new one unless it already is.
+    async fn readd_through(&self, http: &reqwest::Client, peer: usize, node: usize) -> anyhow::Result<()> {
+        let base = self.client_url(peer);
+        let members = post_ok(http, &base, "/v3/cluster/member/list", json!({})).await?;
+        let peer_url = json!(self.peer_url(node));
+        let listed = members["members"].as_array().cloned().unwrap_or_default();
+        let mine = |m: &&Value| m["peerURLs"].as_array().is_some_and(|urls| urls.contains(&peer_url));
+        match listed.iter().find(mine) {
+            // Added by an earlier attempt and not started yet: an unstarted member has no name.
+            Some(member) if member["name"].as_str().unwrap_or("").is_empty() => return Ok(()),
+            Some(member) => {
+                post_ok(http, &base, "/v3/cluster/member/remove", json!({"ID": member["ID"]})).await?;
+            }
+            None => {}
+        }
+        post_ok(http, &base, "/v3/cluster/member/add", json!({"peerURLs": [peer_url]})).await?;
+        Ok(())
+    }
+}
+
+/// POSTs `body` to `base + path` and returns the answer, or an error naming the call and etcd's answer.
+async fn post_ok(http: &reqwest::Client, base: &str, path: &str, body: Value) -> anyhow::Result<Value> {
+    let response = http.post(format!("{base}{path}")).json(&body).send().await?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    anyhow::ensure!(status.is_success(), "{path}: HTTP {status}: {body}");
+    Ok(body)
+}
+
+#[async_trait]
+impl System for EtcdSystem {
+    fn kind(&self) -> &'static str {
+        "etcd"
+    }
+
+    fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    fn data_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(Self::name(node)).join("data")
+    }
+
+    fn addrs(&self, node: usize) -> NodeAddrs {
+        NodeAddrs {
+            client: SocketAddr::new(self.node_ips[node], CLIENT_PORT_BASE + node as u16),
+            peer: SocketAddr::new(self.node_ips[node], PEER_PORT_BASE + node as u16),
+        }
+    }
+
+    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // etcd warns about anything wider than 0700 on its data dir (a warning only: best effort).
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        Ok(())
+    }
+
+    async fn wipe(&self, node: usize) -> anyhow::Result<()> {
+        self.readd_member(node)
+            .await
+            .with_context(|| format!("re-adding {} to the cluster", Self::name(node)))?;
+        // Empty the data dir but keep it: it may be the mount point of the fault filesystem.
+        let dir = self.data_dir(node);
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let entry = entry?;
+            if entry.file_name() == faultline_faults::fusefs::HIDDEN_DIR_NAME {
+                continue;
+            }
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            }
+            .with_context(|| format!("removing {}", path.display()))?;
+        }
+        self.rejoined.lock().expect("rejoined lock")[node] = true;
+        self.member_ids.lock().expect("member ids lock")[node] = None;
+        Ok(())
+    }
+
+    fn launch(&self, node: usize) -> LaunchCommand {
+        let me = self.addrs(node);
+        let state = if self.rejoined.lock().expect("rejoined lock")[node] {
+            "existing"
+        } else {
+            "new"
+        };
+        let mut args: Vec<String> = [
+            "--name".to_string(),
+            Self::name(node),
+            "--data-dir".into(),
+            self.data_dir(node).display().to_string(),
+            "--listen-client-urls".into(),
+            format!("http://{}", me.client),
+            "--advertise-client-urls".into(),
+            format!("http://{}", me.client),
+            "--listen-peer-urls".into(),
+            format!("http://{}", me.peer),
+            "--initial-advertise-peer-urls".into(),
+            format!("http://{}", me.peer),
+            "--initial-cluster".into(),
+            self.initial_cluster(),
+            "--initial-cluster-state".into(),
+            state.into(),
+            "--initial-cluster-token".into(),
+            self.token.clone(),
+            "--logger".into(),
+            "zap".into(),
+            "--log-outputs".into(),
+            "stderr".into(),
+        ]
+        .into();
+        args.extend(self.extra_args.iter().cloned());
+        LaunchCommand {
+            program: self.program.clone(),
+            args,
+            env: vec![],
+        }
+    }
+
+    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+        let url = format!("{}/v3/maintenance/status", self.client_url(node));
+        let response = Self::http(timeout).post(url).json(&json!({})).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let raw: Value = response.json().await.ok()?;
+        let me = raw["header"]["member_id"].as_str()?.to_string();
+        let leader = raw["leader"].as_str().filter(|l| *l != "0").map(str::to_string);
+        let primary = {
+            let mut ids = self.member_ids.lock().expect("member ids lock");
+            ids[node] = Some(me.clone());
+            leader
+                .as_ref()
+                .and_then(|leader| ids.iter().position(|id| id.as_deref() == Some(leader.as_str())))
+        };
+        let role = match &leader {
+            Some(leader) if *leader == me => Role::Primary,
+            Some(_) => Role::Backup,
+            None => Role::Other,
+        };
+        // Followers learn the commit index with the next heartbeat (100 ms), so at rest every member agrees.
+        let commit_point = format!(
+            "leader={} term={} commit={} applied={}",
+            leader.as_deref().unwrap_or("none"),
+            raw["raftTerm"].as_str().unwrap_or("?"),
+            raw["raftIndex"].as_str().unwrap_or("?"),
+            raw["raftAppliedIndex"].as_str().unwrap_or("?"),
+        );
+        Some(NodeStatus {
+            role,
+            primary,
+            commit_point,
+            raw,
+        })
+    }
+
+    fn next_primary(&self, _primary: usize) -> Option<usize> {
+        None // Raft elections are decided by randomized timeouts: nobody can tell in advance.
+    }
+
+    fn wal_glob(&self) -> &'static str {
+        "member/wal/*.wal"
+    }
+
+    fn verify_command(&self, _node: usize) -> Option<LaunchCommand> {
+        None // etcd 3.4 ships no offline WAL verifier (etcdutl came with 3.5); boot is the verification.
+    }
+
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
+        let fatal = log_tail
+            .lines()
+            .rev()
+            .find(|line| line.contains("\"level\":\"fatal\"") || line.contains("\"level\":\"panic\""))?;
+        let describes_data = REFUSAL_MARKERS.iter().any(|marker| fatal.contains(marker));
+        describes_data.then(|| one_line_summary(fatal))
+    }
+
+    fn register_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Box<dyn RegisterClient> {
+        Box::new(EtcdClient {
+            http: Self::http(op_timeout),
+            base: self.client_url(home),
+        })
+    }
+
+    fn log_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
+        None
+    }
+}
+
+/// `msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not JSON.
+fn one_line_summary(line: &str) -> String {
+    match serde_json::from_str::<Value>(line.trim()) {
+        Ok(record) => {
+            let message = record["msg"].as_str().unwrap_or("");
+            match record["error"].as_str() {
+                Some(error) => format!("etcd refused to boot: {message}: {error}"),
+                None => format!("etcd refused to boot: {message}"),
+            }
+        }
+        Err(_) => line.trim().to_string(),
+    }
+}
+
+/// A register client on one member's JSON gateway. Every member forwards to the leader, so no redirects.
+struct EtcdClient {
+    http: reqwest::Client,
+    base: String,
+}
+
+enum Call<'a> {
+    Read,
+    Write(&'a str),
+    Cas(&'a str, &'a str),
+}
+
+impl EtcdClient {
+    async fn call(&self, key: &str, call: Call<'_>) -> Outcome {
+        let key64 = BASE64.encode(key);
+        let (path, body) = match call {
+            // A range without `serializable` is linearizable: it goes through the leader's read index.
+            Call::Read => ("/v3/kv/range", json!({"key": key64})),
+            Call::Write(value) => ("/v3/kv/put", json!({"key": key64, "value": BASE64.encode(value)})),
+            Call::Cas(from, to) => (
+                "/v3/kv/txn",
+                json!({
+                    "compare": [{"key": key64, "target": "VALUE", "result": "EQUAL", "value": BASE64.encode(from)}],
+                    "success": [{"request_put": {"key": key64, "value": BASE64.encode(to)}}],
+                    "failure": [{"request_range": {"key": key64}}],
+                }),
+            ),
+        };
+        let is_read = matches!(call, Call::Read);
+        let response = match self.http.post(format!("{}{path}", self.base)).json(&body).send().await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Outcome::Fail(format!("connection failed: {}", error_chain(&e))),
+            Err(e) if e.is_timeout() => return unknown(is_read, "timed out".into()),
+            Err(e) => return unknown(is_read, format!("connection lost after sending: {}", error_chain(&e))),
+        };
+        let status = response.status().as_u16();
+        let body: Value = match response.json().await {
+            Ok(body) => body,
+            Err(e) => return unknown(is_read, format!("HTTP {status}, unreadable body: {e}")),
+        };
+        if status != 200 {
+            let code = body["code"].as_i64().unwrap_or(-1);
+            let message = body["message"].as_str().or(body["error"].as_str()).unwrap_or("");
+            let why = format!("HTTP {status}, gRPC code {code}: {message}");
+            return if DEFINITE_FAILURE_CODES.contains(&code) {
+                Outcome::Fail(why)
+            } else {
+                unknown(is_read, why)
+            };
+        }
+        match call {
+            Call::Read => match decode_value(&body["kvs"][0]["value"]) {
+                Ok(value) => Outcome::Ok(value),
+                Err(e) => Outcome::Fail(format!("unreadable range answer ({e}): {body}")),
+            },
+            Call::Write(_) => Outcome::Ok(Value::Null),
+            // proto3 leaves `succeeded: false` out of the JSON.
+            Call::Cas(..) if body["succeeded"] == true => Outcome::Ok(Value::Null),
+            Call::Cas(..) => Outcome::Fail(CAS_MISMATCH_ERROR.to_string()),
+        }
+    }
+}
+
+/// A range answer's value: `null` when the key is missing; a missing `value` field is the empty string (proto3).
+fn decode_value(value: &Value) -> Result<Value, String> {
+    match value {
+        Value::Null => Ok(Value::Null),
+        Value::String(text) => {
+            let bytes = BASE64.decode(text).map_err(|e| e.to_string())?;
+            String::from_utf8(bytes).map(Value::String).map_err(|e| e.to_string())
+        }
+        other => Err(format!("value is not base64 text: {other}")),
+    }
+}
+
+#[async_trait]
+impl RegisterClient for EtcdClient {
+    async fn read(&self, key: &str) -> (Outcome, usize) {
+        (self.call(key, Call::Read).await, 0)
+    }
+
+    async fn write(&self, key: &str, value: &str) -> (Outcome, usize) {
+        (self.call(key, Call::Write(value)).await, 0)
+    }
+
+    async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize) {
+        (self.call(key, Call::Cas(from, to)).await, 0)
+    }
+}
+
+/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
+fn unknown(is_read: bool, why: String) -> Outcome {
+    if is_read {
+        Outcome::Fail(format!("{why} (a read has no effect)"))
+    } else {
+        Outcome::Info(why)
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn system() -> EtcdSystem {
+        EtcdSystem::new(
+            "/usr/bin/etcd".into(),
+            3,
+            "/tmp/nodes".into(),
+            vec!["127.9.9.1".parse().unwrap(); 3],
+            "tok".into(),
+            vec![],
+        )
+    }
+
+    #[test]
+    fn given_a_fatal_wal_line_when_judged_should_be_a_refusal_with_its_message() {
+        let tail = r#"{"level":"info","msg":"closing etcd server"}
+{"level":"fatal","ts":"x","caller":"etcdmain/etcd.go:271","msg":"discovery failed","error":"walpb: crc mismatch","stacktrace":"go.etcd.io/etcd/etcdmain..."}"#;
+        assert_eq!(
+            system().boot_refusal_line(tail).as_deref(),
+            Some("etcd refused to boot: discovery failed: walpb: crc mismatch")
+        );
+    }
+
+    #[test]
+    fn given_a_fatal_port_in_use_line_when_judged_should_not_be_a_refusal() {
+        let tail = r#"{"level":"fatal","msg":"discovery failed","error":"listen tcp 127.0.0.1:2380: bind: address already in use"}"#;
+        assert_eq!(system().boot_refusal_line(tail), None);
+    }
+
+    #[test]
+    fn given_range_values_when_decoded_should_map_missing_to_null_and_base64_to_text() {
+        assert_eq!(decode_value(&Value::Null), Ok(Value::Null));
+        assert_eq!(decode_value(&json!("djE=")), Ok(json!("v1")));
+        assert!(decode_value(&json!("***")).is_err());
+    }
+
+    #[test]
+    fn given_three_members_when_launched_should_bootstrap_one_static_cluster() {
+        let system = system();
+        let args = system.launch(1).args.join(" ");
+        assert!(args.contains("--name n2"), "{args}");
+        assert!(args.contains(
+            "--initial-cluster n1=http://127.9.9.1:24001,n2=http://127.9.9.1:24002,n3=http://127.9.9.1:24003"
+        ));
+        assert!(args.contains("--initial-cluster-state new"));
+        assert!(args.contains("--listen-client-urls http://127.9.9.1:23002"));
+    }
+}
