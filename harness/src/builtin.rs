@@ -25,6 +25,10 @@ pub const PLANS: &[(&str, &str)] = &[
         "reference-io-faults",
         include_str!("../../plans/reference-io-faults.yaml"),
     ),
+    ("etcd-kill", include_str!("../../plans/etcd-kill.yaml")),
+    ("etcd-partition", include_str!("../../plans/etcd-partition.yaml")),
+    ("etcd-disk", include_str!("../../plans/etcd-disk.yaml")),
+    ("etcd-mixed", include_str!("../../plans/etcd-mixed.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),

@@ -155,6 +155,10 @@ pub struct SystemSpec {
     /// Extra arguments for every node's run command (e.g. bug switches of the reference node).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// etcd only, a deliberately broken client: read with `serializable: true` (the member's local state, possibly
+    /// stale) instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serializable_reads: bool,
 }
 
 /// Workload kinds.
@@ -520,6 +524,14 @@ impl Plan {
                 ))
             }
             _ => {}
+        }
+        if self.system.serializable_reads && self.system.kind != SystemKind::Etcd {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "system.serializable_reads is an etcd client switch; this plan tests another system".into(),
+            });
         }
         if self.system.kind == SystemKind::Etcd {
             if self.workload.kind == WorkloadKind::Log {

@@ -374,6 +374,7 @@ async fn build_system(
                 node_ips.clone(),
                 format!("faultline-{run_id}"),
                 plan.system.args.clone(),
+                plan.system.serializable_reads,
             );
             Ok(Target {
                 system: Arc::new(system),

@@ -58,6 +58,8 @@ pub struct EtcdSystem {
     node_ips: Vec<IpAddr>,
     token: String,
     extra_args: Vec<String>,
+    /// A deliberately broken client: reads with `serializable: true` (local, possibly stale).
+    serializable_reads: bool,
     /// Raft member id of each node, learned from its own status answers (ids change when a member is re-added).
     member_ids: Mutex<Vec<Option<String>>>,
     /// Nodes re-added after a wipe: they join the running cluster instead of bootstrapping a new one.
@@ -74,6 +76,7 @@ impl EtcdSystem {
         node_ips: Vec<IpAddr>,
         token: String,
         extra_args: Vec<String>,
+        serializable_reads: bool,
     ) -> Self {
         assert_eq!(node_ips.len(), node_count, "one address per node");
         EtcdSystem {
@@ -83,6 +86,7 @@ impl EtcdSystem {
             node_ips,
             token,
             extra_args,
+            serializable_reads,
             member_ids: Mutex::new(vec![None; node_count]),
             rejoined: Mutex::new(vec![false; node_count]),
         }
@@ -360,6 +364,7 @@ impl System for EtcdSystem {
         Box::new(EtcdClient {
             http: Self::http(op_timeout),
             base: self.client_url(home),
+            serializable_reads: self.serializable_reads,
         })
     }
 
@@ -386,6 +391,7 @@ fn one_line_summary(line: &str) -> String {
 struct EtcdClient {
     http: reqwest::Client,
     base: String,
+    serializable_reads: bool,
 }
 
 enum Call<'a> {
@@ -399,6 +405,7 @@ impl EtcdClient {
         let key64 = BASE64.encode(key);
         let (path, body) = match call {
             // A range without `serializable` is linearizable: it goes through the leader's read index.
+            Call::Read if self.serializable_reads => ("/v3/kv/range", json!({"key": key64, "serializable": true})),
             Call::Read => ("/v3/kv/range", json!({"key": key64})),
             Call::Write(value) => ("/v3/kv/put", json!({"key": key64, "value": BASE64.encode(value)})),
             Call::Cas(from, to) => (
@@ -504,6 +511,7 @@ mod tests {
             vec!["127.9.9.1".parse().unwrap(); 3],
             "tok".into(),
             vec![],
+            false,
         )
     }
 
