@@ -33,6 +33,10 @@ pub const PLANS: &[(&str, &str)] = &[
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),
     ),
+    (
+        "mutant-view-change-max-op",
+        include_str!("../../plans/mutant-view-change-max-op.yaml"),
+    ),
 ];
 
 /// The built-in plan `name`, parsed.

@@ -20,7 +20,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("no-fsync", &["reference-power-loss"]),
     ("commit-without-quorum", &["default", "reference-power-loss"]),
     ("stale-backup-reads", &["default"]),
-    ("view-change-max-op", &["default"]),
+    ("view-change-max-op", &["mutant-view-change-max-op"]),
     ("boot-skips-verification", &["reference-disk-surgery"]),
 ];
 

@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::Value;
 use std::process::Output;
-use support::{explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
+use support::{check, explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
 fn repeat() -> u64 {
@@ -107,6 +107,93 @@ fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
         assert!(
             n2_log.contains("repair start source=0"),
             "seed {seed}: n2 never repaired a gap from n1: the schedule missed its window\n{n2_log}"
+        );
+    }
+}
+
+const VIEW_CHANGE_PLAN: &str = "mutant-view-change-max-op.yaml";
+
+/// One run of the scripted view-change-max-op plan.
+struct ViewChangeRun {
+    output: Output,
+    results: Value,
+    /// n1's node log (the stale primary of view 0).
+    n1_log: String,
+    /// n3's node log (the primary of view 2, which chooses the log).
+    n3_log: String,
+}
+
+fn run_view_change_plan(bug: Option<&str>, seed: u64) -> ViewChangeRun {
+    let run = run_text(&repo_plan(VIEW_CHANGE_PLAN, bug), &["--seed", &seed.to_string()]);
+    let log =
+        |node: &str| std::fs::read_to_string(run.run_dir.join(format!("nodes/{node}/node.log"))).unwrap_or_default();
+    ViewChangeRun {
+        results: results(&run.run_dir),
+        n1_log: log("n1"),
+        n3_log: log("n3"),
+        output: run.output,
+    }
+}
+
+#[test]
+fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_should_lose_acknowledged_writes() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let ViewChangeRun {
+            output,
+            results,
+            n3_log,
+            ..
+        } = run_view_change_plan(Some("view-change-max-op"), seed);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "seed {seed}: the mutant must make the run invalid\n{}\n{results:#}",
+            explain(&output)
+        );
+        assert_eq!(results["verdict"], "invalid", "seed {seed}: {results:#}");
+        assert_eq!(
+            check(&results, "linearizability")["verdict"],
+            "invalid",
+            "seed {seed}: the burst's acknowledged writes must be lost\n{results:#}"
+        );
+        // For the right reason: view 2's new primary (n3) took the stale primary's (n1's) longer log.
+        assert!(
+            n3_log.contains("repair start: syncing log purpose=BecomePrimary source=0"),
+            "seed {seed}: n3 never installed n1's log\n{n3_log}"
+        );
+    }
+}
+
+#[test]
+fn given_the_scripted_stale_primary_plan_when_the_node_is_correct_should_be_valid() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let ViewChangeRun {
+            output,
+            results,
+            n1_log,
+            n3_log,
+        } = run_view_change_plan(None, seed);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "seed {seed}: the correct node must pass the scripted plan\n{}\n{results:#}",
+            explain(&output)
+        );
+        assert_eq!(results["verdict"], "valid", "seed {seed}: {results:#}");
+        // Not vacuous: n1 still held its stale suffix when view 2 started (it was not told of view 1 first), and
+        // dropped it only when it synced to the log n3 kept.
+        let synced = n1_log
+            .find("repair start: syncing log purpose=AdoptView source=2")
+            .unwrap_or_else(|| panic!("seed {seed}: n1 never synced to n3's view-2 log\n{n1_log}"));
+        assert!(
+            n1_log[synced..].contains("truncating uncommitted wal suffix"),
+            "seed {seed}: n1 had no stale suffix left to truncate: the schedule missed its window\n{n1_log}"
+        );
+        assert!(
+            n3_log.contains("view change done: this replica is primary view=2"),
+            "seed {seed}: n3 did not lead view 2\n{n3_log}"
         );
     }
 }
