@@ -153,7 +153,9 @@ fn reruns_text(row: &SeedRow) -> String {
     let same = row
         .reruns
         .iter()
-        .filter(|r| r.verdict == row.verdict && r.failing_check == row.failing_check)
+        .filter(|r| {
+            r.verdict == row.verdict && row.failing_check.as_ref().is_some_and(|c| r.failing_checks.contains(c))
+        })
         .count();
     format!("{reproducibility} ({same}/{} failed the same way)", row.reruns.len())
 }
@@ -305,7 +307,7 @@ mod tests {
         reproducible.reproducibility = Some(Reproducibility::Reproducible);
         reproducible.reruns = vec![Rerun {
             verdict: Verdict::Invalid,
-            failing_check: Some("boot".into()),
+            failing_checks: vec!["linearizability".into(), "boot".into()],
             duration_ms: 1,
             store_dir: None,
         }];

@@ -83,9 +83,10 @@ impl std::fmt::Display for Reproducibility {
 pub struct Rerun {
     /// Its verdict.
     pub verdict: Verdict,
-    /// Its failing check (none when valid).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failing_check: Option<String>,
+    /// Every check with that verdict, when not valid (a rerun reproduces the failure when the first run's failing
+    /// check is among them: the order in which checks report is not a property of the bug).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_checks: Vec<String>,
     /// Its length.
     pub duration_ms: u64,
     /// Its run folder, relative to the store root.
@@ -162,7 +163,21 @@ impl SeedRow {
     }
 }
 
-/// The check that decided a run's verdict and the first line of its reason; none for a valid run.
+/// Every check whose verdict is the run's (non-valid) verdict, in check order.
+pub fn failing_checks(results: &Results) -> Vec<String> {
+    if results.verdict == Verdict::Valid {
+        return Vec::new();
+    }
+    results
+        .checks
+        .iter()
+        .filter(|c| c.verdict == results.verdict)
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// The check that decided a run's verdict (the first with that verdict) and the first line of its reason; none for a
+/// valid run.
 pub fn failure_of(results: &Results) -> Option<(String, String)> {
     if results.verdict == Verdict::Valid {
         return None;

@@ -8,7 +8,7 @@
 //! signal. The child itself gets a parent-death signal too, so a campaign killed with SIGKILL leaves no run behind.
 
 use faultline_reports::results::{Results, Verdict};
-use faultline_reports::seeds::{failure_of, BuildIdentity};
+use faultline_reports::seeds::{failing_checks, failure_of, BuildIdentity};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -81,6 +81,8 @@ pub struct RunResult {
     pub verdict: Verdict,
     /// (failing check, first line of its reason), or (`harness`, the error line) when the run did not finish.
     pub failure: Option<(String, String)>,
+    /// Every check with the run's non-valid verdict (`harness` when the run did not finish).
+    pub failing_checks: Vec<String>,
     /// Run length (from its results, else wall time).
     pub duration_ms: u64,
     /// The run folder, relative to the store root.
@@ -107,6 +109,7 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
         Some(results) if matches!(status.code(), Some(0..=2)) => RunResult {
             verdict: results.verdict,
             failure: failure_of(&results),
+            failing_checks: failing_checks(&results),
             duration_ms: results.duration_ms,
             complete: results
                 .checks
@@ -118,6 +121,7 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
         _ => RunResult {
             verdict: Verdict::Unknown,
             failure: Some(("harness".to_string(), harness_error(status, &log))),
+            failing_checks: vec!["harness".to_string()],
             duration_ms: wall_ms,
             store_dir,
             build,

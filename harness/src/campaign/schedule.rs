@@ -325,6 +325,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 let result = RunResult {
                     verdict: Verdict::Unknown,
                     failure: Some(("harness".into(), format!("cannot start `faultline run`: {e}"))),
+                    failing_checks: vec!["harness".into()],
                     duration_ms: 0,
                     store_dir: None,
                     build: Default::default(),
@@ -452,7 +453,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 .iter()
                 .map(|r| Rerun {
                     verdict: r.verdict,
-                    failing_check: r.failure.as_ref().map(|(check, _)| check.clone()),
+                    failing_checks: r.failing_checks.clone(),
                     duration_ms: r.duration_ms,
                     store_dir: r.store_dir.clone(),
                 })
@@ -484,13 +485,68 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     }
 }
 
-/// Whether a rerun failed like the first run: the same verdict from the same check.
+/// Whether a rerun failed like the first run: the same verdict, and the first run's failing check among the rerun's
+/// failing checks (which check reports first is not a property of the bug: the canary's corrupt boot sometimes also
+/// shows as a linearizability failure, which comes first in check order).
 fn reproduced(task: &Task) -> bool {
     let Some(first) = &task.first else {
         return false;
     };
-    let check = |r: &RunResult| r.failure.as_ref().map(|(c, _)| c.clone());
+    let Some((check, _)) = &first.failure else {
+        return false;
+    };
     task.reruns
         .iter()
-        .any(|r| r.verdict == first.verdict && r.verdict != Verdict::Valid && check(r) == check(first))
+        .any(|r| r.verdict == first.verdict && r.failing_checks.contains(check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(verdict: Verdict, checks: &[&str]) -> RunResult {
+        RunResult {
+            verdict,
+            failure: checks.first().map(|c| (c.to_string(), "why".to_string())),
+            failing_checks: checks.iter().map(|c| c.to_string()).collect(),
+            duration_ms: 1,
+            store_dir: None,
+            build: Default::default(),
+            complete: true,
+        }
+    }
+
+    fn task(first: RunResult, reruns: Vec<RunResult>) -> Task {
+        Task {
+            cell: Cell {
+                plan: 0,
+                seed_index: 0,
+                seed: 1,
+                nodes: None,
+            },
+            first: Some(first),
+            reruns,
+        }
+    }
+
+    #[test]
+    fn given_reruns_when_judged_should_reproduce_only_with_the_same_verdict_and_the_first_failing_check() {
+        let boot = || result(Verdict::Invalid, &["boot"]);
+        let also_boot = result(Verdict::Invalid, &["linearizability", "boot"]);
+        assert!(
+            reproduced(&task(boot(), vec![also_boot])),
+            "boot failed again, after another check"
+        );
+        assert!(!reproduced(&task(
+            boot(),
+            vec![result(Verdict::Invalid, &["liveness"])]
+        )));
+        assert!(!reproduced(&task(boot(), vec![result(Verdict::Unknown, &["boot"])])));
+        assert!(!reproduced(&task(boot(), vec![result(Verdict::Valid, &[])])));
+        assert!(
+            reproduced(&task(boot(), vec![result(Verdict::Valid, &[]), boot()])),
+            "any rerun"
+        );
+        assert!(!reproduced(&task(boot(), vec![])));
+    }
 }
