@@ -4,14 +4,18 @@
 
 use crate::html::escape_html as html;
 use crate::results::{shout, Verdict};
-use crate::seeds::{campaign_order, classify, FailureClass, SeedRow};
+use crate::seeds::{campaign_order, classify, FailureClass, FailureKey, SeedRow};
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::Path;
 
 /// Campaigns the trend table shows (the newest ones).
 const TREND_CAMPAIGNS_MAX: usize = 12;
+/// Failure rows the view lists (a campaign with more lists the first ones: new classes first).
+const FAILURES_SHOWN_MAX: usize = 200;
+/// Characters of a first error line shown in a cell (the whole line is its title).
+const ERROR_SHOWN_CHARS_MAX: usize = 160;
 
 /// Verdict counts of a set of rows.
 #[derive(Debug, Default, Clone, Copy)]
@@ -71,7 +75,13 @@ fn render_newest(out: &mut String, id: &str, rows: &[(&SeedRow, Option<FailureCl
     for (row, _) in rows {
         tally.add(row.verdict);
     }
-    let new = rows.iter().filter(|(_, c)| *c == Some(FailureClass::New)).count();
+    let failures = rows.iter().filter(|(_, c)| c.is_some()).count();
+    let new_classes: BTreeSet<FailureKey> = rows
+        .iter()
+        .filter(|(_, c)| *c == Some(FailureClass::New))
+        .filter_map(|(r, _)| r.failure_key())
+        .collect();
+    let new = new_classes.len();
     let mut shards: Vec<&str> = rows.iter().filter_map(|(r, _)| r.shard.as_deref()).collect();
     shards.sort_unstable();
     shards.dedup();
@@ -81,8 +91,8 @@ fn render_newest(out: &mut String, id: &str, rows: &[(&SeedRow, Option<FailureCl
     let _ = write!(
         out,
         "<h2>Campaign <code>{}</code></h2><p class=\"summary\">{} seed(s): <span class=\"v valid\">{} valid</span> \
-         <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> · {new} new failure \
-         class(es) · build {}{}</p>",
+         <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> · {failures} \
+         failure(s) in {new} new failure class(es) · build {}{}</p>",
         html(id),
         tally.runs(),
         tally.valid,
@@ -123,12 +133,14 @@ fn render_failures(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)], 
          <th>plan</th><th>seed</th><th>check</th><th>class</th><th>reruns</th><th>first error</th><th>repro</th>\
          <th>report</th></tr></thead><tbody>",
     );
-    for (row, class) in failures {
+    let shown = failures.len().min(FAILURES_SHOWN_MAX);
+    for (row, class) in &failures[..shown] {
         let class = class.expect("failures have a class");
+        let error = row.first_error.as_deref().unwrap_or("");
         let _ = write!(
             out,
             "<tr class=\"{v}\"><td><span class=\"v {v}\">{}</span></td><td>{}</td><td>{}{}</td><td>{}</td>\
-             <td><span class=\"c {class}\">{class}</span></td><td>{}</td><td class=\"reason\">{}</td>\
+             <td><span class=\"c {class}\">{class}</span></td><td>{}</td><td class=\"reason\" title=\"{}\">{}</td>\
              <td><code>{}</code></td><td>{}</td></tr>",
             shout(row.verdict),
             html(&row.plan),
@@ -136,13 +148,29 @@ fn render_failures(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)], 
             row.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default(),
             html(row.failing_check.as_deref().unwrap_or("?")),
             html(&reruns_text(row)),
-            html(row.first_error.as_deref().unwrap_or("")),
+            html(error),
+            html(&clip(error, ERROR_SHOWN_CHARS_MAX)),
             html(&row.repro),
             run_link(row.store_dir.as_deref(), store_root),
             v = row.verdict,
         );
     }
     out.push_str("</tbody></table>");
+    if shown < failures.len() {
+        let _ = write!(
+            out,
+            "<p class=\"note\">{} more failure(s) not listed; every seed is in seeds.jsonl.</p>",
+            failures.len() - shown
+        );
+    }
+}
+
+/// The first `max` characters of `text`, with `…` when cut (the whole line is the cell's title).
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// `reproducible (1/2 reruns failed)`, `flaky (0/2 reruns failed)`, or `not rerun`.
@@ -336,6 +364,10 @@ mod tests {
         );
         assert!(new < known, "new failure classes first");
         assert!(page.contains("<span class=\"c known\">known</span>"));
+        assert!(
+            page.contains("2 failure(s) in 1 new failure class(es)"),
+            "classes, not rows"
+        );
         assert!(page.contains("reproducible (1/1 failed the same way)"));
         assert!(page.contains("<code>faultline run canary --seed 1001</code>"));
         assert!(page.contains("<a href=\"canary/20260101T000000Z-seed1001/\">folder</a>"));
@@ -355,5 +387,11 @@ mod tests {
             "{trend}"
         );
         assert!(render(&[], dir.path()).is_empty(), "no seed database, no view");
+    }
+
+    #[test]
+    fn given_a_long_error_line_when_clipped_should_keep_whole_characters() {
+        assert_eq!(clip("ab…cd", 3), "ab……");
+        assert_eq!(clip("short", 10), "short");
     }
 }
