@@ -3,9 +3,12 @@
 
 pub mod analyze;
 pub mod builtin;
+pub mod campaign;
+pub mod certify;
 pub mod final_phase;
 pub mod lab;
 pub mod matrix;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod recorder;

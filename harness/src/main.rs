@@ -37,12 +37,46 @@ enum Command {
         /// Override the plan's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Override the plan's cluster size (1..=9); the plan is validated again for it.
+        #[arg(long)]
+        nodes: Option<u64>,
         /// Store folder.
         #[arg(long, default_value = "store")]
         store: PathBuf,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+    },
+    /// Run plans x seeds (a seed count or a wall-clock budget), K at once, rerun failing seeds, record every seed in
+    /// store/seeds.jsonl and print a summary; store/index.html shows the campaign view.
+    Campaign(CampaignArgs),
+    /// Run a fixed certification matrix (plans x node counts x seeds) that must be fully valid; writes
+    /// store/certify/<name>-<time>/certification.html, certification.json and junit.xml.
+    Certify {
+        /// The suite file (YAML): name, plans, seeds or seed_count, nodes, time_limit.
+        #[arg(long)]
+        suite: PathBuf,
+        /// Concurrent runs (default: half the cores, at least 1).
+        #[arg(long)]
+        parallel: Option<usize>,
+        /// The system's git revision, recorded with every cell.
+        #[arg(long)]
+        git_rev: Option<String>,
+        /// Store folder.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+        /// No progress view.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Merge stores (e.g. the shards of a campaign) into one and regenerate its index.
+    Merge {
+        /// Stores to merge in.
+        #[arg(required = true)]
+        stores: Vec<PathBuf>,
+        /// The store to merge into (created if needed).
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
     },
     /// Run every mutant of the reference node against the plans that should expose it, and the correct node against
     /// the same plans; print the detection matrix (also store/matrix/<time>/matrix.json and matrix.html).
@@ -102,6 +136,62 @@ enum Command {
     },
 }
 
+/// `faultline campaign` arguments.
+#[derive(clap::Args)]
+struct CampaignArgs {
+    /// Plan files or built-in plan names.
+    plans: Vec<String>,
+    /// Seeds per plan (default 10 when there is no --budget).
+    #[arg(long)]
+    seeds: Option<u64>,
+    /// Wall-clock budget, e.g. 2h: no run is started that would not end within it.
+    #[arg(long, value_parser = parse_millis)]
+    budget: Option<Millis>,
+    /// Concurrent runs (default: half the cores, at least 1).
+    #[arg(long)]
+    parallel: Option<usize>,
+    /// Stop starting new seeds after the first failure.
+    #[arg(long)]
+    stop_on_fail: bool,
+    /// Rerun a failing seed up to M times: reproducible when a rerun fails the same check again, else flaky.
+    #[arg(long, default_value_t = 1)]
+    retry_failed: u64,
+    /// Run only shard I of N of the seed space (needs --campaign-seed, the same on every shard).
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<faultline::campaign::space::Shard>,
+    /// Campaign seed every run seed derives from: a number, or any text (hashed), e.g. a CI run id.
+    #[arg(long)]
+    campaign_seed: Option<String>,
+    /// Campaign id (default: s<campaign seed>).
+    #[arg(long)]
+    id: Option<String>,
+    /// Override every plan's fault-phase length, e.g. 30s.
+    #[arg(long, value_parser = parse_millis)]
+    time_limit: Option<Millis>,
+    /// The system's git revision, recorded with every seed.
+    #[arg(long)]
+    git_rev: Option<String>,
+    /// Retention: keep the newest N passing runs per plan, prune older passing runs (never failing ones).
+    #[arg(long)]
+    keep_passing: Option<u64>,
+    /// Continue a stopped campaign (the latest unfinished one, or ID).
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ID")]
+    resume: Option<String>,
+    /// Print the runs (plan, seed, repro command) and stop.
+    #[arg(long)]
+    dry_run: bool,
+    /// Store folder.
+    #[arg(long, default_value = "store")]
+    store: PathBuf,
+    /// No progress view and no per-run lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_shard(text: &str) -> Result<faultline::campaign::space::Shard, String> {
+    text.parse()
+}
+
 fn parse_millis(text: &str) -> Result<Millis, String> {
     Millis::parse(text)
 }
@@ -126,9 +216,34 @@ fn main() -> ExitCode {
             plan,
             time_limit,
             seed,
+            nodes,
             store,
             quiet,
-        } => run_command(plan, time_limit, seed, store, quiet),
+        } => run_command(
+            plan,
+            RunOverrides {
+                time_limit,
+                seed,
+                nodes,
+            },
+            store,
+            quiet,
+        ),
+        Command::Campaign(args) => campaign_command(args),
+        Command::Certify {
+            suite,
+            parallel,
+            git_rev,
+            store,
+            quiet,
+        } => certify_command(faultline::certify::CertifyOptions {
+            suite,
+            store_root: store,
+            parallel: parallel.unwrap_or_else(faultline::campaign::default_parallel),
+            git_rev,
+            quiet,
+        }),
+        Command::Merge { stores, store } => merge_command(&store, &stores),
         Command::Plan {
             print_default,
             check,
@@ -171,13 +286,19 @@ fn plan_error(e: PlanError) -> ExitCode {
     ExitCode::from(EXIT_BAD_INPUT)
 }
 
-fn run_command(
-    plan_path: Option<PathBuf>,
+/// `faultline run` overrides of the plan.
+struct RunOverrides {
     time_limit: Option<Millis>,
     seed: Option<u64>,
-    store: PathBuf,
-    quiet: bool,
-) -> ExitCode {
+    nodes: Option<u64>,
+}
+
+fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathBuf, quiet: bool) -> ExitCode {
+    let RunOverrides {
+        time_limit,
+        seed,
+        nodes,
+    } = overrides;
     let loaded = match &plan_path {
         Some(path) if path.exists() => Plan::load(path),
         // Not a file: a built-in plan's name (`faultline run canary`).
@@ -197,6 +318,13 @@ fn run_command(
     }
     if seed.is_some() {
         plan.seed = seed;
+    }
+    if let Some(nodes) = nodes {
+        plan.system.nodes = faultline::plan::Bounded(nodes);
+        let origin = format!("{} with --nodes {nodes}", plan.name);
+        if let Err(e) = plan.validate(&origin) {
+            return plan_error(e);
+        }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -372,4 +500,101 @@ fn check_command(file: &std::path::Path, model: &str, timeout: Millis) -> ExitCo
     let result = faultline_workloads::check_history(&history, model, &options);
     print!("{}", faultline_workloads::render_text(&result));
     ExitCode::from(result.verdict.exit_code() as u8)
+}
+
+fn campaign_error(command: &str, e: faultline::campaign::CampaignError) -> ExitCode {
+    use faultline::campaign::CampaignError;
+    match e {
+        CampaignError::Input(message) => {
+            eprintln!("faultline {command}: {message}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        CampaignError::Harness(e) => {
+            eprintln!("faultline {command}: harness error: {e:#}");
+            ExitCode::from(EXIT_HARNESS_ERROR)
+        }
+    }
+}
+
+fn campaign_command(args: CampaignArgs) -> ExitCode {
+    let options = faultline::campaign::CampaignOptions {
+        plans: args.plans,
+        seeds: args.seeds,
+        budget: args.budget,
+        parallel: args.parallel,
+        stop_on_fail: args.stop_on_fail,
+        retry_failed: args.retry_failed,
+        shard: args.shard,
+        campaign_seed: args.campaign_seed,
+        id: args.id,
+        time_limit: args.time_limit,
+        git_rev: args.git_rev,
+        keep_passing: args.keep_passing,
+        resume: args.resume.map(|id| Some(id).filter(|id| !id.is_empty())),
+        dry_run: args.dry_run,
+        store_root: args.store,
+        quiet: args.quiet,
+    };
+    if options.dry_run {
+        return match faultline::campaign::plan_runs(&options) {
+            Ok(runs) => {
+                for run in runs {
+                    println!("{}\t{}\t{}\t{}", run.plan, run.seed_index, run.seed, run.command);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => campaign_error("campaign", e),
+        };
+    }
+    match faultline::campaign::run_campaign(&options) {
+        Ok(outcome) => {
+            print!("{}", outcome.render_summary());
+            ExitCode::from(outcome.exit_code())
+        }
+        Err(e) => campaign_error("campaign", e),
+    }
+}
+
+fn certify_command(options: faultline::certify::CertifyOptions) -> ExitCode {
+    match faultline::certify::certify(&options) {
+        Ok(outcome) => {
+            let cert = &outcome.certification;
+            for cell in &cert.cells {
+                let verdict = cell.verdict.map_or("NOT RUN", shout);
+                println!(
+                    "  {verdict:<8} {:<28} {:>2} nodes  seed {:<10}  {}",
+                    cell.plan, cell.nodes, cell.seed, cell.reason
+                );
+            }
+            let (valid, invalid, unknown, not_run) = cert.counts();
+            println!(
+                "faultline certify: {} — {} cells: {valid} valid, {invalid} invalid, {unknown} unknown, {not_run} not \
+                 run — {}",
+                if cert.certified { "CERTIFIED" } else { "NOT CERTIFIED" },
+                cert.cells.len(),
+                outcome.dir.join("certification.html").display()
+            );
+            ExitCode::from(outcome.exit_code())
+        }
+        Err(e) => campaign_error("certify", e),
+    }
+}
+
+fn merge_command(into: &std::path::Path, stores: &[PathBuf]) -> ExitCode {
+    match faultline::merge::merge(into, stores) {
+        Ok(report) => {
+            println!(
+                "faultline merge: {} run(s) copied, {} already present, {} seed row(s) — {}",
+                report.runs_copied,
+                report.runs_present,
+                report.rows,
+                report.index.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("faultline merge: {e:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
 }

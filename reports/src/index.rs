@@ -2,8 +2,10 @@
 //! duration and a link to its report; regenerated after each run and written atomically.
 //!
 //! The store layout is `store/<plan>/<UTC time>-seed<N>/`; a run folder is any such folder with a `results.json` or a
-//! `history.jsonl` (a run that crashed before its checks is listed as incomplete).
+//! `history.jsonl` (a run that crashed before its checks is listed as incomplete). When the store has a seed database
+//! (`seeds.jsonl`, written by campaigns), the campaign view comes first (see `campaign_view`).
 
+use crate::campaign_view::CAMPAIGN_CSS;
 use crate::error::ReportError;
 use crate::html::escape_html as html;
 use crate::results::{shout, Results};
@@ -21,7 +23,18 @@ struct Row {
 /// Scans `store_root` and writes `store_root/index.html` atomically; returns its path.
 pub fn write_index(store_root: &Path) -> Result<PathBuf, ReportError> {
     let rows = scan(store_root)?;
-    let page = render(&rows);
+    let seeds = crate::seeds::read_seeds(store_root)?;
+    let mut campaigns = crate::campaign_view::render(&seeds.rows, store_root);
+    if !seeds.bad_lines.is_empty() {
+        let (line, why) = &seeds.bad_lines[0];
+        let _ = write!(
+            campaigns,
+            "<p class=\"note\">{} unreadable line(s) in seeds.jsonl skipped (line {line}: {})</p>",
+            seeds.bad_lines.len(),
+            html(why)
+        );
+    }
+    let page = render(&rows, &campaigns);
     let path = store_root.join("index.html");
     crate::write_atomic(&path, page.as_bytes()).map_err(ReportError::io("write", &path))?;
     Ok(path)
@@ -81,7 +94,7 @@ fn run_name(rel: &str) -> &str {
 }
 
 /// Percent-encodes a relative path for an `href` (keeps `/` and unreserved characters).
-fn href(rel: &str) -> String {
+pub(crate) fn href(rel: &str) -> String {
     let mut out = String::with_capacity(rel.len());
     for b in rel.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
@@ -93,7 +106,7 @@ fn href(rel: &str) -> String {
     out
 }
 
-fn render(rows: &[Row]) -> String {
+fn render(rows: &[Row], campaigns: &str) -> String {
     let count = |v: &str| {
         rows.iter()
             .filter(|r| {
@@ -107,11 +120,12 @@ fn render(rows: &[Row]) -> String {
     };
     let mut out = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline store</title><style>{INDEX_CSS}\
-         </style></head><body><header><h1>faultline runs</h1><p>{} run(s): <span class=\"v valid\">{} valid</span> \
-         <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> \
+         {CAMPAIGN_CSS}</style></head><body><header><h1>faultline runs</h1><p>{} run(s): <span class=\"v valid\">{} \
+         valid</span> <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> \
          <span class=\"v incomplete\">{} incomplete</span> · <input id=\"filter\" placeholder=\"filter: plan, seed, \
-         verdict, reason…\" autofocus></p></header><table><thead><tr><th>verdict</th><th>plan</th><th>system</th>\
-         <th>seed</th><th>started (UTC)</th><th>duration</th><th>reason</th><th>report</th></tr></thead><tbody>",
+         verdict, reason…\" autofocus></p></header>{campaigns}<h2 class=\"runs\">Runs</h2><table id=\"runs\"><thead>\
+         <tr><th>verdict</th><th>plan</th><th>system</th><th>seed</th><th>started (UTC)</th><th>duration</th>\
+         <th>reason</th><th>report</th></tr></thead><tbody>",
         rows.len(),
         count("valid"),
         count("invalid"),
@@ -169,8 +183,8 @@ solid #b91c1c}tr.valid td:first-child{border-left:5px solid #15803d}tr.unknown t
 #b45309}tr.incomplete td:first-child{border-left:5px solid #9ca3af}.v{display:inline-block;padding:1px 8px;\
 border-radius:10px;font-size:11px;font-weight:700;color:#fff}.v.valid{background:#15803d}.v.invalid{background:#b91c1c}\
 .v.unknown{background:#b45309}.v.incomplete{background:#6b7280}#filter{padding:3px 8px;border-radius:5px;border:0;\
-width:320px}";
+width:320px}h2.runs{font-size:17px;margin:14px 24px 6px}";
 
 const INDEX_JS: &str = "<script>(function(){var f=document.getElementById('filter');f.addEventListener('input',\
-function(){var q=f.value.toLowerCase();document.querySelectorAll('tbody tr').forEach(function(r){\
+function(){var q=f.value.toLowerCase();document.querySelectorAll('#runs tbody tr').forEach(function(r){\
 r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});})();</script>";

@@ -44,7 +44,7 @@ pub fn render(results: &Results) -> String {
     xml
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

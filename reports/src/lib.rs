@@ -3,13 +3,20 @@
 //!
 //! The API the harness calls after each run (and `faultline report STORE_DIR`):
 //! - [`write_report`]`(run_dir)` renders `run_dir/report.html` from the store folder alone;
-//! - [`write_index`]`(store_root)` lists every run of the store in `store_root/index.html`.
+//! - [`write_index`]`(store_root)` lists every run of the store in `store_root/index.html`, after the campaign view of
+//!   the store's seed database ([`seeds`]) when it has one.
+//!
+//! Campaigns append to the seed database with [`seeds::append_seed`]; certifications render their report with
+//! [`certification`].
 
+mod campaign_view;
+pub mod certification;
 mod error;
 pub mod html;
 mod index;
 pub mod junit;
 pub mod results;
+pub mod seeds;
 
 pub use error::ReportError;
 pub use html::write_report;

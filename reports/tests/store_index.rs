@@ -40,3 +40,51 @@ fn given_a_store_with_runs_when_indexed_should_list_each_with_verdict_and_link()
         .collect();
     assert!(leftovers.is_empty(), "no temp files left: {leftovers:?}");
 }
+
+#[test]
+fn given_a_store_with_a_seed_database_when_indexed_should_put_the_campaign_view_before_the_runs() {
+    use faultline_reports::results::Verdict;
+    use faultline_reports::seeds::{append_seed, BuildIdentity, CampaignKind, Reproducibility, SeedRow};
+    let tmp = temp_dir("index-campaign");
+    let root = tmp.path();
+    boot_refusal_run(&root.join("default/20260102T000000Z-seed99"));
+    let row = SeedRow {
+        campaign: "nightly-1".into(),
+        kind: CampaignKind::Campaign,
+        plan: "default".into(),
+        plan_source: "plans/default.yaml".into(),
+        seed: 99,
+        seed_index: 0,
+        nodes: None,
+        shard: Some("1/2".into()),
+        verdict: Verdict::Invalid,
+        failing_check: Some("boot".into()),
+        first_error: Some(REFUSAL_LINE.into()),
+        duration_ms: 5000,
+        store_dir: Some("default/20260102T000000Z-seed99".into()),
+        repro: "faultline run plans/default.yaml --seed 99".into(),
+        build: BuildIdentity::default(),
+        reproducibility: Some(Reproducibility::Flaky),
+        reruns: Vec::new(),
+        finished_at: "2026-01-02T00:01:00.000Z".into(),
+    };
+    append_seed(root, &row).unwrap();
+    let page = std::fs::read_to_string(faultline_reports::write_index(root).unwrap()).unwrap();
+    let (view, runs) = (
+        page.find("id=\"campaigns\"").unwrap(),
+        page.find("id=\"runs\"").unwrap(),
+    );
+    assert!(view < runs, "the campaign view comes first");
+    let failures = &page[page.find("<h3>Failures</h3>").unwrap()..page.find("<h3>Per plan</h3>").unwrap()];
+    assert!(
+        failures.contains("faultline run plans/default.yaml --seed 99"),
+        "{failures}"
+    );
+    assert!(failures.contains("flaky"));
+    assert!(failures.contains("<a href=\"default/20260102T000000Z-seed99/\">folder</a>"));
+    assert!(page.contains("shards 1/2"));
+    assert!(
+        page.contains("querySelectorAll('#runs tbody tr')"),
+        "the filter filters runs only"
+    );
+}

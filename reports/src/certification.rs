@@ -1,0 +1,286 @@
+//! The certification report of `faultline certify`: every cell of a fixed matrix (plan x node count x seed) with its
+//! verdict, written as `certification.json` (the document below), `certification.html` (to attach to a release) and
+//! `junit.xml` (one test case per cell). A suite is certified only when every cell ran and every cell is valid.
+
+use crate::html::escape_html as html;
+use crate::junit::escape as xml;
+use crate::results::{shout, Verdict};
+use crate::seeds::BuildIdentity;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// The current certification.json schema version.
+pub const CERTIFICATION_SCHEMA_VERSION: u32 = 1;
+
+/// A whole certification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certification {
+    /// [`CERTIFICATION_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The suite's name.
+    pub suite: String,
+    /// The suite file.
+    pub suite_file: String,
+    /// xxh3-128 of the suite file's text, hex.
+    pub suite_digest: String,
+    /// This certification's id (its folder name under `store/certify/`, and its campaign id in `seeds.jsonl`).
+    pub id: String,
+    /// faultline's version.
+    pub faultline_version: String,
+    /// The build that ran (of the first cell that recorded one).
+    pub build: BuildIdentity,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC.
+    pub finished_at: String,
+    /// Every cell ran (the certification was not interrupted).
+    pub complete: bool,
+    /// Complete and every cell valid.
+    pub certified: bool,
+    /// Every cell, in matrix order (plan, node count, seed).
+    pub cells: Vec<Cell>,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Plan name.
+    pub plan: String,
+    /// The plan as the suite names it (file path or built-in name).
+    pub plan_source: String,
+    /// Cluster size.
+    pub nodes: u64,
+    /// Run seed.
+    pub seed: u64,
+    /// Its verdict; none when it did not run (interrupted).
+    pub verdict: Option<Verdict>,
+    /// The check that decided a non-valid verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_check: Option<String>,
+    /// Why, in one line.
+    pub reason: String,
+    /// Run length.
+    pub duration_ms: u64,
+    /// Run folder, relative to the store root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_dir: Option<String>,
+    /// A command that runs this cell again.
+    pub repro: String,
+}
+
+impl Certification {
+    /// Cells by verdict: (valid, invalid, unknown, not run).
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let count = |v: Option<Verdict>| self.cells.iter().filter(|c| c.verdict == v).count();
+        (
+            count(Some(Verdict::Valid)),
+            count(Some(Verdict::Invalid)),
+            count(Some(Verdict::Unknown)),
+            count(None),
+        )
+    }
+
+    /// `certification.html`: self-contained; links to run reports are relative to `store/certify/<id>/`.
+    pub fn render_html(&self) -> String {
+        let (valid, invalid, unknown, not_run) = self.counts();
+        let status = if self.certified { "certified" } else { "not-certified" };
+        let mut out = format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline certification {suite}\
+             </title><style>{CSS}</style></head><body><header class=\"{status}\"><h1>{}: {suite}</h1><p>{} cells: \
+             {valid} valid, {invalid} invalid, {unknown} unknown, {not_run} not run</p></header><main><table \
+             class=\"meta\"><tr><th>suite file</th><td><code>{}</code> (xxh3 {})</td></tr><tr><th>certification</th>\
+             <td><code>{}</code></td></tr><tr><th>build</th><td>{}</td></tr><tr><th>faultline</th><td>{}</td></tr>\
+             <tr><th>time (UTC)</th><td>{} – {}</td></tr></table><table class=\"cells\"><thead><tr><th>verdict</th>\
+             <th>plan</th><th>nodes</th><th>seed</th><th>duration</th><th>reason</th><th>repro</th><th>report</th>\
+             </tr></thead><tbody>",
+            if self.certified { "CERTIFIED" } else { "NOT CERTIFIED" },
+            self.cells.len(),
+            html(&self.suite_file),
+            html(&self.suite_digest),
+            html(&self.id),
+            html(&build_text(&self.build)),
+            html(&self.faultline_version),
+            html(&self.started_at),
+            html(&self.finished_at),
+            suite = html(&self.suite),
+        );
+        for cell in &self.cells {
+            let (class, label) = match cell.verdict {
+                Some(v) => (v.to_string(), shout(v).to_string()),
+                None => ("not-run".to_string(), "NOT RUN".to_string()),
+            };
+            let link = match &cell.store_dir {
+                Some(dir) => format!("<a href=\"../../{}/report.html\">report</a>", html(dir)),
+                None => "-".into(),
+            };
+            let _ = write!(
+                out,
+                "<tr class=\"{class}\"><td><span class=\"v {class}\">{label}</span></td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{:.1} s</td><td class=\"reason\">{}</td><td><code>{}</code></td><td>{link}</td></tr>",
+                html(&cell.plan),
+                cell.nodes,
+                cell.seed,
+                cell.duration_ms as f64 / 1000.0,
+                html(&cell.reason),
+                html(&cell.repro),
+            );
+        }
+        out.push_str("</tbody></table></main></body></html>\n");
+        out
+    }
+
+    /// `junit.xml`: a test suite per certification, a test case per cell (invalid: failure; unknown: error; not run:
+    /// skipped).
+    pub fn render_junit(&self) -> String {
+        let (_, invalid, unknown, not_run) = self.counts();
+        let seconds: f64 = self.cells.iter().map(|c| c.duration_ms as f64 / 1000.0).sum();
+        let suite = format!("faultline.certify.{}", self.suite);
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            out,
+            "<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{invalid}\" errors=\"{unknown}\" \
+             skipped=\"{not_run}\" time=\"{seconds:.3}\">",
+            xml(&suite),
+            self.cells.len()
+        );
+        for cell in &self.cells {
+            let _ = write!(
+                out,
+                "  <testcase classname=\"{}.{}\" name=\"nodes={} seed={}\" time=\"{:.3}\">",
+                xml(&suite),
+                xml(&cell.plan),
+                cell.nodes,
+                cell.seed,
+                cell.duration_ms as f64 / 1000.0
+            );
+            let body = format!("{}\nrepro: {}", cell.reason, cell.repro);
+            match cell.verdict {
+                Some(Verdict::Valid) => {}
+                Some(Verdict::Invalid) => {
+                    let _ = write!(
+                        out,
+                        "<failure message=\"{}\">{}</failure>",
+                        xml(&cell.reason),
+                        xml(&body)
+                    );
+                }
+                Some(Verdict::Unknown) => {
+                    let _ = write!(
+                        out,
+                        "<error message=\"unknown: {}\">{}</error>",
+                        xml(&cell.reason),
+                        xml(&body)
+                    );
+                }
+                None => out.push_str("<skipped message=\"not run: the certification was interrupted\"/>"),
+            }
+            out.push_str("</testcase>\n");
+        }
+        out.push_str("</testsuite></testsuites>\n");
+        out
+    }
+}
+
+fn build_text(build: &BuildIdentity) -> String {
+    let mut parts = Vec::new();
+    if let Some(rev) = &build.git_rev {
+        parts.push(format!("git {rev}"));
+    }
+    if let Some(binary) = &build.node_binary {
+        parts.push(format!(
+            "node binary {binary} (xxh3 {})",
+            build.node_xxh3.as_deref().unwrap_or("?")
+        ));
+    }
+    if let Some(hash) = &build.faultline_xxh3 {
+        parts.push(format!("faultline xxh3 {hash}"));
+    }
+    if parts.is_empty() {
+        "unknown".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+const CSS: &str = "body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1f2937;background:#f6f7f9}\
+header{padding:16px 24px;color:#fff}header.certified{background:#15803d}header.not-certified{background:#b91c1c}\
+h1{margin:0 0 4px;font-size:22px}header p{margin:0}main{padding:12px 24px}table{border-collapse:collapse;\
+background:#fff;margin-bottom:16px}th{text-align:left;font-size:12px;color:#6b7280;padding:6px 10px;border-bottom:1px \
+solid #e5e7eb}td{padding:5px 10px;border-bottom:1px solid #e5e7eb;vertical-align:top}td.reason{max-width:560px;\
+overflow-wrap:anywhere}.v{display:inline-block;padding:1px 8px;border-radius:10px;font-size:11px;font-weight:700;\
+color:#fff}.v.valid{background:#15803d}.v.invalid{background:#b91c1c}.v.unknown{background:#b45309}\
+.v.not-run{background:#6b7280}code{font-size:12px}";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(plan: &str, nodes: u64, seed: u64, verdict: Option<Verdict>) -> Cell {
+        Cell {
+            plan: plan.into(),
+            plan_source: plan.into(),
+            nodes,
+            seed,
+            verdict,
+            failing_check: (verdict == Some(Verdict::Invalid)).then(|| "boot".to_string()),
+            reason: if verdict == Some(Verdict::Invalid) {
+                "boot: n2 <refused>".into()
+            } else {
+                "every check passed".into()
+            },
+            duration_ms: 4200,
+            store_dir: Some(format!("{plan}/20260101T000000Z-seed{seed}")),
+            repro: format!("faultline run {plan} --seed {seed} --nodes {nodes}"),
+        }
+    }
+
+    fn certification(cells: Vec<Cell>) -> Certification {
+        let certified = cells.iter().all(|c| c.verdict == Some(Verdict::Valid));
+        Certification {
+            schema_version: CERTIFICATION_SCHEMA_VERSION,
+            suite: "release".into(),
+            suite_file: "suite.yaml".into(),
+            suite_digest: "00".into(),
+            id: "release-20260101T000000Z".into(),
+            faultline_version: "0.1.0".into(),
+            build: BuildIdentity::default(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:01:00Z".into(),
+            complete: cells.iter().all(|c| c.verdict.is_some()),
+            certified,
+            cells,
+        }
+    }
+
+    #[test]
+    fn given_a_failing_and_a_not_run_cell_when_rendered_should_list_every_cell_and_not_certify() {
+        let cert = certification(vec![
+            cell("default", 3, 1, Some(Verdict::Valid)),
+            cell("canary", 5, 1, Some(Verdict::Invalid)),
+            cell("canary", 5, 2, None),
+        ]);
+        let page = cert.render_html();
+        assert!(page.contains("NOT CERTIFIED: release"));
+        assert_eq!(page.matches("<tr class=").count(), 3, "one row per cell");
+        assert!(page.contains("boot: n2 &lt;refused&gt;"), "escaped");
+        assert!(page.contains("href=\"../../canary/20260101T000000Z-seed1/report.html\""));
+        let junit = cert.render_junit();
+        assert!(
+            junit.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            "{junit}"
+        );
+        assert!(junit.contains("name=\"nodes=5 seed=1\""));
+        assert!(junit.contains("repro: faultline run canary --seed 1 --nodes 5"));
+    }
+
+    #[test]
+    fn given_only_valid_cells_when_rendered_should_say_certified() {
+        let cert = certification(vec![cell("default", 3, 1, Some(Verdict::Valid))]);
+        assert!(cert.certified);
+        assert!(cert.render_html().contains("CERTIFIED: release"));
+        assert!(!cert.render_html().contains("NOT CERTIFIED"));
+        assert!(cert
+            .render_junit()
+            .contains("failures=\"0\" errors=\"0\" skipped=\"0\""));
+    }
+}
