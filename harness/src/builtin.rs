@@ -33,6 +33,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("iggy-partition", include_str!("../../plans/iggy-partition.yaml")),
     ("iggy-disk", include_str!("../../plans/iggy-disk.yaml")),
     ("iggy-mixed", include_str!("../../plans/iggy-mixed.yaml")),
+    ("iggy-messages", include_str!("../../plans/iggy-messages.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),

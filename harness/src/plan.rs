@@ -131,7 +131,7 @@ pub enum SystemKind {
     /// etcd 3.4 (Debian's `etcd-server`, `/usr/bin/etcd` unless `binary` says otherwise), register workload only.
     Etcd,
     /// Apache Iggy's VSR cluster (`iggy-server` from the plan's `binary` or `FAULTLINE_IGGY_BIN`, its config from
-    /// `source_root` or `FAULTLINE_IGGY_SRC`); set workload on its metadata plane.
+    /// `source_root` or `FAULTLINE_IGGY_SRC`); set workload on its metadata plane, log workload on a topic.
     Iggy,
 }
 
@@ -564,14 +564,20 @@ impl Plan {
                 message: "system.source_root is for the iggy adapter; this plan tests another system".into(),
             });
         }
-        let set_capable = self.system.kind == SystemKind::Iggy;
-        if (self.workload.kind == WorkloadKind::Set) != set_capable {
-            let message = if set_capable {
-                "the iggy adapter offers the set workload only (streams created and listed on its metadata plane)"
-            } else {
-                "the set workload needs a system with a set client (iggy)"
-            };
-            return Err(at(mix.referenced, message.into()));
+        let is_iggy = self.system.kind == SystemKind::Iggy;
+        if self.workload.kind == WorkloadKind::Set && !is_iggy {
+            return Err(at(
+                mix.referenced,
+                "the set workload needs a system with a set client (iggy)".into(),
+            ));
+        }
+        if is_iggy && self.workload.kind == WorkloadKind::Register {
+            return Err(at(
+                mix.referenced,
+                "the iggy adapter offers the set workload (streams on the metadata plane) and the log workload \
+                 (messages on a topic's partitions), not registers"
+                    .into(),
+            ));
         }
         if self.system.kind == SystemKind::Iggy {
             if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {

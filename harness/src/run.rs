@@ -394,7 +394,15 @@ async fn build_system(
                  (run as root with iproute2 and nftables installed)"
             );
             let node_ips = ips(&IggySystem::ports(node_count))?;
-            let system = IggySystem::new(binary.clone(), config, node_count, nodes_dir, node_ips.clone(), run_id);
+            let system = IggySystem::new(
+                binary.clone(),
+                config,
+                node_count,
+                nodes_dir,
+                node_ips.clone(),
+                run_id,
+                plan.workload.keys.0 as u32,
+            );
             Ok(Target {
                 system: Arc::new(system),
                 binary,

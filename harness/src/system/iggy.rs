@@ -13,6 +13,10 @@
 //!   Boot refuses interior damage (`interior WAL corruption ...`, `... does not chain ...`, `refusing to truncate`) and
 //!   exits 1. Exit code 1 also means a port in use, so a refusal is told by its log line, never by the exit code.
 //! - Operator remedy after a legitimate refusal: empty the node's data dir; it rejoins by repair / state transfer.
+//! - Logs (message workload): log `logK` is partition K of topic `t` of stream `faultline-log` (the probes' logs
+//!   take the last two partitions). Each partition is its own consensus group; a send must reach that group's
+//!   primary (a backup answers 503 `transient_not_accepted`, a promise that nothing was applied), so the client tries
+//!   the nodes in turn. Default topics keep messages in memory: plans must say `durability: quorum-memory`.
 //!
 //! Measured facts behind these choices: `shared/systems/iggy.md`.
 
@@ -20,10 +24,13 @@ use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, Set
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Client TCP ports start here; node i uses `base + i` for every transport.
@@ -62,6 +69,11 @@ const REFUSAL_MARKERS: &[&str] = &[
 ];
 /// Words of an error line that say the node stopped for another reason (exit code 1 as well).
 const NOT_DATA_MARKERS: &[&str] = &["CannotBindToSocket", "Cannot bind", "Address already in use"];
+/// The stream and topic that hold the message workload's logs.
+const LOG_STREAM: &str = "faultline-log";
+const LOG_TOPIC: &str = "t";
+/// The body code of a request Iggy promises it never applied.
+const NOT_ACCEPTED: &str = "transient_not_accepted";
 
 /// The Iggy cluster of one run.
 pub struct IggySystem {
@@ -74,6 +86,10 @@ pub struct IggySystem {
     shared_secret: String,
     /// A bearer token for probes (cluster-wide: every node accepts it), learned from the first login that worked.
     probe_token: Mutex<Option<String>>,
+    /// Partitions of the message workload's topic (its logs plus the final phase's two probe logs).
+    log_partitions: u32,
+    /// The message workload's stream and topic exist.
+    log_topic_ready: Arc<AtomicBool>,
 }
 
 impl IggySystem {
@@ -86,6 +102,7 @@ impl IggySystem {
         nodes_dir: PathBuf,
         node_ips: Vec<IpAddr>,
         run_tag: &str,
+        workload_logs: u32,
     ) -> Self {
         assert_eq!(node_ips.len(), node_count, "one address per node");
         IggySystem {
@@ -97,6 +114,8 @@ impl IggySystem {
             cluster_name: format!("faultline-{run_tag}"),
             shared_secret: format!("faultline-{run_tag}-replica-secret-0123456789abcdef"),
             probe_token: Mutex::new(None),
+            log_partitions: workload_logs + 2,
+            log_topic_ready: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -391,8 +410,15 @@ impl System for IggySystem {
         unreachable!("plan validation allows only the set workload on iggy")
     }
 
-    fn log_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
-        None
+    fn log_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
+        Some(Box::new(IggyLogClient {
+            http: Self::http(op_timeout),
+            bases: (0..self.node_count).map(|n| self.http_base(n)).collect(),
+            home,
+            token: Mutex::new(None),
+            partitions: self.log_partitions,
+            topic_ready: self.log_topic_ready.clone(),
+        }))
     }
 
     fn set_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
@@ -515,6 +541,225 @@ impl SetClient for IggySetClient {
     }
 }
 
+/// A log client: appends go to the partition's primary (found by trying the nodes from `home` on), reads to the
+/// first node that serves them.
+struct IggyLogClient {
+    http: reqwest::Client,
+    bases: Vec<String>,
+    home: usize,
+    token: Mutex<Option<String>>,
+    partitions: u32,
+    topic_ready: Arc<AtomicBool>,
+}
+
+impl IggyLogClient {
+    /// The nodes in the order this client tries them.
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.bases.len()).map(move |i| (self.home + i) % self.bases.len())
+    }
+
+    /// `logK` -> partition K; the final phase's probe logs take the last two partitions.
+    fn partition(&self, log: &str) -> Result<u32, String> {
+        match log {
+            "probe-heal" => Ok(self.partitions - 2),
+            "probe-restart-all" => Ok(self.partitions - 1),
+            _ => log
+                .strip_prefix("log")
+                .and_then(|k| k.parse::<u32>().ok())
+                .filter(|k| *k < self.partitions - 2)
+                .ok_or_else(|| format!("log `{log}` has no partition")),
+        }
+    }
+
+    async fn token(&self) -> Result<String, String> {
+        if let Some(token) = self.token.lock().expect("token lock").clone() {
+            return Ok(token);
+        }
+        let mut last = String::new();
+        for node in self.order() {
+            match login(&self.http, &self.bases[node]).await {
+                Ok(token) => {
+                    *self.token.lock().expect("token lock") = Some(token.clone());
+                    return Ok(token);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Creates the stream and its topic once (an existing one is fine: another client made it).
+    async fn ensure_topic(&self, token: &str) -> Result<(), String> {
+        if self.topic_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let topic = json!({"name": LOG_TOPIC, "partitions_count": self.partitions, "compression_algorithm": "none",
+                           "max_topic_size": 0, "message_expiry": 0});
+        let steps = [
+            ("/streams".to_string(), json!({"name": LOG_STREAM})),
+            (format!("/streams/{LOG_STREAM}/topics"), topic),
+        ];
+        for (path, body) in steps {
+            let base = &self.bases[self.home];
+            let response = self
+                .http
+                .post(format!("{base}{path}"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| format!("creating {path}: {}", error_chain(&e)))?;
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            let exists = answer["code"].as_str().is_some_and(|c| c.contains("already_exists"));
+            if !(200..300).contains(&status) && !exists {
+                return Err(format!("creating {path}: HTTP {status}: {answer}"));
+            }
+        }
+        self.topic_ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    async fn send(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        let prepared = async {
+            let partition = self.partition(log)?;
+            let token = self.token().await?;
+            self.ensure_topic(&token).await?;
+            Ok::<_, String>((partition, token))
+        };
+        let (partition, token) = match prepared.await {
+            Ok(ready) => ready,
+            Err(why) => return (Outcome::Fail(format!("{why} (the append was not sent)")), self.home),
+        };
+        let body = json!({
+            "partitioning": {"kind": "partition_id", "value": BASE64.encode(partition.to_le_bytes())},
+            "messages": [{"id": 0, "payload": BASE64.encode(payload)}],
+        });
+        let mut refused = Vec::new();
+        for node in self.order() {
+            let url = format!("{}/streams/{LOG_STREAM}/topics/{LOG_TOPIC}/messages", self.bases[node]);
+            let response = match self.http.post(url).bearer_auth(&token).json(&body).send().await {
+                Ok(response) => response,
+                Err(e) if e.is_connect() => {
+                    refused.push(format!("{}: {}", node + 1, error_chain(&e)));
+                    continue;
+                }
+                Err(e) if e.is_timeout() => return (Outcome::Info("timed out".into()), node),
+                Err(e) => return (Outcome::Info(format!("connection lost: {}", error_chain(&e))), node),
+            };
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            let code = answer["code"].as_str().unwrap_or("");
+            return match status {
+                200 | 201 => match answer["confirmations"][0]["base_offset"].as_u64() {
+                    Some(offset) => (Outcome::Ok(json!({"offset": offset})), node),
+                    None => (
+                        Outcome::Info(format!("HTTP {status} without an offset: {answer}")),
+                        node,
+                    ),
+                },
+                503 if code == NOT_ACCEPTED => {
+                    refused.push(format!("n{}: HTTP 503 {code}", node + 1));
+                    continue;
+                }
+                400 | 401 | 403 | 404 => (Outcome::Fail(format!("HTTP {status} {code}")), node),
+                _ => (
+                    Outcome::Info(format!("HTTP {status} {code}: {}", answer["reason"])),
+                    node,
+                ),
+            };
+        }
+        (
+            Outcome::Fail(format!("no node accepted it: {}", refused.join("; "))),
+            self.home,
+        )
+    }
+
+    async fn poll(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        let prepared = async {
+            let partition = self.partition(log)?;
+            let token = self.token().await?;
+            self.ensure_topic(&token).await?;
+            Ok::<_, String>((partition, token))
+        };
+        let (partition, token) = match prepared.await {
+            Ok(ready) => ready,
+            Err(why) => return (Outcome::Fail(why), self.home),
+        };
+        let mut last = String::new();
+        for node in self.order() {
+            let url = format!("{}/streams/{LOG_STREAM}/topics/{LOG_TOPIC}/messages", self.bases[node]);
+            let query = [
+                ("consumer_id", "1".to_string()),
+                ("partition_id", partition.to_string()),
+                ("kind", "offset".into()),
+                ("value", from.to_string()),
+                ("count", limit.to_string()),
+                ("auto_commit", "false".into()),
+                ("consistency", "linearizable".into()),
+            ];
+            let response = match self.http.get(url).query(&query).bearer_auth(&token).send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    last = error_chain(&e);
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            if status != 200 {
+                last = format!("n{}: HTTP {status} {}", node + 1, answer["code"]);
+                continue;
+            }
+            return match polled_entries(&answer, from) {
+                Ok(read) => (Outcome::Ok(read), node),
+                Err(why) => (Outcome::Fail(why), node),
+            };
+        }
+        (
+            Outcome::Fail(format!("no node served the read (a read has no effect): {last}")),
+            self.home,
+        )
+    }
+}
+
+/// A poll answer as the log checker's read: `{from, entries: [[offset, payload]], end}`. Iggy's `current_offset` is
+/// the partition's last offset (0 for an empty partition too): the log ends after it unless the partition is empty,
+/// which only a read from 0 that returned nothing can show.
+fn polled_entries(answer: &Value, from: u64) -> Result<Value, String> {
+    let messages = answer["messages"].as_array().ok_or("a poll answer without messages")?;
+    let mut entries = Vec::with_capacity(messages.len());
+    for message in messages {
+        let offset = message["header"]["offset"]
+            .as_u64()
+            .ok_or("a message without an offset")?;
+        let bytes = BASE64
+            .decode(message["payload"].as_str().unwrap_or(""))
+            .map_err(|e| format!("payload at offset {offset} is not base64: {e}"))?;
+        entries.push(json!([offset, String::from_utf8_lossy(&bytes)]));
+    }
+    let current = answer["current_offset"]
+        .as_u64()
+        .ok_or("a poll answer without current_offset")?;
+    let end = if entries.is_empty() && from == 0 {
+        0
+    } else {
+        current + 1
+    };
+    Ok(json!({"from": from, "entries": entries, "end": end}))
+}
+
+#[async_trait]
+impl LogClient for IggyLogClient {
+    async fn append(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        self.send(log, payload).await
+    }
+
+    async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        self.poll(log, from, limit).await
+    }
+}
+
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -542,6 +787,7 @@ mod tests {
                 "10.0.0.3".parse().unwrap(),
             ],
             "t1",
+            2,
         )
     }
 
@@ -581,6 +827,21 @@ mod tests {
         assert_eq!(env["IGGY_HTTP_ADDRESS"], "10.0.0.2:25202");
         assert_eq!(env["IGGY_SYSTEM_PATH"], "/tmp/nodes/n2/data");
         assert!(env.keys().all(|k| k.starts_with("IGGY_")));
+    }
+
+    #[test]
+    fn given_poll_answers_when_read_as_log_entries_should_tell_an_empty_partition_from_one_message() {
+        let empty = json!({"partition_id": 1, "current_offset": 0, "count": 0, "messages": []});
+        assert_eq!(
+            polled_entries(&empty, 0).unwrap(),
+            json!({"from": 0, "entries": [], "end": 0})
+        );
+        let one = json!({"current_offset": 0, "messages": [{"header": {"offset": 0}, "payload": "cDE="}]});
+        assert_eq!(
+            polled_entries(&one, 0).unwrap(),
+            json!({"from": 0, "entries": [[0, "p1"]], "end": 1})
+        );
+        assert_eq!(polled_entries(&empty, 1).unwrap()["end"], 1);
     }
 
     #[test]
