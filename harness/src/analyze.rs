@@ -525,16 +525,13 @@ pub fn strip_ansi(text: &str) -> String {
             out.push(c);
             continue;
         }
-        match chars.next() {
-            Some('[') => {
-                // Parameters and intermediates, up to the final byte (0x40..=0x7e).
-                for c in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&c) {
-                        break;
-                    }
+        // A CSI sequence runs to its final byte (0x40..=0x7e); any other escape is two characters.
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
                 }
             }
-            Some(_) | None => {}
         }
     }
     out
