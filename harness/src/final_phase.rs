@@ -291,12 +291,32 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
     }
 }
 
-/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers.
+/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers, but only
+/// while the nodes that booted on their own data are a majority: wiping more would leave no quorum that holds the
+/// acknowledged state, and whatever an empty majority then does is the harness's doing, not the system's (seen on
+/// Iggy when an unforced refusal came on top of the surgery's). Then the refused nodes stay down.
 async fn wipe_refused(lab: &Arc<Lab>) {
-    for node in 0..lab.node_count() {
-        if !matches!(lab.boot_state(node), BootState::Refused(_)) {
-            continue;
+    let refused: Vec<usize> = (0..lab.node_count())
+        .filter(|&node| matches!(lab.boot_state(node), BootState::Refused(_)))
+        .collect();
+    let intact = (0..lab.node_count())
+        .filter(|&node| lab.boot_state(node) == BootState::Ready)
+        .count();
+    let majority = lab.node_count() / 2 + 1;
+    if !refused.is_empty() && intact < majority {
+        for &node in &refused {
+            lab.recorder().lifecycle(
+                "wipe-skipped",
+                Some(&node_name(node)),
+                json!({"reason": format!(
+                    "only {intact} of {} nodes booted on their own data: wiping would leave no majority holding it",
+                    lab.node_count()
+                )}),
+            );
         }
+        return;
+    }
+    for node in refused {
         let name = node_name(node);
         match lab.system().wipe(node).await {
             Ok(()) => {
