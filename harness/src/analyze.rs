@@ -5,16 +5,17 @@
 //! - `history`: the run finished; an interrupted or crashed run is at best `unknown`;
 //! - `linearizability` (register workload): the client history under the cas-register model;
 //! - `log` (log workload): lost, duplicated, reordered, stale and phantom messages;
+//! - `set` (set workload): acknowledged elements lost or missing from later reads, elements nobody added;
 //! - `boot`: no node refused to boot or died on its own, except a refusal after recorded disk surgery on that node
 //!   since it last booted; every node booted after the restart-all;
 //! - `liveness`: after healing (and after the restart-all) the cluster accepted a write within the bound;
 //! - `convergence`: every node reached the same commit point;
-//! - `log-patterns`: none of the plan's failure patterns appears in a node log.
+//! - `log-patterns`: none of the plan's failure patterns appears in a node log (ANSI colour codes stripped first).
 
 use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::results::{CheckResult, Counts, Results, Verdict, SCHEMA_VERSION};
 use faultline_workloads::history::{Event, EventKind, History};
-use faultline_workloads::{check_history, check_log, CheckOptions, LogCheckOptions, ModelKind};
+use faultline_workloads::{check_history, check_log, check_set, CheckOptions, LogCheckOptions, ModelKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,6 +51,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         match plan.workload.kind {
             WorkloadKind::Register => check_linearizability(&history, &plan),
             WorkloadKind::Log => check_log_workload(&history, &plan),
+            WorkloadKind::Set => check_set_workload(&history),
         },
         check_boot(&history),
         check_liveness(&history, &plan),
@@ -168,6 +170,18 @@ fn check_log_workload(history: &History, plan: &Plan) -> CheckResult {
                 .filter(|e| e.index == index)
                 .map(|e| e.time_ns)
         })
+        .min();
+    checked
+}
+
+fn check_set_workload(history: &History) -> CheckResult {
+    let result = check_set(history);
+    let details = serde_json::to_value(&result).unwrap_or(Value::Null);
+    let mut checked = check("set", result.verdict, result.reason.clone(), details);
+    checked.evidence_ns = result
+        .anomalies
+        .iter()
+        .filter_map(|a| a.first_missing_ns.or(a.last_seen_ns))
         .min();
     checked
 }
@@ -472,6 +486,7 @@ fn check_log_patterns(store_dir: &Path, plan: &Plan) -> CheckResult {
         let Ok(text) = std::fs::read_to_string(node_dir.join("node.log")) else {
             continue;
         };
+        let text = strip_ansi(&text);
         for (number, line) in text.lines().enumerate() {
             if let Some(pattern) = plan.log_patterns.iter().find(|p| line.contains(p.as_str())) {
                 hits.push(json!({"node": node, "line_number": number + 1, "pattern": pattern, "line": line}));
@@ -498,6 +513,28 @@ fn check_log_patterns(store_dir: &Path, plan: &Plan) -> CheckResult {
             json!(hits),
         ),
     }
+}
+
+/// `text` without ANSI escape sequences (CSI `ESC [ ... final-byte`, and lone `ESC x`): colour codes between the
+/// words of a log line must not hide a pattern.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        // A CSI sequence runs to its final byte (0x40..=0x7e); any other escape is two characters.
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -637,5 +674,12 @@ mod tests {
             "{}",
             result.reason
         );
+    }
+
+    #[test]
+    fn given_coloured_log_text_when_stripped_should_match_plain_patterns() {
+        let line = "\u{1b}[31mthread 'shard-0' \u{1b}[1mpanicked\u{1b}[0m at core/x.rs:1:2";
+        assert_eq!(strip_ansi(line), "thread 'shard-0' panicked at core/x.rs:1:2");
+        assert!(strip_ansi("\u{1b}[2m2026\u{1b}[0m panicked at").contains("panicked at"));
     }
 }

@@ -29,6 +29,11 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-partition", include_str!("../../plans/etcd-partition.yaml")),
     ("etcd-disk", include_str!("../../plans/etcd-disk.yaml")),
     ("etcd-mixed", include_str!("../../plans/etcd-mixed.yaml")),
+    ("iggy-kill", include_str!("../../plans/iggy-kill.yaml")),
+    ("iggy-partition", include_str!("../../plans/iggy-partition.yaml")),
+    ("iggy-disk", include_str!("../../plans/iggy-disk.yaml")),
+    ("iggy-mixed", include_str!("../../plans/iggy-mixed.yaml")),
+    ("iggy-messages", include_str!("../../plans/iggy-messages.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../plans/mutant-repair-rewinds-parent.yaml"),

@@ -85,13 +85,15 @@ async fn recover(
         let process = workload.new_process();
         let client = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process);
         // The probe is an ordinary op of the workload's kind, checked with the rest.
-        let f = match workload.kind() {
-            WorkloadKind::Register => "write",
-            WorkloadKind::Log => "append",
+        let (f, key) = match workload.kind() {
+            WorkloadKind::Register => ("write", format!("probe-{after}")),
+            WorkloadKind::Log => ("append", format!("probe-{after}")),
+            // The probe's element is one more element of the one set, checked with the others.
+            WorkloadKind::Set => ("add", crate::workload::SET_KEY.to_string()),
         };
         let op = PlannedOp {
             f,
-            key: format!("probe-{after}"),
+            key,
             value: Value::from(format!("probe-{after}-{attempt}")),
         };
         let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
@@ -156,7 +158,8 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
     let primary = lab.find_primary().await.unwrap_or(0);
     let homes: Vec<usize> = match workload.kind() {
         WorkloadKind::Register => vec![primary],
-        WorkloadKind::Log => (0..lab.node_count()).collect(),
+        // Every node is asked for the whole set; each forwards its linearizable read to the primary it knows.
+        WorkloadKind::Log | WorkloadKind::Set => (0..lab.node_count()).collect(),
     };
     for home in homes {
         final_reads_from(lab, workload, home, op_timeout).await;
@@ -169,12 +172,14 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
     let mut process = workload.new_process();
     let mut client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
     let mut keys = workload.keys_used();
-    keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+    if kind != WorkloadKind::Set {
+        keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+    }
     for key in keys {
         let mut from = 0u64;
         for _page in 0..FINAL_READ_PAGES_MAX {
             let value = match kind {
-                WorkloadKind::Register => Value::Null,
+                WorkloadKind::Register | WorkloadKind::Set => Value::Null,
                 WorkloadKind::Log => json!({"from": from, "limit": FINAL_READ_PAGE_ENTRIES}),
             };
             let op = PlannedOp {
@@ -286,12 +291,32 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
     }
 }
 
-/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers.
+/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers, but only
+/// while the nodes that booted on their own data are a majority: wiping more would leave no quorum that holds the
+/// acknowledged state, and whatever an empty majority then does is the harness's doing, not the system's (seen on
+/// Iggy when an unforced refusal came on top of the surgery's). Then the refused nodes stay down.
 async fn wipe_refused(lab: &Arc<Lab>) {
-    for node in 0..lab.node_count() {
-        if !matches!(lab.boot_state(node), BootState::Refused(_)) {
-            continue;
+    let refused: Vec<usize> = (0..lab.node_count())
+        .filter(|&node| matches!(lab.boot_state(node), BootState::Refused(_)))
+        .collect();
+    let intact = (0..lab.node_count())
+        .filter(|&node| lab.boot_state(node) == BootState::Ready)
+        .count();
+    let majority = lab.node_count() / 2 + 1;
+    if !refused.is_empty() && intact < majority {
+        for &node in &refused {
+            lab.recorder().lifecycle(
+                "wipe-skipped",
+                Some(&node_name(node)),
+                json!({"reason": format!(
+                    "only {intact} of {} nodes booted on their own data: wiping would leave no majority holding it",
+                    lab.node_count()
+                )}),
+            );
         }
+        return;
+    }
+    for node in refused {
         let name = node_name(node);
         match lab.system().wipe(node).await {
             Ok(()) => {

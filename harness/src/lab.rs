@@ -365,8 +365,14 @@ async fn watch_node(
     }
     let _ = exited.wait_for(|e| e.is_some()).await;
     let exit = exited.borrow().expect("exited is set");
-    if slot.lock().await.stopping {
-        return;
+    {
+        let slot = slot.lock().await;
+        // Killed on purpose, or already replaced: a kill followed at once by a start (the restart-all) resets
+        // `stopping` for the new process before this watcher may have looked, and the old process's SIGKILL must
+        // not be reported as the node dying on its own.
+        if slot.stopping || slot.spawned.as_ref().map(|s| s.pid) != Some(spawned.pid) {
+            return;
+        }
     }
     let tail = log_tail(&log_path);
     let state = match (ready, system.boot_refusal_line(&tail)) {

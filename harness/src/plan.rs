@@ -130,6 +130,9 @@ pub enum SystemKind {
     Reference,
     /// etcd 3.4 (Debian's `etcd-server`, `/usr/bin/etcd` unless `binary` says otherwise), register workload only.
     Etcd,
+    /// Apache Iggy's VSR cluster (`iggy-server` from the plan's `binary` or `FAULTLINE_IGGY_BIN`, its config from
+    /// `source_root` or `FAULTLINE_IGGY_SRC`); set workload on its metadata plane, log workload on a topic.
+    Iggy,
 }
 
 impl fmt::Display for SystemKind {
@@ -137,6 +140,7 @@ impl fmt::Display for SystemKind {
         f.write_str(match self {
             SystemKind::Reference => "reference",
             SystemKind::Etcd => "etcd",
+            SystemKind::Iggy => "iggy",
         })
     }
 }
@@ -159,6 +163,10 @@ pub struct SystemSpec {
     /// stale) instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serializable_reads: bool,
+    /// Iggy only: the source tree the binary was built from (its `core/server/config.toml` is the base config);
+    /// default `FAULTLINE_IGGY_SRC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_root: Option<PathBuf>,
 }
 
 /// Workload kinds.
@@ -170,6 +178,9 @@ pub enum WorkloadKind {
     /// Producers append unique payloads to a few logs, consumers read forward; checked for lost, duplicated,
     /// reordered, stale and phantom messages.
     Log,
+    /// Clients add unique elements to one set and read the whole set (Jepsen's set-full): every acknowledged add
+    /// must be in every read that starts after it, and nothing nobody added may appear.
+    Set,
 }
 
 /// Operation mix for the register workload (relative weights).
@@ -188,6 +199,9 @@ pub struct Mix {
     /// Appends to a log (log workload).
     #[serde(default)]
     pub append: u32,
+    /// Adds of unique elements (set workload).
+    #[serde(default)]
+    pub add: u32,
 }
 
 /// The client workload.
@@ -499,6 +513,15 @@ impl Plan {
         let mix = &self.workload.mix;
         let m = &mix.value;
         match self.workload.kind {
+            WorkloadKind::Set if m.write + m.cas + m.append > 0 => {
+                return Err(at(mix.referenced, "the set workload mixes add and read".into()))
+            }
+            WorkloadKind::Set if m.add == 0 => {
+                return Err(at(mix.referenced, "the set workload needs `add` > 0 in its mix".into()))
+            }
+            WorkloadKind::Register | WorkloadKind::Log if m.add > 0 => {
+                return Err(at(mix.referenced, "`add` is for the set workload".into()))
+            }
             WorkloadKind::Register if m.append > 0 => {
                 return Err(at(
                     mix.referenced,
@@ -532,6 +555,41 @@ impl Plan {
                 column: 0,
                 message: "system.serializable_reads is an etcd client switch; this plan tests another system".into(),
             });
+        }
+        if self.system.source_root.is_some() && self.system.kind != SystemKind::Iggy {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "system.source_root is for the iggy adapter; this plan tests another system".into(),
+            });
+        }
+        let is_iggy = self.system.kind == SystemKind::Iggy;
+        if self.workload.kind == WorkloadKind::Set && !is_iggy {
+            return Err(at(
+                mix.referenced,
+                "the set workload needs a system with a set client (iggy)".into(),
+            ));
+        }
+        if is_iggy && self.workload.kind == WorkloadKind::Register {
+            return Err(at(
+                mix.referenced,
+                "the iggy adapter offers the set workload (streams on the metadata plane) and the log workload \
+                 (messages on a topic's partitions), not registers"
+                    .into(),
+            ));
+        }
+        if self.system.kind == SystemKind::Iggy {
+            if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
+                if self.network.backend == NetworkBackend::Proxy {
+                    return Err(at(
+                        network.referenced,
+                        "Iggy replicas dial each other at the roster's addresses, so the proxy mesh cannot \
+                         partition them: set `network: {backend: netns}` (root, iproute2 and nftables)"
+                            .into(),
+                    ));
+                }
+            }
         }
         if self.system.kind == SystemKind::Etcd {
             if self.workload.kind == WorkloadKind::Log {

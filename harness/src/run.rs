@@ -10,6 +10,7 @@ use crate::runlock::{self, RunLock};
 use crate::store;
 use crate::supervisor::Supervisor;
 use crate::system::etcd::EtcdSystem;
+use crate::system::iggy::IggySystem;
 use crate::system::reference::{NodeProgram, ReferenceSystem};
 use crate::system::System;
 use crate::workload::Workload;
@@ -375,6 +376,32 @@ async fn build_system(
                 format!("faultline-{run_id}"),
                 plan.system.args.clone(),
                 plan.system.serializable_reads,
+            );
+            Ok(Target {
+                system: Arc::new(system),
+                binary,
+                node_ips,
+                network: netns.map(|lab| Network::Netns(lab.clone())),
+            })
+        }
+        SystemKind::Iggy => {
+            let (binary, config) =
+                IggySystem::locate(plan.system.binary.as_deref(), plan.system.source_root.as_deref())?;
+            let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
+            anyhow::ensure!(
+                netns.is_some() || !has_network_faults,
+                "this plan partitions Iggy, which needs the netns backend, and this machine cannot use it \
+                 (run as root with iproute2 and nftables installed)"
+            );
+            let node_ips = ips(&IggySystem::ports(node_count))?;
+            let system = IggySystem::new(
+                binary.clone(),
+                config,
+                node_count,
+                nodes_dir,
+                node_ips.clone(),
+                run_id,
+                plan.workload.keys.0 as u32,
             );
             Ok(Target {
                 system: Arc::new(system),

@@ -22,6 +22,9 @@ use nix::unistd::Pid;
 /// Environment variable that tags a process with the run that spawned it.
 pub const RUN_ID_ENV: &str = "FAULTLINE_RUN_ID";
 
+/// Variables a node started with `env_clear` still inherits.
+const KEPT_ENV: &[&str] = &["PATH", "HOME"];
+
 /// Process groups this harness spawned and that have not been reaped yet.
 static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
@@ -34,6 +37,9 @@ pub struct LaunchCommand {
     pub args: Vec<String>,
     /// Extra environment.
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment (only `PATH`, `HOME` and the run id are kept) instead of inheriting the
+    /// harness's: for systems that reject unknown variables of their own prefix.
+    pub env_clear: bool,
 }
 
 impl LaunchCommand {
@@ -145,6 +151,14 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
     let stderr_log = log.try_clone()?;
     let parent_pid = std::process::id() as i32;
     let mut cmd = Command::new(&command.program);
+    if command.env_clear {
+        cmd.env_clear();
+        for kept in KEPT_ENV {
+            if let Some(value) = std::env::var_os(kept) {
+                cmd.env(kept, value);
+            }
+        }
+    }
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_ID_ENV, run_id)

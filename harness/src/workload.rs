@@ -8,7 +8,7 @@
 
 use crate::plan::{WorkloadKind, WorkloadSpec};
 use crate::recorder::Recorder;
-use crate::system::{LogClient, Outcome, RegisterClient, System};
+use crate::system::{LogClient, Outcome, RegisterClient, SetClient, System};
 use faultline_workloads::history::{Event, EventKind};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// Entries a consumer asks for at once.
 pub const LOG_READ_LIMIT: u64 = 100;
+/// The one key of the set workload (every element goes into one set).
+pub const SET_KEY: &str = "set";
 /// How often a consumer starts again from offset 0.
 const LOG_REWIND_PROBABILITY: f64 = 0.05;
 
@@ -78,6 +80,7 @@ impl Generator {
             weights: match spec.kind {
                 WorkloadKind::Register => [mix.read, mix.write, mix.cas],
                 WorkloadKind::Log => [mix.read, mix.append, 0],
+                WorkloadKind::Set => [mix.read, mix.add, 0],
             },
         };
         for _ in 0..spec.keys.0 {
@@ -96,13 +99,16 @@ impl Generator {
         match self.kind {
             WorkloadKind::Register => format!("k{}", self.next_key - 1),
             WorkloadKind::Log => format!("log{}", self.next_key - 1),
+            WorkloadKind::Set => SET_KEY.to_string(),
         }
     }
 
     /// The next op of `process`.
     pub fn next_op(&mut self, process: u64) -> PlannedOp {
-        if self.kind == WorkloadKind::Log {
-            return self.next_log_op(process);
+        match self.kind {
+            WorkloadKind::Log => return self.next_log_op(process),
+            WorkloadKind::Set => return self.next_set_op(),
+            WorkloadKind::Register => {}
         }
         let slot_index = self.rng.gen_range(0..self.slots.len());
         if self.slots[slot_index].ops >= self.ops_per_key {
@@ -169,9 +175,30 @@ impl Generator {
         }
     }
 
+    /// Set workload: an add of a unique element, or a read of the whole set.
+    fn next_set_op(&mut self) -> PlannedOp {
+        let total = self.weights[0] + self.weights[1];
+        if self.rng.gen_range(0..total) < self.weights[0] {
+            return PlannedOp {
+                f: "read",
+                key: SET_KEY.to_string(),
+                value: Value::Null,
+            };
+        }
+        self.next_value += 1;
+        PlannedOp {
+            f: "add",
+            key: SET_KEY.to_string(),
+            value: Value::from(format!("e{}", self.next_value)),
+        }
+    }
+
     /// Learns from a completed op: the key's latest value (so CAS has a plausible `from`), or where a consumer goes on.
     pub fn observe(&mut self, process: u64, op: &PlannedOp, outcome: &Outcome) {
         let Outcome::Ok(read) = outcome else { return };
+        if self.kind == WorkloadKind::Set {
+            return;
+        }
         if self.kind == WorkloadKind::Log {
             if op.f == "read" {
                 let last = read["entries"]
@@ -203,6 +230,8 @@ pub enum Client {
     Register(Box<dyn RegisterClient>),
     /// Log ops.
     Log(Box<dyn LogClient>),
+    /// Set ops.
+    Set(Box<dyn SetClient>),
 }
 
 impl Client {
@@ -214,6 +243,11 @@ impl Client {
                 system
                     .log_client(home, op_timeout, process)
                     .expect("the system offers logs (checked before the run)"),
+            ),
+            WorkloadKind::Set => Client::Set(
+                system
+                    .set_client(home, op_timeout, process)
+                    .expect("the system offers sets (checked at plan load)"),
             ),
         }
     }
@@ -248,6 +282,8 @@ pub async fn perform(
             log.read(&op.key, from, op.value["limit"].as_u64().unwrap_or(LOG_READ_LIMIT))
                 .await
         }
+        (Client::Set(set), "add") => set.add(op.value.as_str().unwrap_or_default()).await,
+        (Client::Set(set), _) => set.read_all().await,
         (Client::Register(register), "read") => register.read(&op.key).await,
         (Client::Register(register), "write") => register.write(&op.key, op.value.as_str().unwrap_or_default()).await,
         (Client::Register(register), _) => {
@@ -261,6 +297,8 @@ pub async fn perform(
         Outcome::Ok(read) => {
             let value = match client {
                 Client::Log(_) => read.clone(),
+                Client::Set(_) if op.f == "read" => read.clone(),
+                Client::Set(_) => op.value.clone(),
                 Client::Register(_) if op.f == "read" => read.clone(),
                 Client::Register(_) => op.value.clone(),
             };
@@ -306,10 +344,10 @@ impl Workload {
     /// Every key the generator has handed out so far.
     pub fn keys_used(&self) -> Vec<String> {
         let generator = self.generator.lock().expect("generator poisoned");
-        let prefix = if generator.kind == WorkloadKind::Log {
-            "log"
-        } else {
-            "k"
+        let prefix = match generator.kind {
+            WorkloadKind::Log => "log",
+            WorkloadKind::Register => "k",
+            WorkloadKind::Set => return vec![SET_KEY.to_string()],
         };
         (0..generator.next_key).map(|i| format!("{prefix}{i}")).collect()
     }

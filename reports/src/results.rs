@@ -16,6 +16,8 @@
 //! - `boot`: per node name `{boots, refusals[{event, index, line, legitimate}], problems[]}` (`index`: history index);
 //! - `liveness`: `{recovered[{after, recovery_ms, attempts}], timeout?{after, timeout_ms, attempts}}`;
 //! - `convergence`: `[{converge_ms, commit_point}]`, or on timeout `{timeout_ms, commit_points{node: point}}`;
+//! - `set`: a `faultline_workloads::SetCheckResult` (`verdict`, `reason`, `stats`, `anomalies[{element, kind, add_outcome,
+//!   acked_ns?, last_seen_ns?, first_missing_ns?, first_missing_node?, missing_reads, description, ...}]`);
 //! - `log-patterns`: `[{node, line_number, pattern, line}]` (null when nothing matched).
 
 use faultline_workloads::history::{EventKind, History};

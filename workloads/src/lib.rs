@@ -3,13 +3,14 @@
 //! The checker's entry points are [`load_history_file`] (faultline JSONL, Jepsen EDN, Jepsen log lines, Porcupine's
 //! kv logs, all read into one [`History`]) and [`check_history`], whose [`LinearizabilityResult`] goes into
 //! `results.json`; [`render_text`] prints it for a person. Log workloads are checked by [`check_log`] (loss,
-//! duplication, reordering, stale reads) in linear time instead.
+//! duplication, reordering, stale reads) in linear time instead, set workloads by [`check_set`] (Jepsen's set-full).
 
 pub mod formats;
 pub mod history;
 pub mod linearizability;
 pub mod log_check;
 pub mod models;
+pub mod set_check;
 pub mod verdict;
 
 pub use formats::{load_history_file, Format, LoadError};
@@ -22,4 +23,5 @@ pub use log_check::{
     check_log, Anomaly, AnomalyKind, Durability, LogCheckOptions, LogCheckResult, LogCheckStats, OpRef, Severity,
 };
 pub use models::{Model, ModelKind};
+pub use set_check::{check_set, SetAnomaly, SetCheckResult, SetCheckStats};
 pub use verdict::Verdict;

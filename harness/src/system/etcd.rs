@@ -299,6 +299,7 @@ impl System for EtcdSystem {
             program: self.program.clone(),
             args,
             env: vec![],
+            env_clear: false,
         }
     }
 

@@ -6,6 +6,7 @@
 //! black box behind this trait.
 
 pub mod etcd;
+pub mod iggy;
 pub mod reference;
 
 use crate::supervisor::LaunchCommand;
@@ -79,6 +80,15 @@ pub trait LogClient: Send + Sync {
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize);
 }
 
+/// A set client (add unique elements, read the whole set) bound to one node.
+#[async_trait]
+pub trait SetClient: Send + Sync {
+    /// Adds `element`: `Ok(Value::Null)` once acknowledged.
+    async fn add(&self, element: &str) -> (Outcome, usize);
+    /// Reads the whole set: `Ok(Value::Array)` of its elements (strings).
+    async fn read_all(&self) -> (Outcome, usize);
+}
+
 /// A system under test.
 #[async_trait]
 pub trait System: Send + Sync {
@@ -110,4 +120,8 @@ pub trait System: Send + Sync {
     fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient>;
     /// A log client bound to `home`, if the system offers logs.
     fn log_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn LogClient>>;
+    /// A set client bound to `home`, if the system offers sets.
+    fn set_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
+        None
+    }
 }

@@ -68,6 +68,7 @@ impl NodeProgram {
             program: self.program.clone(),
             args: all,
             env: vec![],
+            env_clear: false,
         }
     }
 }

@@ -1,14 +1,17 @@
 //! The checks table: one row per check with its verdict, its one-sentence reason and its evidence drawn for a person
-//! (linearizability per key, boot per node with the refusal line, recovery times, convergence, log pattern hits).
+//! (linearizability per key, set elements lost or stale with their times, boot per node with the refusal line,
+//! recovery times, convergence, log pattern hits).
 
 use super::escape::html;
 use crate::results::{CheckResult, Results, Verdict};
-use faultline_workloads::LinearizabilityResult;
+use faultline_workloads::{LinearizabilityResult, SetCheckResult};
 use serde_json::Value;
 use std::fmt::Write;
 
 /// Keys listed in the linearizability row (invalid and unknown keys first, then the largest).
 const KEYS_SHOWN: usize = 12;
+/// Set anomalies listed.
+const SET_ANOMALIES_SHOWN: usize = 30;
 /// Log pattern hits listed.
 const HITS_SHOWN: usize = 20;
 /// Raw details shown for checks without a dedicated view are cut to this many bytes.
@@ -49,6 +52,10 @@ fn details(check: &CheckResult) -> String {
         "linearizability" => match serde_json::from_value::<LinearizabilityResult>(d.clone()) {
             Ok(result) => linearizability(&result),
             Err(_) => raw(d),
+        },
+        "set" => match serde_json::from_value::<SetCheckResult>(d.clone()) {
+            Ok(result) if !result.anomalies.is_empty() => set_anomalies(&result),
+            _ => raw(d),
         },
         "boot" if d.is_object() => boot(d),
         "liveness" => liveness(d),
@@ -255,6 +262,39 @@ fn log_patterns(details: &Value) -> String {
             out,
             "<tr class=\"elided\"><td colspan=\"4\">… and {} more</td></tr>",
             hits.len() - HITS_SHOWN
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// Each lost, stale or unexpected element with when it was acknowledged, last seen and first missed (seconds since
+/// the run started), so a person can line it up with the fault timeline.
+fn set_anomalies(result: &SetCheckResult) -> String {
+    let secs = |ns: Option<u64>| ns.map_or("–".to_string(), |ns| format!("{:.3}s", ns as f64 / 1e9));
+    let mut out = String::from(
+        "<table class=\"inner\"><thead><tr><th>element</th><th>kind</th><th>add</th><th>acknowledged</th>\
+         <th>last seen</th><th>first missed (read invoked, node)</th><th>reads that missed it</th></tr></thead><tbody>",
+    );
+    for a in result.anomalies.iter().take(SET_ANOMALIES_SHOWN) {
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td></tr>",
+            html(&a.element),
+            html(&a.kind),
+            html(&a.add_outcome),
+            secs(a.acked_ns),
+            secs(a.last_seen_ns),
+            secs(a.first_missing_ns),
+            html(a.first_missing_node.as_deref().unwrap_or("")),
+            a.missing_reads
+        );
+    }
+    if result.anomalies.len() > SET_ANOMALIES_SHOWN {
+        let _ = write!(
+            out,
+            "<tr class=\"elided\"><td colspan=\"7\">… and {} more (see results.json)</td></tr>",
+            result.anomalies.len() - SET_ANOMALIES_SHOWN
         );
     }
     out.push_str("</tbody></table>");

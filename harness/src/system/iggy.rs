@@ -1,0 +1,854 @@
+//! Apache Iggy's VSR cluster as a system under test: one `iggy-server` per replica, driven through its HTTP API.
+//!
+//! - Launch: a clean environment plus explicit `IGGY_*` variables (a debug server panics on an unknown `IGGY_*`
+//!   variable, so nothing of the harness's environment leaks in), `--replica-id i`, the source tree's
+//!   `core/server/config.toml` as the base config, one data dir and one set of ports per node, and the same roster on
+//!   every node with the namespace addresses under the netns backend.
+//! - Readiness: `/ping` answers and a login succeeds (the HTTP listener serves).
+//! - Primary: a linearizable stream list sent with Iggy's forward loop-guard header (`iggy-forwarded: 1`): only the
+//!   node that believes it is the VSR primary answers 200; a backup answers 503 instead of forwarding. The roles of
+//!   `/cluster/metadata` are `view % n` even mid view change, so they are not trusted.
+//! - Commit point: the view (`iggy-view` header) and a digest of the node's local stream list.
+//! - WAL: `metadata/journal.wal` (hash-chained, 256-byte headers), `metadata/superblock.*`, `metadata/snapshot.bin`.
+//!   Boot refuses interior damage (`interior WAL corruption ...`, `... does not chain ...`, `refusing to truncate`) and
+//!   exits 1. Exit code 1 also means a port in use, so a refusal is told by its log line, never by the exit code.
+//! - Operator remedy after a legitimate refusal: empty the node's data dir; it rejoins by repair / state transfer.
+//! - Logs (message workload): log `logK` is partition K of topic `t` of stream `faultline-log` (the probes' logs
+//!   take the last two partitions). Each partition is its own consensus group; a send must reach that group's
+//!   primary (a backup answers 503 `transient_not_accepted`, a promise that nothing was applied), so the client tries
+//!   the nodes in turn. Default topics keep messages in memory: plans must say `durability: quorum-memory`.
+//!
+//! Measured facts behind these choices: `shared/systems/iggy.md`.
+
+use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, SetClient, System};
+use crate::supervisor::LaunchCommand;
+use anyhow::Context;
+use async_trait::async_trait;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Client TCP ports start here; node i uses `base + i` for every transport.
+const TCP_PORT_BASE: u16 = 25_001;
+/// Replica-to-replica (VSR) TCP.
+const REPLICA_PORT_BASE: u16 = 25_101;
+/// HTTP API.
+const HTTP_PORT_BASE: u16 = 25_201;
+/// QUIC (disabled, but the roster needs a port).
+const QUIC_PORT_BASE: u16 = 25_301;
+/// WebSocket (disabled, but the roster needs a port).
+const WEBSOCKET_PORT_BASE: u16 = 25_401;
+/// The binary when the plan names none.
+pub const BINARY_ENV: &str = "FAULTLINE_IGGY_BIN";
+/// The source tree when the plan names none.
+pub const SOURCE_ENV: &str = "FAULTLINE_IGGY_SRC";
+/// The server's base config inside the source tree.
+const CONFIG_IN_SOURCE: &str = "core/server/config.toml";
+const ROOT_USERNAME: &str = "iggy";
+const ROOT_PASSWORD: &str = "faultline-iggy";
+/// Iggy's forward loop guard: a backup that sees it answers 503 instead of forwarding to the primary.
+const FORWARDED_HEADER: &str = "iggy-forwarded";
+/// The view a node serves in, stamped on successful answers.
+const VIEW_HEADER: &str = "iggy-view";
+/// Words of an error line that say the node stopped on its data (WAL, superblock, snapshot).
+const REFUSAL_MARKERS: &[&str] = &[
+    "refusing",
+    "WAL corruption",
+    "does not chain",
+    "checksum mismatch",
+    "MetadataRecovery",
+    "failed to recover metadata",
+    "superblock",
+    "snapshot",
+    "InvalidData",
+];
+/// Words of an error line that say the node stopped for another reason (exit code 1 as well).
+const NOT_DATA_MARKERS: &[&str] = &["CannotBindToSocket", "Cannot bind", "Address already in use"];
+/// The stream and topic that hold the message workload's logs.
+const LOG_STREAM: &str = "faultline-log";
+const LOG_TOPIC: &str = "t";
+/// The body code of a request Iggy promises it never applied.
+const NOT_ACCEPTED: &str = "transient_not_accepted";
+
+/// The Iggy cluster of one run.
+pub struct IggySystem {
+    program: PathBuf,
+    config: PathBuf,
+    node_count: usize,
+    nodes_dir: PathBuf,
+    node_ips: Vec<IpAddr>,
+    cluster_name: String,
+    shared_secret: String,
+    /// A bearer token for probes (cluster-wide: every node accepts it), learned from the first login that worked.
+    probe_token: Mutex<Option<String>>,
+    /// Partitions of the message workload's topic (its logs plus the final phase's two probe logs).
+    log_partitions: u32,
+    /// The message workload's stream and topic exist.
+    log_topic_ready: Arc<AtomicBool>,
+}
+
+impl IggySystem {
+    /// A cluster of `node_count` replicas at `node_ips`, data under `nodes_dir/n<i>/data`; `run_tag` names the cluster
+    /// and seeds its replica secret.
+    pub fn new(
+        program: PathBuf,
+        config: PathBuf,
+        node_count: usize,
+        nodes_dir: PathBuf,
+        node_ips: Vec<IpAddr>,
+        run_tag: &str,
+        workload_logs: u32,
+    ) -> Self {
+        assert_eq!(node_ips.len(), node_count, "one address per node");
+        IggySystem {
+            program,
+            config,
+            node_count,
+            nodes_dir,
+            node_ips,
+            cluster_name: format!("faultline-{run_tag}"),
+            shared_secret: format!("faultline-{run_tag}-replica-secret-0123456789abcdef"),
+            probe_token: Mutex::new(None),
+            log_partitions: workload_logs + 2,
+            log_topic_ready: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The binary (plan, else `FAULTLINE_IGGY_BIN`) and its base config (plan's `source_root`, else
+    /// `FAULTLINE_IGGY_SRC`, joined with `core/server/config.toml`).
+    pub fn locate(binary: Option<&Path>, source_root: Option<&Path>) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let from_env = |name: &str| std::env::var_os(name).map(PathBuf::from);
+        let program = binary
+            .map(Path::to_path_buf)
+            .or_else(|| from_env(BINARY_ENV))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no iggy-server: set system.binary in the plan or {BINARY_ENV} (Iggy is built from source)"
+                )
+            })?;
+        anyhow::ensure!(program.is_file(), "iggy-server {} does not exist", program.display());
+        let source = source_root
+            .map(Path::to_path_buf)
+            .or_else(|| from_env(SOURCE_ENV))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                "no Iggy source tree for the server's base config: set system.source_root in the plan or {SOURCE_ENV}"
+            )
+            })?;
+        let config = source.join(CONFIG_IN_SOURCE);
+        anyhow::ensure!(config.is_file(), "{} does not exist", config.display());
+        Ok((program, config))
+    }
+
+    /// Every port the cluster listens on (for choosing a free loopback address).
+    pub fn ports(node_count: usize) -> Vec<u16> {
+        (0..node_count as u16)
+            .flat_map(|i| [TCP_PORT_BASE + i, REPLICA_PORT_BASE + i, HTTP_PORT_BASE + i])
+            .collect()
+    }
+
+    fn name(node: usize) -> String {
+        format!("n{}", node + 1)
+    }
+
+    fn http_base(&self, node: usize) -> String {
+        format!("http://{}", self.addrs(node).client)
+    }
+
+    fn http(timeout: Duration) -> reqwest::Client {
+        reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_millis(500)))
+            .timeout(timeout)
+            .pool_max_idle_per_host(2)
+            .redirect(reqwest::redirect::Policy::limited(2))
+            .build()
+            .expect("building an HTTP client with static settings")
+    }
+
+    /// The roster and settings every node shares, then this node's own.
+    fn environment(&self, node: usize) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = vec![
+            ("IGGY_CONFIG_PATH".into(), self.config.display().to_string()),
+            ("IGGY_CLUSTER_ENABLED".into(), "true".into()),
+            ("IGGY_CLUSTER_NAME".into(), self.cluster_name.clone()),
+            ("IGGY_MESSAGE_BUS_RECONNECT_PERIOD".into(), "100ms".into()),
+            ("IGGY_CLUSTER_AUTH_ENABLED".into(), "true".into()),
+            ("IGGY_CLUSTER_AUTH_SHARED_SECRET".into(), self.shared_secret.clone()),
+        ];
+        for j in 0..self.node_count {
+            let port = |base: u16| (base + j as u16).to_string();
+            let prefix = format!("IGGY_CLUSTER_NODES_{j}_");
+            env.extend([
+                (format!("{prefix}NAME"), Self::name(j)),
+                (format!("{prefix}IP"), self.node_ips[j].to_string()),
+                (format!("{prefix}REPLICA_ID"), j.to_string()),
+                (format!("{prefix}PORTS_TCP"), port(TCP_PORT_BASE)),
+                (format!("{prefix}PORTS_TCP_REPLICA"), port(REPLICA_PORT_BASE)),
+                (format!("{prefix}PORTS_HTTP"), port(HTTP_PORT_BASE)),
+                (format!("{prefix}PORTS_QUIC"), port(QUIC_PORT_BASE)),
+                (format!("{prefix}PORTS_WEBSOCKET"), port(WEBSOCKET_PORT_BASE)),
+            ]);
+        }
+        let ip = self.node_ips[node];
+        let at = |base: u16| SocketAddr::new(ip, base + node as u16).to_string();
+        env.extend([
+            ("IGGY_SYSTEM_PATH".into(), self.data_dir(node).display().to_string()),
+            ("IGGY_TCP_ADDRESS".into(), at(TCP_PORT_BASE)),
+            ("IGGY_HTTP_ADDRESS".into(), at(HTTP_PORT_BASE)),
+            ("IGGY_QUIC_ADDRESS".into(), at(QUIC_PORT_BASE)),
+            ("IGGY_WEBSOCKET_ADDRESS".into(), at(WEBSOCKET_PORT_BASE)),
+            ("IGGY_QUIC_ENABLED".into(), "false".into()),
+            ("IGGY_WEBSOCKET_ENABLED".into(), "false".into()),
+            ("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION".into(), "1".into()),
+            ("IGGY_SYSTEM_SHARDING_PIN_CORES".into(), "false".into()),
+            ("IGGY_SYSTEM_MEMORY_POOL_SIZE".into(), "512 MiB".into()),
+            ("IGGY_SHARD_RUNTIME_CAPACITY".into(), "256".into()),
+            ("IGGY_ROOT_USERNAME".into(), ROOT_USERNAME.into()),
+            ("IGGY_ROOT_PASSWORD".into(), ROOT_PASSWORD.into()),
+        ]);
+        env
+    }
+
+    /// The cached probe token, or a fresh one from `node`.
+    async fn probe_token(&self, http: &reqwest::Client, node: usize) -> Option<String> {
+        if let Some(token) = self.probe_token.lock().expect("probe token lock").clone() {
+            return Some(token);
+        }
+        let token = login(http, &self.http_base(node)).await.ok()?;
+        *self.probe_token.lock().expect("probe token lock") = Some(token.clone());
+        Some(token)
+    }
+}
+
+/// Logs in as root on `base`: the bearer token (valid on every node: the key derives from the cluster secret).
+async fn login(http: &reqwest::Client, base: &str) -> Result<String, String> {
+    let response = http
+        .post(format!("{base}/users/login"))
+        .json(&json!({"username": ROOT_USERNAME, "password": ROOT_PASSWORD}))
+        .send()
+        .await
+        .map_err(|e| format!("login: {}", error_chain(&e)))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    match body["access_token"]["token"].as_str() {
+        Some(token) if status.is_success() => Ok(token.to_string()),
+        _ => Err(format!("login: HTTP {status}: {body}")),
+    }
+}
+
+/// A stream list answer: the serving view and the list.
+struct StreamList {
+    status: u16,
+    view: Option<String>,
+    body: Value,
+}
+
+async fn list_streams(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    linearizable_here: bool,
+) -> reqwest::Result<StreamList> {
+    let mut request = http.get(format!("{base}/streams")).bearer_auth(token);
+    if linearizable_here {
+        request = request
+            .query(&[("consistency", "linearizable")])
+            .header(FORWARDED_HEADER, "1");
+    }
+    let response = request.send().await?;
+    let status = response.status().as_u16();
+    let view = response
+        .headers()
+        .get(VIEW_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = response.json().await.unwrap_or(Value::Null);
+    Ok(StreamList { status, view, body })
+}
+
+/// `id:name` of every stream, sorted: equal on nodes that applied the same metadata ops.
+fn streams_digest(list: &Value) -> (usize, u64) {
+    let mut entries: Vec<String> = list
+        .as_array()
+        .map(|streams| {
+            streams
+                .iter()
+                .map(|s| format!("{}:{}", s["id"], s["name"].as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    (entries.len(), xxhash_rust::xxh3::xxh3_64(entries.join("\n").as_bytes()))
+}
+
+#[async_trait]
+impl System for IggySystem {
+    fn kind(&self) -> &'static str {
+        "iggy"
+    }
+
+    fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    fn data_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(Self::name(node)).join("data")
+    }
+
+    fn addrs(&self, node: usize) -> NodeAddrs {
+        NodeAddrs {
+            client: SocketAddr::new(self.node_ips[node], HTTP_PORT_BASE + node as u16),
+            peer: SocketAddr::new(self.node_ips[node], REPLICA_PORT_BASE + node as u16),
+        }
+    }
+
+    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))
+    }
+
+    async fn wipe(&self, node: usize) -> anyhow::Result<()> {
+        // Empty the data dir but keep it: it may be the mount point of the fault filesystem.
+        let dir = self.data_dir(node);
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let entry = entry?;
+            if entry.file_name() == faultline_faults::fusefs::HIDDEN_DIR_NAME {
+                continue;
+            }
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            }
+            .with_context(|| format!("removing {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    fn launch(&self, node: usize) -> LaunchCommand {
+        LaunchCommand {
+            program: self.program.clone(),
+            args: vec!["--replica-id".into(), node.to_string()],
+            env: self.environment(node),
+            env_clear: true,
+        }
+    }
+
+    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+        let http = Self::http(timeout);
+        let base = self.http_base(node);
+        let ping = http.get(format!("{base}/ping")).send().await.ok()?;
+        if !ping.status().is_success() {
+            return None;
+        }
+        let token = self.probe_token(&http, node).await?;
+        let serving = list_streams(&http, &base, &token, true).await.ok()?;
+        if serving.status == 401 {
+            self.probe_token.lock().expect("probe token lock").take();
+            return None;
+        }
+        let (role, list) = if serving.status == 200 {
+            (Role::Primary, serving)
+        } else {
+            let local = list_streams(&http, &base, &token, false).await.ok()?;
+            (Role::Backup, local)
+        };
+        let commit_point = if list.status == 200 {
+            let (count, digest) = streams_digest(&list.body);
+            let view = list.view.as_deref().unwrap_or("?");
+            format!("view={view} streams={count} digest={digest:016x}")
+        } else {
+            // Never equal across nodes: a node that cannot serve its own state has not converged.
+            format!("{} cannot list streams: HTTP {}", Self::name(node), list.status)
+        };
+        Some(NodeStatus {
+            role,
+            primary: (role == Role::Primary).then_some(node),
+            commit_point,
+            raw: json!({"http_status": list.status, "view": list.view, "role": format!("{role:?}")}),
+        })
+    }
+
+    fn next_primary(&self, primary: usize) -> Option<usize> {
+        Some((primary + 1) % self.node_count) // VSR: the primary of view v is replica v mod n
+    }
+
+    fn wal_glob(&self) -> &'static str {
+        "metadata/journal.wal"
+    }
+
+    fn verify_command(&self, _node: usize) -> Option<LaunchCommand> {
+        None // Iggy ships no offline verifier; boot is the verification.
+    }
+
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
+        let text = crate::analyze::strip_ansi(log_tail);
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("ERROR") || line.trim_start().starts_with("Error:"))
+            .collect();
+        if errors
+            .iter()
+            .any(|line| NOT_DATA_MARKERS.iter().any(|m| line.contains(m)))
+        {
+            return None;
+        }
+        let line = errors
+            .iter()
+            .rev()
+            .find(|line| REFUSAL_MARKERS.iter().any(|m| line.contains(m)))?;
+        Some(refusal_summary(line))
+    }
+
+    fn register_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Box<dyn RegisterClient> {
+        unreachable!("plan validation allows only the set workload on iggy")
+    }
+
+    fn log_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
+        Some(Box::new(IggyLogClient {
+            http: Self::http(op_timeout),
+            bases: (0..self.node_count).map(|n| self.http_base(n)).collect(),
+            home,
+            token: Mutex::new(None),
+            partitions: self.log_partitions,
+            topic_ready: self.log_topic_ready.clone(),
+        }))
+    }
+
+    fn set_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
+        Some(Box::new(IggySetClient {
+            http: Self::http(op_timeout),
+            base: self.http_base(home),
+            home,
+            token: Mutex::new(None),
+        }))
+    }
+}
+
+/// The server's own error text (`error: "..."`) of a refusal line, else the line.
+fn refusal_summary(line: &str) -> String {
+    let inner = line
+        .split_once("error: \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(text, _)| text);
+    match inner {
+        Some(text) => format!("iggy refused to boot: {text}"),
+        None => line.trim().chars().take(400).collect(),
+    }
+}
+
+/// A set client on one node: elements are stream names on the metadata plane. Adds go to the home node (a backup
+/// forwards control-plane writes to the primary); reads are linearizable stream lists (a backup forwards them).
+/// Each client logs in for its own token, so each has its own VSR session.
+struct IggySetClient {
+    http: reqwest::Client,
+    base: String,
+    home: usize,
+    token: Mutex<Option<String>>,
+}
+
+impl IggySetClient {
+    async fn token(&self) -> Result<String, String> {
+        if let Some(token) = self.token.lock().expect("token lock").clone() {
+            return Ok(token);
+        }
+        let token = login(&self.http, &self.base).await?;
+        *self.token.lock().expect("token lock") = Some(token.clone());
+        Ok(token)
+    }
+
+    async fn create_stream(&self, name: &str) -> Outcome {
+        let token = match self.token().await {
+            Ok(token) => token,
+            Err(why) => return Outcome::Fail(format!("{why} (the add was not sent)")),
+        };
+        let sent = self
+            .http
+            .post(format!("{}/streams", self.base))
+            .bearer_auth(&token)
+            .json(&json!({"name": name}))
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Outcome::Fail(format!("connection failed: {}", error_chain(&e))),
+            Err(e) if e.is_timeout() => return Outcome::Info("timed out".into()),
+            Err(e) => return Outcome::Info(format!("connection lost after sending: {}", error_chain(&e))),
+        };
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let code = body["code"].as_str().unwrap_or("");
+        match status {
+            200 | 201 => Outcome::Ok(Value::Null),
+            401 => {
+                self.token.lock().expect("token lock").take();
+                Outcome::Fail(format!("HTTP 401 {code}: not authenticated, nothing applied"))
+            }
+            // Already there: only this add could have made it, so its outcome is unknown, not failed.
+            400 if code.contains("already_exists") => Outcome::Info(format!("HTTP 400 {code}")),
+            400 => Outcome::Fail(format!("HTTP 400 {code}: {}", body["reason"])),
+            // Iggy's documented promise: the request never entered any pipeline.
+            503 if code == "transient_not_accepted" => Outcome::Fail(format!("HTTP 503 {code}")),
+            _ => Outcome::Info(format!("HTTP {status} {code}: {}", body["reason"])),
+        }
+    }
+
+    async fn linearizable_list(&self) -> Outcome {
+        let token = match self.token().await {
+            Ok(token) => token,
+            Err(why) => return Outcome::Fail(why),
+        };
+        let response = self
+            .http
+            .get(format!("{}/streams", self.base))
+            .query(&[("consistency", "linearizable")])
+            .bearer_auth(&token)
+            .send()
+            .await;
+        let response = match response {
+            Ok(response) => response,
+            Err(e) => return Outcome::Fail(format!("{} (a read has no effect)", error_chain(&e))),
+        };
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        match (status, body.as_array()) {
+            (200, Some(streams)) => Outcome::Ok(Value::from(
+                streams
+                    .iter()
+                    .filter_map(|s| s["name"].as_str())
+                    .map(Value::from)
+                    .collect::<Vec<_>>(),
+            )),
+            _ => Outcome::Fail(format!("HTTP {status} {} (a read has no effect)", body["code"])),
+        }
+    }
+}
+
+#[async_trait]
+impl SetClient for IggySetClient {
+    async fn add(&self, element: &str) -> (Outcome, usize) {
+        (self.create_stream(element).await, self.home)
+    }
+
+    async fn read_all(&self) -> (Outcome, usize) {
+        (self.linearizable_list().await, self.home)
+    }
+}
+
+/// A log client: appends go to the partition's primary (found by trying the nodes from `home` on), reads to the
+/// first node that serves them.
+struct IggyLogClient {
+    http: reqwest::Client,
+    bases: Vec<String>,
+    home: usize,
+    token: Mutex<Option<String>>,
+    partitions: u32,
+    topic_ready: Arc<AtomicBool>,
+}
+
+impl IggyLogClient {
+    /// The nodes in the order this client tries them.
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.bases.len()).map(move |i| (self.home + i) % self.bases.len())
+    }
+
+    /// `logK` -> partition K; the final phase's probe logs take the last two partitions.
+    fn partition(&self, log: &str) -> Result<u32, String> {
+        match log {
+            "probe-heal" => Ok(self.partitions - 2),
+            "probe-restart-all" => Ok(self.partitions - 1),
+            _ => log
+                .strip_prefix("log")
+                .and_then(|k| k.parse::<u32>().ok())
+                .filter(|k| *k < self.partitions - 2)
+                .ok_or_else(|| format!("log `{log}` has no partition")),
+        }
+    }
+
+    async fn token(&self) -> Result<String, String> {
+        if let Some(token) = self.token.lock().expect("token lock").clone() {
+            return Ok(token);
+        }
+        let mut last = String::new();
+        for node in self.order() {
+            match login(&self.http, &self.bases[node]).await {
+                Ok(token) => {
+                    *self.token.lock().expect("token lock") = Some(token.clone());
+                    return Ok(token);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Creates the stream and its topic once (an existing one is fine: another client made it).
+    async fn ensure_topic(&self, token: &str) -> Result<(), String> {
+        if self.topic_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let topic = json!({"name": LOG_TOPIC, "partitions_count": self.partitions, "compression_algorithm": "none",
+                           "max_topic_size": 0, "message_expiry": 0});
+        let steps = [
+            ("/streams".to_string(), json!({"name": LOG_STREAM})),
+            (format!("/streams/{LOG_STREAM}/topics"), topic),
+        ];
+        for (path, body) in steps {
+            let base = &self.bases[self.home];
+            let response = self
+                .http
+                .post(format!("{base}{path}"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| format!("creating {path}: {}", error_chain(&e)))?;
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            let exists = answer["code"].as_str().is_some_and(|c| c.contains("already_exists"));
+            if !(200..300).contains(&status) && !exists {
+                return Err(format!("creating {path}: HTTP {status}: {answer}"));
+            }
+        }
+        self.topic_ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    async fn send(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        let prepared = async {
+            let partition = self.partition(log)?;
+            let token = self.token().await?;
+            self.ensure_topic(&token).await?;
+            Ok::<_, String>((partition, token))
+        };
+        let (partition, token) = match prepared.await {
+            Ok(ready) => ready,
+            Err(why) => return (Outcome::Fail(format!("{why} (the append was not sent)")), self.home),
+        };
+        let body = json!({
+            "partitioning": {"kind": "partition_id", "value": BASE64.encode(partition.to_le_bytes())},
+            "messages": [{"id": 0, "payload": BASE64.encode(payload)}],
+        });
+        let mut refused = Vec::new();
+        for node in self.order() {
+            let url = format!("{}/streams/{LOG_STREAM}/topics/{LOG_TOPIC}/messages", self.bases[node]);
+            let response = match self.http.post(url).bearer_auth(&token).json(&body).send().await {
+                Ok(response) => response,
+                Err(e) if e.is_connect() => {
+                    refused.push(format!("{}: {}", node + 1, error_chain(&e)));
+                    continue;
+                }
+                Err(e) if e.is_timeout() => return (Outcome::Info("timed out".into()), node),
+                Err(e) => return (Outcome::Info(format!("connection lost: {}", error_chain(&e))), node),
+            };
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            let code = answer["code"].as_str().unwrap_or("");
+            return match status {
+                200 | 201 => match answer["confirmations"][0]["base_offset"].as_u64() {
+                    Some(offset) => (Outcome::Ok(json!({"offset": offset})), node),
+                    None => (
+                        Outcome::Info(format!("HTTP {status} without an offset: {answer}")),
+                        node,
+                    ),
+                },
+                503 if code == NOT_ACCEPTED => {
+                    refused.push(format!("n{}: HTTP 503 {code}", node + 1));
+                    continue;
+                }
+                400 | 401 | 403 | 404 => (Outcome::Fail(format!("HTTP {status} {code}")), node),
+                _ => (
+                    Outcome::Info(format!("HTTP {status} {code}: {}", answer["reason"])),
+                    node,
+                ),
+            };
+        }
+        (
+            Outcome::Fail(format!("no node accepted it: {}", refused.join("; "))),
+            self.home,
+        )
+    }
+
+    async fn poll(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        let prepared = async {
+            let partition = self.partition(log)?;
+            let token = self.token().await?;
+            self.ensure_topic(&token).await?;
+            Ok::<_, String>((partition, token))
+        };
+        let (partition, token) = match prepared.await {
+            Ok(ready) => ready,
+            Err(why) => return (Outcome::Fail(why), self.home),
+        };
+        let mut last = String::new();
+        for node in self.order() {
+            let url = format!("{}/streams/{LOG_STREAM}/topics/{LOG_TOPIC}/messages", self.bases[node]);
+            let query = [
+                ("consumer_id", "1".to_string()),
+                ("partition_id", partition.to_string()),
+                ("kind", "offset".into()),
+                ("value", from.to_string()),
+                ("count", limit.to_string()),
+                ("auto_commit", "false".into()),
+                ("consistency", "linearizable".into()),
+            ];
+            let response = match self.http.get(url).query(&query).bearer_auth(&token).send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    last = error_chain(&e);
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            if status != 200 {
+                last = format!("n{}: HTTP {status} {}", node + 1, answer["code"]);
+                continue;
+            }
+            return match polled_entries(&answer, from) {
+                Ok(read) => (Outcome::Ok(read), node),
+                Err(why) => (Outcome::Fail(why), node),
+            };
+        }
+        (
+            Outcome::Fail(format!("no node served the read (a read has no effect): {last}")),
+            self.home,
+        )
+    }
+}
+
+/// A poll answer as the log checker's read: `{from, entries: [[offset, payload]], end}`. Iggy's `current_offset` is
+/// the partition's last offset (0 for an empty partition too): the log ends after it unless the partition is empty,
+/// which only a read from 0 that returned nothing can show.
+fn polled_entries(answer: &Value, from: u64) -> Result<Value, String> {
+    let messages = answer["messages"].as_array().ok_or("a poll answer without messages")?;
+    let mut entries = Vec::with_capacity(messages.len());
+    for message in messages {
+        let offset = message["header"]["offset"]
+            .as_u64()
+            .ok_or("a message without an offset")?;
+        let bytes = BASE64
+            .decode(message["payload"].as_str().unwrap_or(""))
+            .map_err(|e| format!("payload at offset {offset} is not base64: {e}"))?;
+        entries.push(json!([offset, String::from_utf8_lossy(&bytes)]));
+    }
+    let current = answer["current_offset"]
+        .as_u64()
+        .ok_or("a poll answer without current_offset")?;
+    let end = if entries.is_empty() && from == 0 {
+        0
+    } else {
+        current + 1
+    };
+    Ok(json!({"from": from, "entries": entries, "end": end}))
+}
+
+#[async_trait]
+impl LogClient for IggyLogClient {
+    async fn append(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        self.send(log, payload).await
+    }
+
+    async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        self.poll(log, from, limit).await
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn system() -> IggySystem {
+        IggySystem::new(
+            "/bin/iggy-server".into(),
+            "/src/core/server/config.toml".into(),
+            3,
+            "/tmp/nodes".into(),
+            vec![
+                "10.0.0.1".parse().unwrap(),
+                "10.0.0.2".parse().unwrap(),
+                "10.0.0.3".parse().unwrap(),
+            ],
+            "t1",
+            2,
+        )
+    }
+
+    #[test]
+    fn given_a_wal_refusal_in_coloured_output_when_judged_should_return_the_servers_own_words() {
+        let tail = "\u{1b}[2m2026-11-29T14:45:52Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m main server::bootstrap: shard thread \
+                    returned error shard_id=0 error=failed to recover metadata snapshot and journal\n\
+                    Error: ShardJoinFailures { failures: [ShardJoinFailure { shard_id: 0, kind: Error(MetadataRecovery(\
+                    Journal(Io(Custom { kind: InvalidData, error: \"mid-file WAL corruption at pos 1292: corrupt header; \
+                    refusing to truncate and discard committed entries\" })))) }] }\n";
+        assert_eq!(
+            system().boot_refusal_line(tail).as_deref(),
+            Some(
+                "iggy refused to boot: mid-file WAL corruption at pos 1292: corrupt header; refusing to truncate and \
+                 discard committed entries"
+            )
+        );
+    }
+
+    #[test]
+    fn given_a_port_in_use_when_judged_should_not_be_a_refusal() {
+        let tail = "ERROR main server::bootstrap: shard thread returned error shard_id=0 error=Cannot bind to socket \
+                    with addr: 127.0.0.1:31100\nError: ShardJoinFailures { failures: [ShardJoinFailure { shard_id: 0, \
+                    kind: Error(Iggy(CannotBindToSocket(\"127.0.0.1:31100\"))) }] }\n";
+        assert_eq!(system().boot_refusal_line(tail), None);
+    }
+
+    #[test]
+    fn given_three_nodes_when_launched_should_share_one_roster_and_bind_own_addresses() {
+        let system = system();
+        let command = system.launch(1);
+        assert!(command.env_clear);
+        assert_eq!(command.args, ["--replica-id", "1"]);
+        let env: std::collections::HashMap<_, _> = command.env.into_iter().collect();
+        assert_eq!(env["IGGY_CLUSTER_NODES_2_IP"], "10.0.0.3");
+        assert_eq!(env["IGGY_CLUSTER_NODES_0_PORTS_TCP_REPLICA"], "25101");
+        assert_eq!(env["IGGY_HTTP_ADDRESS"], "10.0.0.2:25202");
+        assert_eq!(env["IGGY_SYSTEM_PATH"], "/tmp/nodes/n2/data");
+        assert!(env.keys().all(|k| k.starts_with("IGGY_")));
+    }
+
+    #[test]
+    fn given_poll_answers_when_read_as_log_entries_should_tell_an_empty_partition_from_one_message() {
+        let empty = json!({"partition_id": 1, "current_offset": 0, "count": 0, "messages": []});
+        assert_eq!(
+            polled_entries(&empty, 0).unwrap(),
+            json!({"from": 0, "entries": [], "end": 0})
+        );
+        let one = json!({"current_offset": 0, "messages": [{"header": {"offset": 0}, "payload": "cDE="}]});
+        assert_eq!(
+            polled_entries(&one, 0).unwrap(),
+            json!({"from": 0, "entries": [[0, "p1"]], "end": 1})
+        );
+        assert_eq!(polled_entries(&empty, 1).unwrap()["end"], 1);
+    }
+
+    #[test]
+    fn given_the_same_streams_in_another_order_when_digested_should_be_equal() {
+        let a = json!([{"id": 0, "name": "e1"}, {"id": 1, "name": "e2"}]);
+        let b = json!([{"id": 1, "name": "e2"}, {"id": 0, "name": "e1"}]);
+        assert_eq!(streams_digest(&a), streams_digest(&b));
+        assert_ne!(streams_digest(&a), streams_digest(&json!([{"id": 0, "name": "e1"}])));
+    }
+}
