@@ -11,7 +11,7 @@
 //!
 //! Measured facts behind these choices: `shared/systems/etcd.md`.
 
-use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use super::{error_chain, unknown, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -478,26 +478,6 @@ impl RegisterClient for EtcdClient {
     async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize) {
         (self.call(key, Call::Cas(from, to)).await, 0)
     }
-}
-
-/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
-fn unknown(is_read: bool, why: String) -> Outcome {
-    if is_read {
-        Outcome::Fail(format!("{why} (a read has no effect)"))
-    } else {
-        Outcome::Info(why)
-    }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 //!
 //! Measured facts behind these choices: `shared/systems/iggy.md`.
 
-use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, SetClient, System};
+use super::{error_chain, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, SetClient, System};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -758,17 +758,6 @@ impl LogClient for IggyLogClient {
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
         self.poll(log, from, limit).await
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -125,3 +125,24 @@ pub trait System: Send + Sync {
         None
     }
 }
+
+/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
+pub(crate) fn unknown(is_read: bool, why: String) -> Outcome {
+    if is_read {
+        Outcome::Fail(format!("{why} (a read has no effect)"))
+    } else {
+        Outcome::Info(why)
+    }
+}
+
+/// An error and its sources, one line (reqwest hides the useful part, e.g. "Connection refused", in a source).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

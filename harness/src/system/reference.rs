@@ -1,6 +1,6 @@
 //! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
 
-use super::{LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use super::{error_chain, unknown, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -444,15 +444,6 @@ impl LogClient for ReferenceClient {
     }
 }
 
-/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
-fn unknown(is_read: bool, why: String) -> Outcome {
-    if is_read {
-        Outcome::Fail(format!("{why} (a read has no effect)"))
-    } else {
-        Outcome::Info(why)
-    }
-}
-
 fn transport_outcome(error: &reqwest::Error, is_read: bool) -> Outcome {
     if error.is_connect() {
         // The connection was never established: nothing was sent.
@@ -465,17 +456,6 @@ fn transport_outcome(error: &reqwest::Error, is_read: bool) -> Outcome {
             format!("connection lost after sending: {}", error_chain(error)),
         )
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn urlencode(key: &str) -> String {
