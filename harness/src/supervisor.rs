@@ -28,6 +28,20 @@ const KEPT_ENV: &[&str] = &["PATH", "HOME"];
 /// Process groups this harness spawned and that have not been reaped yet.
 static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// This executable as a path that runs *this* build: its own path while that still names it, else
+/// `/proc/<pid>/exe` (a rebuild that replaced or deleted the file during a long campaign must not make children fail
+/// to start, or run a different build than the one that started). `/proc/<pid>/exe`, unlike `/proc/self/exe`, means
+/// this process from any process, e.g. through `ip netns exec`.
+pub fn self_exe() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::env::current_exe()?;
+    let running = std::fs::metadata("/proc/self/exe")?;
+    match std::fs::metadata(&exe) {
+        Ok(file) if file.ino() == running.ino() && file.dev() == running.dev() => Ok(exe),
+        _ => Ok(PathBuf::from(format!("/proc/{}/exe", std::process::id()))),
+    }
+}
+
 /// A command to start one node.
 #[derive(Debug, Clone)]
 pub struct LaunchCommand {

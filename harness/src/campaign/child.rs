@@ -42,7 +42,7 @@ impl RunRequest {
 
 /// Starts `faultline run` for `request` in its own process group, output to `log_path`.
 pub fn spawn(request: &RunRequest, store_root: &Path, log_path: &Path) -> std::io::Result<Child> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::supervisor::self_exe()?;
     let log = std::fs::File::create(log_path)?;
     let log_err = log.try_clone()?;
     let parent_pid = std::process::id() as i32;

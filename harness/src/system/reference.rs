@@ -43,7 +43,7 @@ impl NodeProgram {
                 prefix_args: vec![],
             });
         }
-        let exe = std::env::current_exe().context("cannot find the faultline executable")?;
+        let exe = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
         let sibling = exe.with_file_name("faultline-node");
         // A sibling older than this executable is a stale build (e.g. `cargo run` rebuilt only the harness): using it
         // would test old node code, so fall back to the node compiled into this executable.
