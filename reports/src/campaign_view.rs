@@ -146,7 +146,7 @@ fn render_failures(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)], 
             html(&row.plan),
             row.seed,
             row.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default(),
-            html(row.failing_check.as_deref().unwrap_or("?")),
+            html(&row.checks_text()),
             html(&reruns_text(row)),
             html(error),
             html(&clip(error, ERROR_SHOWN_CHARS_MAX)),
@@ -181,9 +181,7 @@ fn reruns_text(row: &SeedRow) -> String {
     let same = row
         .reruns
         .iter()
-        .filter(|r| {
-            r.verdict == row.verdict && row.failing_check.as_ref().is_some_and(|c| r.failing_checks.contains(c))
-        })
+        .filter(|r| r.verdict == row.verdict && row.failing_checks().any(|c| r.failing_checks.contains(c)))
         .count();
     format!("{reproducibility} ({same}/{} failed the same way)", row.reruns.len())
 }

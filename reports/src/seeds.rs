@@ -124,6 +124,9 @@ pub struct SeedRow {
     /// The first line of that check's reason (or of the harness error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// The other checks that failed in the first run (a boot refusal behind a stale read is the real finding).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_failing: Vec<String>,
     /// Length of the first run.
     pub duration_ms: u64,
     /// The first run's folder, relative to the store root (none when the harness failed before creating it).
@@ -145,6 +148,21 @@ pub struct SeedRow {
 }
 
 impl SeedRow {
+    /// Every check that failed in the first run, the one that made the verdict first.
+    pub fn failing_checks(&self) -> impl Iterator<Item = &String> {
+        self.failing_check.iter().chain(self.also_failing.iter())
+    }
+
+    /// The failing checks as one cell: `set +boot +liveness`.
+    pub fn checks_text(&self) -> String {
+        let mut text = self.failing_check.clone().unwrap_or_else(|| "-".into());
+        for other in &self.also_failing {
+            text.push_str(" +");
+            text.push_str(other);
+        }
+        text
+    }
+
     /// The failure class key, for a row that is not valid.
     pub fn failure_key(&self) -> Option<FailureKey> {
         if self.verdict == Verdict::Valid {
@@ -423,6 +441,7 @@ pub(crate) mod tests {
             },
             failing_check: failure.map(|(c, _)| c.to_string()),
             first_error: failure.map(|(_, e)| e.to_string()),
+            also_failing: Vec::new(),
             duration_ms: 4000,
             store_dir: Some(format!("{plan}/20260101T000000Z-seed{}", 1000 + index)),
             repro: format!("faultline run {plan} --seed {}", 1000 + index),

@@ -59,6 +59,7 @@ fn given_a_store_with_a_seed_database_when_indexed_should_put_the_campaign_view_
         shard: Some("1/2".into()),
         verdict: Verdict::Invalid,
         failing_check: Some("boot".into()),
+        also_failing: vec!["linearizability".into()],
         first_error: Some(REFUSAL_LINE.into()),
         duration_ms: 5000,
         store_dir: Some("default/20260102T000000Z-seed99".into()),
@@ -81,6 +82,10 @@ fn given_a_store_with_a_seed_database_when_indexed_should_put_the_campaign_view_
         "{failures}"
     );
     assert!(failures.contains("flaky"));
+    assert!(
+        failures.contains("<td>boot +linearizability</td>"),
+        "every failing check is listed, the first one first: {failures}"
+    );
     assert!(failures.contains("<a href=\"default/20260102T000000Z-seed99/\">folder</a>"));
     assert!(page.contains("shards 1/2"));
     assert!(

@@ -439,6 +439,12 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             verdict: first.verdict,
             failing_check: first.failure.as_ref().map(|(check, _)| check.clone()),
             first_error: first.failure.as_ref().map(|(_, line)| line.clone()),
+            also_failing: first
+                .failing_checks
+                .iter()
+                .filter(|c| first.failure.as_ref().is_none_or(|(check, _)| check != *c))
+                .cloned()
+                .collect(),
             duration_ms: first.duration_ms,
             store_dir: first.store_dir.clone(),
             repro: child::shell_line(&words),

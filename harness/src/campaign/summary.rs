@@ -142,7 +142,7 @@ fn seed_table(rows: &[&(SeedRow, Option<FailureClass>)]) -> String {
             shout(row.verdict),
             plan,
             row.seed,
-            row.failing_check.as_deref().unwrap_or("-"),
+            row.checks_text(),
             class.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
             reruns,
             row.duration_ms as f64 / 1000.0,
