@@ -9,7 +9,6 @@
 mod support;
 
 use serde_json::Value;
-use std::process::Output;
 use support::{check, explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
@@ -27,23 +26,41 @@ fn repo_plan(name: &str, bug: Option<&str>) -> String {
 }
 
 const REWIND_PLAN: &str = "mutant-repair-rewinds-parent.yaml";
+const VIEW_CHANGE_PLAN: &str = "mutant-view-change-max-op.yaml";
 
-/// One run of the scripted repair-rewinds-parent plan.
-struct RewindRun {
-    output: Output,
+/// One run of a scripted plan of `plans/`, with what the assertions read.
+struct ScriptedRun {
+    run: support::Run,
     events: Vec<Value>,
     results: Value,
-    /// n2's node log (every start of it).
-    n2_log: String,
 }
 
-fn run_rewind_plan(bug: Option<&str>, seed: u64) -> RewindRun {
-    let run = run_text(&repo_plan(REWIND_PLAN, bug), &["--seed", &seed.to_string()]);
-    RewindRun {
-        events: history(&run.run_dir),
-        results: results(&run.run_dir),
-        n2_log: std::fs::read_to_string(run.run_dir.join("nodes/n2/node.log")).unwrap_or_default(),
-        output: run.output,
+impl ScriptedRun {
+    fn new(plan: &str, bug: Option<&str>, seed: u64) -> ScriptedRun {
+        let run = run_text(&repo_plan(plan, bug), &["--seed", &seed.to_string()]);
+        ScriptedRun {
+            events: history(&run.run_dir),
+            results: results(&run.run_dir),
+            run,
+        }
+    }
+
+    /// A node's log (every start of it).
+    fn log(&self, node: &str) -> String {
+        std::fs::read_to_string(self.run.run_dir.join(format!("nodes/{node}/node.log"))).unwrap_or_default()
+    }
+
+    /// The run ended with `verdict` (and its exit code); `why` says what that means for this scenario.
+    fn assert_verdict(&self, seed: u64, verdict: &str, why: &str) {
+        let code = if verdict == "valid" { 0 } else { 1 };
+        let results = &self.results;
+        assert_eq!(
+            self.run.output.status.code(),
+            Some(code),
+            "seed {seed}: {why}\n{}\n{results:#}",
+            explain(&self.run.output)
+        );
+        assert_eq!(results["verdict"], verdict, "seed {seed}: {results:#}");
     }
 }
 
@@ -51,19 +68,9 @@ fn run_rewind_plan(bug: Option<&str>, seed: u64) -> RewindRun {
 fn given_the_scripted_rewind_plan_when_the_node_has_repair_rewinds_parent_should_refuse_to_boot_with_does_not_chain() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let RewindRun {
-            output,
-            events,
-            results,
-            ..
-        } = run_rewind_plan(Some("repair-rewinds-parent"), seed);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "seed {seed}: the mutant must make the run invalid\n{}\n{results:#}",
-            explain(&output)
-        );
-        assert_eq!(results["verdict"], "invalid", "seed {seed}: {results:#}");
+        let run = ScriptedRun::new(REWIND_PLAN, Some("repair-rewinds-parent"), seed);
+        run.assert_verdict(seed, "invalid", "the mutant must make the run invalid");
+        let (events, results) = (&run.events, &run.results);
         let refusal = events.iter().find(|e| {
             e["kind"] == "lifecycle"
                 && e["f"] == "boot-refused"
@@ -82,19 +89,9 @@ fn given_the_scripted_rewind_plan_when_the_node_has_repair_rewinds_parent_should
 fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let RewindRun {
-            output,
-            events,
-            results,
-            n2_log,
-        } = run_rewind_plan(None, seed);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "seed {seed}: the correct node must pass the scripted plan\n{}\n{results:#}",
-            explain(&output)
-        );
-        assert_eq!(results["verdict"], "valid", "seed {seed}: {results:#}");
+        let run = ScriptedRun::new(REWIND_PLAN, None, seed);
+        run.assert_verdict(seed, "valid", "the correct node must pass the scripted plan");
+        let (events, n2_log) = (&run.events, run.log("n2"));
         assert!(
             events.iter().any(|e| e["f"] == "restart-all"),
             "seed {seed}: the final phase reached the restart-all"
@@ -111,47 +108,13 @@ fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
     }
 }
 
-const VIEW_CHANGE_PLAN: &str = "mutant-view-change-max-op.yaml";
-
-/// One run of the scripted view-change-max-op plan.
-struct ViewChangeRun {
-    output: Output,
-    results: Value,
-    /// n1's node log (the stale primary of view 0).
-    n1_log: String,
-    /// n3's node log (the primary of view 2, which chooses the log).
-    n3_log: String,
-}
-
-fn run_view_change_plan(bug: Option<&str>, seed: u64) -> ViewChangeRun {
-    let run = run_text(&repo_plan(VIEW_CHANGE_PLAN, bug), &["--seed", &seed.to_string()]);
-    let log =
-        |node: &str| std::fs::read_to_string(run.run_dir.join(format!("nodes/{node}/node.log"))).unwrap_or_default();
-    ViewChangeRun {
-        results: results(&run.run_dir),
-        n1_log: log("n1"),
-        n3_log: log("n3"),
-        output: run.output,
-    }
-}
-
 #[test]
 fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_should_lose_acknowledged_writes() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let ViewChangeRun {
-            output,
-            results,
-            n3_log,
-            ..
-        } = run_view_change_plan(Some("view-change-max-op"), seed);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "seed {seed}: the mutant must make the run invalid\n{}\n{results:#}",
-            explain(&output)
-        );
-        assert_eq!(results["verdict"], "invalid", "seed {seed}: {results:#}");
+        let run = ScriptedRun::new(VIEW_CHANGE_PLAN, Some("view-change-max-op"), seed);
+        run.assert_verdict(seed, "invalid", "the mutant must make the run invalid");
+        let (results, n3_log) = (&run.results, run.log("n3"));
         assert_eq!(
             check(&results, "linearizability")["verdict"],
             "invalid",
@@ -169,19 +132,9 @@ fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_sh
 fn given_the_scripted_stale_primary_plan_when_the_node_is_correct_should_be_valid() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let ViewChangeRun {
-            output,
-            results,
-            n1_log,
-            n3_log,
-        } = run_view_change_plan(None, seed);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "seed {seed}: the correct node must pass the scripted plan\n{}\n{results:#}",
-            explain(&output)
-        );
-        assert_eq!(results["verdict"], "valid", "seed {seed}: {results:#}");
+        let run = ScriptedRun::new(VIEW_CHANGE_PLAN, None, seed);
+        run.assert_verdict(seed, "valid", "the correct node must pass the scripted plan");
+        let (n1_log, n3_log) = (run.log("n1"), run.log("n3"));
         // Not vacuous: n1 still held its stale suffix when view 2 started (it was not told of view 1 first), and
         // dropped it only when it synced to the log n3 kept.
         let synced = n1_log
