@@ -281,6 +281,9 @@ pub struct Replica {
     commit_min: u64,
     /// Highest op known committed.
     commit_max: u64,
+    /// The commit point persisted before this process started: ops this replica executed in an earlier life, the
+    /// only ones it may replay while its log is not (yet) the current view's.
+    commit_replay: u64,
     /// Highest op known to exist in the current view (from prepares, heartbeats, StartView).
     op_known_max: u64,
     primary: PrimaryState,
@@ -312,6 +315,7 @@ impl Replica {
             log_view: superblock.state.log_view,
             commit_min: 0,
             commit_max: superblock.state.commit,
+            commit_replay: superblock.state.commit,
             op_known_max: 0,
             config,
             superblock,
@@ -557,6 +561,13 @@ impl Replica {
         if let Some(sync) = self.sync {
             // Above the verified prefix the log may still hold divergent entries.
             target = target.min(sync.verified_op);
+        } else if self.status != Status::Normal || self.log_view != self.view {
+            // The log is not (yet) the current view's: a commit number learned from a newer view says nothing
+            // about the entries above this replica's commit point, which may be its own never-committed suffix.
+            // (Seen from the outside: a deposed primary adopted a view, was pulled into the next view change
+            // before its sync finished, executed its own uncommitted prepares up to the new view's commit number,
+            // and could never sync again: `sync source sent an entry off its announced chain`.)
+            target = target.min(self.commit_replay);
         }
         while self.commit_min < target {
             let op = self.commit_min + 1;
