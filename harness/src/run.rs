@@ -361,12 +361,7 @@ async fn build_system(
         }
         SystemKind::Etcd => {
             let binary = EtcdSystem::locate(plan.system.binary.as_deref())?;
-            let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
-            anyhow::ensure!(
-                netns.is_some() || !has_network_faults,
-                "this plan partitions etcd, which needs the netns backend, and this machine cannot use it \
-                 (run as root with iproute2 and nftables installed)"
-            );
+            partitions_need_netns(plan, netns, "etcd")?;
             let node_ips = ips(&EtcdSystem::ports(node_count))?;
             let system = EtcdSystem::new(
                 binary.clone(),
@@ -387,12 +382,7 @@ async fn build_system(
         SystemKind::Iggy => {
             let (binary, config) =
                 IggySystem::locate(plan.system.binary.as_deref(), plan.system.source_root.as_deref())?;
-            let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
-            anyhow::ensure!(
-                netns.is_some() || !has_network_faults,
-                "this plan partitions Iggy, which needs the netns backend, and this machine cannot use it \
-                 (run as root with iproute2 and nftables installed)"
-            );
+            partitions_need_netns(plan, netns, "Iggy")?;
             let node_ips = ips(&IggySystem::ports(node_count))?;
             let system = IggySystem::new(
                 binary.clone(),
@@ -411,6 +401,17 @@ async fn build_system(
             })
         }
     }
+}
+
+/// A system whose members dial each other on their own connections can only be partitioned in network namespaces.
+fn partitions_need_netns(plan: &Plan, netns: Option<&Arc<NetnsLab>>, system: &str) -> anyhow::Result<()> {
+    let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
+    anyhow::ensure!(
+        netns.is_some() || !has_network_faults,
+        "this plan partitions {system}, which needs the netns backend, and this machine cannot use it (run as \
+         root with iproute2 and nftables installed)"
+    );
+    Ok(())
 }
 
 /// Builds the netns lab (and a runtime whose threads live in its lab namespace) when the plan asks for the netns

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{explain, faultline, one_cluster};
+use support::{explain, faultline, one_cluster, tagged_processes};
 
 /// `faultline campaign ARGS --store STORE --quiet`.
 fn campaign(store: &Path, args: &[&str]) -> Output {
@@ -140,27 +140,6 @@ fn given_the_canary_and_a_passing_plan_when_campaigned_should_exit_1_with_the_ca
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(1), "{}", explain(&again));
-}
-
-/// Live processes whose environment carries `FAULTLINE_RUN_ID=<run_id>`.
-fn tagged_processes(run_id: &str) -> Vec<i32> {
-    let needle = format!("FAULTLINE_RUN_ID={run_id}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true);
-        if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// The run folder of `plan` in `store` whose cluster is up, other than `except`: (folder, run id).

@@ -10,18 +10,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, history, one_cluster, results, run_text};
-
-fn prerequisite(what: &str, result: Result<(), String>) -> bool {
-    match result {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs {what}: {e}"),
-        Err(e) => {
-            eprintln!("skipping: {what}: {e}");
-            false
-        }
-    }
-}
+use support::{check, explain, fuse_ready, history, netns_ready, one_cluster, prerequisite, results, run_text};
 
 fn etcd_installed() -> Result<(), String> {
     faultline::system::etcd::EtcdSystem::locate(None)
@@ -101,7 +90,7 @@ final_phase:
 /// Such a run is reported and the scenario retried with the next seed.
 #[test]
 fn given_an_interior_wal_bit_flip_on_one_member_should_record_the_refusal_and_judge_it_legitimate() {
-    if !prerequisite("etcd", etcd_installed()) || !prerequisite("the fault filesystem", fuse()) {
+    if !prerequisite("etcd", etcd_installed()) || !fuse_ready() {
         return;
     }
     let _one = one_cluster();
@@ -165,7 +154,7 @@ final_phase:
 
 #[test]
 fn given_serializable_reads_from_a_member_cut_off_from_the_majority_should_be_caught_as_non_linearizable() {
-    if !prerequisite("etcd", etcd_installed()) || !prerequisite("the netns backend", netns()) {
+    if !prerequisite("etcd", etcd_installed()) || !netns_ready() {
         return;
     }
     let _one = one_cluster();
@@ -213,12 +202,4 @@ final_phase:
         assert_eq!(check(&results, "boot")["verdict"], "valid", "only the client is broken");
         eprintln!("round {round}: caught: {}", linearizability["reason"]);
     }
-}
-
-fn fuse() -> Result<(), String> {
-    faultline_faults::fusefs::fuse_available()
-}
-
-fn netns() -> Result<(), String> {
-    faultline_faults::network::netns::check_tools().map_err(|e| e.to_string())
 }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{
-    check, explain, faultline, history, one_cluster, repo_plan_text, results, run_text, with_bug, write_plan,
+    check, explain, faultline, fuse_ready, history, netns_ready, one_cluster, repo_plan_text, results, run_text,
+    tagged_processes, with_bug, write_plan,
 };
 
 fn default_plan() -> String {
@@ -204,27 +205,6 @@ fn find_run_dir(store: &Path) -> std::io::Result<PathBuf> {
     Ok(run.path())
 }
 
-/// Live (not zombie) processes tagged with the run id.
-fn tagged_processes(run_id: &str) -> Vec<i32> {
-    let needle = format!("FAULTLINE_RUN_ID={run_id}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true);
-        if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 #[test]
 fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting_anything() {
     let dir = tempfile::tempdir().unwrap();
@@ -361,21 +341,9 @@ fn given_one_way_partitions_when_run_should_end_valid() {
     );
 }
 
-/// Root, `ip` and `nft` present? Under `CI=true` their absence fails the test; elsewhere it skips.
-fn netns_prerequisites() -> bool {
-    match faultline_faults::network::netns::check_tools() {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs the netns backend: {e}"),
-        Err(e) => {
-            eprintln!("skipping the netns run: {e}");
-            false
-        }
-    }
-}
-
 #[test]
 fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no_namespace_or_table() {
-    if !netns_prerequisites() {
+    if !netns_ready() {
         return;
     }
     let _one = one_cluster();
@@ -409,18 +377,6 @@ fn given_the_netns_backend_when_running_partitions_should_end_valid_and_leave_no
     );
 }
 
-/// Root and /dev/fuse present? Under `CI=true` their absence fails the test; elsewhere it skips.
-fn fuse_prerequisites() -> bool {
-    match faultline_faults::fusefs::fuse_available() {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs the fault filesystem: {e}"),
-        Err(e) => {
-            eprintln!("skipping the fault-filesystem run: {e}");
-            false
-        }
-    }
-}
-
 fn repo_plan(name: &str, seed: u64, time_limit: &str) -> String {
     let text = repo_plan_text(name);
     let limit_line = text.lines().find(|l| l.starts_with("time_limit:")).unwrap().to_string();
@@ -437,7 +393,7 @@ fn power_loss_plan(bug: Option<&str>) -> String {
 
 #[test]
 fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_nothing_and_be_valid() {
-    if !fuse_prerequisites() {
+    if !fuse_ready() {
         return;
     }
     let _one = one_cluster();
@@ -461,7 +417,7 @@ fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_not
 
 #[test]
 fn given_power_loss_of_every_node_when_the_node_never_fsyncs_should_lose_acknowledged_writes_and_be_invalid() {
-    if !fuse_prerequisites() {
+    if !fuse_ready() {
         return;
     }
     let _one = one_cluster();
@@ -528,7 +484,7 @@ fn log_plan(bug: Option<&str>) -> String {
 
 #[test]
 fn given_the_log_workload_under_kills_partitions_and_power_loss_when_the_node_is_correct_should_be_valid() {
-    if !fuse_prerequisites() {
+    if !fuse_ready() {
         return;
     }
     let _one = one_cluster();
@@ -549,7 +505,7 @@ fn given_the_log_workload_under_kills_partitions_and_power_loss_when_the_node_is
 
 #[test]
 fn given_the_log_workload_when_the_node_never_fsyncs_and_every_node_loses_power_should_report_lost_messages() {
-    if !fuse_prerequisites() {
+    if !fuse_ready() {
         return;
     }
     let _one = one_cluster();

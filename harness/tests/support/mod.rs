@@ -116,3 +116,49 @@ pub fn run_text(text: &str, extra: &[&str]) -> Run {
         _store: store,
     }
 }
+
+/// A test prerequisite: under `CI=true` its absence fails the test with the reason; elsewhere the test skips.
+pub fn prerequisite(what: &str, result: Result<(), String>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI needs {what}: {e}"),
+        Err(e) => {
+            eprintln!("skipping: {what}: {e}");
+            false
+        }
+    }
+}
+
+/// Root, `ip` and `nft` (the netns network backend)?
+pub fn netns_ready() -> bool {
+    prerequisite(
+        "the netns backend",
+        faultline_faults::network::netns::check_tools().map_err(|e| e.to_string()),
+    )
+}
+
+/// Root and /dev/fuse (the fault filesystem)?
+pub fn fuse_ready() -> bool {
+    prerequisite("the fault filesystem", faultline_faults::fusefs::fuse_available())
+}
+
+/// Live (not zombie) processes whose environment carries `FAULTLINE_RUN_ID=<run_id>`.
+pub fn tagged_processes(run_id: &str) -> Vec<i32> {
+    let needle = format!("FAULTLINE_RUN_ID={run_id}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true);
+        if !zombie && environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
