@@ -71,7 +71,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         verdict,
         reason,
         plan: plan.name.0.clone(),
-        system: plan.system.kind.to_string(),
+        system: plan.system.kind().to_string(),
         seed: plan.seed.unwrap_or(0),
         started_at: meta["wall_clock_start"].as_str().unwrap_or("").to_string(),
         duration_ms,

@@ -302,7 +302,7 @@ fn report(
                 .find(|r| r.plan == plan.name && r.seed_index == cell.seed_index && r.nodes == cell.nodes);
             let node_count = cell
                 .nodes
-                .unwrap_or_else(|| load_plan(&plan.source, None, None).map_or(0, |p| p.system.nodes.0));
+                .unwrap_or_else(|| load_plan(&plan.source, None, None).map_or(0, |p| p.system.nodes() as u64));
             let reason = match row {
                 Some(r) if r.verdict == Verdict::Valid => "every check passed".to_string(),
                 Some(r) => format!(

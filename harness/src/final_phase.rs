@@ -83,7 +83,9 @@ async fn recover(
             .await
             .unwrap_or((attempt as usize) % lab.node_count());
         let process = workload.new_process();
-        let client = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process);
+        let Ok(client) = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process) else {
+            return false;
+        };
         // The probe is an ordinary op of the workload's kind, checked with the rest.
         let (f, key) = match workload.kind() {
             WorkloadKind::Register => ("write", format!("probe-{after}")),
@@ -170,7 +172,9 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
     let recorder = lab.recorder();
     let kind = workload.kind();
     let mut process = workload.new_process();
-    let mut client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
+    let Ok(mut client) = Client::new(lab.system().as_ref(), kind, home, op_timeout, process) else {
+        return;
+    };
     let mut keys = workload.keys_used();
     if kind != WorkloadKind::Set {
         keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
@@ -191,7 +195,10 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
             let next = match &outcome {
                 Outcome::Info(_) => {
                     process = workload.new_process();
-                    client = Client::new(lab.system().as_ref(), kind, home, op_timeout, process);
+                    match Client::new(lab.system().as_ref(), kind, home, op_timeout, process) {
+                        Ok(fresh) => client = fresh,
+                        Err(_) => return,
+                    }
                     None
                 }
                 Outcome::Ok(read) if kind == WorkloadKind::Log => {

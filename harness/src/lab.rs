@@ -286,7 +286,7 @@ impl Lab {
             .enumerate()
             .find(|(node, s)| {
                 s.as_ref()
-                    .is_some_and(|s| s.role == Role::Primary && s.primary.is_none_or(|p| p == *node))
+                    .is_ok_and(|s| s.role == Role::Primary && s.primary.is_none_or(|p| p == *node))
             })
             .map(|(node, _)| node)
     }
@@ -297,8 +297,21 @@ impl Lab {
         futures::future::join_all(probes)
             .await
             .into_iter()
-            .map(|s| s.map(|s| s.commit_point))
+            .map(|s| s.ok().map(|s| s.commit_point))
             .collect()
+    }
+
+    /// The first node whose status answer does not fit what the plan describes (a mistake in the plan), if any.
+    pub async fn misconfiguration(&self) -> Option<String> {
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .enumerate()
+            .find_map(|(node, status)| match status {
+                Err(crate::system::ProbeError::Misconfigured(why)) => Some(format!("{}: {why}", node_name(node))),
+                _ => None,
+            })
     }
 
     /// SIGKILLs every running node (shutdown path); records nothing.
@@ -324,7 +337,7 @@ async fn watch_node(
     let started = tokio::time::Instant::now();
     let boot = async {
         loop {
-            if system.probe(node, PROBE_TIMEOUT).await.is_some() {
+            if system.ready(node, PROBE_TIMEOUT).await {
                 return true;
             }
             if started.elapsed() > boot_timeout {

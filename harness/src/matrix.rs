@@ -99,7 +99,9 @@ async fn run_cell(options: &MatrixOptions, mutant: Option<&str>, plan_name: &str
         plan.seed = Some(options.first_seed + i);
         plan.time_limit = Millis(plan.time_limit.0.min(options.time_limit.0));
         if let Some(bug) = mutant {
-            plan.system.args.extend(["--bug".to_string(), bug.to_string()]);
+            let args = plan.system.adapter_mut().node_args_mut();
+            let args = args.ok_or_else(|| anyhow::anyhow!("{plan_name} takes no node arguments for --bug"))?;
+            args.extend(["--bug".to_string(), bug.to_string()]);
         }
         eprintln!(
             "faultline matrix: {name} x {plan_name}, seed {} ({}/{})",

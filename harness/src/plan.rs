@@ -4,6 +4,7 @@
 //! anything starts. Checks that need more than one field (a node name beyond the node count, a fault the system cannot
 //! do) run in [`Plan::validate`] and point at the offending field too.
 
+use crate::system::AdapterSpec;
 use faultline_faults::disk::spec::SurgerySpec;
 use faultline_faults::fusefs::FsFaults;
 use faultline_faults::network::schedule::NetworkNemesisSpec;
@@ -122,51 +123,96 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
-/// Which system to test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SystemKind {
-    /// faultline's own reference node (`faultline-node`), found next to the `faultline` executable.
-    Reference,
-    /// etcd 3.4 (Debian's `etcd-server`, `/usr/bin/etcd` unless `binary` says otherwise), register workload only.
-    Etcd,
-    /// Apache Iggy's VSR cluster (`iggy-server` from the plan's `binary` or `FAULTLINE_IGGY_BIN`, its config from
-    /// `source_root` or `FAULTLINE_IGGY_SRC`); set workload on its metadata plane, log workload on a topic.
-    Iggy,
+/// The adapter table: one line per adapter, `"kind" => Variant(its plan section)`. It defines [`SystemSpec`], the
+/// `system:` section (tagged by `kind`), its parsing and the dispatch to each adapter's [`AdapterSpec`].
+macro_rules! adapters {
+    ($($name:literal => $variant:ident($config:ty)),* $(,)?) => {
+        /// The system under test: `system: {kind: NAME, ...}`, each adapter's own section.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum SystemSpec {
+            $(
+                #[doc = concat!("`kind: ", $name, "`.")]
+                #[serde(rename = $name)]
+                $variant($config),
+            )*
+        }
+
+        impl SystemSpec {
+            /// Every adapter kind, as plans name it.
+            pub const KINDS: &'static [&'static str] = &[$($name),*];
+
+            /// The adapter kind (`reference`, `etcd`, ...).
+            pub fn kind(&self) -> &'static str {
+                match self { $(SystemSpec::$variant(_) => $name),* }
+            }
+
+            /// The adapter's side of the section.
+            pub fn adapter(&self) -> &dyn AdapterSpec {
+                match self { $(SystemSpec::$variant(config) => config),* }
+            }
+
+            /// The adapter's side of the section, to change (`--nodes`, the matrix's `--bug`).
+            pub fn adapter_mut(&mut self) -> &mut dyn AdapterSpec {
+                match self { $(SystemSpec::$variant(config) => config),* }
+            }
+
+            fn parse_rest<'de, A: serde::de::MapAccess<'de>>(kind: &str, rest: A) -> Result<SystemSpec, A::Error> {
+                let rest = serde::de::value::MapAccessDeserializer::new(rest);
+                match kind {
+                    $($name => <$config>::deserialize(rest).map(SystemSpec::$variant),)*
+                    other => Err(serde::de::Error::unknown_variant(other, Self::KINDS)),
+                }
+            }
+        }
+    };
 }
 
-impl fmt::Display for SystemKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SystemKind::Reference => "reference",
-            SystemKind::Etcd => "etcd",
-            SystemKind::Iggy => "iggy",
-        })
+adapters! {
+    "reference" => Reference(crate::system::reference::ReferenceConfig),
+    "etcd" => Etcd(crate::system::etcd::EtcdConfig),
+    "iggy" => Iggy(crate::system::iggy::IggyConfig),
+    "exec" => Exec(crate::system::exec::ExecConfig),
+}
+
+impl SystemSpec {
+    /// Cluster size.
+    pub fn nodes(&self) -> usize {
+        self.adapter().nodes()
     }
 }
 
-/// The system under test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SystemSpec {
-    /// Adapter kind.
-    pub kind: SystemKind,
-    /// Cluster size (1..=9).
-    pub nodes: Bounded<1, 9>,
-    /// Path to the node binary; default: next to the faultline executable (reference) or on PATH.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary: Option<PathBuf>,
-    /// Extra arguments for every node's run command (e.g. bug switches of the reference node).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// etcd only, a deliberately broken client: read with `serializable: true` (the member's local state, possibly
-    /// stale) instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub serializable_reads: bool,
-    /// Iggy only: the source tree the binary was built from (its `core/server/config.toml` is the base config);
-    /// default `FAULTLINE_IGGY_SRC`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_root: Option<PathBuf>,
+impl<'de> Deserialize<'de> for SystemSpec {
+    /// `kind` comes first, then the rest of the map is parsed straight from the YAML as the adapter's own section,
+    /// so every error inside it keeps its `file:line:column` (serde's buffered internally tagged enums lose them).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct SystemVisitor;
+        impl<'de> serde::de::Visitor<'de> for SystemVisitor {
+            type Value = SystemSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(
+                    f,
+                    "a system section starting with `kind` ({})",
+                    SystemSpec::KINDS.join(", ")
+                )
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SystemSpec, A::Error> {
+                match map.next_key::<String>()?.as_deref() {
+                    Some("kind") => {
+                        let kind: String = map.next_value()?;
+                        SystemSpec::parse_rest(&kind, map)
+                    }
+                    other => Err(serde::de::Error::custom(format!(
+                        "the system section must start with `kind` (one of {}), e.g. `system: {{kind: exec, nodes: 3, \
+                         ...}}`; found {}",
+                        SystemSpec::KINDS.join(", "),
+                        other.map_or("an empty section".to_string(), |key| format!("`{key}` first"))
+                    ))),
+                }
+            }
+        }
+        d.deserialize_map(SystemVisitor)
+    }
 }
 
 /// Workload kinds.
@@ -181,6 +227,16 @@ pub enum WorkloadKind {
     /// Clients add unique elements to one set and read the whole set (Jepsen's set-full): every acknowledged add
     /// must be in every read that starts after it, and nothing nobody added may appear.
     Set,
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WorkloadKind::Register => "register",
+            WorkloadKind::Log => "log",
+            WorkloadKind::Set => "set",
+        })
+    }
 }
 
 /// Operation mix for the register workload (relative weights).
@@ -474,7 +530,12 @@ impl Plan {
             column: 0,
             message: format!("cannot read the plan: {e}"),
         })?;
-        Plan::parse(&text, &origin)
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        Plan::parse_in(&text, &origin, &dir)
     }
 
     /// The built-in default plan.
@@ -482,9 +543,17 @@ impl Plan {
         Plan::parse(DEFAULT_PLAN_YAML, "<default plan>").expect("the built-in default plan is valid")
     }
 
-    /// Parses and validates plan text; `origin` names it in errors.
+    /// Parses and validates plan text; `origin` names it in errors. Relative paths in it are relative to the
+    /// current directory.
     pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
-        let plan: Plan = serde_saphyr::from_str(text).map_err(|e| {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Plan::parse_in(text, origin, &here)
+    }
+
+    /// Parses and validates plan text whose relative paths (an exec system's programs, `{plan_dir}`) are relative
+    /// to `dir`; they are made absolute, so the stored `plan.yaml` runs from anywhere.
+    pub fn parse_in(text: &str, origin: &str, dir: &Path) -> Result<Plan, PlanError> {
+        let mut plan: Plan = serde_saphyr::from_str(text).map_err(|e| {
             let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             // serde-saphyr's Display repeats the location and draws a snippet; keep the first line's message.
             let full = e.to_string();
@@ -497,13 +566,14 @@ impl Plan {
                 message,
             }
         })?;
+        plan.system.adapter_mut().resolve_paths(dir);
         plan.validate(origin)?;
         Ok(plan)
     }
 
     /// Cross-field checks, with the location of the offending field.
     pub fn validate(&self, origin: &str) -> Result<(), PlanError> {
-        let node_count = self.system.nodes.0 as usize;
+        let node_count = self.system.nodes();
         let at = |loc: serde_saphyr::Location, message: String| PlanError {
             origin: origin.to_string(),
             line: loc.line(),
@@ -548,67 +618,7 @@ impl Plan {
             }
             _ => {}
         }
-        if self.system.serializable_reads && self.system.kind != SystemKind::Etcd {
-            return Err(PlanError {
-                origin: origin.into(),
-                line: 0,
-                column: 0,
-                message: "system.serializable_reads is an etcd client switch; this plan tests another system".into(),
-            });
-        }
-        if self.system.source_root.is_some() && self.system.kind != SystemKind::Iggy {
-            return Err(PlanError {
-                origin: origin.into(),
-                line: 0,
-                column: 0,
-                message: "system.source_root is for the iggy adapter; this plan tests another system".into(),
-            });
-        }
-        let is_iggy = self.system.kind == SystemKind::Iggy;
-        if self.workload.kind == WorkloadKind::Set && !is_iggy {
-            return Err(at(
-                mix.referenced,
-                "the set workload needs a system with a set client (iggy)".into(),
-            ));
-        }
-        if is_iggy && self.workload.kind == WorkloadKind::Register {
-            return Err(at(
-                mix.referenced,
-                "the iggy adapter offers the set workload (streams on the metadata plane) and the log workload \
-                 (messages on a topic's partitions), not registers"
-                    .into(),
-            ));
-        }
-        if self.system.kind == SystemKind::Iggy {
-            if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
-                if self.network.backend == NetworkBackend::Proxy {
-                    return Err(at(
-                        network.referenced,
-                        "Iggy replicas dial each other at the roster's addresses, so the proxy mesh cannot \
-                         partition them: set `network: {backend: netns}` (root, iproute2 and nftables)"
-                            .into(),
-                    ));
-                }
-            }
-        }
-        if self.system.kind == SystemKind::Etcd {
-            if self.workload.kind == WorkloadKind::Log {
-                return Err(at(
-                    mix.referenced,
-                    "the etcd adapter offers the register workload only (etcd has no append-only log API)".into(),
-                ));
-            }
-            if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
-                if self.network.backend == NetworkBackend::Proxy {
-                    return Err(at(
-                        network.referenced,
-                        "etcd members also use peer connections they open themselves, so the proxy mesh cannot \
-                         partition them: set `network: {backend: netns}` (root, iproute2 and nftables)"
-                            .into(),
-                    ));
-                }
-            }
-        }
+        self.validate_against_adapter(origin)?;
         if let Some(process) = &self.nemesis.process {
             if !process.value.faults.is_empty() && process.value.interval.is_none_or(|i| i.0 == 0) {
                 return Err(at(
@@ -722,6 +732,77 @@ impl Plan {
             });
         }
         Ok(())
+    }
+
+    /// The one place that checks a plan against what its system can do (the adapter's [`crate::system::Capabilities`]), then the
+    /// adapter's own checks of its section.
+    fn validate_against_adapter(&self, origin: &str) -> Result<(), PlanError> {
+        let adapter = self.system.adapter();
+        let capabilities = adapter.capabilities();
+        let kind = self.system.kind();
+        let at = |loc: serde_saphyr::Location, message: String| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+        };
+        if !capabilities.workloads.contains(&self.workload.kind) {
+            let offered: Vec<String> = capabilities.workloads.iter().map(|w| format!("`{w}`")).collect();
+            return Err(at(
+                self.workload.mix.referenced,
+                format!(
+                    "the {kind} adapter offers the {} workload{}, not `{}`",
+                    if offered.is_empty() {
+                        "no".to_string()
+                    } else {
+                        offered.join(" and ")
+                    },
+                    if offered.len() > 1 { "s" } else { "" },
+                    self.workload.kind
+                ),
+            ));
+        }
+        if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
+            if self.network.backend == NetworkBackend::Proxy && !capabilities.proxy_partitions {
+                return Err(at(
+                    network.referenced,
+                    format!(
+                        "the {kind} adapter's nodes dial each other on connections the proxy mesh cannot cut, so \
+                         partitions need `network: {{backend: netns}}` (root, iproute2 and nftables)"
+                    ),
+                ));
+            }
+        }
+        if !capabilities.primary_probe {
+            if let Some(process) = &self.nemesis.process {
+                let targets = process.value.faults.iter().map(|f| &f.targets);
+                let targets = targets.chain(process.value.script.iter().map(|f| &f.targets));
+                for target in targets {
+                    if matches!(target.value, Target::Primary | Target::Backup | Target::NextPrimary) {
+                        return Err(at(
+                            target.referenced,
+                            format!(
+                                "this {kind} system cannot tell who the primary is, so role targets (primary, \
+                                 backup, next-primary) cannot be resolved: give the system a status probe with a \
+                                 `role` pointer, or target `one`, `minority`, `majority`, `all` or named nodes"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if self.final_phase.after_refusal == AfterRefusal::Wipe && !capabilities.wipe {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: format!(
+                    "final_phase.after_refusal is `wipe`, but this {kind} system has no way to wipe a node and let \
+                     it rejoin (exec systems: add `wipe: {{command: [...]}}`); use `leave-down`"
+                ),
+            });
+        }
+        adapter.validate(self, origin)
     }
 
     /// The plan as YAML (what the store keeps as `plan.yaml`, with the seed filled in).

@@ -4,26 +4,22 @@
 use crate::analyze;
 use crate::final_phase;
 use crate::lab::{BootState, Lab};
-use crate::plan::{IoFaultWindow, NetworkBackend, Plan, SystemKind};
+use crate::plan::{IoFaultWindow, NetworkBackend, Plan};
 use crate::recorder::Recorder;
 use crate::runlock::{self, RunLock};
 use crate::store;
 use crate::supervisor::Supervisor;
-use crate::system::etcd::EtcdSystem;
-use crate::system::iggy::IggySystem;
-use crate::system::reference::{NodeProgram, ReferenceSystem};
-use crate::system::System;
+use crate::system::{BuildContext, Built};
 use crate::workload::Workload;
 use anyhow::Context;
 use faultline_faults::network::netns::NetnsLab;
-use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
 use faultline_faults::network::schedule as network_faults;
-use faultline_faults::network::{BackendChoice, BackendKind, Link, Network};
+use faultline_faults::network::{BackendChoice, BackendKind, Network};
 use faultline_faults::process::{self as process_faults, node_name, Executor};
 use faultline_faults::rng::stream;
 use faultline_reports::results::{Results, Verdict};
 use serde_json::json;
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -85,7 +81,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let _lock = RunLock::acquire(&runlock::runs_dir(), &run_id, &store_dir).context("taking the run lock")?;
     std::fs::write(store_dir.join("plan.yaml"), plan.to_yaml()).context("writing plan.yaml")?;
 
-    let node_count = plan.system.nodes.0 as usize;
+    let node_count = plan.system.nodes();
     let nodes_dir = store_dir.join("nodes");
     let log_paths: Vec<PathBuf> = (0..node_count)
         .map(|i| nodes_dir.join(node_name(i)).join("node.log"))
@@ -193,8 +189,14 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>
             return Ok(()); // the boot check reports it
         }
     }
+    if let Some(why) = lab.misconfiguration().await {
+        eprintln!("faultline: the plan does not fit the system: {why}");
+        recorder.lifecycle("setup-failed", None, json!({"reason": why}));
+        return Ok(());
+    }
     let started = tokio::time::Instant::now();
-    while lab.find_primary().await.is_none() {
+    let has_primary = plan.system.adapter().capabilities().primary_probe;
+    while has_primary && lab.find_primary().await.is_none() {
         if started.elapsed() > FIRST_PRIMARY_TIMEOUT {
             recorder.lifecycle(
                 "setup-failed",
@@ -311,107 +313,30 @@ async fn fault_phase(
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
 }
 
-/// The system under test of a run, where it listens, and the network that can fault it.
-struct Target {
-    system: Arc<dyn System>,
-    /// The node executable (for the run's metadata: path and digest).
-    binary: PathBuf,
-    node_ips: Vec<IpAddr>,
-    network: Option<Network>,
-}
-
-/// Builds the plan's system adapter: each node at its namespace address under netns, else all on one free loopback
-/// address; reference peers are routed through the proxy mesh when the plan has network faults.
+/// Builds the plan's system through its adapter's constructor: each node at its namespace address under netns,
+/// else all on one free loopback address, peers routed through the proxy mesh where the adapter allows it.
 async fn build_system(
     plan: &Plan,
     seed: u64,
     run_id: &str,
     nodes_dir: PathBuf,
     netns: Option<&Arc<NetnsLab>>,
-) -> anyhow::Result<Target> {
-    let node_count = plan.system.nodes.0 as usize;
-    let ips = |ports: &[u16]| -> anyhow::Result<Vec<IpAddr>> {
-        Ok(match netns {
-            Some(lab) => (0..node_count).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
-            None => vec![pick_loopback_ip(ports)?; node_count],
-        })
+) -> anyhow::Result<Built> {
+    let context = BuildContext {
+        plan,
+        seed,
+        run_id,
+        nodes_dir,
+        netns,
     };
-    match plan.system.kind {
-        SystemKind::Reference => {
-            let program = NodeProgram::locate(plan.system.binary.as_deref())?;
-            let node_ips = ips(&ReferenceSystem::ports(node_count))?;
-            let mut reference = ReferenceSystem::new(
-                program.clone(),
-                node_count,
-                nodes_dir,
-                node_ips.clone(),
-                u64::from(rand::random::<u32>()),
-                plan.system.args.clone(),
-            );
-            let network = match netns {
-                Some(lab) => Some(Network::Netns(lab.clone())),
-                None => start_proxy_mesh(plan, seed, &mut reference, node_ips[0]).await?,
-            };
-            Ok(Target {
-                system: Arc::new(reference),
-                binary: program.program,
-                node_ips,
-                network,
-            })
-        }
-        SystemKind::Etcd => {
-            let binary = EtcdSystem::locate(plan.system.binary.as_deref())?;
-            partitions_need_netns(plan, netns, "etcd")?;
-            let node_ips = ips(&EtcdSystem::ports(node_count))?;
-            let system = EtcdSystem::new(
-                binary.clone(),
-                node_count,
-                nodes_dir,
-                node_ips.clone(),
-                format!("faultline-{run_id}"),
-                plan.system.args.clone(),
-                plan.system.serializable_reads,
-            );
-            Ok(Target {
-                system: Arc::new(system),
-                binary,
-                node_ips,
-                network: netns.map(|lab| Network::Netns(lab.clone())),
-            })
-        }
-        SystemKind::Iggy => {
-            let (binary, config) =
-                IggySystem::locate(plan.system.binary.as_deref(), plan.system.source_root.as_deref())?;
-            partitions_need_netns(plan, netns, "Iggy")?;
-            let node_ips = ips(&IggySystem::ports(node_count))?;
-            let system = IggySystem::new(
-                binary.clone(),
-                config,
-                node_count,
-                nodes_dir,
-                node_ips.clone(),
-                run_id,
-                plan.workload.keys.0 as u32,
-            );
-            Ok(Target {
-                system: Arc::new(system),
-                binary,
-                node_ips,
-                network: netns.map(|lab| Network::Netns(lab.clone())),
-            })
-        }
-    }
-}
-
-/// A system whose members dial each other on their own connections can only be partitioned in network namespaces.
-fn partitions_need_netns(plan: &Plan, netns: Option<&Arc<NetnsLab>>, system: &str) -> anyhow::Result<()> {
-    let has_network_faults = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty());
+    let capabilities = plan.system.adapter().capabilities();
     anyhow::ensure!(
-        netns.is_some() || !has_network_faults,
-        "this plan partitions {system}, which needs the netns backend, and this machine cannot use it (run as \
-         root with iproute2 and nftables installed)"
+        netns.is_some() || !context.has_network_faults() || capabilities.proxy_partitions,
+        "this plan partitions a {} system, which needs the netns backend, and this machine cannot use it (run as \
+         root with iproute2 and nftables installed)",
+        plan.system.kind()
     );
-    Ok(())
+    plan.system.adapter().build(context).await
 }
 
 /// Builds the netns lab (and a runtime whose threads live in its lab namespace) when the plan asks for the netns
@@ -491,47 +416,12 @@ fn set_io_window(lab: &Lab, window: &IoFaultWindow, id: usize, start: bool) {
     lab.recorder().nemesis(f, Some(&node_name(node)), value);
 }
 
-/// Starts the proxy mesh when the plan has network faults, and routes every node's peer traffic through it.
-async fn start_proxy_mesh(
-    plan: &Plan,
-    seed: u64,
-    reference: &mut ReferenceSystem,
-    ip: IpAddr,
-) -> anyhow::Result<Option<Network>> {
-    let Some(spec) = plan.nemesis.network.as_ref().filter(|spec| !spec.value.is_empty()) else {
-        return Ok(None);
-    };
-    let _ = spec;
-    let n = reference.node_count();
-    let mut specs = Vec::new();
-    let mut routes = vec![Vec::with_capacity(n); n];
-    for (from, row) in routes.iter_mut().enumerate() {
-        for to in 0..n {
-            let listen = ReferenceSystem::proxy_addr(ip, from, to);
-            row.push(listen);
-            if from != to {
-                let upstream = reference.addrs(to).peer;
-                specs.push(ProxySpec {
-                    id: ProxyId::Peer(Link::new(from, to)),
-                    listen,
-                    upstream,
-                });
-            }
-        }
-    }
-    let mesh = ProxyMesh::start(n, specs, ProxyLimits::default(), seed)
-        .await
-        .context("starting the proxy mesh")?;
-    reference.route_peers_through(routes);
-    Ok(Some(Network::Proxy(Arc::new(mesh))))
-}
-
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).
 pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFault> {
     match &plan.nemesis.process {
         Some(spec) => process_faults::generate(
             &spec.value,
-            plan.system.nodes.0 as usize,
+            plan.system.nodes(),
             plan.time_limit.0,
             &mut stream(seed, "nemesis"),
         ),
@@ -566,7 +456,7 @@ fn run_meta(
         "plan": plan.name.0,
         "plan_digest": plan.digest(),
         "seed": seed,
-        "system": plan.system.kind.to_string(),
+        "system": plan.system.kind(),
         "faultline_version": env!("CARGO_PKG_VERSION"),
         "faultline_binary_xxh3": std::env::current_exe().ok().and_then(|p| file_digest(&p)),
         "node_binary": node_binary.display().to_string(),
@@ -583,18 +473,4 @@ fn run_meta(
 pub fn file_digest(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes)))
-}
-
-/// A random loopback address 127.a.b.1 on which every port the cluster needs is free, so concurrent runs and tests
-/// never collide. Only loopback is ever used.
-fn pick_loopback_ip(ports: &[u16]) -> anyhow::Result<IpAddr> {
-    const ATTEMPTS_MAX: usize = 32;
-    for _ in 0..ATTEMPTS_MAX {
-        let ip = IpAddr::V4(Ipv4Addr::new(127, rand::random::<u8>().max(1), rand::random(), 1));
-        let free = ports.iter().all(|&port| TcpListener::bind((ip, port)).is_ok());
-        if free {
-            return Ok(ip);
-        }
-    }
-    anyhow::bail!("no loopback address with free ports {ports:?} after {ATTEMPTS_MAX} attempts")
 }

@@ -218,6 +218,46 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
     Ok(Spawned { pid, exited })
 }
 
+/// A command for a helper process the harness owns but does not supervise as a node (an exec system's client
+/// processes): its own process group, the run id in its environment, and a parent-death signal. The signal is tied
+/// to the spawning thread, so spawn it from a runtime worker (they live as long as the run), never from a blocking
+/// pool thread; [`track_group`] it so Ctrl-C and panic paths kill it, and [`kill_and_forget_group`] it when done.
+pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::Command {
+    let parent_pid = std::process::id() as i32;
+    let mut cmd = tokio::process::Command::new(&command.program);
+    cmd.args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .env(RUN_ID_ENV, run_id)
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent_pid {
+                libc::_exit(137);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Registers a process group spawned with [`owned_command`] (so [`kill_all_spawned`] reaches it).
+pub fn track_group(pid: i32) {
+    LIVE_GROUPS.lock().expect("live-group registry poisoned").insert(pid);
+}
+
+/// SIGKILLs a group registered with [`track_group`] and forgets it.
+pub fn kill_and_forget_group(pid: i32) {
+    let mut groups = LIVE_GROUPS.lock().expect("live-group registry poisoned");
+    if groups.remove(&pid) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
 /// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned.
 pub fn signal_group(pid: i32, signal: Signal) -> Result<(), String> {
     if !LIVE_GROUPS.lock().expect("live-group registry poisoned").contains(&pid) {

@@ -235,21 +235,21 @@ pub enum Client {
 }
 
 impl Client {
-    /// A client of `kind` bound to `home` (a system without logs cannot run the log workload: checked at start).
-    pub fn new(system: &dyn System, kind: WorkloadKind, home: usize, op_timeout: Duration, process: u64) -> Client {
-        match kind {
-            WorkloadKind::Register => Client::Register(system.register_client(home, op_timeout, process)),
-            WorkloadKind::Log => Client::Log(
-                system
-                    .log_client(home, op_timeout, process)
-                    .expect("the system offers logs (checked before the run)"),
-            ),
-            WorkloadKind::Set => Client::Set(
-                system
-                    .set_client(home, op_timeout, process)
-                    .expect("the system offers sets (checked at plan load)"),
-            ),
-        }
+    /// A client of `kind` bound to `home`; an error when the system offers no such client (plan validation checks
+    /// the adapter's capabilities first, so this names an adapter that claims more than it has).
+    pub fn new(
+        system: &dyn System,
+        kind: WorkloadKind,
+        home: usize,
+        op_timeout: Duration,
+        process: u64,
+    ) -> Result<Client, String> {
+        let client = match kind {
+            WorkloadKind::Register => system.register_client(home, op_timeout, process).map(Client::Register),
+            WorkloadKind::Log => system.log_client(home, op_timeout, process).map(Client::Log),
+            WorkloadKind::Set => system.set_client(home, op_timeout, process).map(Client::Set),
+        };
+        client.ok_or_else(|| format!("the {} adapter offers no {kind} client", system.kind()))
     }
 }
 
@@ -377,7 +377,9 @@ impl Workload {
         let mean_gap_s = self.spec.concurrency.0 as f64 / self.spec.rate.0;
         let mut process = worker;
         let kind = self.spec.kind;
-        let mut client = Client::new(system.as_ref(), kind, home, op_timeout, process);
+        let Ok(mut client) = Client::new(system.as_ref(), kind, home, op_timeout, process) else {
+            return;
+        };
         let phase_start = tokio::time::Instant::now();
         loop {
             // Poisson arrivals per worker add up to the target total rate.
@@ -403,7 +405,10 @@ impl Workload {
                 Outcome::Fail(_) => self.stats.fail.fetch_add(1, Ordering::Relaxed),
                 Outcome::Info(_) => {
                     process = self.new_process();
-                    client = Client::new(system.as_ref(), kind, home, op_timeout, process);
+                    match Client::new(system.as_ref(), kind, home, op_timeout, process) {
+                        Ok(fresh) => client = fresh,
+                        Err(_) => return,
+                    }
                     self.stats.info.fetch_add(1, Ordering::Relaxed)
                 }
             };

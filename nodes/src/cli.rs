@@ -89,11 +89,12 @@ struct RunArgs {
     /// Listen address for inbound replica connections.
     #[arg(long)]
     peer_addr: String,
-    /// `ID=HOST:PORT`: where this replica dials replica ID (once per other replica).
-    #[arg(long = "peer", value_parser = parse_peer)]
+    /// `ID=HOST:PORT`: where this replica dials replica ID (once per other replica, or one comma-separated list,
+    /// as faultline's exec adapter hands out `{peers}`).
+    #[arg(long = "peer", alias = "peers", value_parser = parse_peer, value_delimiter = ',')]
     peers: Vec<(u8, String)>,
-    /// `ID=HOST:PORT`: the client API address of replica ID (named in 421 answers).
-    #[arg(long = "peer-client", value_parser = parse_peer)]
+    /// `ID=HOST:PORT`: the client API address of replica ID (named in 421 answers); repeated or comma-separated.
+    #[arg(long = "peer-client", alias = "peer-clients", value_parser = parse_peer, value_delimiter = ',')]
     peer_clients: Vec<(u8, String)>,
     /// Expected cluster id (checked against the superblock).
     #[arg(long)]

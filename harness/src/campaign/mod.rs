@@ -20,7 +20,7 @@ pub mod summary;
 pub mod view;
 
 use crate::builtin;
-use crate::plan::{Bounded, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 use anyhow::Context;
 use faultline_faults::units::Millis;
 use faultline_reports::seeds::{self, CampaignKind, SeedRow};
@@ -139,7 +139,7 @@ pub fn load_plan(source: &PlanSource, time_limit: Option<Millis>, nodes: Option<
         plan.time_limit = limit;
     }
     if let Some(nodes) = nodes {
-        plan.system.nodes = Bounded(nodes);
+        plan.system.adapter_mut().set_nodes(nodes as usize);
         plan.validate(&format!("{} with {nodes} nodes", source.source))?;
     }
     Ok(plan)

@@ -11,16 +11,22 @@
 //!
 //! Measured facts behind these choices: `shared/systems/etcd.md`.
 
-use super::{error_chain, unknown, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use super::{
+    transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, NodeAddrs, NodeStatus, Outcome,
+    ProbeError, RegisterClient, Role, System,
+};
+use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -49,6 +55,71 @@ const REFUSAL_MARKERS: &[&str] = &[
     "failed to read WAL",
     "wal: ",
 ];
+
+/// The plan section `system: {kind: etcd, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdConfig {
+    /// Cluster size (1..=9).
+    pub nodes: Bounded<1, 9>,
+    /// Path to etcd; default `/usr/bin/etcd`, else `etcd` on PATH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
+    /// Extra arguments for every member's command line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A deliberately broken client: read with `serializable: true` (the member's local state, possibly stale)
+    /// instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serializable_reads: bool,
+}
+
+#[async_trait]
+impl AdapterSpec for EtcdConfig {
+    fn nodes(&self) -> usize {
+        self.nodes.0 as usize
+    }
+
+    fn set_nodes(&mut self, nodes: usize) {
+        self.nodes = Bounded(nodes as u64);
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: vec![WorkloadKind::Register],
+            // Members also use peer connections they open themselves (and advertise), which a proxy cannot cut.
+            proxy_partitions: false,
+            primary_probe: true,
+            wipe: true,
+            offline_verify: false,
+        }
+    }
+
+    fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
+        Some(&mut self.args)
+    }
+
+    async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
+        let binary = EtcdSystem::locate(self.binary.as_deref())?;
+        let node_count = context.node_count();
+        let node_ips = context.node_ips(&EtcdSystem::ports(node_count))?;
+        let system = EtcdSystem::new(
+            binary.clone(),
+            node_count,
+            context.nodes_dir.clone(),
+            node_ips.clone(),
+            format!("faultline-{}", context.run_id),
+            self.args.clone(),
+            self.serializable_reads,
+        );
+        Ok(Built {
+            system: Arc::new(system),
+            binary,
+            node_ips,
+            network: context.netns_network(),
+        })
+    }
+}
 
 /// The etcd cluster of one run.
 pub struct EtcdSystem {
@@ -303,14 +374,23 @@ impl System for EtcdSystem {
         }
     }
 
-    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+    async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
         let url = format!("{}/v3/maintenance/status", self.client_url(node));
-        let response = Self::http(timeout).post(url).json(&json!({})).send().await.ok()?;
+        let no_answer = |_| ProbeError::NoAnswer;
+        let response = Self::http(timeout)
+            .post(url)
+            .json(&json!({}))
+            .send()
+            .await
+            .map_err(no_answer)?;
         if !response.status().is_success() {
-            return None;
+            return Err(ProbeError::NoAnswer);
         }
-        let raw: Value = response.json().await.ok()?;
-        let me = raw["header"]["member_id"].as_str()?.to_string();
+        let raw: Value = response.json().await.map_err(no_answer)?;
+        let me = raw["header"]["member_id"]
+            .as_str()
+            .ok_or(ProbeError::NoAnswer)?
+            .to_string();
         let leader = raw["leader"].as_str().filter(|l| *l != "0").map(str::to_string);
         let primary = {
             let mut ids = self.member_ids.lock().expect("member ids lock");
@@ -332,7 +412,7 @@ impl System for EtcdSystem {
             raw["raftIndex"].as_str().unwrap_or("?"),
             raw["raftAppliedIndex"].as_str().unwrap_or("?"),
         );
-        Some(NodeStatus {
+        Ok(NodeStatus {
             role,
             primary,
             commit_point,
@@ -344,7 +424,7 @@ impl System for EtcdSystem {
         None // Raft elections are decided by randomized timeouts: nobody can tell in advance.
     }
 
-    fn wal_glob(&self) -> &'static str {
+    fn wal_glob(&self) -> &str {
         "member/wal/*.wal"
     }
 
@@ -361,16 +441,12 @@ impl System for EtcdSystem {
         describes_data.then(|| one_line_summary(fatal))
     }
 
-    fn register_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Box<dyn RegisterClient> {
-        Box::new(EtcdClient {
+    fn register_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {
+        Some(Box::new(EtcdClient {
             http: Self::http(op_timeout),
             base: self.client_url(home),
             serializable_reads: self.serializable_reads,
-        })
-    }
-
-    fn log_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
-        None
+        }))
     }
 }
 
@@ -421,9 +497,7 @@ impl EtcdClient {
         let is_read = matches!(call, Call::Read);
         let response = match self.http.post(format!("{}{path}", self.base)).json(&body).send().await {
             Ok(response) => response,
-            Err(e) if e.is_connect() => return Outcome::Fail(format!("connection failed: {}", error_chain(&e))),
-            Err(e) if e.is_timeout() => return unknown(is_read, "timed out".into()),
-            Err(e) => return unknown(is_read, format!("connection lost after sending: {}", error_chain(&e))),
+            Err(e) => return transport_outcome(&e, is_read),
         };
         let status = response.status().as_u16();
         let body: Value = match response.json().await {

@@ -20,12 +20,17 @@
 //!
 //! Measured facts behind these choices: `shared/systems/iggy.md`.
 
-use super::{error_chain, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, SetClient, System};
+use super::{
+    error_chain, transport_outcome, AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus,
+    Outcome, ProbeError, Role, SetClient, System,
+};
+use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -74,6 +79,65 @@ const LOG_STREAM: &str = "faultline-log";
 const LOG_TOPIC: &str = "t";
 /// The body code of a request Iggy promises it never applied.
 const NOT_ACCEPTED: &str = "transient_not_accepted";
+
+/// The plan section `system: {kind: iggy, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IggyConfig {
+    /// Cluster size (1..=9).
+    pub nodes: Bounded<1, 9>,
+    /// Path to an `iggy-server` build; default `FAULTLINE_IGGY_BIN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
+    /// The source tree the binary was built from (its `core/server/config.toml` is the base config); default
+    /// `FAULTLINE_IGGY_SRC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_root: Option<PathBuf>,
+}
+
+#[async_trait]
+impl AdapterSpec for IggyConfig {
+    fn nodes(&self) -> usize {
+        self.nodes.0 as usize
+    }
+
+    fn set_nodes(&mut self, nodes: usize) {
+        self.nodes = Bounded(nodes as u64);
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            // Streams on the metadata plane (set) and messages on a topic's partitions (log); no registers.
+            workloads: vec![WorkloadKind::Set, WorkloadKind::Log],
+            // Replicas dial each other at the roster's addresses, which a proxy mesh cannot stand in for.
+            proxy_partitions: false,
+            primary_probe: true,
+            wipe: true,
+            offline_verify: false,
+        }
+    }
+
+    async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
+        let (binary, config) = IggySystem::locate(self.binary.as_deref(), self.source_root.as_deref())?;
+        let node_count = context.node_count();
+        let node_ips = context.node_ips(&IggySystem::ports(node_count))?;
+        let system = IggySystem::new(
+            binary.clone(),
+            config,
+            node_count,
+            context.nodes_dir.clone(),
+            node_ips.clone(),
+            context.run_id,
+            context.plan.workload.keys.0 as u32,
+        );
+        Ok(Built {
+            system: Arc::new(system),
+            binary,
+            node_ips,
+            network: context.netns_network(),
+        })
+    }
+}
 
 /// The Iggy cluster of one run.
 pub struct IggySystem {
@@ -340,7 +404,65 @@ impl System for IggySystem {
         }
     }
 
-    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+    async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
+        self.status_of(node, timeout).await.ok_or(ProbeError::NoAnswer)
+    }
+
+    fn next_primary(&self, primary: usize) -> Option<usize> {
+        Some((primary + 1) % self.node_count) // VSR: the primary of view v is replica v mod n
+    }
+
+    fn wal_glob(&self) -> &str {
+        "metadata/journal.wal"
+    }
+
+    fn verify_command(&self, _node: usize) -> Option<LaunchCommand> {
+        None // Iggy ships no offline verifier; boot is the verification.
+    }
+
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
+        let text = crate::analyze::strip_ansi(log_tail);
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("ERROR") || line.trim_start().starts_with("Error:"))
+            .collect();
+        if errors
+            .iter()
+            .any(|line| NOT_DATA_MARKERS.iter().any(|m| line.contains(m)))
+        {
+            return None;
+        }
+        let line = errors
+            .iter()
+            .rev()
+            .find(|line| REFUSAL_MARKERS.iter().any(|m| line.contains(m)))?;
+        Some(refusal_summary(line))
+    }
+
+    fn log_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
+        Some(Box::new(IggyLogClient {
+            http: Self::http(op_timeout),
+            bases: (0..self.node_count).map(|n| self.http_base(n)).collect(),
+            home,
+            token: Mutex::new(None),
+            partitions: self.log_partitions,
+            topic_ready: self.log_topic_ready.clone(),
+        }))
+    }
+
+    fn set_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
+        Some(Box::new(IggySetClient {
+            http: Self::http(op_timeout),
+            base: self.http_base(home),
+            home,
+            token: Mutex::new(None),
+        }))
+    }
+}
+
+impl IggySystem {
+    /// The status of a node that answers, as [`System::probe`] reports it.
+    async fn status_of(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
         let http = Self::http(timeout);
         let base = self.http_base(node);
         let ping = http.get(format!("{base}/ping")).send().await.ok()?;
@@ -373,61 +495,6 @@ impl System for IggySystem {
             commit_point,
             raw: json!({"http_status": list.status, "view": list.view, "role": format!("{role:?}")}),
         })
-    }
-
-    fn next_primary(&self, primary: usize) -> Option<usize> {
-        Some((primary + 1) % self.node_count) // VSR: the primary of view v is replica v mod n
-    }
-
-    fn wal_glob(&self) -> &'static str {
-        "metadata/journal.wal"
-    }
-
-    fn verify_command(&self, _node: usize) -> Option<LaunchCommand> {
-        None // Iggy ships no offline verifier; boot is the verification.
-    }
-
-    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
-        let text = crate::analyze::strip_ansi(log_tail);
-        let errors: Vec<&str> = text
-            .lines()
-            .filter(|line| line.contains("ERROR") || line.trim_start().starts_with("Error:"))
-            .collect();
-        if errors
-            .iter()
-            .any(|line| NOT_DATA_MARKERS.iter().any(|m| line.contains(m)))
-        {
-            return None;
-        }
-        let line = errors
-            .iter()
-            .rev()
-            .find(|line| REFUSAL_MARKERS.iter().any(|m| line.contains(m)))?;
-        Some(refusal_summary(line))
-    }
-
-    fn register_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Box<dyn RegisterClient> {
-        unreachable!("plan validation allows only the set workload on iggy")
-    }
-
-    fn log_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
-        Some(Box::new(IggyLogClient {
-            http: Self::http(op_timeout),
-            bases: (0..self.node_count).map(|n| self.http_base(n)).collect(),
-            home,
-            token: Mutex::new(None),
-            partitions: self.log_partitions,
-            topic_ready: self.log_topic_ready.clone(),
-        }))
-    }
-
-    fn set_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
-        Some(Box::new(IggySetClient {
-            http: Self::http(op_timeout),
-            base: self.http_base(home),
-            home,
-            token: Mutex::new(None),
-        }))
     }
 }
 
@@ -477,9 +544,7 @@ impl IggySetClient {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(e) if e.is_connect() => return Outcome::Fail(format!("connection failed: {}", error_chain(&e))),
-            Err(e) if e.is_timeout() => return Outcome::Info("timed out".into()),
-            Err(e) => return Outcome::Info(format!("connection lost after sending: {}", error_chain(&e))),
+            Err(e) => return transport_outcome(&e, false),
         };
         let status = response.status().as_u16();
         let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -513,7 +578,7 @@ impl IggySetClient {
             .await;
         let response = match response {
             Ok(response) => response,
-            Err(e) => return Outcome::Fail(format!("{} (a read has no effect)", error_chain(&e))),
+            Err(e) => return transport_outcome(&e, true),
         };
         let status = response.status().as_u16();
         let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -644,8 +709,7 @@ impl IggyLogClient {
                     refused.push(format!("{}: {}", node + 1, error_chain(&e)));
                     continue;
                 }
-                Err(e) if e.is_timeout() => return (Outcome::Info("timed out".into()), node),
-                Err(e) => return (Outcome::Info(format!("connection lost: {}", error_chain(&e))), node),
+                Err(e) => return (transport_outcome(&e, false), node),
             };
             let status = response.status().as_u16();
             let answer: Value = response.json().await.unwrap_or(Value::Null);

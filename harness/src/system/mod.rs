@@ -1,20 +1,178 @@
 //! System adapters: how to run and talk to one kind of system under test.
 //!
-//! An adapter knows how to prepare and launch node *i* (command, args, env, data dir, ports), how to probe it
-//! (readiness, role, commit point for convergence), which files hold its WAL (for disk faults), how a refusal to boot
-//! looks in its log, and which clients it offers. The harness treats every system, the reference node included, as a
-//! black box behind this trait.
+//! Each adapter is one module that owns three things:
+//! - its plan section, a typed config (`system: {kind: NAME, ...}`; [`crate::plan::SystemSpec`] has one arm per
+//!   adapter), checked at load against what the adapter can do ([`Capabilities`]) in one generic place
+//!   ([`crate::plan::Plan::validate`]);
+//! - its constructor ([`AdapterSpec::build`]), which places the nodes on addresses and, where the system allows it,
+//!   routes their peer traffic through the proxy mesh;
+//! - the [`System`] it builds: how to prepare and launch node *i*, how to probe it (readiness, role, commit point),
+//!   which files hold its WAL, how a refusal to boot looks in its log, and the clients it offers, one method per
+//!   workload kind that answers `None` when the system has no such client.
+//!
+//! The harness treats every system, the reference node included, as a black box behind these traits. Adding a
+//! built-in adapter touches its own file and one line of the adapter table in `plan.rs`; a system without Rust
+//! code uses the `exec` adapter (templates, HTTP/command probes, a JSON-lines client process).
 
 pub mod etcd;
+pub mod exec;
 pub mod iggy;
 pub mod reference;
 
+use crate::plan::{Plan, PlanError, WorkloadKind};
 use crate::supervisor::LaunchCommand;
+use anyhow::Context;
 use async_trait::async_trait;
+use faultline_faults::network::netns::NetnsLab;
+use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
+use faultline_faults::network::{Link, Network};
 use serde_json::Value;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What a system can do, as its adapter declares it; a plan that asks for more is rejected at load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The workload kinds it has clients for.
+    pub workloads: Vec<WorkloadKind>,
+    /// The proxy mesh can partition it: its nodes dial peers only at the addresses the harness hands them. When
+    /// false, network faults need the netns backend.
+    pub proxy_partitions: bool,
+    /// It can tell who the primary is (role targets `primary`, `backup`, `next-primary` need it).
+    pub primary_probe: bool,
+    /// It can wipe a node and let it rejoin (`final_phase.after_refusal: wipe`).
+    pub wipe: bool,
+    /// It has an offline WAL verifier, run on every stopped node in the restart-all.
+    pub offline_verify: bool,
+}
+
+/// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.
+pub struct BuildContext<'a> {
+    /// The resolved plan.
+    pub plan: &'a Plan,
+    /// The run seed (the proxy mesh's faults draw from it).
+    pub seed: u64,
+    /// The run id (tags processes, names clusters).
+    pub run_id: &'a str,
+    /// `store/.../nodes`: node i's folder is `nodes/n<i+1>`.
+    pub nodes_dir: PathBuf,
+    /// The netns lab when the run uses the netns backend.
+    pub netns: Option<&'a Arc<NetnsLab>>,
+}
+
+/// A built system: the adapter, where its nodes listen, and the network that can fault it.
+pub struct Built {
+    /// The system.
+    pub system: Arc<dyn System>,
+    /// The node executable (for the run's metadata: path and digest).
+    pub binary: PathBuf,
+    /// Each node's address.
+    pub node_ips: Vec<IpAddr>,
+    /// The network fault backend, when the plan has network faults (or netns is in use).
+    pub network: Option<Network>,
+}
+
+/// One adapter's plan section: what it can do, its own checks, and its constructor.
+#[async_trait]
+pub trait AdapterSpec: Send + Sync {
+    /// Cluster size.
+    fn nodes(&self) -> usize;
+    /// Sets the cluster size (`--nodes`).
+    fn set_nodes(&mut self, nodes: usize);
+    /// What the configured system can do.
+    fn capabilities(&self) -> Capabilities;
+    /// Checks of the section itself that need more than parsing (with `file:line:column` where it can).
+    fn validate(&self, _plan: &Plan, _origin: &str) -> Result<(), PlanError> {
+        Ok(())
+    }
+    /// Builds the system of one run.
+    async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built>;
+    /// Makes the section's relative paths absolute, relative to the plan's folder `dir` (at load).
+    fn resolve_paths(&mut self, _dir: &std::path::Path) {}
+    /// Extra arguments for every node's start command, if the adapter takes them (the mutant matrix's `--bug`).
+    fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
+        None
+    }
+}
+
+impl BuildContext<'_> {
+    /// Cluster size.
+    pub fn node_count(&self) -> usize {
+        self.plan.system.nodes()
+    }
+
+    /// Each node's address: its namespace address under netns, else one random loopback address on which every
+    /// port in `ports` is free (so concurrent runs and tests never collide).
+    pub fn node_ips(&self, ports: &[u16]) -> anyhow::Result<Vec<IpAddr>> {
+        let n = self.node_count();
+        Ok(match self.netns {
+            Some(lab) => (0..n).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
+            None => vec![pick_loopback_ip(ports)?; n],
+        })
+    }
+
+    /// Whether the plan injects network faults.
+    pub fn has_network_faults(&self) -> bool {
+        self.plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty())
+    }
+
+    /// The network of a system whose nodes can only be partitioned in namespaces.
+    pub fn netns_network(&self) -> Option<Network> {
+        self.netns.map(|lab| Network::Netns(lab.clone()))
+    }
+
+    /// The network of a system the proxy mesh can partition: the netns lab when there is one; else, when the plan
+    /// has network faults, a proxy per directed peer link (`proxy_addr(from, to)` listens, forwarding to
+    /// `peer_addr(to)`), with `routes[i][j]` = where node i must dial node j. `None` routes: dial peers directly.
+    pub async fn proxied_network(
+        &self,
+        peer_addr: impl Fn(usize) -> SocketAddr,
+        proxy_addr: impl Fn(usize, usize) -> SocketAddr,
+    ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
+        if let Some(lab) = self.netns {
+            return Ok((Some(Network::Netns(lab.clone())), None));
+        }
+        if !self.has_network_faults() {
+            return Ok((None, None));
+        }
+        let n = self.node_count();
+        let mut specs = Vec::new();
+        let mut routes = vec![Vec::with_capacity(n); n];
+        for (from, row) in routes.iter_mut().enumerate() {
+            for to in 0..n {
+                let listen = proxy_addr(from, to);
+                row.push(listen);
+                if from != to {
+                    specs.push(ProxySpec {
+                        id: ProxyId::Peer(Link::new(from, to)),
+                        listen,
+                        upstream: peer_addr(to),
+                    });
+                }
+            }
+        }
+        let mesh = ProxyMesh::start(n, specs, ProxyLimits::default(), self.seed)
+            .await
+            .context("starting the proxy mesh")?;
+        Ok((Some(Network::Proxy(Arc::new(mesh))), Some(routes)))
+    }
+}
+
+/// A random loopback address 127.a.b.1 on which every port the cluster needs is free, so concurrent runs and tests
+/// never collide. Only loopback is ever used.
+fn pick_loopback_ip(ports: &[u16]) -> anyhow::Result<IpAddr> {
+    const ATTEMPTS_MAX: usize = 32;
+    for _ in 0..ATTEMPTS_MAX {
+        let ip = IpAddr::V4(Ipv4Addr::new(127, rand::random::<u8>().max(1), rand::random(), 1));
+        let free = ports.iter().all(|&port| TcpListener::bind((ip, port)).is_ok());
+        if free {
+            return Ok(ip);
+        }
+    }
+    anyhow::bail!("no loopback address with free ports {ports:?} after {ATTEMPTS_MAX} attempts")
+}
 
 /// A node's role as the system reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +247,16 @@ pub trait SetClient: Send + Sync {
     async fn read_all(&self) -> (Outcome, usize);
 }
 
+/// Why a probe got no status.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeError {
+    /// The node did not answer (down, paused, partitioned, still booting).
+    NoAnswer,
+    /// The node answered, but not in the shape the plan describes (e.g. a status pointer that does not resolve):
+    /// a mistake in the plan, not a fault of the node. The run stops its setup with this message.
+    Misconfigured(String),
+}
+
 /// A system under test.
 #[async_trait]
 pub trait System: Send + Sync {
@@ -102,36 +270,68 @@ pub trait System: Send + Sync {
     fn addrs(&self, node: usize) -> NodeAddrs;
     /// One-time preparation of a node's data dir before its first start (e.g. format).
     async fn prepare(&self, node: usize) -> anyhow::Result<()>;
-    /// Wipes a stopped node's data dir so that it rejoins as an empty replica and recovers its state from its peers.
-    async fn wipe(&self, node: usize) -> anyhow::Result<()>;
+    /// Wipes a stopped node's data dir so that it rejoins as an empty replica and recovers its state from its peers
+    /// (only called when [`Capabilities::wipe`] says the system can).
+    async fn wipe(&self, node: usize) -> anyhow::Result<()> {
+        anyhow::bail!(
+            "the {} adapter cannot wipe {} and let it rejoin",
+            self.kind(),
+            faultline_faults::process::node_name(node)
+        )
+    }
     /// The command that starts the node with its data dir.
     fn launch(&self, node: usize) -> LaunchCommand;
-    /// Asks a live node for its status; `None` when it does not answer within `timeout`.
-    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus>;
+    /// Asks a live node for its status.
+    async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError>;
+    /// Whether a started node is ready to serve (by default: it answers a status probe).
+    async fn ready(&self, node: usize, timeout: Duration) -> bool {
+        self.probe(node, timeout).await.is_ok()
+    }
     /// The node that becomes primary in the next view, given the current primary, if the system can tell.
     fn next_primary(&self, primary: usize) -> Option<usize>;
     /// Glob of the WAL files, relative to the data dir (for disk faults), e.g. `wal*` or `member/wal/*.wal`.
-    fn wal_glob(&self) -> &'static str;
+    fn wal_glob(&self) -> &str;
     /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
     /// The line of a node's log that says it refused to boot, if any.
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
-    /// A register client bound to `home` (it follows the system's redirects to the primary).
-    fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient>;
+    /// A register client bound to `home` (it follows the system's redirects to the primary), if the system offers
+    /// registers.
+    fn register_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {
+        None
+    }
     /// A log client bound to `home`, if the system offers logs.
-    fn log_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn LogClient>>;
+    fn log_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn LogClient>> {
+        None
+    }
     /// A set client bound to `home`, if the system offers sets.
     fn set_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
         None
     }
 }
 
-/// A failed read has no effect whatever happened, so it is a `fail`; a write or cas is `info` (unknown).
+/// Jepsen's central rule, in one place: an op whose outcome is unknown is `info`, except a read, which has no effect
+/// whatever happened, so it is a `fail` (and its process need not be retired).
 pub(crate) fn unknown(is_read: bool, why: String) -> Outcome {
     if is_read {
         Outcome::Fail(format!("{why} (a read has no effect)"))
     } else {
         Outcome::Info(why)
+    }
+}
+
+/// How a transport error sorts: a connection that was never established sent nothing (`fail`); a timeout or a
+/// connection lost after sending leaves the outcome unknown ([`unknown`]).
+pub(crate) fn transport_outcome(error: &reqwest::Error, is_read: bool) -> Outcome {
+    if error.is_connect() {
+        Outcome::Fail(format!("connection failed: {}", error_chain(error)))
+    } else if error.is_timeout() {
+        unknown(is_read, "timed out".into())
+    } else {
+        unknown(
+            is_read,
+            format!("connection lost after sending: {}", error_chain(error)),
+        )
     }
 }
 

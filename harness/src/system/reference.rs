@@ -1,13 +1,19 @@
 //! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
 
-use super::{error_chain, unknown, LogClient, NodeAddrs, NodeStatus, Outcome, RegisterClient, Role, System};
+use super::{
+    transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus,
+    Outcome, ProbeError, RegisterClient, Role, System,
+};
+use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
 use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// First client port; node i listens on `CLIENT_PORT_BASE + i` of the run's loopback address.
@@ -18,6 +24,74 @@ const PEER_PORT_BASE: u16 = 21_001;
 const PEER_PROXY_PORT_BASE: u16 = 22_000;
 /// Redirect hops a client follows for one op before giving up (a redirect proves the op was not applied).
 const REDIRECTS_MAX: usize = 3;
+
+/// The plan section `system: {kind: reference, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceConfig {
+    /// Cluster size (1..=9).
+    pub nodes: Bounded<1, 9>,
+    /// Path to `faultline-node`; default: next to the faultline executable, else the node built into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
+    /// Extra arguments for every node's run command (e.g. `--bug NAME`, the mutants of `nodes/README.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+#[async_trait]
+impl AdapterSpec for ReferenceConfig {
+    fn nodes(&self) -> usize {
+        self.nodes.0 as usize
+    }
+
+    fn set_nodes(&mut self, nodes: usize) {
+        self.nodes = Bounded(nodes as u64);
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: vec![WorkloadKind::Register, WorkloadKind::Log],
+            proxy_partitions: true,
+            primary_probe: true,
+            wipe: true,
+            offline_verify: true,
+        }
+    }
+
+    fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
+        Some(&mut self.args)
+    }
+
+    async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
+        let program = NodeProgram::locate(self.binary.as_deref())?;
+        let node_count = context.node_count();
+        let node_ips = context.node_ips(&ReferenceSystem::ports(node_count))?;
+        let mut reference = ReferenceSystem::new(
+            program.clone(),
+            node_count,
+            context.nodes_dir.clone(),
+            node_ips.clone(),
+            u64::from(rand::random::<u32>()),
+            self.args.clone(),
+        );
+        let (network, routes) = context
+            .proxied_network(
+                |to| reference.addrs(to).peer,
+                |from, to| ReferenceSystem::proxy_addr(node_ips[0], from, to),
+            )
+            .await?;
+        if let Some(routes) = routes {
+            reference.route_peers_through(routes);
+        }
+        Ok(Built {
+            system: Arc::new(reference),
+            binary: program.program,
+            node_ips,
+            network,
+        })
+    }
+}
 
 /// How to run the node program.
 #[derive(Debug, Clone)]
@@ -228,10 +302,14 @@ impl System for ReferenceSystem {
         self.launch_command(node)
     }
 
-    async fn probe(&self, node: usize, timeout: Duration) -> Option<NodeStatus> {
+    async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
         let url = format!("http://{}/status", self.addrs(node).client);
-        let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
-        let raw: Value = client.get(url).send().await.ok()?.json().await.ok()?;
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|_| ProbeError::NoAnswer)?;
+        let response = client.get(url).send().await.map_err(|_| ProbeError::NoAnswer)?;
+        let raw: Value = response.json().await.map_err(|_| ProbeError::NoAnswer)?;
         let role = match (raw["status"].as_str(), raw["role"].as_str()) {
             (Some("normal"), Some("primary")) => Role::Primary,
             (Some("normal"), Some("backup")) => Role::Backup,
@@ -248,7 +326,7 @@ impl System for ReferenceSystem {
             .as_u64()
             .map(|p| p as usize)
             .filter(|_| role != Role::Other);
-        Some(NodeStatus {
+        Ok(NodeStatus {
             role,
             primary,
             commit_point,
@@ -261,7 +339,7 @@ impl System for ReferenceSystem {
         Some((primary + 1) % self.node_count)
     }
 
-    fn wal_glob(&self) -> &'static str {
+    fn wal_glob(&self) -> &str {
         "wal*"
     }
 
@@ -284,8 +362,8 @@ impl System for ReferenceSystem {
         Some(Box::new(self.reference_client(home, op_timeout, client_id)))
     }
 
-    fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Box<dyn RegisterClient> {
-        Box::new(self.reference_client(home, op_timeout, client_id))
+    fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn RegisterClient>> {
+        Some(Box::new(self.reference_client(home, op_timeout, client_id)))
     }
 }
 
@@ -441,20 +519,6 @@ impl LogClient for ReferenceClient {
 
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
         self.call(log, Verb::ReadLog { from, limit }).await
-    }
-}
-
-fn transport_outcome(error: &reqwest::Error, is_read: bool) -> Outcome {
-    if error.is_connect() {
-        // The connection was never established: nothing was sent.
-        Outcome::Fail(format!("connection failed: {}", error_chain(error)))
-    } else if error.is_timeout() {
-        unknown(is_read, "timed out".into())
-    } else {
-        unknown(
-            is_read,
-            format!("connection lost after sending: {}", error_chain(error)),
-        )
     }
 }
 

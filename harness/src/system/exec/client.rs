@@ -1,0 +1,423 @@
+//! The exec adapter's client: one process per logical client, speaking JSON lines (spec: `plans/exec/PROTOCOL.md`).
+//!
+//! faultline writes one op per line on the process's stdin and reads one answer per line from its stdout:
+//!
+//! ```text
+//! > {"id":17,"process":4,"f":"write","key":"k3","value":"v42","node":"n2","addr":"127.0.0.1:25002","timeout_ms":1500}
+//! < {"id":17,"type":"ok"}
+//! ```
+//!
+//! Jepsen semantics: a process has one op in flight. An op the process never received (it could not start, or its
+//! stdin was closed) is `fail`. An op it received but did not answer by the op's deadline, or answered with a line
+//! that is not a well-formed answer to *that* op (not JSON, another id, an unknown type), has an unknown outcome:
+//! `info` ([`super::super::unknown`]: a read is `fail`, it had no effect), and the process is killed; the next op
+//! starts a fresh one. Every such error names the client and the line; the client's stderr goes to `clients.log`.
+
+use crate::supervisor::{self, LaunchCommand};
+use crate::system::{unknown, LogClient, Outcome, RegisterClient, SetClient};
+use async_trait::async_trait;
+use faultline_faults::process::{node_name, parse_node_name};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// How long past an op's deadline faultline still waits for its answer (pipes and process scheduling).
+const ANSWER_GRACE: Duration = Duration::from_millis(250);
+/// Characters of a bad line quoted in an error.
+const QUOTE_CHARS_MAX: usize = 200;
+
+/// `clients.log` of a run: every client process's stderr, each line prefixed with its process, and the harness's
+/// notes on starts, replacements and protocol errors.
+pub struct ClientLog {
+    file: Option<Mutex<std::fs::File>>,
+    run_id: String,
+}
+
+impl ClientLog {
+    /// Creates (appends to) the log at `path`.
+    pub fn create(path: &Path, run_id: &str) -> anyhow::Result<Arc<ClientLog>> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("cannot open the client log {}: {e}", path.display()))?;
+        Ok(Arc::new(ClientLog {
+            file: Some(Mutex::new(file)),
+            run_id: run_id.to_string(),
+        }))
+    }
+
+    /// A log that writes nothing (unit tests).
+    pub fn disabled() -> Arc<ClientLog> {
+        Arc::new(ClientLog {
+            file: None,
+            run_id: "test".into(),
+        })
+    }
+
+    fn line(&self, process: u64, text: &str) {
+        if let Some(file) = &self.file {
+            if let Ok(mut file) = file.lock() {
+                let _ = writeln!(file, "[p{process}] {text}");
+            }
+        }
+    }
+}
+
+/// A running client process.
+struct Running {
+    pid: i32,
+    child: tokio::process::Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+/// A client of any workload kind, bound to one home node, backed by one client process at a time.
+pub struct ExecClient {
+    command: LaunchCommand,
+    log: Arc<ClientLog>,
+    addrs: Vec<SocketAddr>,
+    home: usize,
+    op_timeout: Duration,
+    process: u64,
+    running: tokio::sync::Mutex<Option<Running>>,
+    next_id: AtomicU64,
+}
+
+impl ExecClient {
+    /// A client for logical process `process`; its process starts with its first op.
+    pub fn new(
+        command: LaunchCommand,
+        log: Arc<ClientLog>,
+        addrs: Vec<SocketAddr>,
+        home: usize,
+        op_timeout: Duration,
+        process: u64,
+    ) -> ExecClient {
+        ExecClient {
+            command,
+            log,
+            addrs,
+            home,
+            op_timeout,
+            process,
+            running: tokio::sync::Mutex::new(None),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// `client p4 (python3 client.py)`.
+    fn who(&self) -> String {
+        format!("client p{} (`{}`)", self.process, self.command.display())
+    }
+
+    fn spawn(&self) -> std::io::Result<Running> {
+        let mut child = supervisor::owned_command(&self.command, &self.log.run_id)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let pid = child.id().map(|p| p as i32).unwrap_or(-1);
+        supervisor::track_group(pid);
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(std::io::Error::other("the client's pipes were not created"));
+        };
+        let (log, process) = (self.log.clone(), self.process);
+        log.line(
+            process,
+            &format!("=== faultline: started `{}` (pid {pid}) ===", self.command.display()),
+        );
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                log.line(process, &line);
+            }
+        });
+        Ok(Running {
+            pid,
+            child,
+            stdin,
+            stdout: BufReader::new(stdout).lines(),
+        })
+    }
+
+    /// Kills the running process (it is replaced by a fresh one at the next op), noting why.
+    fn replace(&self, running: &mut Option<Running>, why: &str) {
+        if let Some(old) = running.take() {
+            self.log.line(
+                self.process,
+                &format!("=== faultline: replacing pid {}: {why} ===", old.pid),
+            );
+            supervisor::kill_and_forget_group(old.pid);
+        }
+    }
+
+    /// Sends one op and reads its answer: the outcome and the node that served it.
+    async fn call(&self, f: &str, key: &str, value: Value, is_read: bool) -> (Outcome, usize) {
+        let mut running = self.running.lock().await;
+        if running.is_none() {
+            match self.spawn() {
+                Ok(fresh) => *running = Some(fresh),
+                Err(e) => {
+                    return (
+                        Outcome::Fail(format!("{} could not start: {e} (the op was not sent)", self.who())),
+                        self.home,
+                    )
+                }
+            }
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let op = json!({
+            "id": id,
+            "process": self.process,
+            "f": f,
+            "key": key,
+            "value": value,
+            "node": node_name(self.home),
+            "addr": self.addrs[self.home].to_string(),
+            "timeout_ms": self.op_timeout.as_millis() as u64,
+        });
+        let deadline = tokio::time::Instant::now() + self.op_timeout + ANSWER_GRACE;
+        let process = running.as_mut().expect("started above");
+        let sent = async {
+            process.stdin.write_all(format!("{op}\n").as_bytes()).await?;
+            process.stdin.flush().await
+        };
+        if let Err(e) = sent.await {
+            let exit = process
+                .child
+                .try_wait()
+                .ok()
+                .flatten()
+                .map_or("still running".into(), |s| s.to_string());
+            let why = format!("{} did not take op {id} ({e}; {exit}): the op was not sent", self.who());
+            self.replace(&mut running, &why);
+            return (Outcome::Fail(why), self.home);
+        }
+        let answer = tokio::time::timeout_at(deadline, process.stdout.next_line()).await;
+        let line = match answer {
+            Ok(Ok(Some(line))) => line,
+            Err(_) => {
+                let why = format!("{} gave no answer to op {id} within {:?}", self.who(), self.op_timeout);
+                self.replace(&mut running, &why);
+                return (unknown(is_read, format!("{why}; its process is replaced")), self.home);
+            }
+            Ok(Ok(None)) | Ok(Err(_)) => {
+                let exit = match tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await {
+                    Ok(Ok(status)) => status.to_string(),
+                    _ => "its stdout closed".into(),
+                };
+                let why = format!("{} exited ({exit}) before answering op {id}", self.who());
+                self.replace(&mut running, &why);
+                return (
+                    unknown(is_read, format!("{why}; a fresh process takes over")),
+                    self.home,
+                );
+            }
+        };
+        match self.read_answer(id, &line) {
+            Ok((outcome, served_by)) => (sort(outcome, is_read), served_by),
+            Err(why) => {
+                let why = format!("{}: {why}", self.who());
+                self.replace(&mut running, &why);
+                (unknown(is_read, format!("{why}; its process is replaced")), self.home)
+            }
+        }
+    }
+
+    /// One answer line: `{"id": N, "type": "ok"|"fail"|"info", "value"?, "error"?, "node"?}`.
+    fn read_answer(&self, id: u64, line: &str) -> Result<(Outcome, usize), String> {
+        let answer: Value = serde_json::from_str(line).map_err(|e| {
+            format!(
+                "printed a line that is not JSON ({e}): {} (expected {{\"id\":{id},\"type\":\"ok\"|\"fail\"|\"info\",...}}; \
+                 logs go to stderr)",
+                quote(line)
+            )
+        })?;
+        match answer["id"].as_u64() {
+            Some(got) if got == id => {}
+            Some(got) => {
+                return Err(format!(
+                    "answered op {got}, but the op in flight is {id}: {}",
+                    quote(line)
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "answered without a numeric `id` (op {id} is in flight): {}",
+                    quote(line)
+                ))
+            }
+        }
+        let served_by = match answer["node"].as_str() {
+            None => self.home,
+            Some(name) => match parse_node_name(name).filter(|&n| n < self.addrs.len()) {
+                Some(node) => node,
+                None => {
+                    return Err(format!(
+                        "named node `{name}`, which is not n1..n{}: {}",
+                        self.addrs.len(),
+                        quote(line)
+                    ))
+                }
+            },
+        };
+        let error = answer["error"].as_str().map(str::to_string);
+        let outcome = match answer["type"].as_str() {
+            Some("ok") => Outcome::Ok(answer.get("value").cloned().unwrap_or(Value::Null)),
+            Some("fail") => Outcome::Fail(error.unwrap_or_else(|| "the client answered fail".into())),
+            Some("info") => Outcome::Info(error.unwrap_or_else(|| "the client answered info".into())),
+            _ => {
+                return Err(format!(
+                    "answered op {id} with type {}, not \"ok\", \"fail\" or \"info\": {}",
+                    answer["type"],
+                    quote(line)
+                ))
+            }
+        };
+        Ok((outcome, served_by))
+    }
+
+    /// An `ok` whose value does not have the shape `expect` says is a protocol error too: the op's outcome is
+    /// unknown and the process is replaced.
+    async fn call_expecting(
+        &self,
+        f: &str,
+        key: &str,
+        value: Value,
+        is_read: bool,
+        shape: fn(&Value) -> Result<Value, &'static str>,
+    ) -> (Outcome, usize) {
+        let (outcome, node) = self.call(f, key, value, is_read).await;
+        match outcome {
+            Outcome::Ok(value) => match shape(&value) {
+                Ok(value) => (Outcome::Ok(value), node),
+                Err(expected) => {
+                    let why = format!(
+                        "{} answered {f} ok with value {}, expected {expected}",
+                        self.who(),
+                        quote(&value.to_string())
+                    );
+                    self.replace(&mut *self.running.lock().await, &why);
+                    (unknown(is_read, format!("{why}; its process is replaced")), node)
+                }
+            },
+            other => (other, node),
+        }
+    }
+}
+
+impl Drop for ExecClient {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.get_mut().take() {
+            supervisor::kill_and_forget_group(running.pid);
+        }
+    }
+}
+
+/// The client's own `info` on a read still means the read had no effect (the one rule in [`unknown`]).
+fn sort(outcome: Outcome, is_read: bool) -> Outcome {
+    match outcome {
+        Outcome::Info(why) => unknown(is_read, why),
+        other => other,
+    }
+}
+
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS_MAX) {
+        Some((cut, _)) => format!("`{}...`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+fn register_value(value: &Value) -> Result<Value, &'static str> {
+    match value {
+        Value::String(_) | Value::Null => Ok(value.clone()),
+        _ => Err("a string, or null for a missing key"),
+    }
+}
+
+fn anything(_: &Value) -> Result<Value, &'static str> {
+    Ok(Value::Null)
+}
+
+fn log_offset(value: &Value) -> Result<Value, &'static str> {
+    value["offset"]
+        .as_u64()
+        .map(|offset| json!({"offset": offset}))
+        .ok_or("{\"offset\": N}")
+}
+
+fn set_elements(value: &Value) -> Result<Value, &'static str> {
+    match value.as_array() {
+        Some(elements) if elements.iter().all(Value::is_string) => Ok(value.clone()),
+        _ => Err("an array of the set's elements (strings)"),
+    }
+}
+
+#[async_trait]
+impl RegisterClient for ExecClient {
+    async fn read(&self, key: &str) -> (Outcome, usize) {
+        self.call_expecting("read", key, Value::Null, true, register_value)
+            .await
+    }
+
+    async fn write(&self, key: &str, value: &str) -> (Outcome, usize) {
+        self.call_expecting("write", key, json!(value), false, anything).await
+    }
+
+    async fn cas(&self, key: &str, from: &str, to: &str) -> (Outcome, usize) {
+        self.call_expecting("cas", key, json!([from, to]), false, anything)
+            .await
+    }
+}
+
+#[async_trait]
+impl LogClient for ExecClient {
+    async fn append(&self, log: &str, payload: &str) -> (Outcome, usize) {
+        self.call_expecting("append", log, json!(payload), false, log_offset)
+            .await
+    }
+
+    async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
+        let (outcome, node) = self
+            .call_expecting("read", log, json!({"from": from, "limit": limit}), true, |value| {
+                let entries = value["entries"]
+                    .as_array()
+                    .ok_or("{\"entries\": [[offset, payload], ...], \"end\": N}")?;
+                let well_formed = entries.iter().all(|e| e[0].is_u64() && e[1].is_string());
+                if !well_formed {
+                    return Err("entries as [offset, payload] pairs");
+                }
+                Ok(value.clone())
+            })
+            .await;
+        match outcome {
+            Outcome::Ok(value) => (
+                Outcome::Ok(json!({"from": from, "entries": value["entries"], "end": value["end"]})),
+                node,
+            ),
+            other => (other, node),
+        }
+    }
+}
+
+#[async_trait]
+impl SetClient for ExecClient {
+    async fn add(&self, element: &str) -> (Outcome, usize) {
+        self.call_expecting("add", crate::workload::SET_KEY, json!(element), false, anything)
+            .await
+    }
+
+    async fn read_all(&self) -> (Outcome, usize) {
+        self.call_expecting("read", crate::workload::SET_KEY, Value::Null, true, set_elements)
+            .await
+    }
+}
