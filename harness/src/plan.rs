@@ -832,7 +832,7 @@ mod tests {
     #[test]
     fn given_the_default_plan_when_parsed_should_be_valid_and_round_trip() {
         let plan = Plan::default_plan();
-        assert_eq!(plan.system.nodes.0, 3);
+        assert_eq!(plan.system.nodes(), 3);
         let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap();
         assert_eq!(again.to_yaml(), plan.to_yaml());
     }

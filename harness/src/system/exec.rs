@@ -115,11 +115,19 @@ pub enum ReadyProbe {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatusProbe {
-    /// The URL of a JSON status document.
+    /// The URL of a JSON status document (a GET, or a POST of `post`).
     pub http: Spanned<String>,
-    /// JSON pointer to the node's role; without it the system has no primary faultline can see.
+    /// A body to POST instead of a GET (e.g. `"{}"` for gRPC gateways, which answer POSTs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post: Option<String>,
+    /// JSON pointer to the node's role; without it (and without `primary_if_equal`) the system has no primary
+    /// faultline can see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Spanned<String>>,
+    /// Two JSON pointers, e.g. `[/leader, /header/member_id]`: the node is the primary when they hold the same value
+    /// (Raft systems that report their leader's id and their own), else a backup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub primary_if_equal: Vec<Spanned<String>>,
     /// Role values of a primary / leader.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub primary_when: Vec<String>,
@@ -254,7 +262,7 @@ impl AdapterSpec for ExecConfig {
         Capabilities {
             workloads: self.client.workloads.clone(),
             proxy_partitions: self.proxy_partitions,
-            primary_probe: self.status.role.is_some(),
+            primary_probe: self.status.role.is_some() || !self.status.primary_if_equal.is_empty(),
             wipe: self.wipe.is_some(),
             offline_verify: self.verify.is_some(),
         }
@@ -270,6 +278,7 @@ impl AdapterSpec for ExecConfig {
             if let Some(program) = command.first_mut() {
                 let path = Path::new(&program.value);
                 if !program.value.contains('{') && program.value.contains('/') && path.is_relative() {
+                    let path = path.strip_prefix("./").unwrap_or(path);
                     program.value = dir.join(path).display().to_string();
                 }
             }
@@ -307,7 +316,8 @@ impl AdapterSpec for ExecConfig {
             .role
             .iter()
             .chain(&self.status.primary)
-            .chain(&self.status.commit_point);
+            .chain(&self.status.commit_point)
+            .chain(&self.status.primary_if_equal);
         for pointer in pointers {
             if !pointer.value.is_empty() && !pointer.value.starts_with('/') {
                 return Err(at(
@@ -326,6 +336,16 @@ impl AdapterSpec for ExecConfig {
                  phase waits for every node to report the same values"
                     .into(),
             ));
+        }
+        if let Some(first) = self.status.primary_if_equal.first() {
+            if self.status.primary_if_equal.len() != 2 || self.status.role.is_some() {
+                return Err(at(
+                    first,
+                    "system.status.primary_if_equal takes two JSON pointers (the leader's id and the node's own), \
+                     and replaces `role`"
+                        .into(),
+                ));
+            }
         }
         if let Some(role) = &self.status.role {
             if self.status.primary_when.is_empty() {
@@ -549,9 +569,16 @@ impl ExecSystem {
                 ))),
             }
         };
-        let role = match &status.role {
-            None => Role::Other,
-            Some(pointer) => {
+        let role = match (&status.role, status.primary_if_equal.as_slice()) {
+            (None, [leader, me]) => {
+                if lookup(leader, "primary_if_equal")? == lookup(me, "primary_if_equal")? {
+                    Role::Primary
+                } else {
+                    Role::Backup
+                }
+            }
+            (None, _) => Role::Other,
+            (Some(pointer), _) => {
                 let value = lookup(pointer, "role")?;
                 if status.primary_when.contains(&value) {
                     Role::Primary
@@ -670,9 +697,15 @@ impl System for ExecSystem {
 
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
         let url = self.node_vars(node).expand(&self.config.status.http.value);
-        let response = self
-            .http
-            .get(&url)
+        let request = match &self.config.status.post {
+            Some(body) => self
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.clone()),
+            None => self.http.get(&url),
+        };
+        let response = request
             .timeout(timeout)
             .send()
             .await
@@ -765,8 +798,19 @@ mod tests {
             "system:\n  kind: reference        # faultline-node, found next to the faultline executable\n  nodes: 3\n",
             yaml,
         );
-        assert!(text.contains("kind: exec"), "the default plan's system section moved");
+        assert_ne!(
+            text,
+            crate::plan::DEFAULT_PLAN_YAML,
+            "the default plan's system section moved"
+        );
         Plan::parse(&text, "p.yaml")
+    }
+
+    /// The line of the composed plan that holds `needle` (the system section starts at line 13).
+    fn line_of(section: &str, needle: &str) -> u64 {
+        let text = crate::plan::DEFAULT_PLAN_YAML;
+        let before = text[..text.find("system:\n").unwrap()].lines().count() as u64;
+        before + section.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
     }
 
     const GOOD: &str = "system:\n  kind: exec\n  nodes: 3\n  start: [sh, -c, \"exec sleep 1000\", \"{id}\"]\n  status: {http: \"http://{client_addr}/status\", role: /role, primary_when: [leader], commit_point: [/commit]}\n  client: {command: [sh]}\n";
@@ -784,7 +828,7 @@ mod tests {
     fn given_an_unknown_template_variable_when_parsed_should_point_at_it_and_list_the_known_ones() {
         let text = GOOD.replace("\"{id}\"", "\"{data_dri}\"");
         let err = config(&text).unwrap_err();
-        assert_eq!(err.line, 17, "{err}");
+        assert_eq!(err.line, line_of(&text, "{data_dri}"), "{err}");
         assert!(err.column > 0, "{err}");
         assert!(err.message.contains("{data_dri}"), "{err}");
         assert!(err.message.contains("data_dir"), "{err}");
@@ -799,8 +843,9 @@ mod tests {
 
     #[test]
     fn given_a_missing_program_when_parsed_should_name_it_and_what_to_do() {
-        let err = config(&GOOD.replace("start: [sh,", "start: [./no-such-db,")).unwrap_err();
-        assert_eq!(err.line, 17, "{err}");
+        let text = GOOD.replace("start: [sh,", "start: [./no-such-db,");
+        let err = config(&text).unwrap_err();
+        assert_eq!(err.line, line_of(&text, "no-such-db"), "{err}");
         assert!(
             err.message.contains("no-such-db") && err.message.contains("build it"),
             "{err}"
@@ -825,8 +870,9 @@ mod tests {
 
     #[test]
     fn given_an_etcd_switch_on_an_exec_system_when_parsed_should_reject_the_field_with_its_location() {
-        let err = config(&GOOD.replace("  nodes: 3\n", "  nodes: 3\n  serializable_reads: true\n")).unwrap_err();
-        assert_eq!(err.line, 17, "{err}");
+        let text = GOOD.replace("  nodes: 3\n", "  nodes: 3\n  serializable_reads: true\n");
+        let err = config(&text).unwrap_err();
+        assert_eq!(err.line, line_of(&text, "serializable_reads"), "{err}");
         assert!(err.message.contains("unknown field `serializable_reads`"), "{err}");
     }
 
@@ -861,6 +907,8 @@ mod tests {
     fn given_a_status_answer_when_read_with_pointers_should_give_role_primary_and_commit_point() {
         let system = system(StatusProbe {
             http: spanned("http://{client_addr}/status"),
+            post: None,
+            primary_if_equal: vec![],
             role: Some(spanned("/raft/role")),
             primary_when: vec!["leader".into()],
             backup_when: vec!["follower".into()],
@@ -881,9 +929,29 @@ mod tests {
     }
 
     #[test]
+    fn given_leader_and_own_ids_when_read_with_primary_if_equal_should_tell_leader_from_follower() {
+        let system = system(StatusProbe {
+            http: spanned("http://{client_addr}/status"),
+            post: Some("{}".into()),
+            role: None,
+            primary_if_equal: vec![spanned("/leader"), spanned("/header/member_id")],
+            primary_when: vec![],
+            backup_when: vec![],
+            primary: None,
+            commit_point: vec![spanned("/raftIndex")],
+        });
+        let leader = serde_json::json!({"leader": "71", "header": {"member_id": "71"}, "raftIndex": "9"});
+        assert_eq!(system.read_status(leader).unwrap().role, Role::Primary);
+        let follower = serde_json::json!({"leader": "71", "header": {"member_id": "12"}, "raftIndex": "9"});
+        assert_eq!(system.read_status(follower).unwrap().role, Role::Backup);
+    }
+
+    #[test]
     fn given_a_status_answer_without_a_pointer_when_read_should_be_a_misconfiguration_naming_it() {
         let system = system(StatusProbe {
             http: spanned("http://{client_addr}/status"),
+            post: None,
+            primary_if_equal: vec![],
             role: Some(spanned("/role")),
             primary_when: vec!["leader".into()],
             backup_when: vec![],
