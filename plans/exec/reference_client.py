@@ -29,7 +29,12 @@ class NotSent(Exception):
 
 connections = {}
 # `ID=HOST:PORT,...` of every node's client address (the plan passes `{client_addrs}`), to say who served an op.
-NODES = dict(reversed(item.split("=", 1)) for item in sys.argv[1].split(",")) if len(sys.argv) > 1 else {}
+NODES = {}
+
+
+def parse_nodes(text):
+    """`0=127.0.0.1:25001,1=...` -> {"127.0.0.1:25001": "0", ...}."""
+    return {addr: node for node, addr in (item.split("=", 1) for item in text.split(",") if "=" in item)}
 
 
 def connection(addr, timeout_s):
@@ -120,6 +125,7 @@ def call(op):
 
 
 def main():
+    NODES.update(parse_nodes(sys.argv[1]) if len(sys.argv) > 1 else {})
     for line in sys.stdin:
         op = json.loads(line)
         try:

@@ -1,0 +1,251 @@
+//! End-to-end tests of the exec adapter: a system described in the plan alone (the reference node started from
+//! templates), driven by client processes that speak the JSON-lines protocol of `plans/exec/PROTOCOL.md`, and every
+//! way such a plan or client can go wrong.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::*;
+
+/// `plans/exec-reference.yaml` with its client path made absolute (the plan is written to a temporary folder), a
+/// fixed seed, a shorter fault phase, and `extra_start` appended to the nodes' start command.
+fn exec_plan(seed: u64, time_limit: &str, extra_start: &str) -> String {
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let text = repo_plan_text("exec-reference.yaml").replace("{plan_dir}", &plans.display().to_string());
+    let limit = text.lines().find(|l| l.starts_with("time_limit:")).unwrap().to_string();
+    let start_end = "--peer-clients, \"{client_addrs}\"]";
+    assert!(
+        text.contains(start_end),
+        "the start command of exec-reference.yaml ends with its peer clients"
+    );
+    text.replace(&limit, &format!("time_limit: {time_limit}\nseed: {seed}"))
+        .replace(
+            start_end,
+            &format!("--peer-clients, \"{{client_addrs}}\"{extra_start}]"),
+        )
+}
+
+/// The plan without its nemesis: nothing but the client can go wrong.
+fn without_faults(plan: &str) -> String {
+    let start = plan.find("\nnemesis:\n").unwrap();
+    let end = plan.find("\nfinal_phase:\n").unwrap();
+    format!("{}{}", &plan[..start], &plan[end..])
+}
+
+fn completions_with_error<'a>(events: &'a [Value], needle: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| matches!(e["kind"].as_str(), Some("fail" | "info")))
+        .filter(|e| e["error"].as_str().is_some_and(|error| error.contains(needle)))
+        .collect()
+}
+
+#[test]
+fn given_the_exec_reference_plan_when_the_node_is_correct_should_be_valid_and_leave_no_client_behind() {
+    let _one = one_cluster();
+    let run = run_text(&exec_plan(1, "12s", ""), &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let oks = events.iter().filter(|e| e["kind"] == "ok").count();
+    assert!(oks > 100, "the Python clients did real work: {oks} ok ops");
+    let start = events.iter().find(|e| e["f"] == "run-start").unwrap();
+    let run_id = start["value"]["run_id"].as_str().unwrap();
+    assert!(
+        tagged_processes(run_id).is_empty(),
+        "nodes and client processes are gone after the run"
+    );
+    let clients_log = std::fs::read_to_string(run.run_dir.join("clients.log")).unwrap();
+    assert!(
+        clients_log.contains("started `python3"),
+        "client starts are logged:\n{clients_log}"
+    );
+}
+
+#[test]
+fn given_the_exec_reference_plan_when_backups_serve_stale_reads_should_be_invalid_by_linearizability() {
+    let _one = one_cluster();
+    let run = run_text(&exec_plan(1, "15s", ", --bug, stale-backup-reads"), &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(1),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    assert_eq!(check(&results, "linearizability")["verdict"], "invalid", "{results:#}");
+}
+
+#[test]
+fn given_the_exec_reference_plan_when_nodes_never_fsync_and_every_node_loses_power_should_lose_writes() {
+    if !fuse_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    // One power loss of the whole cluster at 5 s, and the restart-all is one too.
+    let plan = without_faults(&exec_plan(21, "8s", ", --bug, no-fsync")).replace(
+        "\nfinal_phase:\n",
+        "\ndisk:\n  fault_fs: true\nnemesis:\n  process:\n    script:\n      \
+         - {at: 5s, kind: power-loss, targets: all, duration: 2s}\nfinal_phase:\n  power_loss: true\n",
+    );
+    let run = run_text(&plan, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(1),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    assert_eq!(
+        check(&results, "linearizability")["verdict"],
+        "invalid",
+        "lost acknowledged writes show as a linearizability failure: {results:#}"
+    );
+}
+
+/// A client whose 3rd op goes wrong, in one of three ways by its logical process: a line that is not JSON, an answer
+/// to another op's id, or an exit. Every other op goes through the example client.
+const MISBEHAVING_CLIENT: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import reference_client as rc
+count = 0
+for line in sys.stdin:
+    op = json.loads(line)
+    count += 1
+    if count == 3 and op["process"] % 3 == 0:
+        print("this is not json", flush=True)
+        continue
+    if count == 3 and op["process"] % 3 == 1:
+        print(json.dumps({"id": op["id"] + 1000, "type": "ok"}), flush=True)
+        continue
+    if count == 3:
+        sys.exit(3)
+    try:
+        answer = rc.call(op)
+    except rc.NotSent as e:
+        answer = {"type": "fail", "error": str(e)}
+    except rc.Unknown as e:
+        answer = {"type": "info", "error": str(e)}
+    answer["id"] = op["id"]
+    print(json.dumps(answer), flush=True)
+"#;
+
+#[test]
+fn given_clients_that_print_garbage_answer_other_ids_and_exit_should_name_them_and_go_on_with_fresh_processes() {
+    let _one = one_cluster();
+    let store = tempfile::tempdir().unwrap();
+    let script = store.path().join("bad_client.py");
+    std::fs::write(&script, MISBEHAVING_CLIENT).unwrap();
+    let plans_exec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/exec");
+    let plan = without_faults(&exec_plan(5, "6s", ""));
+    let client_line = plan.lines().find(|l| l.starts_with("  client:")).unwrap().to_string();
+    let bad_client = format!(
+        "  client: {{command: [python3, \"{}\", \"{}\"], workloads: [register]}}",
+        script.display(),
+        plans_exec.display()
+    );
+    let plan = plan.replace(&client_line, &bad_client);
+    let run = run_text(&plan, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "an unknown outcome is not a violation\n{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let garbage = completions_with_error(&events, "printed a line that is not JSON");
+    assert!(!garbage.is_empty(), "the non-JSON answer is recorded");
+    let error = garbage[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("`this is not json`") && error.contains("client p"),
+        "names the client and the line: {error}"
+    );
+    assert!(
+        !completions_with_error(&events, "but the op in flight is").is_empty(),
+        "the wrong id is recorded"
+    );
+    assert!(
+        !completions_with_error(&events, "exited (exit status: 3)").is_empty(),
+        "the exit is recorded"
+    );
+    let first_error = garbage[0]["index"].as_u64().unwrap();
+    let oks_after = events
+        .iter()
+        .filter(|e| e["kind"] == "ok" && e["index"].as_u64().unwrap() > first_error)
+        .count();
+    assert!(
+        oks_after > 10,
+        "fresh client processes take over: {oks_after} ok ops after the first bad line"
+    );
+    let clients_log = std::fs::read_to_string(run.run_dir.join("clients.log")).unwrap();
+    assert!(
+        clients_log.contains("replacing pid"),
+        "replacements are logged:\n{clients_log}"
+    );
+}
+
+#[test]
+fn given_a_status_pointer_that_does_not_resolve_when_the_nodes_answer_should_stop_setup_naming_the_pointer() {
+    let _one = one_cluster();
+    let plan = without_faults(&exec_plan(2, "5s", "")).replace(
+        "commit_point: [/status, /op, /commit, /head_checksum]",
+        "commit_point: [/status, /commit_index]",
+    );
+    let run = run_text(&plan, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(2),
+        "setup failed: unknown\n{}",
+        explain(&run.output)
+    );
+    let history_check = check(&results, "history");
+    let reason = history_check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("/commit_index") && reason.contains("commit_point"),
+        "{reason}"
+    );
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    assert!(stderr.contains("/commit_index"), "the harness says it too: {stderr}");
+}
+
+#[test]
+fn given_a_bad_template_or_a_missing_program_when_checked_should_name_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "\"{data_dir}\"",
+            "\"{data_dri}\"",
+            "unknown template variable `{data_dri}`",
+        ),
+        (
+            "start: [\"{faultline}\"",
+            "start: [./bin/mydb",
+            "build it, or fix the path",
+        ),
+        ("command: [python3,", "command: [no-such-python-xyz,", "not on PATH"),
+    ];
+    for (find, replace, expected) in cases {
+        let text = exec_plan(1, "5s", "");
+        assert!(text.contains(find), "{find}");
+        let text = text.replacen(find, replace, 1);
+        let path = write_plan(dir.path(), &text);
+        let output = faultline().args(["plan", "--check"]).arg(&path).output().unwrap();
+        assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = text.lines().position(|l| l.contains(replace)).unwrap() + 1;
+        assert!(
+            stderr.contains(&format!("{}:{line}:", path.display())),
+            "the error points at line {line}: {stderr}"
+        );
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
