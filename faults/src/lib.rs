@@ -7,12 +7,18 @@
 //! - [`disk`]: surgery on a stopped node's files; every cut is recorded exactly (file, offset, bytes before/after).
 //! - [`fusefs`]: a FUSE fault filesystem over a node's data dir: power loss (drops unsynced writes and directory
 //!   entries), torn writes, EIO, ENOSPC, stalls.
+//! - [`io`]: windows of I/O faults (EIO, ENOSPC, stalls) on one node's fault filesystem.
+//! - [`interpreter`]: the one timed loop of a fault phase: it merges the process, network and I/O schedules, starts
+//!   and stops each fault at its time through its family ([`interpreter::TimedFault`]), and heals what is still
+//!   active when the phase stops.
 //!
-//! A nemesis acts on the lab only through the [`process::Lab`] trait the harness implements, and every fault it starts
-//! or heals is returned as a history event.
+//! A nemesis acts on the lab only through the small traits the harness implements ([`process::Lab`],
+//! [`network::schedule::NetworkLab`], [`io::IoLab`]), and records every fault it starts or heals as a history event.
 
 pub mod disk;
 pub mod fusefs;
+pub mod interpreter;
+pub mod io;
 pub mod network;
 pub mod process;
 pub mod rng;

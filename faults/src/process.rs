@@ -13,15 +13,16 @@
 //! Role targets (`primary`, `backup`, `next-primary`) are resolved when the fault starts, by asking the lab; their
 //! random choice (which backup) is drawn at generation time so the schedule itself stays seed-determined. Stable
 //! periods are windows in which no fault is active, so the cluster can make progress. Every fault ends (heals) before
-//! the time limit, and [`Executor::heal_all`] heals whatever is still active when a run stops early.
+//! the time limit. [`ProcessFaults`] is this family of the [timed interpreter](crate::interpreter), which applies the
+//! schedule and heals whatever is still active when a run stops early.
 
+use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 /// What a process fault does to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -461,54 +462,50 @@ enum NodeState {
     Paused(u64),
 }
 
-/// Applies a schedule to a lab in real time, keeping track of which fault holds which node, so overlapping faults
-/// never double-kill or resume a node another fault still holds.
-pub struct Executor {
+/// The process family of the timed interpreter: applies its schedule's faults to a lab, keeping track of which fault
+/// holds which node, so overlapping faults never double-kill or resume a node another fault still holds.
+pub struct ProcessFaults<'a, L> {
+    lab: &'a L,
+    schedule: &'a [ScheduledFault],
     states: Vec<NodeState>,
     /// fault id -> nodes it actually affected.
     holding: BTreeMap<u64, (ProcessFault, Vec<usize>)>,
 }
 
-impl Executor {
-    /// All nodes up.
-    pub fn new(node_count: usize) -> Executor {
-        Executor {
-            states: vec![NodeState::Up; node_count],
+impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
+    fn windows(&self) -> Vec<Window> {
+        let window = |fault: &ScheduledFault| Window {
+            start_ms: fault.start_ms,
+            end_ms: fault.end_ms(),
+        };
+        self.schedule.iter().map(window).collect()
+    }
+
+    async fn start(&mut self, position: usize) -> bool {
+        let schedule = self.schedule;
+        let fault = &schedule[position];
+        self.start_fault(fault).await;
+        self.holding.contains_key(&fault.id)
+    }
+
+    async fn stop(&mut self, position: usize) {
+        self.end_fault(self.schedule[position].id).await;
+    }
+}
+
+impl<'a, L: Lab> ProcessFaults<'a, L> {
+    /// `schedule` on `lab`, all nodes up.
+    pub fn new(lab: &'a L, schedule: &'a [ScheduledFault]) -> ProcessFaults<'a, L> {
+        ProcessFaults {
+            lab,
+            schedule,
+            states: vec![NodeState::Up; lab.node_count()],
             holding: BTreeMap::new(),
         }
     }
 
-    /// Runs the schedule from `phase_start` until it is done or `stop` fires; then heals everything still held.
-    pub async fn run<L: Lab>(
-        &mut self,
-        lab: &L,
-        schedule: &[ScheduledFault],
-        phase_start: tokio::time::Instant,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let mut steps: Vec<(u64, bool, usize)> = Vec::with_capacity(schedule.len() * 2);
-        for (i, fault) in schedule.iter().enumerate() {
-            steps.push((fault.start_ms, true, i));
-            steps.push((fault.end_ms(), false, i));
-        }
-        // Heals before starts at the same instant, so a node freed at t can be hit again at t.
-        steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
-        for (t, is_start, i) in steps {
-            let at = phase_start + Duration::from_millis(t);
-            tokio::select! {
-                _ = tokio::time::sleep_until(at) => {}
-                _ = stop.wait_for(|stopped| *stopped) => break,
-            }
-            if is_start {
-                self.start_fault(lab, &schedule[i]).await;
-            } else {
-                self.end_fault(lab, schedule[i].id).await;
-            }
-        }
-        self.heal_all(lab).await;
-    }
-
-    async fn start_fault<L: Lab>(&mut self, lab: &L, fault: &ScheduledFault) {
+    async fn start_fault(&mut self, fault: &ScheduledFault) {
+        let lab = self.lab;
         let candidates = match &fault.nodes {
             Resolved::Nodes(nodes) => nodes.clone(),
             Resolved::Primary => lab.primary().await.into_iter().collect(),
@@ -566,7 +563,8 @@ impl Executor {
         }
     }
 
-    async fn end_fault<L: Lab>(&mut self, lab: &L, fault_id: u64) {
+    async fn end_fault(&mut self, fault_id: u64) {
+        let lab = self.lab;
         let Some((kind, nodes)) = self.holding.remove(&fault_id) else {
             return;
         };
@@ -584,14 +582,6 @@ impl Executor {
             lab.record(kind.stop_name(), node, value);
         }
     }
-
-    /// Heals every fault still holding a node (resume paused nodes, start killed ones).
-    pub async fn heal_all<L: Lab>(&mut self, lab: &L) {
-        let held: Vec<u64> = self.holding.keys().copied().collect();
-        for fault_id in held {
-            self.end_fault(lab, fault_id).await;
-        }
-    }
 }
 
 fn merge(into: &mut Value, details: Value) {
@@ -603,7 +593,17 @@ fn merge(into: &mut Value, details: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interpreter::{Families, NoFaults};
     use crate::rng::stream;
+    use std::time::Duration;
+
+    fn process_only<P>(process: P) -> Families<P, NoFaults, NoFaults> {
+        Families {
+            process,
+            network: NoFaults,
+            io: NoFaults,
+        }
+    }
 
     fn spanned(target: Target) -> serde_saphyr::Spanned<Target> {
         let unknown = serde_saphyr::Location::UNKNOWN;
@@ -729,8 +729,8 @@ mod tests {
             log: Default::default(),
         };
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        Executor::new(3)
-            .run(&lab, &schedule, tokio::time::Instant::now(), rx)
+        process_only(ProcessFaults::new(&lab, &schedule))
+            .run(tokio::time::Instant::now(), rx)
             .await;
         let log: Vec<String> = lab.log.lock().unwrap().iter().map(|(f, n)| format!("{f}{n}")).collect();
         let expected = [
@@ -815,13 +815,13 @@ mod tests {
             log: Default::default(),
         };
         let (tx, rx) = tokio::sync::watch::channel(false);
-        let mut executor = Executor::new(3);
+        let mut families = process_only(ProcessFaults::new(&lab, &schedule));
         let start = tokio::time::Instant::now();
         let stopper = async {
             tokio::time::sleep(Duration::from_millis(1000)).await;
             tx.send(true).unwrap();
         };
-        tokio::join!(executor.run(&lab, &schedule, start, rx), stopper);
+        tokio::join!(families.run(start, rx), stopper);
         let log = lab.log.lock().unwrap().clone();
         let names: Vec<&str> = log
             .iter()

@@ -478,3 +478,22 @@ impl faultline_faults::network::schedule::NetworkLab for Lab {
         self.recorder.nemesis(f, None, value);
     }
 }
+
+impl faultline_faults::io::IoLab for Lab {
+    fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        Lab::set_io_faults(self, node, faults)
+    }
+
+    fn crashed(&self, node: usize) -> bool {
+        matches!(self.boot_state(node), BootState::Crashed(_))
+    }
+
+    async fn restart(&self, node: usize) {
+        let details = self.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        self.recorder.lifecycle("start", Some(&node_name(node)), details);
+    }
+
+    fn record(&self, f: &str, node: usize, value: Value) {
+        self.recorder.nemesis(f, Some(&node_name(node)), value);
+    }
+}

@@ -12,10 +12,12 @@ use crate::supervisor::Supervisor;
 use crate::system::{BuildContext, Built};
 use crate::workload::Workload;
 use anyhow::Context;
+use faultline_faults::interpreter::Families;
+use faultline_faults::io::{IoFaults, IoWindow};
 use faultline_faults::network::netns::NetnsLab;
-use faultline_faults::network::schedule as network_faults;
+use faultline_faults::network::schedule::{self as network_faults, NetworkFaults};
 use faultline_faults::network::{BackendChoice, BackendKind, Network};
-use faultline_faults::process::{self as process_faults, node_name, Executor};
+use faultline_faults::process::{self as process_faults, node_name, ProcessFaults};
 use faultline_faults::rng::stream;
 use faultline_reports::results::{Results, Verdict};
 use serde_json::json;
@@ -243,23 +245,7 @@ async fn fault_phase(
         _ => Vec::new(),
     };
     recorder.meta("schedule", json!({"process": schedule, "network": network_schedule}));
-    let (network_stop_tx, network_stop_rx) = tokio::sync::watch::channel(false);
-    let network_nemesis = network.cloned().map(|network| {
-        let network_lab = lab.clone();
-        let phase_start = tokio::time::Instant::now();
-        tokio::spawn(async move {
-            let mut executor = network_faults::NetworkExecutor::new();
-            executor
-                .run(
-                    &network,
-                    network_lab.as_ref(),
-                    &network_schedule,
-                    phase_start,
-                    network_stop_rx,
-                )
-                .await;
-        })
-    });
+    let io_windows = io_faults(&plan.nemesis.io);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
     for worker in 0..plan.workload.concurrency.0 {
@@ -273,15 +259,18 @@ async fn fault_phase(
         ));
     }
     let phase_start = tokio::time::Instant::now();
-    let nemesis_lab = lab.clone();
-    let nemesis_stop = stop_rx.clone();
+    let (nemesis_lab, nemesis_network, nemesis_stop) = (lab.clone(), network.cloned(), stop_rx.clone());
     let nemesis = tokio::spawn(async move {
-        let mut executor = Executor::new(nemesis_lab.node_count());
-        executor
-            .run(nemesis_lab.as_ref(), &schedule, phase_start, nemesis_stop)
-            .await;
+        let lab = nemesis_lab.as_ref();
+        let mut families = Families {
+            process: ProcessFaults::new(lab, &schedule),
+            network: nemesis_network
+                .as_ref()
+                .map(|network| NetworkFaults::new(network, lab, &network_schedule)),
+            io: IoFaults::new(lab, &io_windows),
+        };
+        families.run(phase_start, nemesis_stop).await;
     });
-    let io_nemesis = tokio::spawn(io_faults(plan.nemesis.io.clone(), lab.clone(), stop_rx.clone()));
     let progress = crate::progress::Progress::new(quiet, phase_ms);
     let deadline = phase_start + Duration::from_millis(phase_ms);
     while tokio::time::Instant::now() < deadline {
@@ -305,11 +294,6 @@ async fn fault_phase(
     let _ = stop_tx.send(true);
     while workers.join_next().await.is_some() {}
     let _ = nemesis.await;
-    let _ = io_nemesis.await;
-    let _ = network_stop_tx.send(true);
-    if let Some(network_nemesis) = network_nemesis {
-        let _ = network_nemesis.await;
-    }
     recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
 }
 
@@ -363,57 +347,15 @@ async fn start_netns(
     Ok(Some((lab, runtime)))
 }
 
-/// Applies the plan's I/O-fault windows to nodes' fault filesystems, recording `io-fault-start`/`io-fault-stop`;
-/// clears every window still open when the phase stops.
-async fn io_faults(windows: Vec<IoFaultWindow>, lab: Arc<Lab>, mut stop: tokio::sync::watch::Receiver<bool>) {
-    let phase_start = tokio::time::Instant::now();
-    let mut steps: Vec<(u64, bool, usize)> = Vec::new();
-    for (i, window) in windows.iter().enumerate() {
-        steps.push((window.at.0, true, i));
-        steps.push((window.at.0 + window.duration.0, false, i));
-    }
-    steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
-    let mut open = std::collections::BTreeSet::new();
-    for (t, is_start, i) in steps {
-        tokio::select! {
-            _ = tokio::time::sleep_until(phase_start + Duration::from_millis(t)) => {}
-            _ = stop.wait_for(|s| *s) => break,
-        }
-        set_io_window(&lab, &windows[i], i, is_start);
-        if is_start {
-            open.insert(i);
-        } else {
-            open.remove(&i);
-            restart_if_crashed(&lab, &windows[i]).await;
-        }
-    }
-    for i in open {
-        set_io_window(&lab, &windows[i], i, false);
-    }
-}
-
-/// The disk works again: a node that stopped on the injected errors is started again (as a supervisor would).
-async fn restart_if_crashed(lab: &Lab, window: &IoFaultWindow) {
-    let node = process_faults::parse_node_name(&window.node.value).expect("validated at plan load");
-    if matches!(lab.boot_state(node), BootState::Crashed(_)) {
-        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-        lab.recorder().lifecycle("start", Some(&node_name(node)), details);
-    }
-}
-
-fn set_io_window(lab: &Lab, window: &IoFaultWindow, id: usize, start: bool) {
-    let node = process_faults::parse_node_name(&window.node.value).expect("validated at plan load");
-    let faults = if start {
-        window.faults.clone()
-    } else {
-        Default::default()
+/// The plan's I/O-fault windows as the I/O nemesis takes them.
+fn io_faults(windows: &[IoFaultWindow]) -> Vec<IoWindow> {
+    let window = |window: &IoFaultWindow| IoWindow {
+        start_ms: window.at.0,
+        duration_ms: window.duration.0,
+        node: process_faults::parse_node_name(&window.node.value).expect("validated at plan load"),
+        faults: window.faults.clone(),
     };
-    let mut value = json!({"window": id, "faults": window.faults});
-    if let Err(e) = lab.set_io_faults(node, &faults) {
-        value["error"] = json!(e);
-    }
-    let f = if start { "io-fault-start" } else { "io-fault-stop" };
-    lab.recorder().nemesis(f, Some(&node_name(node)), value);
+    windows.iter().map(window).collect()
 }
 
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).

@@ -6,10 +6,10 @@
 //! - [`link_fault`]: link faults and which backend can inject which ([`BackendKind::supports`]).
 //! - [`proxy`]: the userspace proxy mesh (no root), for systems that take per-node peer addresses.
 //! - [`netns`]: network namespaces and nftables (root), for black-box systems; nothing leaves the machine.
-//! - [`schedule`]: the plan spec, the seeded schedule and the executor that records `partition-start`/`-stop` and
-//!   `link-fault`/`-heal` events.
+//! - [`schedule`]: the plan spec, the seeded schedule and the network family of the timed interpreter, which records
+//!   `partition-start`/`-stop` and `link-fault`/`-heal` events.
 //!
-//! The harness builds one backend per run, wraps it in a [`Network`], and hands that to the executor.
+//! The harness builds one backend per run, wraps it in a [`Network`], and hands that to the network family.
 
 pub mod grudge;
 pub mod link_fault;

@@ -1,24 +1,25 @@
-//! Network nemesis: a plan's partition and link faults, a seeded schedule of them, and an executor that applies and
-//! heals them through a [`Network`] and records each start and stop in the history.
+//! Network nemesis: a plan's partition and link faults, a seeded schedule of them, and the network family of the
+//! [timed interpreter](crate::interpreter), which applies and heals them through a [`Network`] and records each start
+//! and stop in the history.
 //!
 //! Partitions come one at a time (a grudge replaces the previous one, as in Jepsen): after an exponentially
 //! distributed gap (mean `interval`) a shape is chosen by weight and held for a duration drawn from its range, then
 //! healed. Link faults are an independent stream (mean gap `link_interval`) and may overlap partitions and each other;
 //! on one link, a fault of a kind already held there is skipped. Shapes and links are drawn at generation time, so
 //! the schedule is seed-determined, except `isolate-primary`, resolved when it starts. Every fault heals before the
-//! phase ends, and [`NetworkExecutor::heal_all`] heals what is still active when a run stops early.
+//! phase ends, and the interpreter heals what is still active when a run stops early.
 
 use super::grudge::{Grudge, Link};
 use super::link_fault::{BackendKind, LinkFault, LinkFaultKind};
 use super::shape::{isolate, Shape};
 use super::Network;
+use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 /// One partition fault of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -431,9 +432,11 @@ pub trait NetworkLab {
     fn record(&self, f: &str, value: Value);
 }
 
-/// Applies a network schedule in real time and heals everything it started.
-#[derive(Debug, Default)]
-pub struct NetworkExecutor {
+/// The network family of the timed interpreter: applies its schedule's faults through a [`Network`] and heals them.
+pub struct NetworkFaults<'a, L> {
+    network: &'a Network,
+    lab: &'a L,
+    schedule: &'a [ScheduledNetworkFault],
     /// The partition in force: fault id and shape.
     partition: Option<(u64, Shape)>,
     /// fault id -> (fault, links it actually holds).
@@ -442,44 +445,42 @@ pub struct NetworkExecutor {
     holders: BTreeMap<(Link, LinkFaultKind), u64>,
 }
 
-impl NetworkExecutor {
-    /// Nothing in force.
-    pub fn new() -> NetworkExecutor {
-        NetworkExecutor::default()
+impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
+    fn windows(&self) -> Vec<Window> {
+        let window = |fault: &ScheduledNetworkFault| Window {
+            start_ms: fault.start_ms,
+            end_ms: fault.end_ms(),
+        };
+        self.schedule.iter().map(window).collect()
     }
 
-    /// Runs `schedule` from `phase_start` until it is done or `stop` fires; then heals everything still in force.
-    pub async fn run<L: NetworkLab>(
-        &mut self,
-        network: &Network,
-        lab: &L,
-        schedule: &[ScheduledNetworkFault],
-        phase_start: tokio::time::Instant,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let mut steps: Vec<(u64, bool, usize)> = Vec::with_capacity(schedule.len() * 2);
-        for (i, fault) in schedule.iter().enumerate() {
-            steps.push((fault.start_ms, true, i));
-            steps.push((fault.end_ms(), false, i));
-        }
-        // Heals before starts at the same instant.
-        steps.sort_by_key(|&(t, is_start, i)| (t, is_start, i));
-        for (t, is_start, i) in steps {
-            let at = phase_start + Duration::from_millis(t);
-            tokio::select! {
-                _ = tokio::time::sleep_until(at) => {}
-                _ = stop.wait_for(|stopped| *stopped) => break,
-            }
-            if is_start {
-                self.start(network, lab, &schedule[i]).await;
-            } else {
-                self.stop(network, lab, schedule[i].id).await;
-            }
-        }
-        self.heal_all(network, lab).await;
+    async fn start(&mut self, position: usize) -> bool {
+        let schedule = self.schedule;
+        let fault = &schedule[position];
+        self.start_fault(fault).await;
+        self.partition.is_some_and(|(id, _)| id == fault.id) || self.held.contains_key(&fault.id)
     }
 
-    async fn start<L: NetworkLab>(&mut self, network: &Network, lab: &L, fault: &ScheduledNetworkFault) {
+    async fn stop(&mut self, position: usize) {
+        self.stop_fault(self.schedule[position].id).await;
+    }
+}
+
+impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
+    /// `schedule` on `network`, nothing in force.
+    pub fn new(network: &'a Network, lab: &'a L, schedule: &'a [ScheduledNetworkFault]) -> NetworkFaults<'a, L> {
+        NetworkFaults {
+            network,
+            lab,
+            schedule,
+            partition: None,
+            held: BTreeMap::new(),
+            holders: BTreeMap::new(),
+        }
+    }
+
+    async fn start_fault(&mut self, fault: &ScheduledNetworkFault) {
+        let (network, lab) = (self.network, self.lab);
         match &fault.action {
             NetworkAction::Partition { shape, grudge } => {
                 let grudge = match grudge {
@@ -506,19 +507,13 @@ impl NetworkExecutor {
                 fault: link_fault,
                 links,
             } => {
-                self.start_link_fault(network, lab, fault.id, link_fault, links).await;
+                self.start_link_fault(fault.id, link_fault, links).await;
             }
         }
     }
 
-    async fn start_link_fault<L: NetworkLab>(
-        &mut self,
-        network: &Network,
-        lab: &L,
-        fault_id: u64,
-        fault: &LinkFault,
-        links: &[Link],
-    ) {
+    async fn start_link_fault(&mut self, fault_id: u64, fault: &LinkFault, links: &[Link]) {
+        let (network, lab) = (self.network, self.lab);
         let mut applied = Vec::new();
         let mut errors = Vec::new();
         for &link in links {
@@ -546,7 +541,8 @@ impl NetworkExecutor {
         lab.record("link-fault", value);
     }
 
-    async fn stop<L: NetworkLab>(&mut self, network: &Network, lab: &L, fault_id: u64) {
+    async fn stop_fault(&mut self, fault_id: u64) {
+        let (network, lab) = (self.network, self.lab);
         if let Some((id, shape)) = self.partition {
             if id == fault_id {
                 let mut value = json!({"fault_id": fault_id, "shape": shape});
@@ -558,7 +554,7 @@ impl NetworkExecutor {
                     }
                     Err(error) => value["error"] = Value::from(error.to_string()),
                 }
-                // Forget it even on error: heal_all retries a heal once more at the end regardless.
+                // Forget it even on error (the event records the error): the next partition's grudge replaces it.
                 self.partition = None;
                 lab.record("partition-stop", value);
                 return;
@@ -580,23 +576,14 @@ impl NetworkExecutor {
         }
         lab.record("link-heal", value);
     }
-
-    /// Heals the partition in force and clears every link fault this executor holds.
-    pub async fn heal_all<L: NetworkLab>(&mut self, network: &Network, lab: &L) {
-        if let Some((id, _)) = self.partition {
-            self.stop(network, lab, id).await;
-        }
-        let held: Vec<u64> = self.held.keys().copied().collect();
-        for fault_id in held {
-            self.stop(network, lab, fault_id).await;
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interpreter::{Families, NoFaults};
     use crate::rng::stream;
+    use std::time::Duration;
 
     fn spec() -> NetworkNemesisSpec {
         serde_saphyr::from_str(
@@ -776,11 +763,12 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(1000)).await;
             tx.send(true).unwrap();
         };
-        let mut executor = NetworkExecutor::new();
-        tokio::join!(
-            executor.run(&network, &lab, &schedule, tokio::time::Instant::now(), rx),
-            stopper
-        );
+        let mut families = Families {
+            process: NoFaults,
+            network: NetworkFaults::new(&network, &lab, &schedule),
+            io: NoFaults,
+        };
+        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
         let events = lab.events.lock().unwrap().clone();
         let names: Vec<&str> = events.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(names, ["partition-start", "link-fault", "partition-stop", "link-heal"]);
