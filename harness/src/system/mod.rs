@@ -1,7 +1,7 @@
 //! System adapters: how to run and talk to one kind of system under test.
 //!
 //! Each adapter is one module that owns three things:
-//! - its plan section, a typed config (`system: {kind: NAME, ...}`; [`crate::plan::SystemSpec`] has one arm per
+//! - its plan section, a typed config (`system: {kind: NAME, ...}`; [`spec::SystemSpec`] has one arm per
 //!   adapter), checked at load against what the adapter can do ([`Capabilities`]) in one generic place
 //!   ([`crate::plan::Plan::validate`]);
 //! - its constructor ([`AdapterSpec::build`]), which places the nodes on addresses and, where the system allows it,
@@ -11,13 +11,14 @@
 //!   workload kind that answers `None` when the system has no such client.
 //!
 //! The harness treats every system, the reference node included, as a black box behind these traits. Adding a
-//! built-in adapter touches its own file and one line of the adapter table in `plan.rs`; a system without Rust
+//! built-in adapter touches its own file and one line of the adapter table in `spec.rs`; a system without Rust
 //! code uses the `exec` adapter (templates, HTTP/command probes, a JSON-lines client process).
 
 pub mod etcd;
 pub mod exec;
 pub mod iggy;
 pub mod reference;
+pub mod spec;
 
 use crate::plan::{Plan, PlanError, WorkloadKind};
 use crate::supervisor::LaunchCommand;
