@@ -116,7 +116,7 @@ fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_sh
         run.assert_verdict(seed, "invalid", "the mutant must make the run invalid");
         let (results, n3_log) = (&run.results, run.log("n3"));
         assert_eq!(
-            check(&results, "linearizability")["verdict"],
+            check(results, "linearizability")["verdict"],
             "invalid",
             "seed {seed}: the burst's acknowledged writes must be lost\n{results:#}"
         );
