@@ -13,7 +13,8 @@
 //!   `elapsed_ms`, `keys[{key, ops, verdict, stopped?, elapsed_ms, cache_entries}]`, and for an invalid history
 //!   `explanation{key, op, op_legal_in_state, linearized_count, linearized_tail[{op, state_after}], state, concurrent,
 //!   concurrent_count, lines}`, ops as `{process?, invoke_index, complete_index?, completion, description}`);
-//! - `boot`: per node name `{boots, refusals[{event, index, line, legitimate}], problems[]}` (`index`: history index);
+//! - `boot`: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[]}` (`index`:
+//!   history index);
 //! - `liveness`: `{recovered[{after, recovery_ms, attempts}], timeout?{after, timeout_ms, attempts}}`;
 //! - `convergence`: `[{converge_ms, commit_point}]`, or on timeout `{timeout_ms, commit_points{node: point}}`;
 //! - `set`: a `faultline_workloads::SetCheckResult` (`verdict`, `reason`, `stats`, `anomalies[{element, kind, add_outcome,
@@ -22,7 +23,6 @@
 
 use faultline_workloads::history::{EventKind, History};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The current results.json schema version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -38,22 +38,8 @@ pub fn shout(verdict: Verdict) -> &'static str {
     }
 }
 
-/// One check's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckResult {
-    /// Check name (`linearizability`, `boot`, `liveness`, `convergence`, `log-patterns`, `history`).
-    pub name: String,
-    /// Its verdict.
-    pub verdict: Verdict,
-    /// One sentence.
-    pub reason: String,
-    /// Check-specific evidence.
-    #[serde(default)]
-    pub details: Value,
-    /// When the first evidence of an invalid verdict happened (ns since run start), for time-to-detection.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence_ns: Option<u64>,
-}
+/// One check's outcome; it lives beside the checkers that produce it.
+pub use faultline_workloads::CheckResult;
 
 /// Operation and event counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,23 +114,14 @@ pub struct Results {
 impl Results {
     /// Combines checks: the verdict is the worst; the reason is that of the first check with the worst verdict.
     pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
-        let verdict = Verdict::combine_all(checks.iter().map(|c| c.verdict));
-        let reason = match checks
-            .iter()
-            .find(|c| c.verdict == verdict && verdict != Verdict::Valid)
-        {
-            Some(check) => format!("{}: {}", check.name, check.reason),
-            None if checks.is_empty() => "nothing was checked".to_string(),
-            None => "every check passed".to_string(),
-        };
-        let verdict = if checks.is_empty() { Verdict::Unknown } else { verdict };
-        (verdict, reason)
+        faultline_workloads::checker::combine(checks)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn check(name: &str, verdict: Verdict) -> CheckResult {
         CheckResult {

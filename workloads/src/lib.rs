@@ -1,10 +1,14 @@
-//! faultline workloads: the one history type, models, history formats and the linearizability checker.
+//! faultline workloads: the one history type, models, history formats and every checker of a run.
 //!
 //! The checker's entry points are [`load_history_file`] (faultline JSONL, Jepsen EDN, Jepsen log lines, Porcupine's
 //! kv logs, all read into one [`History`]) and [`check_history`], whose [`LinearizabilityResult`] goes into
 //! `results.json`; [`render_text`] prints it for a person. Log workloads are checked by [`check_log`] (loss,
 //! duplication, reordering, stale reads) in linear time instead, set workloads by [`check_set`] (Jepsen's set-full).
+//!
+//! [`checker`] wraps these, and the checks of a run's lifecycle (boot, liveness, convergence, log patterns), behind
+//! one [`Checker`] trait whose results compose into the verdict of `results.json`.
 
+pub mod checker;
 pub mod formats;
 pub mod history;
 pub mod linearizability;
@@ -13,6 +17,7 @@ pub mod models;
 pub mod set_check;
 pub mod verdict;
 
+pub use checker::{check_all, CheckInput, CheckResult, Checker, Composed};
 pub use formats::{load_history_file, Format, LoadError};
 pub use history::{Event, EventKind, History, HistoryError, HistoryWriter};
 pub use linearizability::{

@@ -1,0 +1,368 @@
+//! `boot`: no node refused to boot or died on its own, unless the history records a reason for it.
+//!
+//! The check walks the history once, keeping per node whether disk surgery was recorded since it last booted, and
+//! decides each lifecycle event by these rules:
+//!
+//! - **disk surgery** (a nemesis `disk-surgery` event carrying a `surgery` value) marks the node as damaged on purpose
+//!   until its next clean boot.
+//! - **boot refused** (`boot-refused`) after recorded surgery is legitimate: the node did what it should on a disk we
+//!   corrupted. Without recorded surgery it is a problem: the node refused a disk nothing corrupted.
+//! - **offline verification refused** (`verify-refused`: the node's own WAL verifier rejected its data dir) is judged
+//!   the same way, and is also remembered: if the node then boots (`boot-ok`) without a `boot-refused` in between, that
+//!   boot is a problem, because the node accepted entries its own verifier calls corrupt. A legitimate
+//!   `verify-refused` alone does not count as a refusal to boot.
+//! - **exited on its own** (`crashed`) is a problem, except while an I/O fault is injected on that node (from
+//!   `io-fault-start` until [`IO_FAULT_GRACE_NS`] after `io-fault-stop`): stopping on an injected I/O error is
+//!   fail-stop, the correct reaction, and is noted in the details but is not a problem.
+//! - **not ready in time** (`boot-timeout`) is a problem.
+//! - **after a restart-all**, every node must boot again, unless it refused legitimately or already has a problem.
+//!
+//! The verdict: any problem makes it `invalid`, with the first problem as the reason (nodes in name order) and the
+//! earliest problem as the evidence time. Otherwise, when a majority of the nodes refused legitimately it is `unknown`:
+//! the cluster lost more than the fault model allows, so nothing after that tells whether the system is right.
+//! Otherwise it is `valid`.
+//!
+//! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[]}`.
+
+use super::{CheckInput, CheckResult, Checker};
+use crate::history::{Event, EventKind, History};
+use crate::verdict::Verdict;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// How long after an I/O-fault window a node's exit still counts as its reaction to the injected errors.
+pub const IO_FAULT_GRACE_NS: u64 = 2_000_000_000;
+
+/// Checks every node's boots, refusals and exits against the faults the history records.
+#[derive(Debug, Clone, Copy)]
+pub struct Boot {
+    /// How long after an I/O-fault window ends an exit still counts as fail-stop.
+    pub io_fault_grace_ns: u64,
+}
+
+impl Default for Boot {
+    fn default() -> Self {
+        Boot {
+            io_fault_grace_ns: IO_FAULT_GRACE_NS,
+        }
+    }
+}
+
+/// Per-node boot bookkeeping while walking the history.
+#[derive(Default)]
+struct NodeBoots {
+    /// Disk surgery recorded since the node last booted cleanly.
+    surgery_since_boot: bool,
+    /// The offline verifier refused this node's WAL and the node has not been started since.
+    verify_refused: Option<String>,
+    boots: u64,
+    refusals: Vec<Value>,
+    problems: Vec<String>,
+    /// When the first problem happened (ns since run start).
+    first_problem_ns: Option<u64>,
+    /// Injected I/O faults count until this time (the window's end plus a grace for the node to notice).
+    io_faults_until_ns: Option<u64>,
+    /// Exits on injected I/O errors: fail-stop, a correct reaction, noted but not a problem.
+    io_exits: Vec<String>,
+    /// Legitimate refusals to boot (after recorded surgery).
+    legit: u64,
+}
+
+impl NodeBoots {
+    fn problem(&mut self, at_ns: u64, text: String) {
+        self.first_problem_ns.get_or_insert(at_ns);
+        self.problems.push(text);
+    }
+}
+
+impl Checker for Boot {
+    fn name(&self) -> &'static str {
+        "boot"
+    }
+
+    fn check(&self, input: &CheckInput) -> CheckResult {
+        let nodes = self.walk(input.history);
+        self.judge(&nodes)
+    }
+}
+
+impl Boot {
+    /// Applies the rules to every event, in order: per node, its boots, refusals, problems and fail-stop exits.
+    fn walk(&self, history: &History) -> BTreeMap<String, NodeBoots> {
+        let mut nodes: BTreeMap<String, NodeBoots> = BTreeMap::new();
+        let mut restart_all_at: Option<u64> = None;
+        let mut booted_after_restart: BTreeMap<String, bool> = BTreeMap::new();
+        for event in &history.events {
+            let Some(node) = event.node.clone() else {
+                if event.kind == EventKind::Lifecycle && event.f == "restart-all" {
+                    restart_all_at = Some(event.index);
+                }
+                continue;
+            };
+            let entry = nodes.entry(node.clone()).or_default();
+            match (event.kind, event.f.as_str()) {
+                (EventKind::Nemesis, "disk-surgery") if event.value.get("surgery").is_some() => {
+                    entry.surgery_since_boot = true
+                }
+                (EventKind::Lifecycle, "boot-ok") => {
+                    booted(entry, &node, event);
+                    if restart_all_at.is_some() {
+                        booted_after_restart.insert(node, true);
+                    }
+                }
+                (EventKind::Lifecycle, "verify-refused") => {
+                    entry.verify_refused = Some(event.value["line"].as_str().unwrap_or("").to_string());
+                    judge_refusal(entry, &node, event)
+                }
+                (EventKind::Lifecycle, "boot-refused") => {
+                    entry.verify_refused = None;
+                    judge_refusal(entry, &node, event)
+                }
+                (EventKind::Nemesis, "io-fault-start") => entry.io_faults_until_ns = Some(u64::MAX),
+                (EventKind::Nemesis, "io-fault-stop") => {
+                    entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
+                }
+                (EventKind::Lifecycle, "crashed") => crashed(entry, &node, event),
+                (EventKind::Lifecycle, "boot-timeout") => entry.problem(
+                    event.time_ns,
+                    format!(
+                        "{node} was not ready within {} ms of starting",
+                        event.value["timeout_ms"]
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        let end_ns = history.events.last().map_or(0, |e| e.time_ns);
+        if restart_all_at.is_some() {
+            for (node, entry) in nodes.iter_mut() {
+                let legit_refusal = entry.legit > 0;
+                if !booted_after_restart.contains_key(node) && !legit_refusal && entry.problems.is_empty() {
+                    entry.problem(end_ns, format!("{node} did not boot after the restart-all"));
+                }
+            }
+        }
+        nodes
+    }
+
+    /// The verdict on the walked nodes: any problem is invalid; a majority refusing legitimately is unknown.
+    fn judge(&self, nodes: &BTreeMap<String, NodeBoots>) -> CheckResult {
+        let problems: Vec<String> = nodes.values().flat_map(|n| n.problems.clone()).collect();
+        let legit_nodes = nodes.values().filter(|n| n.legit > 0).count();
+        let details: serde_json::Map<String, Value> = nodes
+            .iter()
+            .map(|(name, n)| {
+                (
+                    name.clone(),
+                    json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits}),
+                )
+            })
+            .collect();
+        let details = Value::Object(details);
+        if let Some(first) = problems.first() {
+            let more = if problems.len() > 1 {
+                format!(" (and {} more)", problems.len() - 1)
+            } else {
+                String::new()
+            };
+            let mut result = CheckResult::new(self.name(), Verdict::Invalid, format!("{first}{more}"), details);
+            result.evidence_ns = nodes.values().filter_map(|n| n.first_problem_ns).min();
+            return result;
+        }
+        let majority = nodes.len() / 2 + 1;
+        if legit_nodes >= majority && !nodes.is_empty() {
+            let reason = format!(
+                "{legit_nodes} of {} nodes refused to boot after disk surgery: beyond the fault model",
+                nodes.len()
+            );
+            return CheckResult::new(self.name(), Verdict::Unknown, reason, details);
+        }
+        let boots: u64 = nodes.values().map(|n| n.boots).sum();
+        let io_exits: usize = nodes.values().map(|n| n.io_exits.len()).sum();
+        let io_note = if io_exits > 0 {
+            format!("; {io_exits} fail-stop exit(s) on injected I/O errors")
+        } else {
+            String::new()
+        };
+        let reason = match legit_nodes {
+            0 => format!("every start booted ({boots} boots); no refusals{io_note}"),
+            n => format!(
+                "{boots} boots; {n} node(s) refused to boot after recorded disk surgery, as they should{io_note}"
+            ),
+        };
+        CheckResult::new(self.name(), Verdict::Valid, reason, details)
+    }
+}
+
+/// A clean boot: counted, clears the surgery mark, and is a problem if the node's own verifier refused its WAL.
+fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
+    entry.boots += 1;
+    entry.surgery_since_boot = false;
+    if let Some(line) = entry.verify_refused.take() {
+        entry.problem(
+            event.time_ns,
+            format!(
+                "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it accepts \
+                 corrupt entries instead of refusing to boot",
+                event.time_ns as f64 / 1e9
+            ),
+        );
+    }
+}
+
+/// An exit: fail-stop inside an I/O-fault window (and its grace), a problem outside.
+fn crashed(entry: &mut NodeBoots, node: &str, event: &Event) {
+    let exit = event.value["exit"].as_str().unwrap_or("?");
+    let at_s = event.time_ns as f64 / 1e9;
+    if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
+        entry.io_exits.push(format!(
+            "{node} stopped on an injected I/O error ({exit}) at {at_s:.3}s"
+        ));
+    } else {
+        entry.problem(
+            event.time_ns,
+            format!("{node} exited on its own ({exit}) at {at_s:.3}s"),
+        );
+    }
+}
+
+/// A refusal (to boot, or of the offline verifier): legitimate after recorded surgery, a problem otherwise.
+fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
+    let line = event.value["line"].as_str().unwrap_or("").to_string();
+    let legit = entry.surgery_since_boot;
+    entry
+        .refusals
+        .push(json!({"event": event.f, "index": event.index, "line": line, "legitimate": legit}));
+    if legit {
+        if event.f == "boot-refused" {
+            entry.legit += 1;
+        }
+    } else {
+        entry.problem(
+            event.time_ns,
+            format!(
+                "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
+                event.f,
+                event.time_ns as f64 / 1e9
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::tests::{event, history, lifecycle};
+    use crate::history::History;
+
+    fn check_boot(history: &History) -> CheckResult {
+        let logs = BTreeMap::new();
+        Boot::default().check(&CheckInput {
+            history,
+            node_logs: &logs,
+        })
+    }
+
+    fn restart_all() -> Event {
+        event(EventKind::Lifecycle, "restart-all", None, json!({}))
+    }
+
+    #[test]
+    fn given_a_refusal_without_surgery_when_checked_should_be_invalid() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            restart_all(),
+            lifecycle(
+                "boot-refused",
+                "n1",
+                json!({"line": "wal: op 7 does not chain: refusing to boot"}),
+            ),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(result.reason.contains("does not chain"), "{}", result.reason);
+    }
+
+    #[test]
+    fn given_a_refusal_after_recorded_surgery_when_checked_should_be_legitimate() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            lifecycle("boot-ok", "n3", json!({})),
+            restart_all(),
+            event(
+                EventKind::Nemesis,
+                "disk-surgery",
+                Some("n2"),
+                json!({"surgery": {"offset": 1}}),
+            ),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-refused", "n2", json!({"line": "refusing to boot"})),
+            lifecycle("boot-ok", "n3", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+    }
+
+    #[test]
+    fn given_a_boot_after_a_refused_verification_when_checked_should_be_invalid() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            event(EventKind::Nemesis, "disk-surgery", Some("n1"), json!({"surgery": {}})),
+            lifecycle(
+                "verify-refused",
+                "n1",
+                json!({"line": "interior corruption: refusing to boot"}),
+            ),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(result.reason.contains("accepts corrupt entries"), "{}", result.reason);
+    }
+
+    #[test]
+    fn given_an_exit_during_an_io_fault_window_when_checked_should_be_a_fail_stop_but_later_exits_a_crash() {
+        let nemesis = |f: &str| event(EventKind::Nemesis, f, Some("n2"), json!({}));
+        let at = |mut e: Event, time_ns: u64| {
+            e.time_ns = time_ns;
+            e
+        };
+        let h = history(vec![
+            at(lifecycle("boot-ok", "n2", json!({})), 1),
+            at(nemesis("io-fault-start"), 10),
+            at(lifecycle("crashed", "n2", json!({"exit": "exit code 2"})), 20),
+            at(nemesis("io-fault-stop"), 30),
+            at(lifecycle("boot-ok", "n2", json!({})), 40),
+        ]);
+        assert_eq!(check_boot(&h).verdict, Verdict::Valid, "{}", check_boot(&h).reason);
+        let mut late = h.events.clone();
+        late.push(at(
+            lifecycle("crashed", "n2", json!({"exit": "exit code 2"})),
+            30 + IO_FAULT_GRACE_NS + 1,
+        ));
+        let late = history(late);
+        assert_eq!(
+            check_boot(&late).verdict,
+            Verdict::Invalid,
+            "an exit long after the window is a crash"
+        );
+    }
+
+    #[test]
+    fn given_a_node_missing_after_restart_all_when_checked_should_be_invalid() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result.reason.contains("n2 did not boot after the restart-all"),
+            "{}",
+            result.reason
+        );
+    }
+}

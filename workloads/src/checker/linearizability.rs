@@ -1,0 +1,36 @@
+//! `linearizability` (register workload): the client history under a model (the cas-register for faultline's
+//! register workload), checked per key by the search in [`crate::linearizability`] within a time and memory budget;
+//! past either the answer is `unknown`. The details are the whole [`crate::LinearizabilityResult`]; an invalid
+//! verdict's evidence time is that of the operation the explanation names.
+
+use super::{time_of, CheckInput, CheckResult, Checker};
+use crate::linearizability::{check_history, CheckOptions};
+use crate::models::ModelKind;
+use serde_json::Value;
+
+/// Checks the client history for linearizability under `model`.
+#[derive(Debug, Clone)]
+pub struct Linearizability {
+    /// The model the history must be linearizable under.
+    pub model: ModelKind,
+    /// The search's time and memory budget and parallelism.
+    pub options: CheckOptions,
+}
+
+impl Checker for Linearizability {
+    fn name(&self) -> &'static str {
+        "linearizability"
+    }
+
+    fn check(&self, input: &CheckInput) -> CheckResult {
+        let history = input.history;
+        let result = check_history(history, self.model, &self.options);
+        let details = serde_json::to_value(&result).unwrap_or(Value::Null);
+        let mut checked = CheckResult::new(self.name(), result.verdict, result.reason.clone(), details);
+        checked.evidence_ns = result.explanation.as_ref().and_then(|e| {
+            let index = e.op.complete_index.unwrap_or(e.op.invoke_index);
+            time_of(history, index)
+        });
+        checked
+    }
+}
