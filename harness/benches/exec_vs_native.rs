@@ -1,0 +1,115 @@
+//! The exec adapter's cost: the same plan and seed run twice against the reference node, once through the native
+//! adapter (Rust HTTP clients) and once through the exec adapter (`plans/exec-reference.yaml`: templates, HTTP status
+//! probes, one Python client process per logical client speaking JSON lines), measured in the same run. Prints each
+//! run's ok ops/s over the fault phase and their ratio (exec / native).
+//!
+//! `cargo bench -p faultline --bench exec_vs_native` (env: `FAULTLINE_BENCH_SEED`, default 1;
+//! `FAULTLINE_BENCH_TIME_LIMIT`, default 30s; `FAULTLINE_BENCH_RATE`, ops/s, default the plan's 100; set it high,
+//! e.g. 2000, to measure throughput at saturation instead of at the plan's rate).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Measured {
+    ok: u64,
+    fail: u64,
+    info: u64,
+    phase_s: f64,
+    verdict: String,
+}
+
+impl Measured {
+    fn ok_per_s(&self) -> f64 {
+        self.ok as f64 / self.phase_s
+    }
+}
+
+/// Ok/fail/info completions between `cluster-ready` and `fault-phase-end`, and that window's length.
+fn measure(run_dir: &Path) -> Measured {
+    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).expect("history.jsonl");
+    let events: Vec<Value> = history.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let time_of = |f: &str| {
+        events
+            .iter()
+            .find(|e| e["kind"] == "lifecycle" && e["f"] == f)
+            .and_then(|e| e["time_ns"].as_u64())
+            .unwrap_or_else(|| panic!("no {f} event in {}", run_dir.display()))
+    };
+    let (from, to) = (time_of("cluster-ready"), time_of("fault-phase-end"));
+    let in_phase = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .filter(|e| e["time_ns"].as_u64().is_some_and(|t| (from..=to).contains(&t)))
+            .count() as u64
+    };
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).expect("results.json")).unwrap();
+    Measured {
+        ok: in_phase("ok"),
+        fail: in_phase("fail"),
+        info: in_phase("info"),
+        phase_s: (to - from) as f64 / 1e9,
+        verdict: results["verdict"].as_str().unwrap_or("?").to_string(),
+    }
+}
+
+fn run(plan: &Path, store: &Path, seed: &str, time_limit: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "--quiet", "--seed", seed, "--time-limit", time_limit, "--store"])
+        .arg(store)
+        .arg(plan)
+        .status()
+        .expect("running faultline");
+    assert!(status.code().is_some_and(|c| c <= 2), "faultline run failed: {status}");
+    store.join("latest").canonicalize().expect("store/latest")
+}
+
+fn main() {
+    let seed = std::env::var("FAULTLINE_BENCH_SEED").unwrap_or_else(|_| "1".into());
+    let time_limit = std::env::var("FAULTLINE_BENCH_TIME_LIMIT").unwrap_or_else(|_| "30s".into());
+    let rate = std::env::var("FAULTLINE_BENCH_RATE").ok();
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let exec_text = std::fs::read_to_string(plans.join("exec-reference.yaml")).expect("plans/exec-reference.yaml");
+    // The same workload and faults: the exec plan's system section over the default plan's.
+    let native_text = std::fs::read_to_string(plans.join("default.yaml")).expect("plans/default.yaml");
+    let (_, rest) = exec_text.split_at(exec_text.find("workload:\n").expect("a workload section"));
+    let native_rest = &native_text[native_text.find("workload:\n").expect("a workload section")..];
+    assert_eq!(
+        rest, native_rest,
+        "exec-reference.yaml keeps the default plan's workload, nemesis and final phase"
+    );
+    let work = tempfile::tempdir().expect("a temporary folder");
+    let with_rate = |text: &str| match &rate {
+        Some(rate) => text.replacen("  rate: 100 ", &format!("  rate: {rate} "), 1),
+        None => text.to_string(),
+    };
+    let exec_plan = work.path().join("exec.yaml");
+    let exec_text = with_rate(&exec_text).replace("{plan_dir}", &plans.display().to_string());
+    std::fs::write(&exec_plan, exec_text).unwrap();
+    let native_plan = work.path().join("native.yaml");
+    std::fs::write(&native_plan, with_rate(&native_text)).unwrap();
+
+    println!(
+        "exec vs native adapter: reference node, seed {seed}, fault phase {time_limit}, rate {}",
+        rate.as_deref().unwrap_or("100 (plan)")
+    );
+    let native = measure(&run(&native_plan, &work.path().join("native"), &seed, &time_limit));
+    let exec = measure(&run(&exec_plan, &work.path().join("exec"), &seed, &time_limit));
+    for (name, m) in [("native", &native), ("exec", &exec)] {
+        println!(
+            "  {name:<7} {:>8.1} ok ops/s  ({} ok, {} fail, {} info in {:.1} s; {})",
+            m.ok_per_s(),
+            m.ok,
+            m.fail,
+            m.info,
+            m.phase_s,
+            m.verdict
+        );
+    }
+    println!(
+        "  ratio (exec / native ok ops/s): {:.2}",
+        exec.ok_per_s() / native.ok_per_s()
+    );
+}
