@@ -94,7 +94,7 @@ fn given_an_interior_wal_bit_flip_on_one_member_should_record_the_refusal_and_ju
         return;
     }
     let _one = one_cluster();
-    for seed in 31..34 {
+    for seed in 31..37 {
         let run = run_text(
             &plan(&format!(
                 "seed: {seed}
@@ -127,6 +127,11 @@ final_phase:
             eprintln!("seed {seed}: the flip hit a length field and etcd truncated its WAL; next seed");
             continue;
         }
+        if refused.is_empty() {
+            // etcd pads records to 8 bytes and its CRCs do not cover the padding: a flip there is harmless.
+            eprintln!("seed {seed}: etcd booted over the flipped bit (record padding, not covered by a CRC); next seed");
+            continue;
+        }
         assert_eq!(refused.len(), 1, "n2 refuses once: {refused:?}\n{results:#}");
         assert_eq!(refused[0]["node"], "n2");
         let line = refused[0]["value"]["line"].as_str().unwrap();
@@ -149,7 +154,7 @@ final_phase:
         );
         return;
     }
-    panic!("three seeds in a row hit a WAL length field: not chance; look at the runs");
+    panic!("six seeds in a row flipped a bit etcd did not refuse (a length field or padding): not chance; look at the runs");
 }
 
 #[test]
