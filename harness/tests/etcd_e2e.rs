@@ -129,7 +129,9 @@ final_phase:
         }
         if refused.is_empty() {
             // etcd pads records to 8 bytes and its CRCs do not cover the padding: a flip there is harmless.
-            eprintln!("seed {seed}: etcd booted over the flipped bit (record padding, not covered by a CRC); next seed");
+            eprintln!(
+                "seed {seed}: etcd booted over the flipped bit (record padding, not covered by a CRC); next seed"
+            );
             continue;
         }
         assert_eq!(refused.len(), 1, "n2 refuses once: {refused:?}\n{results:#}");
