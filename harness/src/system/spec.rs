@@ -13,6 +13,8 @@ macro_rules! adapters {
         /// The system under test: `system: {kind: NAME, ...}`, each adapter's own section.
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(tag = "kind")]
+        // One plan holds one of these, parsed once per run: the exec arm's size costs nothing worth a Box.
+        #[allow(clippy::large_enum_variant)]
         pub enum SystemSpec {
             $(
                 #[doc = concat!("`kind: ", $name, "`.")]

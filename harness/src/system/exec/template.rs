@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 /// Template checks and substitution.
 pub struct Template;
 
-/// Which variables a template may use.
+/// Variable values for expanding templates (and the lists of which variables a template may use).
+#[derive(Default)]
 pub struct Vars {
     values: BTreeMap<&'static str, String>,
 }
@@ -69,14 +70,6 @@ impl Vars {
             }
         }
         out
-    }
-}
-
-impl Default for Vars {
-    fn default() -> Self {
-        Vars {
-            values: BTreeMap::new(),
-        }
     }
 }
 
