@@ -9,6 +9,7 @@
 
 use crate::fusefs::FsFaults;
 use crate::interpreter::{TimedFault, Window};
+use faultline_workloads::history::Nemesis;
 use serde_json::{json, Value};
 
 /// I/O faults on one node for a window of the fault phase (plain data: the plan's window, resolved).
@@ -34,7 +35,7 @@ pub trait IoLab {
     /// Starts a stopped node again with its data dir, recording the start (or why it failed) in the history.
     async fn restart(&self, node: usize);
     /// Appends a nemesis event (`io-fault-start`, `io-fault-stop`) about `node` to the history.
-    fn record(&self, f: &str, node: usize, value: Value);
+    fn record(&self, name: Nemesis, node: usize, value: Value);
 }
 
 /// The I/O family of the timed interpreter: the plan's windows on a lab.
@@ -61,8 +62,12 @@ impl<'a, L: IoLab> IoFaults<'a, L> {
         if let Err(e) = self.lab.set_io_faults(window.node, &faults) {
             value["error"] = json!(e);
         }
-        let f = if start { "io-fault-start" } else { "io-fault-stop" };
-        self.lab.record(f, window.node, value);
+        let name = if start {
+            Nemesis::IoFaultStart
+        } else {
+            Nemesis::IoFaultStop
+        };
+        self.lab.record(name, window.node, value);
     }
 }
 
@@ -124,8 +129,8 @@ mod tests {
             self.crashed.lock().unwrap().retain(|&n| n != node);
             self.log.lock().unwrap().push(("restart".into(), node, Value::Null));
         }
-        fn record(&self, f: &str, node: usize, value: Value) {
-            self.log.lock().unwrap().push((f.into(), node, value));
+        fn record(&self, name: Nemesis, node: usize, value: Value) {
+            self.log.lock().unwrap().push((name.to_string(), node, value));
         }
     }
 

@@ -18,6 +18,7 @@
 
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
+use faultline_workloads::history::Nemesis;
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
@@ -38,18 +39,18 @@ pub enum ProcessFault {
 }
 
 impl ProcessFault {
-    fn start_name(self) -> &'static str {
+    fn start_name(self) -> Nemesis {
         match self {
-            ProcessFault::Kill => "kill",
-            ProcessFault::Pause => "pause",
-            ProcessFault::PowerLoss => "power-loss",
+            ProcessFault::Kill => Nemesis::Kill,
+            ProcessFault::Pause => Nemesis::Pause,
+            ProcessFault::PowerLoss => Nemesis::PowerLoss,
         }
     }
 
-    fn stop_name(self) -> &'static str {
+    fn stop_name(self) -> Nemesis {
         match self {
-            ProcessFault::Kill | ProcessFault::PowerLoss => "start",
-            ProcessFault::Pause => "resume",
+            ProcessFault::Kill | ProcessFault::PowerLoss => Nemesis::Start,
+            ProcessFault::Pause => Nemesis::Resume,
         }
     }
 }
@@ -451,8 +452,8 @@ pub trait Lab {
     async fn resume(&self, node: usize) -> Result<Value, String>;
     /// Drops a killed node's unsynced writes (fault filesystem); returns what was lost, to record.
     async fn lose_unsynced(&self, node: usize) -> Result<Value, String>;
-    /// Appends a nemesis event to the history.
-    fn record(&self, f: &str, node: usize, value: Value);
+    /// Appends a nemesis event about `node` to the history.
+    fn record(&self, name: Nemesis, node: usize, value: Value);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -790,8 +791,8 @@ mod tests {
             self.log.lock().unwrap().push(("lose".to_string(), node));
             Ok(json!({}))
         }
-        fn record(&self, f: &str, node: usize, _: Value) {
-            self.log.lock().unwrap().push((f.to_string(), node));
+        fn record(&self, name: Nemesis, node: usize, _: Value) {
+            self.log.lock().unwrap().push((name.to_string(), node));
         }
     }
 

@@ -11,7 +11,7 @@ use faultline_workloads::checker::{
     check_all, Boot, CheckInput, Checker, Completion, Convergence, Linearizability, Liveness, LogPatterns, LogWorkload,
     SetWorkload,
 };
-use faultline_workloads::history::{EventKind, History};
+use faultline_workloads::history::{History, Meta};
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -53,10 +53,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
     };
     let composed = check_all(&checkers(&plan), &input);
     let (verdict, reason, checks) = (composed.verdict, composed.reason, composed.checks);
-    let start = history
-        .events
-        .iter()
-        .find(|e| e.kind == EventKind::Meta && e.f == "run-start");
+    let start = history.events.iter().find(|e| e.is(Meta::RunStart));
     let meta = start.map(|e| e.value.clone()).unwrap_or(Value::Null);
     let duration_ms = history.events.last().map(|e| e.time_ns / 1_000_000).unwrap_or(0);
     Ok(Results {

@@ -12,6 +12,7 @@ use crate::system::Outcome;
 use crate::workload::{perform, Client, PlannedOp, Workload};
 use faultline_faults::disk::{self, Surgeon};
 use faultline_faults::process::{node_name, parse_node_name};
+use faultline_workloads::history::{Lifecycle, Nemesis};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +30,7 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(60);
 pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     let recorder = lab.recorder();
     let spec = &plan.final_phase;
-    recorder.lifecycle("final-phase", None, json!({}));
+    recorder.lifecycle(Lifecycle::FinalPhase, None, json!({}));
     // Heal everything: a node that stopped on its own (and was judged for it) is started again.
     for node in 0..lab.node_count() {
         if matches!(
@@ -37,7 +38,7 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
             BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
         ) {
             let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-            recorder.lifecycle("start", Some(&node_name(node)), details);
+            recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
         }
     }
     let op_timeout = plan.workload.op_timeout.duration();
@@ -101,7 +102,7 @@ async fn recover(
         let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
         if matches!(outcome, Outcome::Ok(_)) {
             recorder.lifecycle(
-                "recovered",
+                Lifecycle::Recovered,
                 None,
                 json!({"after": after, "recovery_ms": started.elapsed().as_millis() as u64, "attempts": attempt}),
             );
@@ -110,7 +111,7 @@ async fn recover(
         tokio::time::sleep(PROBE_RETRY_DELAY).await;
     }
     recorder.lifecycle(
-        "recovery-timeout",
+        Lifecycle::RecoveryTimeout,
         None,
         json!({"after": after, "timeout_ms": timeout.as_millis() as u64, "attempts": attempt}),
     );
@@ -130,7 +131,7 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
         let first = live.first().and_then(|&n| points[n].clone());
         if first.is_some() && live.len() > lab.node_count() / 2 && live.iter().all(|&n| points[n] == first) {
             lab.recorder().lifecycle(
-                "converged",
+                Lifecycle::Converged,
                 None,
                 json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first}),
             );
@@ -143,7 +144,7 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
                 .map(|(i, p)| (node_name(i), json!(p)))
                 .collect();
             lab.recorder().lifecycle(
-                "convergence-timeout",
+                Lifecycle::ConvergenceTimeout,
                 None,
                 json!({"timeout_ms": timeout.as_millis() as u64, "commit_points": by_node}),
             );
@@ -156,7 +157,8 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
 /// Reads every key the run used: registers through the primary; every log, page by page from offset 0, from every
 /// node in turn (the client follows the system's redirects, so a system that serves reads locally is read locally).
 async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
-    lab.recorder().lifecycle("final-reads", None, json!({"label": label}));
+    lab.recorder()
+        .lifecycle(Lifecycle::FinalReads, None, json!({"label": label}));
     let primary = lab.find_primary().await.unwrap_or(0);
     let homes: Vec<usize> = match workload.kind() {
         WorkloadKind::Register => vec![primary],
@@ -222,10 +224,10 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
 /// kill -9 every node, verify every WAL offline, restart every node, wait for every boot.
 async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     let recorder = lab.recorder();
-    recorder.lifecycle("restart-all", None, json!({}));
+    recorder.lifecycle(Lifecycle::RestartAll, None, json!({}));
     for node in 0..lab.node_count() {
         let details = lab.kill_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-        recorder.lifecycle("kill", Some(&node_name(node)), details);
+        recorder.lifecycle(Lifecycle::Kill, Some(&node_name(node)), details);
     }
     if plan.final_phase.power_loss {
         // Every node was killed above, so this is one power loss of the whole cluster.
@@ -235,7 +237,7 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
                 .await
                 .unwrap_or_else(|e| json!({"error": e}));
             recorder.nemesis(
-                "power-loss",
+                Nemesis::PowerLoss,
                 Some(&node_name(node)),
                 json!({"source": "restart-all", "lost": lost}),
             );
@@ -248,7 +250,7 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
         match disk::corrupt_interior(&data_dir, lab.system().wal_glob()) {
             Ok(record) if corrupt.recorded => {
                 recorder.nemesis(
-                    "disk-surgery",
+                    Nemesis::DiskSurgery,
                     Some(&node_name(node)),
                     json!({"test_only": true, "surgery": record}),
                 );
@@ -256,7 +258,7 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
             Ok(_) => {} // deliberately unrecorded: simulates a disk nothing (visible) corrupted
             Err(e) => {
                 recorder.nemesis(
-                    "disk-surgery",
+                    Nemesis::DiskSurgery,
                     Some(&node_name(node)),
                     json!({"test_only": true, "error": e.to_string()}),
                 );
@@ -268,7 +270,7 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     }
     for node in 0..lab.node_count() {
         let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-        recorder.lifecycle("start", Some(&node_name(node)), details);
+        recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
     }
     for node in 0..lab.node_count() {
         lab.wait_boot(node).await;
@@ -294,7 +296,7 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
             Ok(Err(e)) => json!({"error": e.to_string()}),
             Err(e) => json!({"error": e.to_string()}),
         };
-        lab.recorder().nemesis("disk-surgery", Some(&name), value);
+        lab.recorder().nemesis(Nemesis::DiskSurgery, Some(&name), value);
     }
 }
 
@@ -313,7 +315,7 @@ async fn wipe_refused(lab: &Arc<Lab>) {
     if !refused.is_empty() && intact < majority {
         for &node in &refused {
             lab.recorder().lifecycle(
-                "wipe-skipped",
+                Lifecycle::WipeSkipped,
                 Some(&node_name(node)),
                 json!({"reason": format!(
                     "only {intact} of {} nodes booted on their own data: wiping would leave no majority holding it",
@@ -327,14 +329,14 @@ async fn wipe_refused(lab: &Arc<Lab>) {
         let name = node_name(node);
         match lab.system().wipe(node).await {
             Ok(()) => {
-                lab.recorder().lifecycle("wipe", Some(&name), json!({}));
+                lab.recorder().lifecycle(Lifecycle::Wipe, Some(&name), json!({}));
                 let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-                lab.recorder().lifecycle("start", Some(&name), details);
+                lab.recorder().lifecycle(Lifecycle::Start, Some(&name), details);
                 lab.wait_boot(node).await;
             }
             Err(e) => {
                 lab.recorder()
-                    .lifecycle("wipe-failed", Some(&name), json!({"error": format!("{e:#}")}));
+                    .lifecycle(Lifecycle::WipeFailed, Some(&name), json!({"error": format!("{e:#}")}));
             }
         }
     }
@@ -357,7 +359,7 @@ async fn verify_offline(lab: &Arc<Lab>, node: usize) {
     match output {
         Ok(Ok(output)) if output.status.success() => {
             lab.recorder()
-                .lifecycle("verify-ok", Some(&name), json!({"command": command.display()}));
+                .lifecycle(Lifecycle::VerifyOk, Some(&name), json!({"command": command.display()}));
         }
         Ok(Ok(output)) => {
             let text = format!(
@@ -370,21 +372,21 @@ async fn verify_offline(lab: &Arc<Lab>, node: usize) {
                 .boot_refusal_line(&text)
                 .unwrap_or_else(|| text.trim().lines().last().unwrap_or("").to_string());
             lab.recorder().lifecycle(
-                "verify-refused",
+                Lifecycle::VerifyRefused,
                 Some(&name),
                 json!({"command": command.display(), "exit": output.status.to_string(), "line": line}),
             );
         }
         Ok(Err(e)) => {
             lab.recorder().lifecycle(
-                "verify-error",
+                Lifecycle::VerifyError,
                 Some(&name),
                 json!({"command": command.display(), "error": e.to_string()}),
             );
         }
         Err(_) => {
             lab.recorder().lifecycle(
-                "verify-error",
+                Lifecycle::VerifyError,
                 Some(&name),
                 json!({"command": command.display(), "error": "timed out"}),
             );

@@ -8,6 +8,7 @@ use crate::system::{Role, System};
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
+use faultline_workloads::history::{Lifecycle, Nemesis};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -360,7 +361,7 @@ async fn watch_node(
     match ready {
         Some(true) => {
             recorder.lifecycle(
-                "boot-ok",
+                Lifecycle::BootOk,
                 Some(&name),
                 json!({"pid": spawned.pid, "boot_ms": started.elapsed().as_millis() as u64}),
             );
@@ -368,7 +369,7 @@ async fn watch_node(
         }
         Some(false) => {
             recorder.lifecycle(
-                "boot-timeout",
+                Lifecycle::BootTimeout,
                 Some(&name),
                 json!({"pid": spawned.pid, "timeout_ms": boot_timeout.as_millis() as u64}),
             );
@@ -391,7 +392,7 @@ async fn watch_node(
     let state = match (ready, system.boot_refusal_line(&tail)) {
         (None, Some(line)) => {
             recorder.lifecycle(
-                "boot-refused",
+                Lifecycle::BootRefused,
                 Some(&name),
                 json!({"pid": spawned.pid, "exit": exit.to_string(), "line": line}),
             );
@@ -407,7 +408,7 @@ async fn watch_node(
                 .rev()
                 .collect();
             recorder.lifecycle(
-                "crashed",
+                Lifecycle::Crashed,
                 Some(&name),
                 json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines}),
             );
@@ -464,8 +465,8 @@ impl faultline_faults::process::Lab for Lab {
         self.lose_unsynced_node(node).await
     }
 
-    fn record(&self, f: &str, node: usize, value: Value) {
-        self.recorder.nemesis(f, Some(&node_name(node)), value);
+    fn record(&self, name: Nemesis, node: usize, value: Value) {
+        self.recorder.nemesis(name, Some(&node_name(node)), value);
     }
 }
 
@@ -474,8 +475,8 @@ impl faultline_faults::network::schedule::NetworkLab for Lab {
         self.find_primary().await
     }
 
-    fn record(&self, f: &str, value: Value) {
-        self.recorder.nemesis(f, None, value);
+    fn record(&self, name: Nemesis, value: Value) {
+        self.recorder.nemesis(name, None, value);
     }
 }
 
@@ -490,10 +491,11 @@ impl faultline_faults::io::IoLab for Lab {
 
     async fn restart(&self, node: usize) {
         let details = self.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
-        self.recorder.lifecycle("start", Some(&node_name(node)), details);
+        self.recorder
+            .lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
     }
 
-    fn record(&self, f: &str, node: usize, value: Value) {
-        self.recorder.nemesis(f, Some(&node_name(node)), value);
+    fn record(&self, name: Nemesis, node: usize, value: Value) {
+        self.recorder.nemesis(name, Some(&node_name(node)), value);
     }
 }

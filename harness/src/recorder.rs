@@ -1,7 +1,7 @@
 //! The run's history recorder: one append-only JSONL file, every line flushed as it is written, so a crashed run
 //! still leaves a readable history. Time is monotonic nanoseconds since the run started.
 
-use faultline_workloads::history::{Event, EventKind, HistoryWriter};
+use faultline_workloads::history::{Event, HistoryWriter, Lifecycle, Meta, Nemesis};
 use serde_json::Value;
 use std::fs::File;
 use std::io::BufWriter;
@@ -45,45 +45,18 @@ impl Recorder {
         index
     }
 
-    /// Records a lifecycle event of a node.
-    pub fn lifecycle(&self, f: &str, node: Option<&str>, value: Value) -> u64 {
-        self.record(Event {
-            kind: EventKind::Lifecycle,
-            node: node.map(str::to_string),
-            ..blank(f, value)
-        })
+    /// Records a lifecycle event of a node (or of the cluster, with no node).
+    pub fn lifecycle(&self, name: Lifecycle, node: Option<&str>, value: Value) -> u64 {
+        self.record(Event::named(name, node.map(str::to_string), value))
     }
 
-    /// Records a nemesis event on a node.
-    pub fn nemesis(&self, f: &str, node: Option<&str>, value: Value) -> u64 {
-        self.record(Event {
-            kind: EventKind::Nemesis,
-            node: node.map(str::to_string),
-            ..blank(f, value)
-        })
+    /// Records a nemesis event (on a node, or on the network with no node).
+    pub fn nemesis(&self, name: Nemesis, node: Option<&str>, value: Value) -> u64 {
+        self.record(Event::named(name, node.map(str::to_string), value))
     }
 
     /// Records a meta event.
-    pub fn meta(&self, f: &str, value: Value) -> u64 {
-        self.record(Event {
-            kind: EventKind::Meta,
-            ..blank(f, value)
-        })
-    }
-}
-
-/// An event with every optional field empty.
-pub fn blank(f: &str, value: Value) -> Event {
-    Event {
-        index: 0,
-        time_ns: 0,
-        kind: EventKind::Meta,
-        process: None,
-        worker: None,
-        node: None,
-        f: f.to_string(),
-        key: None,
-        value,
-        error: None,
+    pub fn meta(&self, name: Meta, value: Value) -> u64 {
+        self.record(Event::named(name, None, value))
     }
 }

@@ -20,6 +20,7 @@ use faultline_faults::network::{BackendChoice, BackendKind, Network};
 use faultline_faults::process::{self as process_faults, node_name, ProcessFaults};
 use faultline_faults::rng::stream;
 use faultline_reports::results::{Results, Verdict};
+use faultline_workloads::history::{Lifecycle, Meta};
 use serde_json::json;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -96,7 +97,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let target = build_system(&plan, seed, &run_id, nodes_dir, netns.as_ref().map(|(lab, _)| lab)).await?;
     let (system, network) = (target.system, target.network);
     recorder.meta(
-        "run-start",
+        Meta::RunStart,
         run_meta(
             &plan,
             seed,
@@ -144,7 +145,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         _ = shutdown_signal() => { abort.abort(); true }
     };
     if interrupted {
-        recorder.meta("interrupted", json!({"reason": "the harness received SIGINT/SIGTERM"}));
+        recorder.meta(
+            Meta::Interrupted,
+            json!({"reason": "the harness received SIGINT/SIGTERM"}),
+        );
     }
     lab.kill_all_quietly().await;
     lab.unmount_fault_fs().await;
@@ -155,8 +159,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
             eprintln!("faultline: netns teardown: {e} (the next run's sweep removes leftovers)");
         }
     }
-    recorder.lifecycle("teardown", None, json!({}));
-    recorder.meta("run-end", json!({"interrupted": interrupted}));
+    recorder.lifecycle(Lifecycle::Teardown, None, json!({}));
+    recorder.meta(Meta::RunEnd, json!({"interrupted": interrupted}));
 
     let results = analyze::analyze_and_write(&store_dir)?;
     if results.verdict == Verdict::Valid {
@@ -178,13 +182,13 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>
     }
     for node in 0..lab.node_count() {
         lab.start_node(node).await.map_err(anyhow::Error::msg)?;
-        recorder.lifecycle("start", Some(&node_name(node)), json!({}));
+        recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), json!({}));
     }
     for node in 0..lab.node_count() {
         let state = lab.wait_boot(node).await;
         if state != BootState::Ready {
             recorder.lifecycle(
-                "setup-failed",
+                Lifecycle::SetupFailed,
                 Some(&node_name(node)),
                 json!({"state": format!("{state:?}")}),
             );
@@ -193,7 +197,7 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>
     }
     if let Some(why) = lab.misconfiguration().await {
         eprintln!("faultline: the plan does not fit the system: {why}");
-        recorder.lifecycle("setup-failed", None, json!({"reason": why}));
+        recorder.lifecycle(Lifecycle::SetupFailed, None, json!({"reason": why}));
         return Ok(());
     }
     let started = tokio::time::Instant::now();
@@ -201,7 +205,7 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>
     while has_primary && lab.find_primary().await.is_none() {
         if started.elapsed() > FIRST_PRIMARY_TIMEOUT {
             recorder.lifecycle(
-                "setup-failed",
+                Lifecycle::SetupFailed,
                 None,
                 json!({"reason": "no primary", "timeout_ms": FIRST_PRIMARY_TIMEOUT.as_millis() as u64}),
             );
@@ -210,7 +214,7 @@ async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     recorder.lifecycle(
-        "cluster-ready",
+        Lifecycle::ClusterReady,
         None,
         json!({"ready_ms": started.elapsed().as_millis() as u64}),
     );
@@ -244,7 +248,10 @@ async fn fault_phase(
         ),
         _ => Vec::new(),
     };
-    recorder.meta("schedule", json!({"process": schedule, "network": network_schedule}));
+    recorder.meta(
+        Meta::Schedule,
+        json!({"process": schedule, "network": network_schedule}),
+    );
     let io_windows = io_faults(&plan.nemesis.io);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
@@ -294,7 +301,7 @@ async fn fault_phase(
     let _ = stop_tx.send(true);
     while workers.join_next().await.is_some() {}
     let _ = nemesis.await;
-    recorder.lifecycle("fault-phase-end", None, json!({"phase_ms": phase_ms}));
+    recorder.lifecycle(Lifecycle::FaultPhaseEnd, None, json!({"phase_ms": phase_ms}));
 }
 
 /// Builds the plan's system through its adapter's constructor: each node at its namespace address under netns,

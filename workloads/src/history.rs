@@ -9,6 +9,30 @@
 //! effect), `fail` (it definitely did not take effect) or `info` (unknown: it may have taken effect at any time after
 //! its invocation, or never). A process with an `info` completion is retired; its worker continues under a new process
 //! id.
+//!
+//! # The vocabulary
+//!
+//! Fault, lifecycle and meta events are named by one typed vocabulary, [`Lifecycle`], [`Nemesis`] and [`Meta`]: the
+//! harness and the fault families write through it and the checkers and reports match through it
+//! ([`Event::name`], [`Event::is`]), so a misspelled name is a compile error on both sides. The names, exactly as
+//! they appear in `f`:
+//!
+//! - `lifecycle`: `start`, `boot-ok`, `boot-timeout`, `boot-refused`, `crashed`, `setup-failed`, `cluster-ready`,
+//!   `fault-phase-end`, `final-phase`, `recovered`, `recovery-timeout`, `converged`, `convergence-timeout`,
+//!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
+//!   `wipe-failed`, `teardown`
+//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `partition-start`, `partition-stop`, `link-fault`,
+//!   `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`
+//! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
+//!
+//! On the wire `f` stays a plain string, and that is a choice, not a leftover. A name means something only together
+//! with its kind (`start` and `kill` are both a lifecycle and a nemesis name, with different meanings), so the typed
+//! view is the pair, [`Name`], read from `kind` and `f` together; keeping the two fields as they were keeps every
+//! `history.jsonl` byte-identical. And a history is evidence: `faultline analyze` must still load one whose `f` this
+//! build does not know (written by an older or newer faultline, imported from a Jepsen history whose nemesis `f` is
+//! Jepsen's own, or edited by hand), show it as written and judge the rest, not refuse the whole file. Such an event
+//! has no [`Name`] and no matcher takes it for a known one. Client operations keep their workload's own `f` (`read`,
+//! `write`, `cas`, `append`, `add`): the workload and its model define those, not this vocabulary.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -45,6 +69,189 @@ impl EventKind {
     }
 }
 
+/// Declares one kind's names: the enum, its exact strings (`as_str`, and `ALL` in declaration order) and its serde
+/// form. Serde derives kebab-case from the variant names independently of the literals here; the tests check that
+/// both agree with each other and with the module doc.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// Every name of this kind, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The name exactly as it appears in a history's `f`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+
+            /// The name whose string is `text`, if there is one.
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl From<$name> for Name {
+            fn from(name: $name) -> Name {
+                Name::$name(name)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+names! {
+    /// Names of `lifecycle` events: what the harness did to a node or the cluster, and what it saw them do.
+    Lifecycle {
+        /// A node was started (details: pid, or the error).
+        Start => "start",
+        /// A started node became ready.
+        BootOk => "boot-ok",
+        /// A started node was not ready within the boot timeout.
+        BootTimeout => "boot-timeout",
+        /// A node exited before it was ready with the system's boot-refusal line in its log.
+        BootRefused => "boot-refused",
+        /// A node exited on its own.
+        Crashed => "crashed",
+        /// The cluster never became ready; nothing after it was run.
+        SetupFailed => "setup-failed",
+        /// Every node booted and (when the system has one) a primary is known.
+        ClusterReady => "cluster-ready",
+        /// The fault phase ended and every fault was healed.
+        FaultPhaseEnd => "fault-phase-end",
+        /// The final phase began.
+        FinalPhase => "final-phase",
+        /// A recovery probe write was acknowledged.
+        Recovered => "recovered",
+        /// No recovery probe write was acknowledged within the bound.
+        RecoveryTimeout => "recovery-timeout",
+        /// Every live node reported the same commit point.
+        Converged => "converged",
+        /// The live nodes did not agree on a commit point within the bound.
+        ConvergenceTimeout => "convergence-timeout",
+        /// The final reads (labelled `after-heal` or `after-restart-all`) began.
+        FinalReads => "final-reads",
+        /// The final phase's restart of every node began.
+        RestartAll => "restart-all",
+        /// A node was kill -9ed by the restart-all (a fault-phase kill is a nemesis event).
+        Kill => "kill",
+        /// The system's offline WAL verification accepted a stopped node's data.
+        VerifyOk => "verify-ok",
+        /// The offline verification refused a stopped node's data.
+        VerifyRefused => "verify-refused",
+        /// The offline verification could not run or timed out.
+        VerifyError => "verify-error",
+        /// A node that refused to boot was wiped, to recover from its peers.
+        Wipe => "wipe",
+        /// A refused node was not wiped: too few nodes booted on their own data.
+        WipeSkipped => "wipe-skipped",
+        /// Wiping a refused node failed.
+        WipeFailed => "wipe-failed",
+        /// Every node was stopped at the end of the run.
+        Teardown => "teardown",
+    }
+}
+
+names! {
+    /// Names of `nemesis` events: a fault started or stopped, with its exact details.
+    Nemesis {
+        /// A process fault SIGKILLed a node.
+        Kill => "kill",
+        /// A process fault SIGSTOPped a node.
+        Pause => "pause",
+        /// A paused node was SIGCONTed.
+        Resume => "resume",
+        /// A node was killed and lost what it had not fsynced.
+        PowerLoss => "power-loss",
+        /// A killed node was started again when its fault ended.
+        Start => "start",
+        /// A network partition (a grudge) was applied.
+        PartitionStart => "partition-start",
+        /// The partition was healed.
+        PartitionStop => "partition-stop",
+        /// A link fault (delay, loss, corruption ...) was set on some links.
+        LinkFault => "link-fault",
+        /// A link fault was cleared.
+        LinkHeal => "link-heal",
+        /// A window of injected I/O errors opened on a node's fault filesystem.
+        IoFaultStart => "io-fault-start",
+        /// The I/O fault window closed.
+        IoFaultStop => "io-fault-stop",
+        /// A stopped node's files were cut (the exact bytes before and after are in the value).
+        DiskSurgery => "disk-surgery",
+    }
+}
+
+names! {
+    /// Names of `meta` events: facts about the run itself.
+    Meta {
+        /// The first line: plan digest, seed, binaries, versions, the wall-clock anchor.
+        RunStart => "run-start",
+        /// The generated fault schedules of the fault phase.
+        Schedule => "schedule",
+        /// The harness was stopped by SIGINT/SIGTERM.
+        Interrupted => "interrupted",
+        /// The last line: the run finished (possibly interrupted).
+        RunEnd => "run-end",
+    }
+}
+
+/// A vocabulary name together with its kind: the typed view of a fault, lifecycle or meta event's `kind` and `f`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Name {
+    /// A `lifecycle` event.
+    Lifecycle(Lifecycle),
+    /// A `nemesis` event.
+    Nemesis(Nemesis),
+    /// A `meta` event.
+    Meta(Meta),
+}
+
+impl Name {
+    /// The event kind this name belongs to.
+    pub fn kind(self) -> EventKind {
+        match self {
+            Name::Lifecycle(_) => EventKind::Lifecycle,
+            Name::Nemesis(_) => EventKind::Nemesis,
+            Name::Meta(_) => EventKind::Meta,
+        }
+    }
+
+    /// The name exactly as it appears in `f`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Name::Lifecycle(name) => name.as_str(),
+            Name::Nemesis(name) => name.as_str(),
+            Name::Meta(name) => name.as_str(),
+        }
+    }
+
+    /// The name of kind `kind` spelled `f`; `None` for client kinds and unknown names.
+    pub fn parse(kind: EventKind, f: &str) -> Option<Name> {
+        match kind {
+            EventKind::Lifecycle => Lifecycle::parse(f).map(Name::Lifecycle),
+            EventKind::Nemesis => Nemesis::parse(f).map(Name::Nemesis),
+            EventKind::Meta => Meta::parse(f).map(Name::Meta),
+            EventKind::Invoke | EventKind::Ok | EventKind::Fail | EventKind::Info => None,
+        }
+    }
+}
+
 /// One line of a history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,6 +285,35 @@ pub struct Event {
 }
 
 impl Event {
+    /// A fault, lifecycle or meta event named `name` (index and time are assigned when it is recorded).
+    pub fn named(name: impl Into<Name>, node: Option<String>, value: Value) -> Event {
+        let name = name.into();
+        Event {
+            index: 0,
+            time_ns: 0,
+            kind: name.kind(),
+            process: None,
+            worker: None,
+            node,
+            f: name.as_str().to_string(),
+            key: None,
+            value,
+            error: None,
+        }
+    }
+
+    /// The vocabulary name of a fault, lifecycle or meta event; `None` for client events and for names this build does
+    /// not know.
+    pub fn name(&self) -> Option<Name> {
+        Name::parse(self.kind, &self.f)
+    }
+
+    /// True when this event is `name`: its kind and its `f` both match.
+    pub fn is(&self, name: impl Into<Name>) -> bool {
+        let name = name.into();
+        self.kind == name.kind() && self.f == name.as_str()
+    }
+
     /// The process of a client event, or an error naming the event when it has none.
     pub fn client_process(&self) -> Result<u64, String> {
         self.process.ok_or_else(|| {
@@ -262,6 +498,86 @@ mod tests {
         .unwrap();
         let err = History::read_jsonl(&path).unwrap_err().to_string();
         assert!(err.contains(":1:"), "{err}");
+    }
+
+    /// The names the module doc lists for `kind` (its `- `kind`: ...` item, which may wrap).
+    fn documented(kind: &str) -> Vec<String> {
+        let doc: Vec<&str> = include_str!("history.rs")
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .map(|l| l.trim_start_matches("//!").trim())
+            .collect();
+        let head = format!("- `{kind}`:");
+        let start = doc
+            .iter()
+            .position(|l| l.starts_with(&head))
+            .expect("the doc lists the kind");
+        let mut text = doc[start][head.len()..].to_string();
+        for line in &doc[start + 1..] {
+            if line.is_empty() || line.starts_with("- ") {
+                break;
+            }
+            text.push_str(line);
+        }
+        text.split(',')
+            .map(|n| n.trim().trim_matches('`').to_string())
+            .collect()
+    }
+
+    fn check_names<N: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug + Copy>(
+        kind: &str,
+        all: &[N],
+        as_str: fn(N) -> &'static str,
+        parse: fn(&str) -> Option<N>,
+    ) {
+        let mut strings = Vec::new();
+        for &name in all {
+            let text = as_str(name);
+            assert_eq!(serde_json::to_string(&name).unwrap(), format!("\"{text}\""), "{name:?}");
+            assert_eq!(serde_json::from_str::<N>(&format!("\"{text}\"")).unwrap(), name);
+            assert_eq!(parse(text), Some(name));
+            strings.push(text.to_string());
+        }
+        assert_eq!(strings, documented(kind), "the {kind} names and the module doc differ");
+    }
+
+    #[test]
+    fn given_every_vocabulary_name_when_serialized_should_be_the_exact_string_the_module_doc_lists() {
+        check_names("lifecycle", Lifecycle::ALL, Lifecycle::as_str, Lifecycle::parse);
+        check_names("nemesis", Nemesis::ALL, Nemesis::as_str, Nemesis::parse);
+        check_names("meta", Meta::ALL, Meta::as_str, Meta::parse);
+    }
+
+    #[test]
+    fn given_a_named_event_when_written_should_be_the_line_it_always_was_and_read_back_by_kind_and_name() {
+        let event = Event::named(Lifecycle::BootOk, Some("n2".into()), serde_json::json!({"pid": 7}));
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line,
+            r#"{"index":0,"time_ns":0,"kind":"lifecycle","node":"n2","f":"boot-ok","value":{"pid":7}}"#
+        );
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.name(), Some(Name::Lifecycle(Lifecycle::BootOk)));
+        assert!(back.is(Lifecycle::BootOk));
+        assert!(!back.is(Nemesis::Kill));
+        // The same spelling under another kind is another name.
+        let kill = Event::named(Nemesis::Kill, None, Value::Null);
+        assert!(kill.is(Nemesis::Kill) && !kill.is(Lifecycle::Kill));
+    }
+
+    #[test]
+    fn given_a_name_this_build_does_not_know_when_read_should_load_with_no_name() {
+        let line = r#"{"index":0,"time_ns":1,"kind":"lifecycle","f":"some-future-event"}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        assert_eq!(event.f, "some-future-event");
+        assert_eq!(event.name(), None);
+        let client: Event =
+            serde_json::from_str(r#"{"index":1,"time_ns":2,"kind":"ok","process":0,"f":"start"}"#).unwrap();
+        assert_eq!(
+            client.name(),
+            None,
+            "a client op's f is the workload's, not the vocabulary's"
+        );
     }
 
     fn test_dir() -> std::path::PathBuf {

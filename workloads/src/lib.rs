@@ -19,7 +19,7 @@ pub mod verdict;
 
 pub use checker::{check_all, CheckInput, CheckResult, Checker, Composed};
 pub use formats::{load_history_file, Format, LoadError};
-pub use history::{Event, EventKind, History, HistoryError, HistoryWriter};
+pub use history::{Event, EventKind, History, HistoryError, HistoryWriter, Lifecycle, Meta, Name, Nemesis};
 pub use linearizability::{
     check_history, render_text, CheckOptions, Explanation, KeySummary, LinearizabilityResult, LinearizedStep,
     OpSummary, StopReason,

@@ -15,6 +15,7 @@ use super::shape::{isolate, Shape};
 use super::Network;
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
+use faultline_workloads::history::Nemesis;
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
@@ -429,7 +430,7 @@ pub trait NetworkLab {
     /// Current primary, if the system can tell (for `isolate-primary`).
     async fn primary(&self) -> Option<usize>;
     /// Appends a nemesis event (`partition-start`, `partition-stop`, `link-fault`, `link-heal`) to the history.
-    fn record(&self, f: &str, value: Value);
+    fn record(&self, name: Nemesis, value: Value);
 }
 
 /// The network family of the timed interpreter: applies its schedule's faults through a [`Network`] and heals them.
@@ -501,7 +502,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
                     Ok(()) => self.partition = Some((fault.id, *shape)),
                     Err(error) => value["error"] = Value::from(error.to_string()),
                 }
-                lab.record("partition-start", value);
+                lab.record(Nemesis::PartitionStart, value);
             }
             NetworkAction::Link {
                 fault: link_fault,
@@ -538,7 +539,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         if !applied.is_empty() {
             self.held.insert(fault_id, (fault.clone(), applied));
         }
-        lab.record("link-fault", value);
+        lab.record(Nemesis::LinkFault, value);
     }
 
     async fn stop_fault(&mut self, fault_id: u64) {
@@ -556,7 +557,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
                 }
                 // Forget it even on error (the event records the error): the next partition's grudge replaces it.
                 self.partition = None;
-                lab.record("partition-stop", value);
+                lab.record(Nemesis::PartitionStop, value);
                 return;
             }
         }
@@ -574,7 +575,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         if !errors.is_empty() {
             value["error"] = Value::from(errors.join("; "));
         }
-        lab.record("link-heal", value);
+        lab.record(Nemesis::LinkHeal, value);
     }
 }
 
@@ -715,8 +716,8 @@ mod tests {
         async fn primary(&self) -> Option<usize> {
             Some(2)
         }
-        fn record(&self, f: &str, value: Value) {
-            self.events.lock().unwrap().push((f.to_string(), value));
+        fn record(&self, name: Nemesis, value: Value) {
+            self.events.lock().unwrap().push((name.to_string(), value));
         }
     }
 

@@ -19,7 +19,7 @@ pub use logs::parse_rfc3339;
 
 use crate::error::ReportError;
 use crate::results::Results;
-use faultline_workloads::history::{EventKind, History};
+use faultline_workloads::history::{History, Meta};
 use logs::NodeLog;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -100,10 +100,7 @@ pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
 
 /// `wall_clock_unix_ns - time_ns` of the run-start event: added to a history time it gives the wall clock.
 fn anchor_offset_ns(history: &History) -> Option<i128> {
-    let start = history
-        .events
-        .iter()
-        .find(|e| e.kind == EventKind::Meta && e.f == "run-start")?;
+    let start = history.events.iter().find(|e| e.is(Meta::RunStart))?;
     let wall = start.value["wall_clock_unix_ns"]
         .as_u64()
         .map(i128::from)

@@ -4,7 +4,7 @@
 use super::escape::html;
 use super::logs::{NodeLog, EXCERPT_LINES};
 use super::timeline::{describe_value, ms, severity};
-use faultline_workloads::history::{Event, EventKind, History};
+use faultline_workloads::history::{Event, EventKind, History, Lifecycle, Name, Nemesis};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -63,15 +63,16 @@ pub fn render(inputs: &NodeInputs<'_>) -> String {
 }
 
 fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Option<i128>) -> String {
-    let count = |f: &str| events.iter().filter(|e| e.f == f).count();
+    let count = |wanted: &[Name]| events.iter().filter(|e| wanted.iter().any(|&name| e.is(name))).count();
     let bad = events.iter().filter(|e| severity(e) == "bad").count();
     let mut out = format!(
         "<section class=\"node{}\" id=\"node-{node}\"><h3>{node} <small>{} boots · {} kills · {} pauses · {} \
          problem events · <a href=\"nodes/{node}/node.log\">full log</a></small></h3>",
         if bad > 0 { " has-bad" } else { "" },
-        count("boot-ok"),
-        count("kill"),
-        count("pause"),
+        count(&[Lifecycle::BootOk.into()]),
+        // A fault-phase kill (nemesis) and a restart-all kill (lifecycle) are both kills of the node.
+        count(&[Nemesis::Kill.into(), Lifecycle::Kill.into()]),
+        count(&[Nemesis::Pause.into()]),
         bad,
         node = html(node)
     );
@@ -100,8 +101,10 @@ fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Op
             html(&describe_value(event))
         );
         let wants_excerpt = matches!(
-            event.f.as_str(),
-            "crashed" | "boot-refused" | "boot-timeout" | "verify-refused"
+            event.name(),
+            Some(Name::Lifecycle(
+                Lifecycle::Crashed | Lifecycle::BootRefused | Lifecycle::BootTimeout | Lifecycle::VerifyRefused
+            ))
         );
         if wants_excerpt && excerpts < EXCERPTS_MAX {
             if let Some(log) = log {

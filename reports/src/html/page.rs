@@ -7,7 +7,7 @@ use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
 use super::{anchor_offset_ns, checks, linearizability, RunInputs};
 use crate::results::{Results, Verdict};
-use faultline_workloads::history::{EventKind, History};
+use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -124,7 +124,7 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
     let meta = history
         .events
         .iter()
-        .find(|e| e.kind == EventKind::Meta && e.f == "run-start")
+        .find(|e| e.is(Meta::RunStart))
         .map(|e| e.value.clone())
         .unwrap_or(Value::Null);
     let latency = table.ok_latency_ms().map_or_else(

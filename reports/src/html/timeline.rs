@@ -1,7 +1,7 @@
 //! Faults and node lifecycle on the timeline: fault windows (a node down or paused, from the event that began it to
 //! the one that ended it) and point markers (boots, refusals, crashes, disk surgery, phase changes).
 
-use faultline_workloads::history::{Event, EventKind, History};
+use faultline_workloads::history::{Event, EventKind, History, Lifecycle, Meta, Name, Nemesis};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -62,17 +62,24 @@ pub fn severity(event: &Event) -> &'static str {
     if event.value.get("error").is_some() {
         return "warn";
     }
-    match event.f.as_str() {
-        "boot-refused"
-        | "verify-refused"
-        | "crashed"
-        | "boot-timeout"
-        | "recovery-timeout"
-        | "convergence-timeout"
-        | "setup-failed"
-        | "verify-error" => "bad",
-        "disk-surgery" | "kill" | "pause" | "interrupted" => "warn",
-        "boot-ok" | "verify-ok" | "recovered" | "converged" | "cluster-ready" => "ok",
+    use Lifecycle as L;
+    match event.name() {
+        Some(Name::Lifecycle(
+            L::BootRefused
+            | L::VerifyRefused
+            | L::Crashed
+            | L::BootTimeout
+            | L::RecoveryTimeout
+            | L::ConvergenceTimeout
+            | L::SetupFailed
+            | L::VerifyError,
+        )) => "bad",
+        Some(
+            Name::Nemesis(Nemesis::DiskSurgery | Nemesis::Kill | Nemesis::Pause)
+            | Name::Lifecycle(L::Kill)
+            | Name::Meta(Meta::Interrupted),
+        ) => "warn",
+        Some(Name::Lifecycle(L::BootOk | L::VerifyOk | L::Recovered | L::Converged | L::ClusterReady)) => "ok",
         _ => "info",
     }
 }
@@ -103,13 +110,13 @@ pub fn build(history: &History) -> Timeline {
     let mut restart_all = false;
     for event in &history.events {
         let is_fault_or_node = matches!(event.kind, EventKind::Nemesis | EventKind::Lifecycle);
-        if event.kind == EventKind::Meta && event.f == "interrupted" {
+        if event.is(Meta::Interrupted) {
             timeline.markers.push(marker(event, "run interrupted".into()));
         }
         if !is_fault_or_node {
             continue;
         }
-        if event.f == "restart-all" {
+        if event.is(Lifecycle::RestartAll) {
             restart_all = true;
         }
         let Some(node) = event.node.clone() else {
@@ -118,20 +125,23 @@ pub fn build(history: &History) -> Timeline {
             continue;
         };
         let failed = event.value.get("error").is_some();
-        let window = match (event.kind, event.f.as_str()) {
+        let name = event.name();
+        let window = match name {
             _ if failed => None,
-            (EventKind::Nemesis, "kill") => Some(("kill", format!("kill {node}"))),
-            (EventKind::Nemesis, "pause") => Some(("pause", format!("pause {node}"))),
-            (EventKind::Nemesis, "power-loss") => Some(("power-loss", format!("power loss {node}"))),
-            (EventKind::Lifecycle, "kill") if restart_all => Some(("restart-all", format!("restart-all {node}"))),
-            (EventKind::Lifecycle, "kill") => Some(("kill", format!("kill {node}"))),
-            (EventKind::Lifecycle, "crashed") => Some(("crash", format!("{node} crashed"))),
-            (EventKind::Lifecycle, "boot-refused") => Some(("refused", format!("{node} refused to boot"))),
+            Some(Name::Nemesis(Nemesis::Kill)) => Some(("kill", format!("kill {node}"))),
+            Some(Name::Nemesis(Nemesis::Pause)) => Some(("pause", format!("pause {node}"))),
+            Some(Name::Nemesis(Nemesis::PowerLoss)) => Some(("power-loss", format!("power loss {node}"))),
+            Some(Name::Lifecycle(Lifecycle::Kill)) if restart_all => {
+                Some(("restart-all", format!("restart-all {node}")))
+            }
+            Some(Name::Lifecycle(Lifecycle::Kill)) => Some(("kill", format!("kill {node}"))),
+            Some(Name::Lifecycle(Lifecycle::Crashed)) => Some(("crash", format!("{node} crashed"))),
+            Some(Name::Lifecycle(Lifecycle::BootRefused)) => Some(("refused", format!("{node} refused to boot"))),
             _ => None,
         };
         let ends = matches!(
-            (event.kind, event.f.as_str()),
-            (EventKind::Nemesis, "start" | "resume") | (EventKind::Lifecycle, "start")
+            name,
+            Some(Name::Nemesis(Nemesis::Start | Nemesis::Resume) | Name::Lifecycle(Lifecycle::Start))
         );
         if ends || window.is_some() {
             if let Some(i) = open.remove(&node) {
@@ -165,12 +175,15 @@ fn network_window(timeline: &mut Timeline, open: &mut BTreeMap<String, usize>, e
         return;
     }
     let id = event.value["fault_id"].as_u64().unwrap_or(u64::MAX);
-    let (kind, key) = match event.f.as_str() {
-        "partition-start" | "partition-stop" => ("partition", format!("{NETWORK_ROW}/partition/{id}")),
-        "link-fault" | "link-heal" => ("link", format!("{NETWORK_ROW}/link/{id}")),
+    let Some(Name::Nemesis(name)) = event.name() else {
+        return;
+    };
+    let (kind, key) = match name {
+        Nemesis::PartitionStart | Nemesis::PartitionStop => ("partition", format!("{NETWORK_ROW}/partition/{id}")),
+        Nemesis::LinkFault | Nemesis::LinkHeal => ("link", format!("{NETWORK_ROW}/link/{id}")),
         _ => return,
     };
-    if event.f.ends_with("-start") || event.f == "link-fault" {
+    if matches!(name, Nemesis::PartitionStart | Nemesis::LinkFault) {
         let label = match kind {
             "partition" => format!("partition {}", event.value["label"].as_str().unwrap_or("?")),
             _ => format!(
@@ -206,10 +219,12 @@ fn marker(event: &Event, label: String) -> Marker {
 }
 
 fn suffix(event: &Event) -> String {
-    let text = match event.f.as_str() {
-        "boot-refused" | "verify-refused" => event.value["line"].as_str().map(str::to_string),
-        "crashed" => event.value["exit"].as_str().map(|e| format!("exit {e}")),
-        "boot-ok" => event.value["boot_ms"].as_u64().map(|b| format!("after {b} ms")),
+    let text = match event.name() {
+        Some(Name::Lifecycle(Lifecycle::BootRefused | Lifecycle::VerifyRefused)) => {
+            event.value["line"].as_str().map(str::to_string)
+        }
+        Some(Name::Lifecycle(Lifecycle::Crashed)) => event.value["exit"].as_str().map(|e| format!("exit {e}")),
+        Some(Name::Lifecycle(Lifecycle::BootOk)) => event.value["boot_ms"].as_u64().map(|b| format!("after {b} ms")),
         _ if event.value.get("error").is_some() => event.value["error"].as_str().map(|e| format!("failed: {e}")),
         _ => None,
     };
@@ -218,17 +233,20 @@ fn suffix(event: &Event) -> String {
 
 fn phase_label(event: &Event) -> String {
     let v = &event.value;
-    match event.f.as_str() {
-        "recovered" => format!(
+    let Some(Name::Lifecycle(name)) = event.name() else {
+        return event.f.replace('-', " ");
+    };
+    match name {
+        Lifecycle::Recovered => format!(
             "recovered after {} in {} ms",
             v["after"].as_str().unwrap_or("?"),
             v["recovery_ms"]
         ),
-        "recovery-timeout" => format!("no recovery within {} ms", v["timeout_ms"]),
-        "converged" => format!("converged in {} ms", v["converge_ms"]),
-        "convergence-timeout" => format!("no convergence within {} ms", v["timeout_ms"]),
-        "final-reads" => format!("final reads {}", v["label"].as_str().unwrap_or("")),
-        other => other.replace('-', " "),
+        Lifecycle::RecoveryTimeout => format!("no recovery within {} ms", v["timeout_ms"]),
+        Lifecycle::Converged => format!("converged in {} ms", v["converge_ms"]),
+        Lifecycle::ConvergenceTimeout => format!("no convergence within {} ms", v["timeout_ms"]),
+        Lifecycle::FinalReads => format!("final reads {}", v["label"].as_str().unwrap_or("")),
+        other => other.as_str().replace('-', " "),
     }
 }
 

@@ -25,7 +25,7 @@
 //! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[]}`.
 
 use super::{CheckInput, CheckResult, Checker};
-use crate::history::{Event, EventKind, History};
+use crate::history::{Event, History, Lifecycle, Name, Nemesis};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -94,36 +94,37 @@ impl Boot {
         let mut booted_after_restart: BTreeMap<String, bool> = BTreeMap::new();
         for event in &history.events {
             let Some(node) = event.node.clone() else {
-                if event.kind == EventKind::Lifecycle && event.f == "restart-all" {
+                if event.is(Lifecycle::RestartAll) {
                     restart_all_at = Some(event.index);
                 }
                 continue;
             };
             let entry = nodes.entry(node.clone()).or_default();
-            match (event.kind, event.f.as_str()) {
-                (EventKind::Nemesis, "disk-surgery") if event.value.get("surgery").is_some() => {
+            let Some(name) = event.name() else { continue };
+            match name {
+                Name::Nemesis(Nemesis::DiskSurgery) if event.value.get("surgery").is_some() => {
                     entry.surgery_since_boot = true
                 }
-                (EventKind::Lifecycle, "boot-ok") => {
+                Name::Lifecycle(Lifecycle::BootOk) => {
                     booted(entry, &node, event);
                     if restart_all_at.is_some() {
                         booted_after_restart.insert(node, true);
                     }
                 }
-                (EventKind::Lifecycle, "verify-refused") => {
+                Name::Lifecycle(Lifecycle::VerifyRefused) => {
                     entry.verify_refused = Some(event.value["line"].as_str().unwrap_or("").to_string());
                     judge_refusal(entry, &node, event)
                 }
-                (EventKind::Lifecycle, "boot-refused") => {
+                Name::Lifecycle(Lifecycle::BootRefused) => {
                     entry.verify_refused = None;
                     judge_refusal(entry, &node, event)
                 }
-                (EventKind::Nemesis, "io-fault-start") => entry.io_faults_until_ns = Some(u64::MAX),
-                (EventKind::Nemesis, "io-fault-stop") => {
+                Name::Nemesis(Nemesis::IoFaultStart) => entry.io_faults_until_ns = Some(u64::MAX),
+                Name::Nemesis(Nemesis::IoFaultStop) => {
                     entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
                 }
-                (EventKind::Lifecycle, "crashed") => crashed(entry, &node, event),
-                (EventKind::Lifecycle, "boot-timeout") => entry.problem(
+                Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event),
+                Name::Lifecycle(Lifecycle::BootTimeout) => entry.problem(
                     event.time_ns,
                     format!(
                         "{node} was not ready within {} ms of starting",
@@ -234,7 +235,7 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
         .refusals
         .push(json!({"event": event.f, "index": event.index, "line": line, "legitimate": legit}));
     if legit {
-        if event.f == "boot-refused" {
+        if event.is(Lifecycle::BootRefused) {
             entry.legit += 1;
         }
     } else {
@@ -253,7 +254,7 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
 mod tests {
     use super::*;
     use crate::checker::tests::{event, history, lifecycle};
-    use crate::history::History;
+    use crate::history::{EventKind, History};
 
     fn check_boot(history: &History) -> CheckResult {
         let logs = BTreeMap::new();

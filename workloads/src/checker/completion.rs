@@ -6,7 +6,7 @@
 //! history stops early and is `unknown`, naming its last event.
 
 use super::{CheckInput, CheckResult, Checker};
-use crate::history::{Event, EventKind};
+use crate::history::{Lifecycle, Meta};
 use crate::verdict::Verdict;
 use serde_json::json;
 
@@ -21,13 +21,9 @@ impl Checker for Completion {
 
     fn check(&self, input: &CheckInput) -> CheckResult {
         let history = input.history;
-        let is_meta = |e: &Event, f: &str| e.kind == EventKind::Meta && e.f == f;
-        let end = history.events.iter().rev().find(|e| is_meta(e, "run-end"));
-        let interrupted = history.events.iter().any(|e| is_meta(e, "interrupted"));
-        let setup_failed = history
-            .events
-            .iter()
-            .find(|e| e.kind == EventKind::Lifecycle && e.f == "setup-failed");
+        let end = history.events.iter().rev().find(|e| e.is(Meta::RunEnd));
+        let interrupted = history.events.iter().any(|e| e.is(Meta::Interrupted));
+        let setup_failed = history.events.iter().find(|e| e.is(Lifecycle::SetupFailed));
         let details = json!({"events": history.events.len(), "truncated_tail": history.truncated_tail});
         let result = |verdict, reason| CheckResult::new(self.name(), verdict, reason, details.clone());
         if let Some(failed) = setup_failed {

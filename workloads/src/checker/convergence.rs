@@ -6,6 +6,7 @@
 //! `unknown`; otherwise `valid`.
 
 use super::{lifecycle_events, CheckInput, CheckResult, Checker};
+use crate::history::Lifecycle;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 
@@ -24,7 +25,7 @@ impl Checker for Convergence {
     fn check(&self, input: &CheckInput) -> CheckResult {
         let result = |verdict, reason, details| CheckResult::new(self.name(), verdict, reason, details);
         let lifecycle = |f| lifecycle_events(input.history, f);
-        if let Some(timeout) = lifecycle("convergence-timeout").next() {
+        if let Some(timeout) = lifecycle(Lifecycle::ConvergenceTimeout).next() {
             return result(
                 Verdict::Invalid,
                 format!(
@@ -34,7 +35,7 @@ impl Checker for Convergence {
                 timeout.value.clone(),
             );
         }
-        let converged: Vec<Value> = lifecycle("converged").map(|e| e.value.clone()).collect();
+        let converged: Vec<Value> = lifecycle(Lifecycle::Converged).map(|e| e.value.clone()).collect();
         if !self.final_phase_enabled {
             return result(
                 Verdict::Valid,

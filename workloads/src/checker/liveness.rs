@@ -6,6 +6,7 @@
 //! `unknown`; otherwise `valid`, listing every recovery time.
 
 use super::{lifecycle_events, CheckInput, CheckResult, Checker};
+use crate::history::Lifecycle;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 
@@ -24,8 +25,8 @@ impl Checker for Liveness {
     fn check(&self, input: &CheckInput) -> CheckResult {
         let result = |verdict, reason, details| CheckResult::new(self.name(), verdict, reason, details);
         let lifecycle = |f| lifecycle_events(input.history, f);
-        let recovered: Vec<Value> = lifecycle("recovered").map(|e| e.value.clone()).collect();
-        if let Some(timeout) = lifecycle("recovery-timeout").next() {
+        let recovered: Vec<Value> = lifecycle(Lifecycle::Recovered).map(|e| e.value.clone()).collect();
+        if let Some(timeout) = lifecycle(Lifecycle::RecoveryTimeout).next() {
             return result(
                 Verdict::Invalid,
                 format!(

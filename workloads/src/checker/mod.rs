@@ -36,7 +36,7 @@ pub use log_patterns::{strip_ansi, LogPatterns};
 pub use log_workload::LogWorkload;
 pub use set_workload::SetWorkload;
 
-use crate::history::{Event, EventKind, History};
+use crate::history::{Event, History, Lifecycle};
 use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,12 +145,9 @@ pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
     (verdict, reason)
 }
 
-/// The lifecycle events named `f`, in order.
-fn lifecycle_events<'a>(history: &'a History, f: &'a str) -> impl Iterator<Item = &'a Event> {
-    history
-        .events
-        .iter()
-        .filter(move |e| e.kind == EventKind::Lifecycle && e.f == f)
+/// The lifecycle events named `name`, in order.
+fn lifecycle_events(history: &History, name: Lifecycle) -> impl Iterator<Item = &Event> {
+    history.events.iter().filter(move |e| e.is(name))
 }
 
 /// When the event with history index `index` happened, if the history holds it at that position.
@@ -165,6 +162,7 @@ fn time_of(history: &History, index: u64) -> Option<u64> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::history::EventKind;
     use serde_json::json;
 
     /// An event of `kind` named `f`, on `node` when given.
