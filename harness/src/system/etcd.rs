@@ -313,21 +313,7 @@ impl System for EtcdSystem {
         self.readd_member(node)
             .await
             .with_context(|| format!("re-adding {} to the cluster", Self::name(node)))?;
-        // Empty the data dir but keep it: it may be the mount point of the fault filesystem.
-        let dir = self.data_dir(node);
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let entry = entry?;
-            if entry.file_name() == faultline_faults::fusefs::HIDDEN_DIR_NAME {
-                continue;
-            }
-            let path = entry.path();
-            if entry.file_type()?.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            }
-            .with_context(|| format!("removing {}", path.display()))?;
-        }
+        super::empty_data_dir(&self.data_dir(node))?;
         self.rejoined.lock().expect("rejoined lock")[node] = true;
         self.member_ids.lock().expect("member ids lock")[node] = None;
         Ok(())

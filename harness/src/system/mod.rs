@@ -161,6 +161,25 @@ impl BuildContext<'_> {
     }
 }
 
+/// Empties a stopped node's data dir but keeps the dir itself (it may be the mount point of the fault filesystem,
+/// whose hidden bookkeeping folder stays too): the first half of every adapter's wipe.
+pub(crate) fn empty_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        if entry.file_name() == faultline_faults::fusefs::HIDDEN_DIR_NAME {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        }
+        .with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// A random loopback address 127.a.b.1 on which every port the cluster needs is free, so concurrent runs and tests
 /// never collide. Only loopback is ever used.
 fn pick_loopback_ip(ports: &[u16]) -> anyhow::Result<IpAddr> {
