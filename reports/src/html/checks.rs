@@ -103,7 +103,13 @@ fn linearizability(result: &LinearizabilityResult) -> String {
         "<details{open}><summary>per key</summary><table class=\"inner\"><thead><tr><th>key</th><th>verdict</th>\
          <th>ops</th><th>search</th></tr></thead><tbody>"
     );
-    for key in keys.iter().take(KEYS_SHOWN) {
+    // Every failing or unknown key is listed; passing keys fill the table up to `KEYS_SHOWN`.
+    let shown = keys
+        .iter()
+        .filter(|k| k.verdict != Verdict::Valid)
+        .count()
+        .max(KEYS_SHOWN);
+    for key in keys.iter().take(shown) {
         let stopped = key.stopped.map(|s| format!(" (stopped: {s:?})")).unwrap_or_default();
         let _ = write!(
             out,
@@ -116,8 +122,8 @@ fn linearizability(result: &LinearizabilityResult) -> String {
             key.cache_entries
         );
     }
-    if keys.len() > KEYS_SHOWN {
-        let rest = &keys[KEYS_SHOWN..];
+    if keys.len() > shown {
+        let rest = &keys[shown..];
         let valid = rest.iter().filter(|k| k.verdict == Verdict::Valid).count();
         let _ = write!(
             out,
@@ -318,4 +324,54 @@ fn raw(details: &Value) -> String {
         "<details><summary>details</summary><pre>{}</pre></details>",
         html(&text)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_workloads::{KeySummary, ModelKind};
+
+    fn key(name: &str, verdict: Verdict) -> KeySummary {
+        KeySummary {
+            key: name.to_string(),
+            ops: 10,
+            verdict,
+            stopped: None,
+            elapsed_ms: 0,
+            cache_entries: 0,
+        }
+    }
+
+    fn result(bad: usize, good: usize) -> LinearizabilityResult {
+        let mut keys: Vec<KeySummary> = (0..good).map(|i| key(&format!("ok{i}"), Verdict::Valid)).collect();
+        keys.extend((0..bad).map(|i| key(&format!("bad{i}"), Verdict::Invalid)));
+        LinearizabilityResult {
+            verdict: Verdict::Invalid,
+            reason: format!("{bad} keys are not linearizable"),
+            model: ModelKind::CasRegister,
+            ops: 10 * (bad + good) as u64,
+            elapsed_ms: 1,
+            keys,
+            explanation: None,
+        }
+    }
+
+    #[test]
+    fn given_more_failing_keys_than_the_table_shows_when_rendered_should_list_every_failing_key() {
+        let html = linearizability(&result(20, 30));
+        for i in 0..20 {
+            assert!(html.contains(&format!("<code>bad{i}</code>")), "bad{i} is listed");
+        }
+        assert!(!html.contains("<code>ok"), "passing keys fold away");
+        assert!(html.contains("… and 30 more keys (30 valid)"), "{html}");
+    }
+
+    #[test]
+    fn given_a_few_failing_keys_when_rendered_should_list_them_first_then_passing_keys_up_to_the_limit() {
+        let html = linearizability(&result(3, 30));
+        let last_bad = html.rfind("<code>bad").unwrap();
+        assert!(last_bad < html.find("<code>ok").unwrap(), "failing keys come first");
+        assert_eq!(html.matches("<code>ok").count(), KEYS_SHOWN - 3);
+        assert!(html.contains("… and 21 more keys (21 valid)"), "{html}");
+    }
 }

@@ -2,8 +2,9 @@
 //! order, that a model accepts?
 //!
 //! [`check_history`] pairs invocations with completions, splits the history by key, checks keys in parallel with the
-//! search in [`search`] (Wing & Gong with Lowe's memoization), stops at the first non-linearizable key, and honours a
-//! wall-clock and a memory budget by answering [`Verdict::Unknown`] with the reason instead of running away.
+//! search in [`search`] (Wing & Gong with Lowe's memoization), checks every key (a failing key does not cancel the
+//! others, so a report can say whether one key went wrong or twenty), and honours a wall-clock and a memory budget:
+//! keys still unanswered when a budget runs out are [`Verdict::Unknown`] with that reason.
 
 mod explain;
 mod prepare;
@@ -54,7 +55,8 @@ pub enum StopReason {
     Timeout,
     /// The caches outgrew the memory budget.
     MemoryBudget,
-    /// Another key was found non-linearizable first, so this key's answer was not needed.
+    /// Another key was found non-linearizable first, so this key's answer was not needed (checkers before every
+    /// key was checked; kept so that their results still read).
     Cancelled,
 }
 
@@ -152,13 +154,16 @@ fn check_with<M: Model + Default>(history: &History, kind: ModelKind, opts: &Che
     }
 }
 
+/// Failing keys named in the check's one-line reason (the per-key table lists them all).
+const FAILING_KEYS_NAMED_MAX: usize = 8;
+
 /// Histories with fewer operations than this are checked on one thread unless `parallelism` asks otherwise.
 const SMALL_HISTORY_OPS: usize = 4096;
 
 /// Steps a key gets before it yields to the next; it doubles each time the key comes round again.
 const FIRST_SLICE_STEPS: u64 = 1 << 16;
 
-/// Checks partitions on worker threads, stopping all when one is illegal or a budget runs out.
+/// Checks partitions on worker threads, every one to its answer unless a budget runs out.
 ///
 /// Each worker takes keys from a shared queue and gives each a slice of search steps; a key that needs more waits
 /// at the back of the worker's own queue with a doubled slice. So easy keys finish first and one hard (possibly
@@ -227,7 +232,7 @@ fn worker<'a, M: Model>(
         let mut task = match partitions.get(index) {
             Some(partition) => {
                 let stopped = if limits.stop.load(Ordering::Relaxed) {
-                    Some(StopReason::Cancelled)
+                    Some(StopReason::MemoryBudget)
                 } else if Instant::now() >= limits.deadline {
                     Some(StopReason::Timeout)
                 } else {
@@ -293,10 +298,7 @@ fn record<M: Model>(
 ) {
     let (verdict, stopped, longest) = match outcome {
         Outcome::Linearizable => (Verdict::Valid, None, None),
-        Outcome::Illegal { longest } => {
-            limits.stop.store(true, Ordering::Relaxed);
-            (Verdict::Invalid, None, Some(longest))
-        }
+        Outcome::Illegal { longest } => (Verdict::Invalid, None, Some(longest)),
         Outcome::Stopped(reason) => (Verdict::Unknown, Some(reason), None),
     };
     let outcome = KeyOutcome {
@@ -328,13 +330,36 @@ fn overall_reason(
             "all {ops} operations on {} key(s) are linearizable under the {kind} model",
             keys.len()
         ),
-        Verdict::Invalid => match explanation {
-            Some(e) => format!(
-                "key {:?} is not linearizable under the {kind} model: {} cannot be placed in any legal order",
-                e.key, e.op.description
-            ),
-            None => format!("a key is not linearizable under the {kind} model"),
-        },
+        Verdict::Invalid => {
+            let failing: Vec<&str> = keys
+                .iter()
+                .filter(|k| k.verdict == Verdict::Invalid)
+                .map(|k| k.key.as_str())
+                .collect();
+            let first = match explanation {
+                Some(e) => format!(
+                    "key {:?} is not linearizable under the {kind} model: {} cannot be placed in any legal order",
+                    e.key, e.op.description
+                ),
+                None => format!("a key is not linearizable under the {kind} model"),
+            };
+            match failing.len() {
+                0 | 1 => first,
+                n => {
+                    let shown: Vec<String> = failing
+                        .iter()
+                        .take(FAILING_KEYS_NAMED_MAX)
+                        .map(|k| format!("{k:?}"))
+                        .collect();
+                    let more = if n > FAILING_KEYS_NAMED_MAX {
+                        format!(" and {} more", n - FAILING_KEYS_NAMED_MAX)
+                    } else {
+                        String::new()
+                    };
+                    format!("{n} keys are not linearizable ({}{more}); {first}", shown.join(", "))
+                }
+            }
+        }
         Verdict::Unknown => {
             let stopped = |r: StopReason| keys.iter().filter(|k| k.stopped == Some(r)).count();
             let (timeouts, memory) = (stopped(StopReason::Timeout), stopped(StopReason::MemoryBudget));
@@ -430,6 +455,48 @@ mod tests {
         let json = serde_json::to_value(&result).expect("serializable");
         assert_eq!(json["verdict"], "invalid");
         assert_eq!(json["keys"][0]["verdict"], "invalid");
+    }
+
+    #[test]
+    fn given_two_failing_keys_and_a_good_one_when_checked_should_report_both_failures_and_the_good_key() {
+        use EventKind::*;
+        let stale_read = |process: u64, key: &str| {
+            vec![
+                ev(Invoke, process, "write", key, json!("a")),
+                ev(Ok, process, "write", key, json!("a")),
+                ev(Invoke, process + 1, "read", key, Value::Null),
+                ev(Ok, process + 1, "read", key, Value::Null),
+            ]
+        };
+        let mut events = stale_read(0, "k1");
+        events.extend([
+            ev(Invoke, 4, "write", "k2", json!("b")),
+            ev(Ok, 4, "write", "k2", json!("b")),
+        ]);
+        events.extend(stale_read(2, "k3"));
+        let result = check_history(&history(events), ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(result.verdict, Verdict::Invalid);
+        let verdict_of = |key: &str| {
+            result
+                .keys
+                .iter()
+                .find(|k| k.key == key)
+                .map(|k| (k.verdict, k.stopped))
+        };
+        assert_eq!(verdict_of("k1"), Some((Verdict::Invalid, None)));
+        assert_eq!(
+            verdict_of("k2"),
+            Some((Verdict::Valid, None)),
+            "a failing key cancels nothing"
+        );
+        assert_eq!(verdict_of("k3"), Some((Verdict::Invalid, None)));
+        assert!(
+            result
+                .reason
+                .starts_with("2 keys are not linearizable (\"k1\", \"k3\")"),
+            "{}",
+            result.reason
+        );
     }
 
     #[test]

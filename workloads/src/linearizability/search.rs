@@ -31,9 +31,10 @@
 //!   entry stores only the words in between (bounded by the concurrency, not the history length) plus the info words.
 //! - States are the models' compact values (interned ids, content-hashed strings), compared exactly on hash matches.
 //!
-//! **Bounds.** Every 1024 steps the search checks the wall-clock deadline, a shared stop flag (another key was found
-//! non-linearizable, so this answer no longer matters) and the shared memory budget (the bytes held by all searches'
-//! caches); any of them ends the search with [`Outcome::Stopped`] instead of running away.
+//! **Bounds.** Every 1024 steps the search checks the wall-clock deadline, the shared memory budget (the bytes held by
+//! all searches' caches) and a shared stop flag (another search outgrew the budget, so every search stops); any of
+//! them ends the search with [`Outcome::Stopped`] instead of running away. A key found non-linearizable stops
+//! nobody: a developer needs to know whether one key went wrong or twenty.
 
 use super::StopReason;
 use crate::models::{FxHasher, Model};
@@ -60,7 +61,7 @@ pub(crate) struct Limits<'a> {
     pub memory_budget_bytes: u64,
     /// Cache bytes all searches together hold now.
     pub memory_used_bytes: &'a AtomicU64,
-    /// Set when the overall answer is known (another key is illegal) or a limit was hit.
+    /// Set when the searches together outgrew the memory budget: every search stops.
     pub stop: &'a AtomicBool,
 }
 
@@ -553,7 +554,7 @@ pub(crate) fn search<M: Model>(model: &M, ops: &[SearchOp<M::Op>], limits: &Limi
 
 fn over_limit(limits: &Limits<'_>, memory: &mut MemoryShare<'_>, cache_bytes: u64) -> Option<StopReason> {
     if limits.stop.load(Ordering::Relaxed) {
-        return Some(StopReason::Cancelled);
+        return Some(StopReason::MemoryBudget);
     }
     if memory.report(cache_bytes) > limits.memory_budget_bytes {
         limits.stop.store(true, Ordering::Relaxed);
