@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod builtin;
 pub mod campaign;
 pub mod certify;
+pub mod cleanup;
 pub mod final_phase;
 pub mod lab;
 pub mod matrix;

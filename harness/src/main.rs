@@ -134,6 +134,13 @@ enum Command {
         #[arg(long, value_parser = parse_millis, default_value = "30s")]
         timeout: Millis,
     },
+    /// Remove what dead runs left behind (processes, fault filesystem mounts, network namespaces, guard routes, nft
+    /// tables); every `faultline run` does this first. Live runs are never touched.
+    Clean {
+        /// Only list what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// `faultline campaign` arguments.
@@ -278,6 +285,21 @@ fn main() -> ExitCode {
         }
         Command::Report { dir } => report_command(&dir),
         Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
+        Command::Clean { dry_run } => clean_command(dry_run),
+    }
+}
+
+fn clean_command(dry_run: bool) -> ExitCode {
+    let leftovers = faultline::cleanup::sweep(dry_run);
+    if leftovers.is_empty() {
+        println!("faultline clean: nothing left by dead runs");
+    } else {
+        print!("{}", leftovers.describe(dry_run));
+    }
+    if leftovers.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_HARNESS_ERROR)
     }
 }
 

@@ -55,30 +55,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let seed = *plan.seed.get_or_insert_with(|| u64::from(rand::random::<u32>()));
     let run_id = format!("{}-{:x}", std::process::id(), rand::random::<u32>());
 
-    let sweep = runlock::sweep(&runlock::runs_dir()).context("sweeping leftovers of earlier runs")?;
-    if plan.disk.fault_fs {
-        // Fault filesystems of harness processes that died (their mounts name their pid).
-        let _ = tokio::task::spawn_blocking(faultline_faults::fusefs::sweep_orphans).await;
-    }
-    if !sweep.killed.is_empty() {
-        eprintln!(
-            "faultline: removed leftovers of dead runs {:?}: killed {:?}",
-            sweep.dead_runs, sweep.killed
-        );
-    }
-    if plan.network.backend != NetworkBackend::Proxy && faultline_faults::network::netns::check_tools().is_ok() {
-        let runs_dir = runlock::runs_dir();
-        let swept = tokio::task::spawn_blocking(move || {
-            faultline_faults::network::netns::sweep_where(|id| !runlock::is_live(&runs_dir, id))
-        })
-        .await?;
-        match swept {
-            Ok(report) if !report.namespaces.is_empty() => {
-                eprintln!("faultline: removed namespaces of dead runs: {:?}", report.namespaces)
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("faultline: netns sweep failed: {e}"),
-        }
+    // Leftovers of dead runs of every kind, whatever this plan uses.
+    let leftovers = tokio::task::spawn_blocking(|| crate::cleanup::sweep(false)).await?;
+    for line in leftovers.describe(false).lines() {
+        eprintln!("faultline: leftovers of dead runs: {line}");
     }
     let store_dir = store::create_run_dir(&options.store_root, &plan.name.0, seed)?;
     let _lock = RunLock::acquire(&runlock::runs_dir(), &run_id, &store_dir).context("taking the run lock")?;

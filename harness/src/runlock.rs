@@ -66,6 +66,11 @@ pub struct Sweep {
 /// Removes leftovers of dead runs: for each lock file nobody holds, SIGKILL processes tagged with that run id and
 /// delete the lock. Locks held by live runs are skipped.
 pub fn sweep(dir: &Path) -> std::io::Result<Sweep> {
+    sweep_or_list(dir, false)
+}
+
+/// [`sweep`], or with `dry_run` only what it would remove.
+pub fn sweep_or_list(dir: &Path, dry_run: bool) -> std::io::Result<Sweep> {
     let mut sweep = Sweep::default();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(sweep);
@@ -86,12 +91,16 @@ pub fn sweep(dir: &Path) -> std::io::Result<Sweep> {
             continue; // a live run holds it
         }
         for pid in processes_tagged(run_id) {
-            // Tagged by a dead run of ours: its own process group, so kill the group.
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            if !dry_run {
+                // Tagged by a dead run of ours: its own process group, so kill the group.
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
             sweep.killed.push((pid, run_id.to_string()));
         }
-        let _ = std::fs::remove_file(&path);
+        if !dry_run {
+            let _ = std::fs::remove_file(&path);
+        }
         sweep.dead_runs.push(run_id.to_string());
     }
     Ok(sweep)

@@ -23,7 +23,9 @@ mod ops;
 
 pub use durability::{FileLoss, PowerLossRecord, TornWrite};
 pub use faults::{EioRule, Enospc, FsFaults, InjectedCounts, IoOp, StallRule};
-pub use mounts::{faultline_mounts, run_tag, sweep, sweep_orphans, sweep_where, tag_pid, FaultMount, SweptMount};
+pub use mounts::{
+    faultline_mounts, orphans, run_tag, sweep, sweep_orphans, sweep_where, tag_pid, FaultMount, SweptMount,
+};
 
 use durability::{Quota, State};
 use faults::Injector;

@@ -112,6 +112,19 @@ pub fn sweep(live_run_tags: &[&str]) -> io::Result<Vec<SweptMount>> {
     sweep_where(|tag| !live_run_tags.contains(&tag))
 }
 
+/// Faultline mounts of harness processes that are gone (their run tags name their pid), unmounting nothing.
+pub fn orphans() -> io::Result<Vec<FaultMount>> {
+    let me = std::process::id();
+    Ok(faultline_mounts()?
+        .into_iter()
+        .filter(|m| is_orphan(&m.run_tag, me))
+        .collect())
+}
+
+fn is_orphan(tag: &str, me: u32) -> bool {
+    tag_pid(tag).is_some_and(|pid| pid != me && !Path::new(&format!("/proc/{pid}")).exists())
+}
+
 /// Lazily unmounts every faultline mount whose run tag `is_dead` says is dead. Deepest mountpoints go first.
 pub fn sweep_where(is_dead: impl Fn(&str) -> bool) -> io::Result<Vec<SweptMount>> {
     let mut dead: Vec<FaultMount> = faultline_mounts()?
@@ -146,7 +159,7 @@ pub fn tag_pid(tag: &str) -> Option<u32> {
 /// every harness start, even with other runs going on beside it.
 pub fn sweep_orphans() -> io::Result<Vec<SweptMount>> {
     let me = std::process::id();
-    sweep_where(|tag| tag_pid(tag).is_some_and(|pid| pid != me && !Path::new(&format!("/proc/{pid}")).exists()))
+    sweep_where(|tag| is_orphan(tag, me))
 }
 
 #[cfg(test)]

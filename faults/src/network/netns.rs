@@ -684,18 +684,37 @@ pub fn sweep(live_run_ids: &[&str]) -> Result<SweepReport, NetnsError> {
 
 /// [`sweep`] with a predicate: removes the leftovers of runs for which `is_dead(run_id)` holds.
 pub fn sweep_where(is_dead: impl Fn(&str) -> bool) -> Result<SweepReport, NetnsError> {
+    let (report, octets) = leftovers(&is_dead)?;
+    for name in &report.namespaces {
+        ip(&["netns", "del", name])?;
+    }
+    for &octet in &octets {
+        delete_guard_route(octet)?;
+    }
+    for table in &report.tables {
+        run("nft", &["delete", "table", "inet", table], None)?;
+    }
+    Ok(report)
+}
+
+/// What [`sweep_where`] would remove, removing nothing (`faultline clean --dry-run`).
+pub fn leftovers_where(is_dead: impl Fn(&str) -> bool) -> Result<SweepReport, NetnsError> {
+    Ok(leftovers(&is_dead)?.0)
+}
+
+/// The leftovers of dead runs, and the third octets of the guard routes among them.
+fn leftovers(is_dead: &dyn Fn(&str) -> bool) -> Result<(SweepReport, Vec<u8>), NetnsError> {
     check_tools()?;
     let mut report = SweepReport::default();
-    for name in list_namespaces()? {
-        if run_id_of_namespace(&name).is_some_and(&is_dead) {
-            ip(&["netns", "del", &name])?;
-            report.namespaces.push(name);
-        }
-    }
     let mut in_use = BTreeSet::new();
     let mut lab_without_address = false;
     for name in list_namespaces()? {
-        if run_id_of_namespace(&name).is_some() && name.ends_with("-lab") {
+        let Some(run_id) = run_id_of_namespace(&name) else {
+            continue;
+        };
+        if is_dead(run_id) {
+            report.namespaces.push(name);
+        } else if name.ends_with("-lab") {
             // A lab being built may not have its address yet; a lab without one keeps every guard (conservative).
             match lab_subnet_octet(&name) {
                 Some(octet) => {
@@ -705,9 +724,10 @@ pub fn sweep_where(is_dead: impl Fn(&str) -> bool) -> Result<SweepReport, NetnsE
             }
         }
     }
+    let mut octets = Vec::new();
     for octet in guard_routes()? {
         if !lab_without_address && !in_use.contains(&octet) {
-            delete_guard_route(octet)?;
+            octets.push(octet);
             report.guard_routes.push(guard_route_dst(octet));
         }
     }
@@ -717,11 +737,10 @@ pub fn sweep_where(is_dead: impl Fn(&str) -> bool) -> Result<SweepReport, NetnsE
         };
         // Table names spell the run id's `-` as `_` (run ids never contain `_`).
         if is_dead(&run_part.replace('_', "-")) {
-            run("nft", &["delete", "table", "inet", &table], None)?;
             report.tables.push(table);
         }
     }
-    Ok(report)
+    Ok((report, octets))
 }
 
 fn list_namespaces() -> Result<Vec<String>, NetnsError> {

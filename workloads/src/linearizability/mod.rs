@@ -247,7 +247,6 @@ fn worker<'a, M: Model>(
                         outcome,
                         SearchStats::default(),
                         Duration::ZERO,
-                        limits,
                     );
                     continue;
                 }
@@ -276,7 +275,6 @@ fn worker<'a, M: Model>(
                     outcome,
                     task.search.stats(),
                     task.spent,
-                    limits,
                 );
             }
             None => {
@@ -294,7 +292,6 @@ fn record<M: Model>(
     outcome: Outcome,
     stats: SearchStats,
     spent: Duration,
-    limits: &Limits<'_>,
 ) {
     let (verdict, stopped, longest) = match outcome {
         Outcome::Linearizable => (Verdict::Valid, None, None),
