@@ -342,7 +342,7 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
         plan.seed = seed;
     }
     if let Some(nodes) = nodes {
-        plan.system.adapter_mut().set_nodes(nodes as usize);
+        plan.system.set_nodes(nodes as usize);
         let origin = format!("{} with --nodes {nodes}", plan.name);
         if let Err(e) = plan.validate(&origin) {
             return plan_error(e);

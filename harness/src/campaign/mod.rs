@@ -139,7 +139,7 @@ pub fn load_plan(source: &PlanSource, time_limit: Option<Millis>, nodes: Option<
         plan.time_limit = limit;
     }
     if let Some(nodes) = nodes {
-        plan.system.adapter_mut().set_nodes(nodes as usize);
+        plan.system.set_nodes(nodes as usize);
         plan.validate(&format!("{} with {nodes} nodes", source.source))?;
     }
     Ok(plan)

@@ -76,14 +76,6 @@ pub struct EtcdConfig {
 
 #[async_trait]
 impl AdapterSpec for EtcdConfig {
-    fn nodes(&self) -> usize {
-        self.nodes.0 as usize
-    }
-
-    fn set_nodes(&mut self, nodes: usize) {
-        self.nodes = Bounded(nodes as u64);
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: vec![WorkloadKind::Register],

@@ -250,14 +250,6 @@ impl ExecConfig {
 
 #[async_trait]
 impl AdapterSpec for ExecConfig {
-    fn nodes(&self) -> usize {
-        self.nodes.0 as usize
-    }
-
-    fn set_nodes(&mut self, nodes: usize) {
-        self.nodes = Bounded(nodes as u64);
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: self.client.workloads.clone(),

@@ -97,14 +97,6 @@ pub struct IggyConfig {
 
 #[async_trait]
 impl AdapterSpec for IggyConfig {
-    fn nodes(&self) -> usize {
-        self.nodes.0 as usize
-    }
-
-    fn set_nodes(&mut self, nodes: usize) {
-        self.nodes = Bounded(nodes as u64);
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             // Streams on the metadata plane (set) and messages on a topic's partitions (log); no registers.

@@ -78,10 +78,6 @@ pub struct Built {
 /// One adapter's plan section: what it can do, its own checks, and its constructor.
 #[async_trait]
 pub trait AdapterSpec: Send + Sync {
-    /// Cluster size.
-    fn nodes(&self) -> usize;
-    /// Sets the cluster size (`--nodes`).
-    fn set_nodes(&mut self, nodes: usize);
     /// What the configured system can do.
     fn capabilities(&self) -> Capabilities;
     /// Checks of the section itself that need more than parsing (with `file:line:column` where it can).

@@ -37,9 +37,19 @@ macro_rules! adapters {
                 match self { $(SystemSpec::$variant(config) => config),* }
             }
 
-            /// The adapter's side of the section, to change (`--nodes`, the matrix's `--bug`).
+            /// The adapter's side of the section, to change (the matrix's `--bug`).
             pub fn adapter_mut(&mut self) -> &mut dyn AdapterSpec {
                 match self { $(SystemSpec::$variant(config) => config),* }
+            }
+
+            /// Cluster size: every adapter's section has `nodes: Bounded<1, 9>`.
+            pub fn nodes(&self) -> usize {
+                match self { $(SystemSpec::$variant(config) => config.nodes.0 as usize),* }
+            }
+
+            /// Sets the cluster size (`--nodes`; the plan is validated again after).
+            pub fn set_nodes(&mut self, nodes: usize) {
+                match self { $(SystemSpec::$variant(config) => config.nodes = crate::plan::Bounded(nodes as u64)),* }
             }
 
             fn parse_rest<'de, A: serde::de::MapAccess<'de>>(kind: &str, rest: A) -> Result<SystemSpec, A::Error> {
@@ -58,13 +68,6 @@ adapters! {
     "etcd" => Etcd(crate::system::etcd::EtcdConfig),
     "iggy" => Iggy(crate::system::iggy::IggyConfig),
     "exec" => Exec(crate::system::exec::ExecConfig),
-}
-
-impl SystemSpec {
-    /// Cluster size.
-    pub fn nodes(&self) -> usize {
-        self.adapter().nodes()
-    }
 }
 
 impl<'de> Deserialize<'de> for SystemSpec {
