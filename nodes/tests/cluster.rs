@@ -28,7 +28,15 @@ fn given_three_fresh_replicas_when_started_should_elect_view_0_and_serve_writes_
     assert_eq!((cas.status, cas.body["current"].clone()), (409, serde_json::json!("1")));
     let cas = http(&primary, "POST", "/kv/a/cas", Some(r#"{"from":"1","to":"2"}"#), &[]).expect("cas answered");
     assert_eq!(cas.status, 200);
-    let backup = http(&cluster.nodes[1].client_addr, "GET", "/kv/a", None, &[]).expect("backup answered");
+    // View 0 needs only one backup, so n2 may still be booting (busy machine): wait until it answers.
+    let deadline = Instant::now() + SECONDS_10;
+    let backup = loop {
+        match http(&cluster.nodes[1].client_addr, "GET", "/kv/a", None, &[]) {
+            Some(answer) => break answer,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            None => panic!("the backup never answered within {SECONDS_10:?}"),
+        }
+    };
     assert_eq!(
         (backup.status, backup.body["primary"].clone()),
         (421, serde_json::json!(primary))

@@ -52,9 +52,18 @@ fn parse_response(raw: &[u8]) -> Option<HttpResponse> {
     Some(HttpResponse { status, body })
 }
 
-/// Reserves a free loopback port (bind to port 0, then release it).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
+/// A loopback address of its own for one cluster, `127.a.b.1`. Ports reserved on 127.0.0.1 and released (bind to 0)
+/// race with every outbound connection on the machine, whose ephemeral source ports come from the same range on
+/// 127.0.0.1; nothing dials out from a cluster's own address, so a port found free there stays free.
+pub fn cluster_ip() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    format!("127.{}.{}.1", rng.gen_range(1..=254u8), rng.gen_range(0..=255u8))
+}
+
+/// Reserves a free port on `ip` (bind to port 0, then release it).
+pub fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
         .expect("bind port 0")
         .local_addr()
         .expect("local addr")
@@ -89,11 +98,12 @@ impl Cluster {
     /// Formats `count` replicas (not started).
     pub fn new(count: u8) -> Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
+        let ip = cluster_ip();
         let nodes = (0..count)
             .map(|id| Node {
                 id,
-                client_addr: format!("127.0.0.1:{}", free_port()),
-                peer_addr: format!("127.0.0.1:{}", free_port()),
+                client_addr: format!("{ip}:{}", free_port(&ip)),
+                peer_addr: format!("{ip}:{}", free_port(&ip)),
                 data_dir: dir.path().join(format!("n{}", id + 1)),
                 log_path: dir.path().join(format!("n{}.log", id + 1)),
                 child: None,
