@@ -180,18 +180,9 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
         .stdout(log)
         .stderr(stderr_log)
         .process_group(0);
-    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The harness may have died between fork and prctl: then nobody would kill us later.
-            if libc::getppid() != parent_pid {
-                libc::_exit(137);
-            }
-            Ok(())
-        });
+        cmd.pre_exec(die_with_parent(parent_pid));
     }
     let mut child = cmd
         .spawn()
@@ -230,19 +221,30 @@ pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::C
         .env(RUN_ID_ENV, run_id)
         .process_group(0)
         .kill_on_drop(true);
-    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(move || {
+        cmd.pre_exec(die_with_parent(parent_pid));
+    }
+    cmd
+}
+
+/// The child side of the parent-death signal, run between fork and exec: SIGKILL when the spawning thread dies, and
+/// exit at once if the harness (`parent_pid`) already died before the signal was armed. Only async-signal-safe calls
+/// (prctl, getppid, _exit).
+fn die_with_parent(parent_pid: i32) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    move || {
+        // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no memory of the parent.
+        unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // The harness may have died between fork and prctl: then nobody would kill us later.
             if libc::getppid() != parent_pid {
                 libc::_exit(137);
             }
-            Ok(())
-        });
+        }
+        Ok(())
     }
-    cmd
 }
 
 /// Registers a process group spawned with [`owned_command`] (so [`kill_all_spawned`] reaches it).
