@@ -18,6 +18,10 @@ pub const PLANS: &[(&str, &str)] = &[
     ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
     ("reference-log", include_str!("../../plans/reference-log.yaml")),
     (
+        "reference-checkpoint",
+        include_str!("../../plans/reference-checkpoint.yaml"),
+    ),
+    (
         "reference-disk-zero-block",
         include_str!("../../plans/reference-disk-zero-block.yaml"),
     ),

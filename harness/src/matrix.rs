@@ -22,6 +22,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("stale-backup-reads", &["default"]),
     ("view-change-max-op", &["mutant-view-change-max-op"]),
     ("boot-skips-verification", &["reference-disk-surgery"]),
+    ("checkpoint-without-fsync", &["reference-checkpoint"]),
 ];
 
 /// What to run.

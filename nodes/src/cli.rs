@@ -9,14 +9,20 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use crate::api::{router, ApiState};
+use crate::checkpoint::{self, CheckpointRef};
 use crate::checksum::hex;
 use crate::mutants::{Bug, Mutants};
 use crate::network::{serve_inbound, Outbound};
 use crate::replica::{Replica, ReplicaConfig, StatusSnapshot};
 use crate::superblock::{Superblock, VsrState};
 use crate::wal::entry::{EntryHeader, HEADER_SIZE_BYTES};
+use crate::wal::head::Head;
 use crate::wal::journal::{scan_dir, Journal, JournalError, WAL_FILE_NAME};
 use clap::{Parser, Subcommand, ValueEnum};
+
+/// Default executed ops between checkpoints: the WAL holds one to two intervals (about 0.5 to 1 MiB of register
+/// entries), and a replica lagging by less than one interval still repairs from prepares.
+pub const DEFAULT_CHECKPOINT_INTERVAL_OPS: u64 = 4096;
 
 /// Most events queued for the replica core (peer messages and client requests) before new ones are dropped.
 const EVENT_QUEUE_MAX: usize = 16 * 1024;
@@ -111,6 +117,10 @@ struct RunArgs {
     /// Log line format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Executed ops between checkpoints (a snapshot of the state machine; the WAL then drops what the previous
+    /// one covers, and a replica too far behind catches up by state transfer). 0: never (the WAL grows forever).
+    #[arg(long, default_value_t = DEFAULT_CHECKPOINT_INTERVAL_OPS)]
+    checkpoint_interval_ops: u64,
     /// Turn on a documented bug (a "mutant", for faultline's detection matrix; see nodes/README.md). Repeatable.
     /// Off by default: never use it outside tests of the test harness itself.
     #[arg(long = "bug", value_enum, value_name = "NAME")]
@@ -181,6 +191,8 @@ fn format(dir: &Path, cluster_id: u64, id: u8, replica_count: u8, join: bool, fo
         replica_count,
         recovering: join,
         state: VsrState::default(),
+        checkpoint: CheckpointRef::default(),
+        wal_base: Head { op: 0, checksum: 0 },
         sequence: 1,
     };
     match Superblock::format(dir, superblock, force) {
@@ -203,16 +215,24 @@ fn verify(dir: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match scan_dir(dir, superblock.cluster_id) {
+    if let Err(error) = checkpoint::read(dir, superblock.checkpoint) {
+        println!("{error}");
+        return ExitCode::FAILURE;
+    }
+    match scan_dir(dir, superblock.cluster_id, superblock.wal_base) {
         Ok(report) => {
             let ops = report.entries.len();
             let op_max = report.entries.last().map_or(0, |e| e.entry.header.op);
+            let base = match superblock.checkpoint.op {
+                0 => String::new(),
+                op => format!(" above the wal base {}, checkpoint at op {op}", superblock.wal_base.op),
+            };
             match report.torn_tail {
                 Some(torn) => println!(
-                    "ok: {ops} entries (op max {op_max}); torn tail at offset {} would be truncated: {}",
+                    "ok: {ops} entries (op max {op_max}){base}; torn tail at offset {} would be truncated: {}",
                     torn.offset_bytes, torn.reason
                 ),
-                None => println!("ok: {ops} entries (op max {op_max})"),
+                None => println!("ok: {ops} entries (op max {op_max}){base}"),
             }
             ExitCode::SUCCESS
         }
@@ -281,7 +301,18 @@ fn run(args: RunArgs) -> ExitCode {
     if !mutants.is_empty() {
         tracing::warn!("MUTANT ACTIVE: {mutants}");
     }
-    let journal = match Journal::open_with_mutants(&args.data_dir, superblock.cluster_id, mutants) {
+    let checkpoint_file = match superblock.checkpoint.op {
+        0 => Vec::new(),
+        _ => match checkpoint::read_bytes(&args.data_dir, superblock.checkpoint) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::error!("{error}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let journal = match Journal::open_with_mutants(&args.data_dir, superblock.cluster_id, superblock.wal_base, mutants)
+    {
         Ok((journal, torn)) => {
             if let Some(torn) = torn {
                 tracing::warn!(offset = torn.offset_bytes, reason = %torn.reason, "torn tail truncated");
@@ -309,7 +340,7 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(args, superblock, journal))
+    runtime.block_on(serve(args, superblock, checkpoint_file, journal))
 }
 
 fn check_identity(args: &RunArgs, superblock: &Superblock) -> Result<(), String> {
@@ -346,7 +377,7 @@ fn install_panic_exit() {
     }));
 }
 
-async fn serve(args: RunArgs, superblock: Superblock, journal: Journal) -> ExitCode {
+async fn serve(args: RunArgs, superblock: Superblock, checkpoint_file: Vec<u8>, journal: Journal) -> ExitCode {
     let peer_listener = match tokio::net::TcpListener::bind(&args.peer_addr).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -372,9 +403,10 @@ async fn serve(args: RunArgs, superblock: Superblock, journal: Journal) -> ExitC
         data_dir: args.data_dir.clone(),
         heartbeat_interval_ms: args.heartbeat_interval_ms.max(1),
         view_change_timeout_ms: args.view_change_timeout_ms.max(1),
+        checkpoint_interval_ops: args.checkpoint_interval_ops,
         mutants: Mutants::from_bugs(&args.bugs),
     };
-    let replica = match Replica::new(config, superblock, journal, outbound, published.clone()) {
+    let replica = match Replica::new(config, superblock, checkpoint_file, journal, outbound, published.clone()) {
         Ok(replica) => replica,
         Err(error) => {
             tracing::error!(%error, "cannot start the replica");

@@ -4,12 +4,15 @@
 //! key-value register store and append-only logs over HTTP/JSON. The binary (`src/main.rs`) is thin glue over:
 //! - [`wal`]: entry format, boot scan (`verify`), head tracking and the journal;
 //! - [`superblock`]: durable identity and VSR state in two checksummed copies;
+//! - [`checkpoint`]: snapshots of the state machine, so the WAL stays bounded and a lagging replica catches up by
+//!   state transfer;
 //! - [`message`] and [`network`]: the framed, checksummed replica protocol over TCP;
 //! - [`replica`]: the VSR core (normal operation, view change, repair, recovery);
 //! - [`mutants`]: switchable, documented real bugs (off by default) for faultline's detection matrix;
 //! - [`state_machine`] and [`api`]: what clients see.
 
 pub mod api;
+pub mod checkpoint;
 pub mod checksum;
 pub mod cli;
 pub mod message;

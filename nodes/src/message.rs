@@ -116,7 +116,24 @@ pub enum Message {
         /// Whether the responder is the primary of `view`.
         primary: bool,
     },
+    /// One piece of a checkpoint file, sent instead of prepares when the ops a `RequestPrepares` asks for are
+    /// already compacted (state transfer). A file goes out as consecutive chunks from offset 0, then `RepairDone`.
+    CheckpointChunk {
+        /// The checkpoint's op.
+        op: u64,
+        /// The checksum of the whole file (its first 16 bytes).
+        checksum: u128,
+        /// The whole file's size.
+        size: u64,
+        /// Where this chunk starts in the file.
+        offset: u64,
+        /// The chunk, at most [`CHECKPOINT_CHUNK_SIZE_MAX_BYTES`].
+        bytes: Vec<u8>,
+    },
 }
+
+/// Most checkpoint bytes per [`Message::CheckpointChunk`] (well inside a frame body).
+pub const CHECKPOINT_CHUNK_SIZE_MAX_BYTES: usize = 64 * 1024;
 
 /// Why a frame was rejected (the connection is then closed).
 #[derive(Debug, thiserror::Error)]
@@ -234,6 +251,11 @@ impl Reader<'_> {
     fn u128(&mut self) -> Result<u128, FrameError> {
         Ok(u128::from_le_bytes(self.take::<16>()?))
     }
+    fn rest(&mut self) -> Vec<u8> {
+        let rest = self.0.to_vec();
+        self.0 = &[];
+        rest
+    }
     fn entry(&mut self) -> Result<Entry, FrameError> {
         let entry = Entry::decode(self.0)?;
         self.0 = &[];
@@ -263,6 +285,7 @@ impl Message {
             Message::RepairDone { .. } => 10,
             Message::Recovery { .. } => 11,
             Message::RecoveryResponse { .. } => 12,
+            Message::CheckpointChunk { .. } => 13,
         }
     }
 
@@ -320,6 +343,15 @@ impl Message {
                     .u64(*commit)
                     .0
                     .push(u8::from(*primary));
+            }
+            Message::CheckpointChunk {
+                op,
+                checksum,
+                size,
+                offset,
+                bytes,
+            } => {
+                w.u64(*op).u128(*checksum).u64(*size).u64(*offset).0.extend_from_slice(bytes);
             }
         }
         w.0
@@ -404,6 +436,20 @@ impl Message {
                 commit: r.u64()?,
                 primary: r.take::<1>()?[0] != 0,
             },
+            13 => {
+                let (op, checksum, size, offset) = (r.u64()?, r.u128()?, r.u64()?, r.u64()?);
+                let bytes = r.rest();
+                if bytes.len() > CHECKPOINT_CHUNK_SIZE_MAX_BYTES {
+                    return Err(FrameError::Malformed(13));
+                }
+                Message::CheckpointChunk {
+                    op,
+                    checksum,
+                    size,
+                    offset,
+                    bytes,
+                }
+            }
             command => return Err(FrameError::Malformed(command)),
         };
         r.finish(message)
@@ -478,6 +524,13 @@ mod tests {
                 checksum: 8,
                 commit: 4,
                 primary: true,
+            },
+            Message::CheckpointChunk {
+                op: 4096,
+                checksum: 99,
+                size: 70_000,
+                offset: 65_536,
+                bytes: vec![7; 4464],
             },
         ];
         for message in messages {

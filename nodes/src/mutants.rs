@@ -25,11 +25,13 @@ pub enum Bug {
     ViewChangeMaxOp,
     /// Boot loads corrupt entries instead of refusing.
     BootSkipsVerification,
+    /// A checkpoint is not fsynced before the superblock points to it and the WAL prefix it covers is dropped.
+    CheckpointWithoutFsync,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 8] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -37,6 +39,7 @@ impl Bug {
         Bug::StaleBackupReads,
         Bug::ViewChangeMaxOp,
         Bug::BootSkipsVerification,
+        Bug::CheckpointWithoutFsync,
     ];
 
     /// The name used on the command line and in logs.
@@ -49,6 +52,7 @@ impl Bug {
             Bug::StaleBackupReads => "stale-backup-reads",
             Bug::ViewChangeMaxOp => "view-change-max-op",
             Bug::BootSkipsVerification => "boot-skips-verification",
+            Bug::CheckpointWithoutFsync => "checkpoint-without-fsync",
         }
     }
 

@@ -1,17 +1,19 @@
-//! The superblock: durable replica identity and VSR state (view, log_view, commit), written as two
-//! checksummed copies so a torn write of one copy never loses the state.
+//! The superblock: durable replica identity, VSR state (view, log_view, commit) and which checkpoint and WAL base
+//! the data dir holds, written as two checksummed copies so a torn write of one copy never loses the state.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::{self, CheckpointRef};
 use crate::checksum::checksum;
+use crate::wal::head::Head;
 
 /// The superblock file name under the data dir.
 pub const SUPERBLOCK_FILE_NAME: &str = "superblock";
-const MAGIC: u64 = 0x4641_554c_544c_4e31; // "FAULTLN1"
-const COPY_SIZE_BYTES: usize = 96;
+const MAGIC: u64 = 0x4641_554c_544c_4e32; // "FAULTLN2"
+const COPY_SIZE_BYTES: usize = 128;
 /// Copies sit in different 4 KiB blocks so one torn block write damages at most one.
 const COPY_STRIDE_BYTES: u64 = 4096;
 const COPY_COUNT: u64 = 2;
@@ -40,6 +42,11 @@ pub struct Superblock {
     pub recovering: bool,
     /// The VSR state.
     pub state: VsrState,
+    /// The checkpoint the state machine is loaded from at boot (op 0: none).
+    pub checkpoint: CheckpointRef,
+    /// The WAL holds no entry at or below `wal_base.op`; the entry above it must have `wal_base.checksum` as its
+    /// parent (op 0: the WAL starts at op 1, whose parent is the cluster's root checksum).
+    pub wal_base: Head,
     /// Incremented on every write; the valid copy with the highest sequence wins.
     pub sequence: u64,
 }
@@ -84,6 +91,10 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("slice of 8 bytes"))
 }
 
+fn u128_at(bytes: &[u8], at: usize) -> u128 {
+    u128::from_le_bytes(bytes[at..at + 16].try_into().expect("slice of 16 bytes"))
+}
+
 impl Superblock {
     fn encode(&self) -> [u8; COPY_SIZE_BYTES] {
         let mut out = [0u8; COPY_SIZE_BYTES];
@@ -96,6 +107,10 @@ impl Superblock {
         out[48..56].copy_from_slice(&self.state.view.to_le_bytes());
         out[56..64].copy_from_slice(&self.state.log_view.to_le_bytes());
         out[64..72].copy_from_slice(&self.state.commit.to_le_bytes());
+        out[72..80].copy_from_slice(&self.checkpoint.op.to_le_bytes());
+        out[80..96].copy_from_slice(&self.checkpoint.checksum.to_le_bytes());
+        out[96..104].copy_from_slice(&self.wal_base.op.to_le_bytes());
+        out[104..120].copy_from_slice(&self.wal_base.checksum.to_le_bytes());
         let sum = checksum(&out[16..]);
         out[0..16].copy_from_slice(&sum.to_le_bytes());
         out
@@ -123,6 +138,14 @@ impl Superblock {
                 view: u64_at(bytes, 48),
                 log_view: u64_at(bytes, 56),
                 commit: u64_at(bytes, 64),
+            },
+            checkpoint: CheckpointRef {
+                op: u64_at(bytes, 72),
+                checksum: u128_at(bytes, 80),
+            },
+            wal_base: Head {
+                op: u64_at(bytes, 96),
+                checksum: u128_at(bytes, 104),
             },
         })
     }
@@ -205,13 +228,32 @@ impl Superblock {
         self.sequence += 1;
         self.write(dir)
     }
+
+    /// Durably points the superblock at a new checkpoint and WAL base (with the VSR state of that moment; the
+    /// commit point is at least the checkpoint's op).
+    pub fn store_checkpoint(
+        &mut self,
+        dir: &Path,
+        state: VsrState,
+        checkpoint: CheckpointRef,
+        wal_base: Head,
+    ) -> Result<(), SuperblockError> {
+        assert!(checkpoint.op >= self.checkpoint.op, "checkpoints never go backwards");
+        assert!(wal_base.op <= checkpoint.op, "the WAL keeps every op above the checkpoint");
+        assert!(state.commit >= checkpoint.op, "a checkpoint holds committed ops only");
+        self.checkpoint = checkpoint;
+        self.wal_base = wal_base;
+        let recovering = self.recovering;
+        self.store(dir, state, recovering)
+    }
 }
 
 fn remove_wal_files(dir: &Path) -> Result<(), SuperblockError> {
     let listing = fs::read_dir(dir).map_err(|source| io_error(dir, source))?;
     for item in listing {
         let item = item.map_err(|source| io_error(dir, source))?;
-        if item.file_name().to_string_lossy().starts_with("wal") {
+        let name = item.file_name().to_string_lossy().into_owned();
+        if name.starts_with("wal") || name.starts_with(checkpoint::CHECKPOINT_FILE_PREFIX) {
             fs::remove_file(item.path()).map_err(|source| io_error(&item.path(), source))?;
         }
     }
@@ -229,6 +271,8 @@ mod tests {
             replica_count: 3,
             recovering: false,
             state: VsrState::default(),
+            checkpoint: CheckpointRef::default(),
+            wal_base: Head { op: 0, checksum: 0 },
             sequence: 0,
         }
     }

@@ -513,6 +513,7 @@ fn given_bug_flags_when_running_should_log_them_once_and_reject_unknown_names_wi
         "stale-backup-reads",
         "view-change-max-op",
         "boot-skips-verification",
+        "checkpoint-without-fsync",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

@@ -5,11 +5,13 @@
 //! ends with [`Replica::flush`]: one fsync for everything appended in the iteration (group commit), then the
 //! messages that must wait for durability (PrepareOk), then commit execution.
 //!
-//! Submodules: `normal` (requests, prepares, commits), `view_change`, `repair`, `recovery`.
+//! Submodules: `normal` (requests, prepares, commits), `view_change`, `repair`, `recovery`, `state_transfer`
+//! (checkpoints and catching up from one).
 
 mod normal;
 mod recovery;
 mod repair;
+mod state_transfer;
 mod view_change;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -22,6 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::oneshot;
 
+use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::checksum::hex;
 use crate::message::Message;
 use crate::mutants::{Bug, Mutants};
@@ -123,6 +126,12 @@ pub struct StatusSnapshot {
     pub cluster_id: u64,
     /// WAL file fsyncs since this process started.
     pub wal_fsyncs: u64,
+    /// Op of the latest checkpoint (0: none yet).
+    pub checkpoint: u64,
+    /// The WAL holds no entry at or below this op (a checkpoint covers them).
+    pub wal_base: u64,
+    /// Entries the WAL holds.
+    pub wal_entries: u64,
     /// Names of the active mutants (`run --bug`); empty for the correct node.
     pub mutants: Vec<&'static str>,
 }
@@ -142,6 +151,8 @@ pub struct ReplicaConfig {
     pub heartbeat_interval_ms: u64,
     /// Base view-change timeout; each arm is randomized in `[t, 2t)`.
     pub view_change_timeout_ms: u64,
+    /// Committed ops between checkpoints (0: never checkpoint; the WAL then grows without bound).
+    pub checkpoint_interval_ops: u64,
     /// Active bugs (empty for the correct replica).
     pub mutants: Mutants,
 }
@@ -155,6 +166,9 @@ pub enum ReplicaError {
     /// Superblock I/O failed.
     #[error(transparent)]
     Superblock(#[from] SuperblockError),
+    /// Checkpoint I/O failed, or the checkpoint loaded at boot does not decode.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
 }
 
 /// Most prepared-but-uncommitted ops on the primary.
@@ -292,6 +306,10 @@ pub struct Replica {
     repairing: bool,
     sync: Option<LogSync>,
     recovery: Option<RecoveryState>,
+    /// The file bytes of the latest checkpoint (empty: none), served to replicas that need a state transfer.
+    checkpoint_file: Vec<u8>,
+    /// A checkpoint being received by state transfer.
+    transfer: Option<state_transfer::Transfer>,
     /// A backup owes the primary a PrepareOk for its head (sent after the next fsync).
     ack_pending: bool,
     timers: Timers,
@@ -299,10 +317,12 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Builds the replica from its opened superblock and journal, replaying committed entries.
+    /// Builds the replica from its opened superblock, checkpoint file (empty: none) and journal, replaying
+    /// committed entries above the checkpoint.
     pub fn new(
         config: ReplicaConfig,
         superblock: Superblock,
+        checkpoint_file: Vec<u8>,
         journal: Journal,
         outbound: Outbound,
         published: Arc<Mutex<StatusSnapshot>>,
@@ -329,6 +349,8 @@ impl Replica {
             repairing: false,
             sync: None,
             recovery: None,
+            checkpoint_file: Vec::new(),
+            transfer: None,
             ack_pending: false,
             timers: Timers {
                 primary_deadline: now,
@@ -340,6 +362,7 @@ impl Replica {
             },
             rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
         };
+        replica.restore_checkpoint(checkpoint_file)?;
         replica.boot()?;
         Ok(replica)
     }
@@ -464,6 +487,13 @@ impl Replica {
             Message::RepairDone { .. } => self.on_repair_done(from),
             Message::Recovery { nonce } => self.on_recovery(from, nonce),
             response @ Message::RecoveryResponse { .. } => self.on_recovery_response(from, response),
+            Message::CheckpointChunk {
+                op,
+                checksum,
+                size,
+                offset,
+                bytes,
+            } => self.on_checkpoint_chunk(from, op, checksum, size, offset, bytes)?,
         }
         Ok(())
     }
@@ -513,6 +543,7 @@ impl Replica {
             self.acknowledge_head();
         }
         self.execute_committed();
+        self.maybe_checkpoint()?;
         self.check_progress()?;
         self.maybe_request_repair();
         self.maybe_persist_commit()
@@ -615,6 +646,9 @@ impl Replica {
             head_checksum: hex(head.checksum),
             cluster_id: self.config.cluster,
             wal_fsyncs: self.journal.fsync_count(),
+            checkpoint: Checkpoint::op_of(&self.checkpoint_file),
+            wal_base: self.journal.base().op,
+            wal_entries: self.journal.len() as u64,
             mutants: self.config.mutants.names(),
         };
         *self.published.lock().expect("status lock is never poisoned") = snapshot;

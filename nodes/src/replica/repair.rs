@@ -6,6 +6,9 @@
 //!   if they chain to their stored neighbours; the head moves as gaps close;
 //! - log sync ([`LogSync`]): the log is replaced by another replica's, op by op upwards from the verified
 //!   prefix, truncating a local suffix only once the source proves it divergent.
+//!
+//! Either way, ops the source no longer holds (at or below its WAL base) come as its checkpoint instead
+//! (`state_transfer`).
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +18,7 @@ use crate::wal::entry::Entry;
 
 /// Most ops asked for (and sent) per repair request.
 pub const REPAIR_BATCH_MAX: u64 = 256;
-const REPAIR_TIMEOUT_MS: u64 = 500;
+pub(super) const REPAIR_TIMEOUT_MS: u64 = 500;
 
 impl Replica {
     /// Starts replacing the log by `source`'s up to its head (immediately verified when the head is held).
@@ -81,6 +84,12 @@ impl Replica {
             return;
         }
         let to_op = to_op.min(from_op + REPAIR_BATCH_MAX - 1);
+        if from_op <= self.journal.base().op {
+            // A checkpoint covers the ops asked for and the WAL no longer holds them: state transfer.
+            self.send_checkpoint(from);
+            self.outbound.send(from, &Message::RepairDone { from_op, to_op });
+            return;
+        }
         for entry in self.journal.range(from_op, to_op) {
             self.outbound
                 .send(from, &Message::RepairPrepare { entry: entry.clone() });
@@ -138,7 +147,7 @@ impl Replica {
         Ok(())
     }
 
-    fn abort_sync(&mut self, purpose: SyncPurpose) -> Result<(), ReplicaError> {
+    pub(super) fn abort_sync(&mut self, purpose: SyncPurpose) -> Result<(), ReplicaError> {
         self.sync = None;
         self.repair = None;
         match purpose {

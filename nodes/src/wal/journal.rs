@@ -1,7 +1,9 @@
-//! The journal: the WAL file on disk plus an in-memory copy of every stored entry.
+//! The journal: the WAL file on disk plus an in-memory copy of every stored entry above its base.
 //!
-//! Invariants (checked on every insert): at most one entry per op, and any two stored neighbours N and N+1 chain
-//! (N+1's parent is N's checksum), so the boot scan of a file this code wrote never refuses.
+//! Invariants (checked on every insert): at most one entry per op, every op above the base, and any two stored
+//! neighbours N and N+1 chain (N+1's parent is N's checksum; the entry at base + 1 chains to the base checksum), so
+//! the boot scan of a file this code wrote never refuses. The base is op 0 (the cluster's root checksum) until a
+//! checkpoint lets the journal drop the prefix it covers ([`Journal::compact`], [`Journal::install_base`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -43,6 +45,8 @@ pub enum InsertRejected {
     Conflict,
     /// The entry does not chain to a stored neighbour.
     DoesNotChain,
+    /// The op is at or below the base: a checkpoint covers it.
+    Compacted,
 }
 
 /// The WAL of one replica.
@@ -52,6 +56,8 @@ pub struct Journal {
     file: File,
     cluster: u64,
     entries: BTreeMap<u64, Entry>,
+    /// No entry at or below `base.op` is stored; `base.checksum` is base + 1's parent.
+    base: Head,
     head: Head,
     dirty: bool,
     /// WAL file fsyncs done so far (reported by `/status` as `wal_fsyncs`).
@@ -69,15 +75,27 @@ fn scan_unverified_dir(dir: &Path) -> Result<ScanReport, JournalError> {
     }
 }
 
-/// Reads and scans the WAL of `dir` without modifying anything.
-pub fn scan_dir(dir: &Path, cluster: u64) -> Result<ScanReport, JournalError> {
+/// The base a superblock names, with op 0 meaning the cluster's root.
+pub fn normalize_base(base: Head, cluster: u64) -> Head {
+    if base.op == 0 {
+        Head {
+            op: 0,
+            checksum: root_checksum(cluster),
+        }
+    } else {
+        base
+    }
+}
+
+/// Reads and scans the WAL of `dir` above `base` without modifying anything.
+pub fn scan_dir(dir: &Path, cluster: u64, base: Head) -> Result<ScanReport, JournalError> {
     let path = dir.join(WAL_FILE_NAME);
     let bytes = match fs::read(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(source) => return Err(io_error(&path, source)),
     };
-    Ok(scan(&bytes, cluster, &path.display().to_string())?)
+    Ok(scan(&bytes, cluster, normalize_base(base, cluster), &path.display().to_string())?)
 }
 
 fn io_error(path: &Path, source: io::Error) -> JournalError {
@@ -106,25 +124,39 @@ fn fsync_dir(dir: &Path) -> Result<(), JournalError> {
         .map_err(|source| io_error(dir, source))
 }
 
+/// The head of `entries` stored above `base`.
+fn head_from(base: Head, entries: &BTreeMap<u64, Entry>) -> Head {
+    if entries.contains_key(&(base.op + 1)) {
+        head_after_insert(base, base.op + 1, |op| entries.get(&op).map(|e| e.header.checksum))
+    } else {
+        base
+    }
+}
+
 impl Journal {
-    /// Opens the WAL under `dir`: scans it, truncates a torn tail (fsynced) and loads every entry.
+    /// Opens the WAL under `dir` (no checkpoint: base op 0): scans it, truncates a torn tail (fsynced) and loads
+    /// every entry.
     pub fn open(dir: &Path, cluster: u64) -> Result<(Journal, Option<TornTail>), JournalError> {
-        Journal::open_with_mutants(dir, cluster, Mutants::NONE)
+        let root = Head { op: 0, checksum: 0 };
+        Journal::open_with_mutants(dir, cluster, root, Mutants::NONE)
     }
 
-    /// [`Journal::open`] with the given bugs active (see [`crate::mutants`]).
+    /// [`Journal::open`] above the superblock's WAL base, with the given bugs active (see [`crate::mutants`]).
+    /// Entries at or below the base (left by a compaction a crash interrupted) are not loaded.
     pub fn open_with_mutants(
         dir: &Path,
         cluster: u64,
+        base: Head,
         mutants: Mutants,
     ) -> Result<(Journal, Option<TornTail>), JournalError> {
+        let base = normalize_base(base, cluster);
         let report = if mutants.has(Bug::BootSkipsVerification) {
             // MUTANT(boot-skips-verification): entries are loaded by their header fields alone: no header or body
             // checksum and no parent chain is verified, so interior corruption boots (and is served) instead of
             // being refused.
             scan_unverified_dir(dir)?
         } else {
-            scan_dir(dir, cluster)?
+            scan_dir(dir, cluster, base)?
         };
         let path = dir.join(WAL_FILE_NAME);
         let file = OpenOptions::new()
@@ -142,23 +174,17 @@ impl Journal {
         let entries: BTreeMap<u64, Entry> = report
             .entries
             .into_iter()
+            .filter(|scanned| scanned.entry.header.op > base.op)
             .map(|scanned| (scanned.entry.header.op, scanned.entry))
             .collect();
-        let root = Head {
-            op: 0,
-            checksum: root_checksum(cluster),
-        };
-        let head = if entries.contains_key(&1) {
-            head_after_insert(root, 1, |op| entries.get(&op).map(|e| e.header.checksum))
-        } else {
-            root
-        };
+        let head = head_from(base, &entries);
         let journal = Journal {
             path,
             dir: dir.to_path_buf(),
             file,
             cluster,
             entries,
+            base,
             head,
             dirty: false,
             fsync_count: 0,
@@ -177,22 +203,40 @@ impl Journal {
         self.entries.get(&op)
     }
 
-    /// The checksum an entry at `op + 1` must carry as parent, if known.
+    /// The base: no entry at or below `base().op` is stored.
+    pub fn base(&self) -> Head {
+        self.base
+    }
+
+    /// The checksum an entry at `op + 1` must carry as parent, if known (`None` below the base).
     pub fn checksum_of(&self, op: u64) -> Option<u128> {
-        if op == 0 {
-            return Some(root_checksum(self.cluster));
+        if op == self.base.op {
+            return Some(self.base.checksum);
         }
         self.entries.get(&op).map(|e| e.header.checksum)
     }
 
-    /// Highest stored op (may be above a gap).
+    /// Highest stored op (may be above a gap); the base when nothing is stored above it.
     pub fn op_max(&self) -> u64 {
-        self.entries.keys().next_back().copied().unwrap_or(0)
+        self.entries.keys().next_back().copied().unwrap_or(self.base.op)
+    }
+
+    /// Entries stored (all above the base).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no entry is stored above the base.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// Checks whether `entry` may be stored without breaking the chain invariant.
     pub fn check_insert(&self, entry: &Entry) -> Result<(), InsertRejected> {
         let op = entry.header.op;
+        if op <= self.base.op {
+            return Err(InsertRejected::Compacted);
+        }
         if let Some(existing) = self.entries.get(&op) {
             if existing.header.checksum == entry.header.checksum {
                 return Err(InsertRejected::Duplicate);
@@ -225,6 +269,7 @@ impl Journal {
     /// trusted its head; ours re-checks and would turn that bug into a crash instead of a WAL that does not chain).
     pub fn insert_unchecked(&mut self, entry: Entry) -> Result<Head, JournalError> {
         assert!(!self.entries.contains_key(&entry.header.op), "one entry per op");
+        assert!(entry.header.op > self.base.op, "entries sit above the base");
         self.write_and_index(entry)
     }
 
@@ -269,10 +314,56 @@ impl Journal {
 
     /// Discards every entry above `op` by rewriting the file (temp file, fsync, rename, directory fsync).
     pub fn truncate_after(&mut self, op: u64) -> Result<(), JournalError> {
+        assert!(op >= self.base.op, "never truncate below the base");
         if self.op_max() <= op {
             return Ok(());
         }
         self.entries.retain(|&stored, _| stored <= op);
+        self.rewrite()?;
+        if self.head.op > op {
+            let checksum = self.checksum_of(op).expect("ops below the head are stored");
+            self.head = Head { op, checksum };
+        }
+        Ok(())
+    }
+
+    /// Drops every entry at or below `base.op`, which a durable checkpoint covers (the superblock must already
+    /// name `base` as the WAL base: a crash during the rewrite then leaves either file, both of which boot).
+    /// `base` is a stored entry at or below the head.
+    pub fn compact(&mut self, base: Head) -> Result<(), JournalError> {
+        assert!(base.op <= self.head.op, "compact only below the head");
+        assert_eq!(self.checksum_of(base.op), Some(base.checksum), "the base is a stored entry");
+        if base.op == self.base.op {
+            return Ok(());
+        }
+        self.entries.retain(|&stored, _| stored > base.op);
+        self.base = base;
+        self.rewrite()
+    }
+
+    /// Moves the base to a checkpoint received by state transfer: drops every entry at or below it and, when the
+    /// entry above it does not chain to it (a suffix that diverged from the committed log), every entry above it
+    /// too. Returns the number of divergent entries dropped above the base.
+    pub fn install_base(&mut self, base: Head) -> Result<usize, JournalError> {
+        assert!(base.op >= self.base.op, "the base never goes back");
+        let mut divergent = 0;
+        if self
+            .entries
+            .get(&(base.op + 1))
+            .is_some_and(|next| next.header.parent != base.checksum)
+        {
+            divergent = self.entries.range(base.op + 1..).count();
+            self.entries.retain(|&stored, _| stored <= base.op);
+        }
+        self.entries.retain(|&stored, _| stored > base.op);
+        self.base = base;
+        self.head = head_from(base, &self.entries);
+        self.rewrite()?;
+        Ok(divergent)
+    }
+
+    /// Writes the in-memory entries as the new WAL file: temp file, fsync, rename, directory fsync.
+    fn rewrite(&mut self) -> Result<(), JournalError> {
         let temp = self.dir.join(REWRITE_TEMP_FILE_NAME);
         let mut out = File::create(&temp).map_err(|source| io_error(&temp, source))?;
         for entry in self.entries.values() {
@@ -291,10 +382,6 @@ impl Journal {
             .open(&self.path)
             .map_err(|source| io_error(&self.path, source))?;
         self.dirty = false;
-        if self.head.op > op {
-            let checksum = self.checksum_of(op).expect("ops below the head are stored");
-            self.head = Head { op, checksum };
-        }
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::checksum::root_checksum;
+use crate::wal::head::Head;
 use crate::wal::entry::{Entry, EntryHeader, HeaderError, BODY_SIZE_MAX_BYTES, HEADER_SIZE_BYTES};
 
 /// A verified entry and where it sits in the file.
@@ -89,11 +89,15 @@ impl fmt::Display for BootRefusal {
     }
 }
 
-/// Scans the bytes of one WAL file. `file` only names the file in messages.
-pub fn scan(bytes: &[u8], cluster: u64, file: &str) -> Result<ScanReport, BootRefusal> {
+/// Scans the bytes of one WAL file whose entries sit above `base` (op 0 and the cluster's root checksum until a
+/// checkpoint moved it). Entries at or below the base are checksum-verified but not chain-checked or returned: a
+/// compaction that a crash interrupted leaves them, and the checkpoint covers them. `file` only names the file in
+/// messages.
+pub fn scan(bytes: &[u8], cluster: u64, base: Head, file: &str) -> Result<ScanReport, BootRefusal> {
     let (entries, torn_tail) = scan_entries(bytes, cluster, file)?;
-    let by_op = index_by_op(entries, file)?;
-    check_chain(&by_op, cluster, file)?;
+    let mut by_op = index_by_op(entries, file)?;
+    by_op.retain(|&op, _| op > base.op);
+    check_chain(&by_op, base, file)?;
     Ok(ScanReport {
         entries: by_op.into_values().collect(),
         torn_tail,
@@ -277,11 +281,16 @@ fn index_by_op(entries: Vec<ScannedEntry>, file: &str) -> Result<BTreeMap<u64, S
     Ok(by_op)
 }
 
-fn check_chain(by_op: &BTreeMap<u64, ScannedEntry>, cluster: u64, file: &str) -> Result<(), BootRefusal> {
+fn check_chain(by_op: &BTreeMap<u64, ScannedEntry>, base: Head, file: &str) -> Result<(), BootRefusal> {
     for (&op, scanned) in by_op {
         let parent = scanned.entry.header.parent;
-        let (expected, previous) = if op == 1 {
-            (root_checksum(cluster), "the root".to_string())
+        let (expected, previous) = if op == base.op + 1 {
+            let what = if base.op == 0 {
+                "the root".to_string()
+            } else {
+                format!("the checkpoint's op {}", base.op)
+            };
+            (base.checksum, what)
         } else if let Some(previous) = by_op.get(&(op - 1)) {
             (
                 previous.entry.header.checksum,

@@ -188,7 +188,7 @@ fn given_a_refusal_when_booting_should_leave_the_file_bytes_untouched() {
     entries[3] = Entry::new(CLUSTER, 4, 0, 1234, RequestIdentity::default(), b"x".to_vec());
     let bytes = write_wal(dir.path(), &entries);
     refusal(dir.path());
-    assert!(scan_dir(dir.path(), CLUSTER).is_err());
+    assert!(scan_dir(dir.path(), CLUSTER, crate::wal::head::Head { op: 0, checksum: 0 }).is_err());
     assert_eq!(fs::read(dir.path().join(WAL_FILE_NAME)).expect("read"), bytes);
 }
 
@@ -301,4 +301,99 @@ fn given_an_uncommitted_suffix_when_truncating_should_rewrite_the_file_and_move_
             checksum: other.header.checksum
         }
     );
+}
+
+fn base_at(entries: &[Entry], op: u64) -> Head {
+    Head {
+        op,
+        checksum: entries[op as usize - 1].header.checksum,
+    }
+}
+
+#[test]
+fn given_a_compacted_journal_when_reopened_above_its_base_should_boot_with_the_same_head_and_no_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let entries = chain(10);
+    let (mut journal, _) = Journal::open(dir.path(), CLUSTER).expect("open");
+    for entry in &entries {
+        journal.insert(entry.clone()).expect("io").expect("chains");
+    }
+    journal.sync().expect("sync");
+    let head = journal.head();
+    journal.compact(base_at(&entries, 6)).expect("compact");
+    assert_eq!((journal.base().op, journal.head(), journal.len()), (6, head, 4));
+    assert_eq!(journal.checksum_of(6), Some(entries[5].header.checksum), "the base is op 7's parent");
+    assert_eq!(journal.checksum_of(5), None, "nothing below the base");
+    assert_eq!(journal.check_insert(&entries[2]), Err(InsertRejected::Compacted));
+    let size = fs::metadata(dir.path().join(WAL_FILE_NAME)).expect("stat").len();
+    let kept: usize = entries[6..].iter().map(Entry::size_bytes).sum();
+    assert_eq!(size, kept as u64, "the file holds only the entries above the base");
+    drop(journal);
+    let (reopened, torn) =
+        Journal::open_with_mutants(dir.path(), CLUSTER, base_at(&entries, 6), Default::default()).expect("boots");
+    assert!(torn.is_none());
+    assert_eq!((reopened.base().op, reopened.head(), reopened.len()), (6, head, 4));
+}
+
+#[test]
+fn given_a_compaction_a_crash_interrupted_when_booting_above_the_new_base_should_ignore_the_stale_prefix() {
+    // The superblock already names base 6 but the WAL rewrite never happened: the file still starts at op 1.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let entries = chain(10);
+    write_wal(dir.path(), &entries);
+    let (journal, _) =
+        Journal::open_with_mutants(dir.path(), CLUSTER, base_at(&entries, 6), Default::default()).expect("boots");
+    assert_eq!((journal.base().op, journal.head().op, journal.len()), (6, 10, 4));
+    assert!(journal.entry(6).is_none() && journal.entry(7).is_some());
+}
+
+#[test]
+fn given_a_wal_whose_first_entry_above_the_base_does_not_chain_to_it_when_booting_should_refuse_naming_the_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let entries = chain(10);
+    write_wal(dir.path(), &entries[6..]);
+    let wrong_base = Head {
+        op: 6,
+        checksum: 0xdead,
+    };
+    match Journal::open_with_mutants(dir.path(), CLUSTER, wrong_base, Default::default()) {
+        Err(JournalError::Refused(refusal)) => {
+            assert_eq!(refusal.kind, RefusalKind::DoesNotChain);
+            assert!(refusal.to_string().contains("op 7 does not chain to the checkpoint's op 6"), "{refusal}");
+        }
+        Err(other) => panic!("expected a refusal, got {other}"),
+        Ok(_) => panic!("a log that does not chain to its checkpoint booted"),
+    }
+}
+
+#[test]
+fn given_a_received_checkpoint_when_installing_it_should_keep_a_chaining_suffix_and_drop_a_divergent_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let entries = chain(10);
+    let (mut journal, _) = Journal::open(dir.path(), CLUSTER).expect("open");
+    for entry in &entries[..4] {
+        journal.insert(entry.clone()).expect("io").expect("chains");
+    }
+    // Op 8 (above a gap) chains to the committed op 7: it survives the install of a checkpoint at op 6.
+    journal.insert(entries[7].clone()).expect("io").expect("fits above a gap");
+    assert_eq!(journal.install_base(base_at(&entries, 6)).expect("install"), 0);
+    assert_eq!((journal.base().op, journal.head().op, journal.len()), (6, 6, 1));
+    journal.insert(entries[6].clone()).expect("io").expect("op 7 chains to the base");
+    assert_eq!(journal.head().op, 8, "the gap closed");
+
+    // A divergent op 7 (another view's, never committed) is dropped with everything above it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut journal, _) = Journal::open(dir.path(), CLUSTER).expect("open");
+    let other = chain(10);
+    for entry in &entries[..6] {
+        journal.insert(entry.clone()).expect("io").expect("chains");
+    }
+    let divergent = Entry::new(CLUSTER, 7, 1, entries[5].header.checksum, RequestIdentity::default(), b"x".to_vec());
+    journal.insert(divergent).expect("io").expect("chains locally");
+    let committed_base = Head {
+        op: 6,
+        checksum: other[5].header.checksum ^ 1,
+    };
+    assert_eq!(journal.install_base(committed_base).expect("install"), 1);
+    assert_eq!((journal.head(), journal.len()), (committed_base, 0));
 }

@@ -61,15 +61,6 @@ pub fn cluster_ip() -> String {
     format!("127.{}.{}.1", rng.gen_range(1..=254u8), rng.gen_range(0..=255u8))
 }
 
-/// Reserves a free port on `ip` (bind to port 0, then release it).
-pub fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .expect("bind port 0")
-        .local_addr()
-        .expect("local addr")
-        .port()
-}
-
 /// One replica: its addresses, data dir and (when running) its process.
 pub struct Node {
     pub id: u8,
@@ -99,11 +90,21 @@ impl Cluster {
     pub fn new(count: u8) -> Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let ip = cluster_ip();
+        // Every port of the cluster is reserved while the next is picked: a port released after a bind to port 0 may be
+        // handed out again by the next bind to port 0 (seen: a node's client port equal to another's peer port).
+        let reserved: Vec<TcpListener> = (0..2 * count)
+            .map(|_| TcpListener::bind((ip.as_str(), 0)).expect("bind port 0"))
+            .collect();
+        let ports: Vec<u16> = reserved
+            .iter()
+            .map(|listener| listener.local_addr().expect("local addr").port())
+            .collect();
+        drop(reserved);
         let nodes = (0..count)
             .map(|id| Node {
                 id,
-                client_addr: format!("{ip}:{}", free_port(&ip)),
-                peer_addr: format!("{ip}:{}", free_port(&ip)),
+                client_addr: format!("{ip}:{}", ports[2 * id as usize]),
+                peer_addr: format!("{ip}:{}", ports[2 * id as usize + 1]),
                 data_dir: dir.path().join(format!("n{}", id + 1)),
                 log_path: dir.path().join(format!("n{}.log", id + 1)),
                 child: None,
