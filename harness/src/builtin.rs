@@ -29,6 +29,7 @@ pub const PLANS: &[(&str, &str)] = &[
         "reference-io-faults",
         include_str!("../../plans/reference-io-faults.yaml"),
     ),
+    ("soak", include_str!("../../plans/soak.yaml")),
     ("etcd-kill", include_str!("../../plans/etcd-kill.yaml")),
     ("etcd-partition", include_str!("../../plans/etcd-partition.yaml")),
     ("etcd-disk", include_str!("../../plans/etcd-disk.yaml")),
