@@ -61,13 +61,16 @@ pub fn cluster_ip() -> String {
     format!("127.{}.{}.1", rng.gen_range(1..=254u8), rng.gen_range(0..=255u8))
 }
 
-/// Reserves a free port on `ip` (bind to port 0, then release it).
-pub fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .expect("bind port 0")
-        .local_addr()
-        .expect("local addr")
-        .port()
+/// Reserves `count` distinct free ports on `ip` (bind to port 0, then release them). Every listener is held until all are found: a port released at once
+/// may be handed out again by the next bind to port 0, and two replicas of one cluster would then collide.
+pub fn free_ports(ip: &str, count: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..count)
+        .map(|_| TcpListener::bind((ip, 0)).expect("bind port 0"))
+        .collect();
+    listeners
+        .iter()
+        .map(|listener| listener.local_addr().expect("local addr").port())
+        .collect()
 }
 
 /// One replica: its addresses, data dir and (when running) its process.
@@ -99,11 +102,12 @@ impl Cluster {
     pub fn new(count: u8) -> Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let ip = cluster_ip();
+        let ports = free_ports(&ip, 2 * usize::from(count));
         let nodes = (0..count)
             .map(|id| Node {
                 id,
-                client_addr: format!("{ip}:{}", free_port(&ip)),
-                peer_addr: format!("{ip}:{}", free_port(&ip)),
+                client_addr: format!("{ip}:{}", ports[2 * usize::from(id)]),
+                peer_addr: format!("{ip}:{}", ports[2 * usize::from(id) + 1]),
                 data_dir: dir.path().join(format!("n{}", id + 1)),
                 log_path: dir.path().join(format!("n{}.log", id + 1)),
                 child: None,
