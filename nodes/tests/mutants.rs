@@ -73,7 +73,7 @@ impl LinkProxy {
         self.cut.store(false, Ordering::Relaxed);
     }
 
-    /// Whether a connection is forwarded right now (after a `cut`, only once the replica has dialled again).
+    /// Whether a connection was forwarded since the last `cut` (the replica has dialled again).
     fn connected(&self) -> bool {
         !self.streams.lock().expect("lock").is_empty()
     }
