@@ -370,19 +370,24 @@ fn given_a_stall_rule_when_fsyncing_should_delay_it() {
     }
     let lab = Lab::new("stall");
     write_synced(&lab.path("wal"), b"x");
-    let faults: FsFaults = serde_saphyr::from_str("stall: [{ops: [fsync], files: 'wal', delay: 300ms}]").unwrap();
+    // A stall far above what a read takes even on a busy machine, so "delayed" and "not delayed" cannot overlap.
+    let faults: FsFaults = serde_saphyr::from_str("stall: [{ops: [fsync], files: 'wal', delay: 1500ms}]").unwrap();
     lab.fs().set_faults(&faults).unwrap();
     let file = OpenOptions::new().append(true).open(lab.path("wal")).unwrap();
     let started = Instant::now();
     file.sync_all().unwrap();
     assert!(
-        started.elapsed() >= Duration::from_millis(300),
+        started.elapsed() >= Duration::from_millis(1500),
         "{:?}",
         started.elapsed()
     );
     let started = Instant::now();
     fs::read(lab.path("wal")).unwrap();
-    assert!(started.elapsed() < Duration::from_millis(300), "reads are not stalled");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "reads are not stalled: {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

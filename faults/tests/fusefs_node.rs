@@ -17,14 +17,52 @@ fn node_binary() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A loopback address of this test's own, `127.a.b.1`: a port found free on 127.0.0.1 and released can be taken by
+/// any outbound connection on the machine (ephemeral source ports come from the same range there) before the node
+/// binds it; nothing dials out from this address.
+fn own_ip() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    format!("127.{}.{}.1", rng.gen_range(1..=254u8), rng.gen_range(0..=255u8))
+}
+
+/// Two distinct free ports on `ip` (client and peer address of one start), both held until both are found.
+fn free_ports(ip: &str) -> (u16, u16) {
+    let (a, b) = (TcpListener::bind((ip, 0)).unwrap(), TcpListener::bind((ip, 0)).unwrap());
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+}
+
+/// Where one start of the node listens.
+#[derive(Clone, Copy)]
+struct Addresses<'a> {
+    ip: &'a str,
+    client_port: u16,
+    peer_port: u16,
+}
+
+impl<'a> Addresses<'a> {
+    fn fresh(ip: &'a str) -> Addresses<'a> {
+        let (client_port, peer_port) = free_ports(ip);
+        Addresses {
+            ip,
+            client_port,
+            peer_port,
+        }
+    }
 }
 
 /// One HTTP/1.1 request on a fresh connection; returns (status, body).
-fn http(port: u16, method: &str, path: &str, body: &str, client_id: u64, request_number: u64) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+fn http(
+    at: Addresses,
+    method: &str,
+    path: &str,
+    body: &str,
+    client_id: u64,
+    request_number: u64,
+) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect((at.ip, at.client_port)).ok()?;
+    // Generous: an answer that is slow on a loaded machine is not wrong (each PUT is an fsync through FUSE).
+    stream.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n\
          x-client-id: {client_id}\r\nx-request-number: {request_number}\r\nContent-Length: {}\r\n\r\n{body}",
@@ -41,7 +79,7 @@ fn http(port: u16, method: &str, path: &str, body: &str, client_id: u64, request
     Some((status, body))
 }
 
-fn run(binary: &Path, data: &Path, port: u16) -> Child {
+fn run(binary: &Path, data: &Path, at: Addresses) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -58,20 +96,20 @@ fn run(binary: &Path, data: &Path, port: u16) -> Child {
             data.to_str().unwrap(),
         ])
         .arg("--client-addr")
-        .arg(format!("127.0.0.1:{port}"))
+        .arg(format!("{}:{}", at.ip, at.client_port))
         .arg("--peer-addr")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg(format!("{}:{}", at.ip, at.peer_port))
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .unwrap()
 }
 
-fn wait_ready(port: u16, log: &Path) {
+fn wait_ready(at: Addresses, log: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     // A fresh client id per probe: the node refuses request numbers a client has used before.
     let mut probe = 1_000_000;
-    while http(port, "GET", "/kv/probe", "", probe, 1).is_none_or(|(status, _)| status != 200) {
+    while http(at, "GET", "/kv/probe", "", probe, 1).is_none_or(|(status, _)| status != 200) {
         probe += 1;
         let log = std::fs::read_to_string(log).unwrap_or_default();
         assert!(Instant::now() < deadline, "node not ready within 20 s; its log:\n{log}");
@@ -109,12 +147,13 @@ fn given_the_reference_node_on_the_fault_fs_when_power_is_lost_should_boot_with_
         .status()
         .unwrap();
     assert!(status.success());
-    let port = free_port();
-    let mut node = run(&binary, &data, port);
-    wait_ready(port, &data.with_extension("log"));
+    let ip = own_ip();
+    let at = Addresses::fresh(&ip);
+    let mut node = run(&binary, &data, at);
+    wait_ready(at, &data.with_extension("log"));
     for i in 1..=50u64 {
         let (status, body) = http(
-            port,
+            at,
             "PUT",
             &format!("/kv/k{i}"),
             &format!("{{\"value\":\"v{i}\"}}"),
@@ -129,11 +168,11 @@ fn given_the_reference_node_on_the_fault_fs_when_power_is_lost_should_boot_with_
     let record = fs.lose_unsynced();
     assert!(record.warnings.is_empty(), "{record:?}");
 
-    let port = free_port();
-    let mut node = run(&binary, &data, port);
-    wait_ready(port, &data.with_extension("log"));
+    let at = Addresses::fresh(&ip);
+    let mut node = run(&binary, &data, at);
+    wait_ready(at, &data.with_extension("log"));
     for i in 1..=50u64 {
-        let (status, body) = http(port, "GET", &format!("/kv/k{i}"), "", 8, i).unwrap();
+        let (status, body) = http(at, "GET", &format!("/kv/k{i}"), "", 8, i).unwrap();
         assert_eq!(status, 200, "{body}");
         assert!(
             body.contains(&format!("\"v{i}\"")),

@@ -212,7 +212,10 @@ fn given_a_campaign_interrupted_mid_run_should_keep_finished_seeds_stop_the_clus
             break (first_dir, running);
         }
     };
-    assert_eq!(tagged_processes(&run_id).len(), 3, "the second seed's cluster runs");
+    // The default plan's nemesis may already have killed a node (its first fault comes at a random time, and a
+    // busy machine polls late): some node of the second seed runs, so the stop below has something to stop.
+    let before_stop = tagged_processes(&run_id);
+    assert!(!before_stop.is_empty(), "the second seed's cluster runs");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.0.id() as i32),
         nix::sys::signal::Signal::SIGINT,

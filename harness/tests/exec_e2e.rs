@@ -53,8 +53,16 @@ fn given_the_exec_reference_plan_when_the_node_is_correct_should_be_valid_and_le
         explain(&run.output)
     );
     let events = history(&run.run_dir);
-    let oks = events.iter().filter(|e| e["kind"] == "ok").count();
-    assert!(oks > 100, "the Python clients did real work: {oks} ok ops");
+    // How many ops go through depends on the machine: each timed-out op costs a fresh Python process, and under a
+    // CPU hog a 12 s run saw 12 ok ops. Not vacuous is what is guaranteed: the valid verdict judged acknowledged
+    // writes and reads of the Python clients.
+    let oks = |f: &str| events.iter().filter(|e| e["kind"] == "ok" && e["f"] == f).count();
+    assert!(
+        oks("write") > 0 && oks("read") > 0,
+        "the Python clients did real work: {} ok writes, {} ok reads",
+        oks("write"),
+        oks("read")
+    );
     let start = events.iter().find(|e| e["f"] == "run-start").unwrap();
     let run_id = start["value"]["run_id"].as_str().unwrap();
     assert!(
@@ -176,14 +184,23 @@ fn given_clients_that_print_garbage_answer_other_ids_and_exit_should_name_them_a
         !completions_with_error(&events, "exited (exit status: 3)").is_empty(),
         "the exit is recorded"
     );
-    let first_error = garbage[0]["index"].as_u64().unwrap();
-    let oks_after = events
+    // A worker whose client process exited and that completes an op afterwards did so through a fresh process
+    // (a count of ok ops after the first bad line depends on how fast Python starts on a loaded machine, and
+    // could come from processes that had not misbehaved yet).
+    let worker = |e: &Value| e["worker"].as_u64().expect("client events carry their worker slot");
+    let exits = completions_with_error(&events, "exited (exit status: 3)");
+    let taken_over = exits
         .iter()
-        .filter(|e| e["kind"] == "ok" && e["index"].as_u64().unwrap() > first_error)
+        .filter(|exit| {
+            events
+                .iter()
+                .any(|e| e["kind"] == "ok" && worker(e) == worker(exit) && e["index"].as_u64() > exit["index"].as_u64())
+        })
         .count();
     assert!(
-        oks_after > 10,
-        "fresh client processes take over: {oks_after} ok ops after the first bad line"
+        taken_over > 0,
+        "fresh client processes take over: none of {} exited clients' workers completed an op afterwards",
+        exits.len()
     );
     let clients_log = std::fs::read_to_string(run.run_dir.join("clients.log")).unwrap();
     assert!(

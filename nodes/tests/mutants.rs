@@ -72,6 +72,11 @@ impl LinkProxy {
     fn heal(&self) {
         self.cut.store(false, Ordering::Relaxed);
     }
+
+    /// Whether a connection was forwarded since the last `cut` (the replica has dialled again).
+    fn connected(&self) -> bool {
+        !self.streams.lock().expect("lock").is_empty()
+    }
 }
 
 fn forward(client: TcpStream, upstream: &str, streams: &Mutex<Vec<TcpStream>>) {
@@ -180,19 +185,32 @@ fn rewind_schedule(bug: bool) -> RewindOutcome {
     }
     n2_to_n1.cut();
     n1_to_n2.heal();
+    // Prepares sent before n1 dials n2 again are lost for good (only the blocked repair could bring them back), and
+    // the last one must reach n2: on a busy machine the redial can take longer than the writes below.
+    assert!(
+        wait_until(SECONDS_10, || n1_to_n2.connected()),
+        "n1 dials n2 again once the link heals"
+    );
     for i in 15..35 {
         write(&cluster, i);
         std::thread::sleep(Duration::from_millis(25));
     }
     std::thread::sleep(Duration::from_millis(400));
-    let (n1_op, n2_head) = (status_u64(&cluster, 0, "op"), status_u64(&cluster, 1, "op"));
-    let n2_stored_max = stored_ops(&cluster, 1).into_iter().max().unwrap_or(0);
+    // n2 cannot repair while n2->n1 is cut, so its head stays below the gap; it stores the last prepare once that
+    // arrives, which a fixed pause bounded only on an idle machine.
+    let n1_op = status_u64(&cluster, 0, "op");
+    let (mut n2_head, mut n2_stored_max) = (0, 0);
+    let gap_above = wait_until(SECONDS_10, || {
+        n2_head = status_u64(&cluster, 1, "op");
+        n2_stored_max = stored_ops(&cluster, 1).into_iter().max().unwrap_or(0);
+        n2_head < n1_op && n2_stored_max == n1_op
+    });
     assert!(
-        n2_head < n1_op && n2_stored_max == n1_op,
+        gap_above,
         "precondition: n2 holds prepares above a gap (head {n2_head}, stored up to {n2_stored_max}, primary at {n1_op})"
     );
     n2_to_n1.heal();
-    let repaired = wait_until(SECONDS_5, || status_u64(&cluster, 1, "op") == n1_op);
+    let repaired = wait_until(SECONDS_15, || status_u64(&cluster, 1, "op") == n1_op);
     assert!(
         repaired,
         "n2 repairs its gap once it reaches n1 again: {}",
@@ -205,21 +223,14 @@ fn rewind_schedule(bug: bool) -> RewindOutcome {
         "n2's head checksum after the repair (rewound only by the bug): n1 {n1}, n2 {n2}"
     );
     cluster.kill(0);
+    // Normal status too: a primary still in its view change answers without preparing anything.
     let n2_primary = wait_until(SECONDS_15, || {
         cluster
             .status(1)
-            .is_some_and(|s| s["role"] == "primary" && s["view"].as_u64() >= Some(1))
+            .is_some_and(|s| s["role"] == "primary" && s["status"] == "normal" && s["view"].as_u64() >= Some(1))
     });
     assert!(n2_primary, "n2 becomes primary of view 1: {}", cluster.log(1));
-    let headers = [("X-Faultline-Deadline-Ms", "2000".to_string())];
-    let after = http(
-        &cluster.nodes[1].client_addr,
-        "PUT",
-        "/kv/after",
-        Some(r#"{"value":"a"}"#),
-        &headers,
-    );
-    if after.is_some_and(|response| response.status == 200) {
+    if write_through_n2(&cluster, bug) {
         acknowledged.push(("after".to_string(), "a".to_string()));
     }
     cluster.kill(1);
@@ -238,6 +249,29 @@ fn rewind_schedule(bug: bool) -> RewindOutcome {
         acknowledged,
         exited,
     }
+}
+
+/// Step 6: one write to n2 until n2 prepared it: acknowledged (200), or, with the bug, timed out (504: n3 ignores a
+/// prepare that does not fit its log, so the write can never gather a quorum; n2 has written it all the same). Any
+/// other answer (none, a redirect, busy) prepared nothing and is retried, bounded. True once acknowledged.
+fn write_through_n2(cluster: &Cluster, bug: bool) -> bool {
+    let headers = [("X-Faultline-Deadline-Ms", "2000".to_string())];
+    let deadline = Instant::now() + SECONDS_15;
+    while Instant::now() < deadline {
+        let answer = http(
+            &cluster.nodes[1].client_addr,
+            "PUT",
+            "/kv/after",
+            Some(r#"{"value":"a"}"#),
+            &headers,
+        );
+        match answer.map(|response| response.status) {
+            Some(200) => return true,
+            Some(504) if bug => return false,
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    false
 }
 
 fn rewind_runs() -> usize {
@@ -412,12 +446,18 @@ fn given_the_fsync_mutants_when_writes_are_acknowledged_should_fsync_less_often_
     const WRITES: usize = 30;
     // Each sequential write is acknowledged only once a quorum made it durable: the correct replicas fsync at
     // least once per write (the primary, and each backup that acked it).
+    // Which backup acks a write, and how many prepares a backup that fell behind makes durable with one group
+    // fsync, depends on scheduling; but write k+1 is sent only after write k's quorum, so the fsync that made each
+    // write durable on its acking backup is a different one: between them the backups fsync once per write.
     let correct = fsyncs_during_sequential_writes(None, WRITES);
     assert!(
         correct[0] >= WRITES as u64,
         "correct primary fsyncs per write: {correct:?}"
     );
-    assert!(correct[1..].iter().any(|&n| n >= WRITES as u64), "{correct:?}");
+    assert!(
+        correct[1] + correct[2] >= WRITES as u64,
+        "correct backups fsync once per write between them: {correct:?}"
+    );
     let none = fsyncs_during_sequential_writes(Some("no-fsync"), WRITES);
     assert_eq!(none, vec![0, 0, 0], "no-fsync never fsyncs the WAL");
     let started = Instant::now();
