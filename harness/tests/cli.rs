@@ -307,3 +307,36 @@ fn given_help_when_printed_should_list_exit_codes_and_every_choice() {
         "{completions}"
     );
 }
+
+#[test]
+fn given_campaign_dry_run_json_when_run_should_print_the_planned_runs_as_one_object() {
+    let store = tempfile::tempdir().unwrap();
+    let output = faultline()
+        .args([
+            "campaign",
+            "default",
+            "--seeds",
+            "2",
+            "--campaign-seed",
+            "7",
+            "--dry-run",
+            "--json",
+            "--store",
+        ])
+        .arg(store.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let planned = only_json_object(&output);
+    let runs = planned["runs"].as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 2, "{planned:#}");
+    assert!(
+        runs.iter().all(|r| r["plan"] == "default" && r["repro"].is_string()),
+        "{planned:#}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("default\t0\t"),
+        "the human list went to stderr:\n{stderr}"
+    );
+}
