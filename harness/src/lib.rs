@@ -8,6 +8,7 @@ pub mod certify;
 pub mod cleanup;
 pub mod final_phase;
 pub mod lab;
+pub mod logging;
 pub mod matrix;
 pub mod merge;
 pub mod plan;

@@ -1,24 +1,56 @@
 //! `faultline`: the command line. Thin glue over the harness modules.
 //!
-//! Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or plan, 255 harness error.
+//! Exit codes ([`EXIT_CODES`], also in `--help`): 0 valid, 1 invalid, 2 unknown, 130 interrupted, 254 bad input (the
+//! arguments, a plan, a suite, a history or a folder that is not what the command needs), 255 harness error (the
+//! harness failed at its own work: I/O, a process it could not start).
 //! `faultline node ARGS` runs the embedded reference node (`faultline-node ARGS`).
+//!
+//! With `--json`, stdout carries exactly one JSON object, written at the end (see [`JsonStdout`]); everything a
+//! person reads goes to stderr.
 
-use clap::{Parser, Subcommand};
+use clap::builder::PossibleValue;
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand, ValueEnum};
 use faultline::plan::{Plan, PlanError, DEFAULT_PLAN_YAML};
 use faultline::run::{run, RunOptions};
 use faultline_faults::units::Millis;
 use faultline_reports::results::{shout, Results};
-use std::path::PathBuf;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const EXIT_BAD_INPUT: u8 = 254;
 const EXIT_HARNESS_ERROR: u8 = 255;
 
+/// The exit codes, as `--help` lists them.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    valid (campaign, certify: every seed valid; matrix: every mutant caught, no false alarm)
+  1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged)
+  2    unknown: a check could not decide, or nothing ran
+  130  interrupted (campaign, certify)
+  254  bad input: arguments, plan, suite, history file, or a folder that is not a run or store
+  255  harness error: the harness failed at its own work (I/O, a process it could not start)
+
+Logging: warnings go to stderr and to each run's faultline.log; FAULTLINE_LOG (or RUST_LOG) sets the filter, e.g.
+FAULTLINE_LOG=info or FAULTLINE_LOG=warn,faultline_faults=debug.";
+
+/// `faultline --version`: the crate version, the git revision built from and the target triple.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FAULTLINE_GIT_REVISION"),
+    ", ",
+    env!("FAULTLINE_BUILD_TARGET"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "faultline",
-    version,
-    about = "Jepsen-style fault injection for replicated storage and streaming systems"
+    version = VERSION,
+    about = "Jepsen-style fault injection for replicated storage and streaming systems",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -46,6 +78,9 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Print the run's results.json on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
     /// Run plans x seeds (a seed count or a wall-clock budget), K at once, rerun failing seeds, record every seed in
     /// store/seeds.jsonl and print a summary; store/index.html shows the campaign view.
@@ -68,6 +103,9 @@ enum Command {
         /// No progress view.
         #[arg(long)]
         quiet: bool,
+        /// Print the certification (certification.json) on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
     /// Merge stores (e.g. the shards of a campaign) into one and regenerate its index.
     Merge {
@@ -91,13 +129,17 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         first_seed: u64,
         /// Only these mutants (repeatable).
-        #[arg(long = "mutant")]
+        #[arg(long = "mutant", value_parser = mutant_names())]
         mutants: Vec<String>,
         /// Store folder.
         #[arg(long, default_value = "store")]
         store: PathBuf,
+        /// Print the detection matrix (matrix.json's cells) on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
-    /// Show plans.
+    /// Show plans: one of --print-default, --check or --schedule.
+    #[command(group(ArgGroup::new("what").required(true).args(["print_default", "check", "schedule"])))]
     Plan {
         /// Print the built-in default plan as commented YAML.
         #[arg(long)]
@@ -110,13 +152,16 @@ enum Command {
         #[arg(long)]
         schedule: Option<PathBuf>,
         /// Seed for --schedule.
-        #[arg(long)]
+        #[arg(long, requires = "schedule")]
         seed: Option<u64>,
     },
     /// Re-run every check on a run's store folder (works on crashed runs too).
     Analyze {
         /// The run's store folder (e.g. store/latest).
         dir: PathBuf,
+        /// Print the new results.json on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
     /// Re-render a run's report.html (and the store's index.html) from its store folder.
     Report {
@@ -127,12 +172,18 @@ enum Command {
     Check {
         /// History file.
         file: PathBuf,
-        /// Model.
-        #[arg(long, default_value = "cas-register")]
-        model: String,
+        /// Model to check against.
+        #[arg(long, value_enum, default_value_t = ModelArg::CasRegister)]
+        model: ModelArg,
+        /// History format (default: recognised from the file's first line).
+        #[arg(long, value_enum)]
+        format: Option<FormatArg>,
         /// Wall-time budget; past it the verdict is unknown.
         #[arg(long, value_parser = parse_millis, default_value = "30s")]
         timeout: Millis,
+        /// Print the linearizability result (as results.json holds it) on stdout at the end.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove what dead runs left behind (processes, fault filesystem mounts, network namespaces, guard routes, nft
     /// tables); every `faultline run` does this first. Live runs are never touched.
@@ -141,6 +192,73 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Print a shell completion script, e.g. `faultline completions bash > /etc/bash_completion.d/faultline`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page faultline(1) as roff, e.g. `faultline man | man -l -`; with --out-dir, write it and one
+    /// page per subcommand (faultline-run.1, ...) there.
+    Man {
+        /// Folder for faultline.1 and the subcommands' pages (created if needed).
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+/// `faultline check --model`: the linearizability models (see `faultline_workloads::ModelKind`).
+#[derive(Clone, Copy, ValueEnum)]
+enum ModelArg {
+    /// A register per key: read, write, cas.
+    #[value(alias = "register", alias = "cas")]
+    CasRegister,
+    /// Porcupine's key-value store: get, put, append.
+    Kv,
+    /// An append-only log per key: append returns the offset, read returns entries.
+    #[value(alias = "log")]
+    AppendLog,
+}
+
+impl From<ModelArg> for faultline_workloads::ModelKind {
+    fn from(model: ModelArg) -> Self {
+        match model {
+            ModelArg::CasRegister => faultline_workloads::ModelKind::CasRegister,
+            ModelArg::Kv => faultline_workloads::ModelKind::Kv,
+            ModelArg::AppendLog => faultline_workloads::ModelKind::AppendLog,
+        }
+    }
+}
+
+/// `faultline check --format`: the history formats (see `faultline_workloads::Format`).
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// faultline's JSONL history (what `faultline run` writes).
+    #[value(alias = "faultline")]
+    Jsonl,
+    /// Jepsen EDN op maps, one per line or in a vector (also Porcupine's kv logs).
+    #[value(alias = "jepsen", alias = "porcupine-kv")]
+    Edn,
+    /// Jepsen's jepsen.util log lines (also Porcupine's etcd logs).
+    #[value(alias = "log", alias = "porcupine-etcd")]
+    JepsenLog,
+}
+
+impl From<FormatArg> for faultline_workloads::Format {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Jsonl => faultline_workloads::Format::FaultlineJsonl,
+            FormatArg::Edn => faultline_workloads::Format::JepsenEdn,
+            FormatArg::JepsenLog => faultline_workloads::Format::JepsenLog,
+        }
+    }
+}
+
+/// `faultline matrix --mutant`: the mutants of the reference node, each with the plans that should expose it.
+fn mutant_names() -> clap::builder::PossibleValuesParser {
+    let values = faultline::matrix::MUTANTS
+        .iter()
+        .map(|(name, plans)| PossibleValue::new(*name).help(format!("exposed by {}", plans.join(", "))));
+    clap::builder::PossibleValuesParser::new(values)
 }
 
 /// `faultline campaign` arguments.
@@ -193,6 +311,9 @@ struct CampaignArgs {
     /// No progress view and no per-run lines.
     #[arg(long)]
     quiet: bool,
+    /// Print the campaign summary (or with --dry-run the planned runs) on stdout at the end.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_shard(text: &str) -> Result<faultline::campaign::space::Shard, String> {
@@ -205,7 +326,7 @@ fn parse_millis(text: &str) -> Result<Millis, String> {
 
 fn main() -> ExitCode {
     // `faultline node ...` is the embedded reference node (see harness/src/system/reference.rs): hand over before
-    // the harness installs anything of its own.
+    // the harness installs anything of its own (the node sets up its own logging).
     if std::env::args_os().nth(1).is_some_and(|a| a == "node") {
         return faultline_node::cli::main_from_args(std::env::args_os().skip(1));
     }
@@ -218,7 +339,127 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match cli.command {
+    faultline::logging::install();
+    let json = cli.command.wants_json();
+    let mut json_stdout = match JsonStdout::take(json) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("faultline: --json: cannot set up stdout: {e}");
+            return ExitCode::from(EXIT_HARNESS_ERROR);
+        }
+    };
+    let (code, object) = match dispatch(cli.command) {
+        Ok(Ended { code, json }) => (code, json),
+        Err(Failed { code, message }) => {
+            eprintln!("{message}");
+            (code, Some(json!({"error": message, "exit_code": code}).to_string()))
+        }
+    };
+    if let (Some(out), Some(object)) = (json_stdout.as_mut(), object) {
+        if let Err(e) = out.write_object(&object) {
+            eprintln!("faultline: --json: cannot write stdout: {e}");
+            return ExitCode::from(EXIT_HARNESS_ERROR);
+        }
+    }
+    ExitCode::from(code)
+}
+
+/// How a command ended: its exit code and, for `--json`, its object (serialized, so fields keep their order).
+struct Ended {
+    code: u8,
+    json: Option<String>,
+}
+
+impl Ended {
+    /// Ended with `code` and the JSON form of `value`.
+    fn with(code: u8, value: &impl serde::Serialize) -> Ended {
+        let json = serde_json::to_string(value).expect("results serialize to JSON");
+        Ended { code, json: Some(json) }
+    }
+
+    /// Success with nothing for `--json` (the command has no such flag).
+    fn ok() -> Ended {
+        Ended { code: 0, json: None }
+    }
+}
+
+/// A command that could not do its work: the exit code (254 or 255) and the line to print.
+struct Failed {
+    code: u8,
+    message: String,
+}
+
+impl Failed {
+    /// The input was wrong (exit 254).
+    fn bad_input(message: impl Into<String>) -> Failed {
+        Failed {
+            code: EXIT_BAD_INPUT,
+            message: message.into(),
+        }
+    }
+
+    /// The harness failed at its own work (exit 255).
+    fn harness(message: impl Into<String>) -> Failed {
+        Failed {
+            code: EXIT_HARNESS_ERROR,
+            message: message.into(),
+        }
+    }
+}
+
+type Outcome = Result<Ended, Failed>;
+
+/// With `--json`, the process's original stdout, kept for the one JSON object; fd 1 itself is pointed at stderr for
+/// the whole command, so nothing else can reach stdout: neither this binary's human output, nor a library's
+/// `println!`, nor a child process that inherits stdout.
+struct JsonStdout(std::fs::File);
+
+impl JsonStdout {
+    /// `None` without `--json`.
+    fn take(json: bool) -> std::io::Result<Option<JsonStdout>> {
+        use std::os::fd::AsFd;
+        if !json {
+            return Ok(None);
+        }
+        std::io::stdout().flush()?;
+        let original = std::io::stdout().as_fd().try_clone_to_owned()?;
+        // SAFETY: dup2 on two descriptors this process owns for its whole life (0..=2); no memory is involved.
+        if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Some(JsonStdout(std::fs::File::from(original))))
+    }
+
+    /// Writes `object` (one line of JSON) and a newline.
+    fn write_object(&mut self, object: &str) -> std::io::Result<()> {
+        std::io::stdout().flush()?;
+        writeln!(self.0, "{object}")?;
+        self.0.flush()
+    }
+}
+
+impl Command {
+    /// `--json` was given.
+    fn wants_json(&self) -> bool {
+        match self {
+            Command::Run { json, .. }
+            | Command::Certify { json, .. }
+            | Command::Matrix { json, .. }
+            | Command::Analyze { json, .. }
+            | Command::Check { json, .. } => *json,
+            Command::Campaign(args) => args.json,
+            Command::Merge { .. }
+            | Command::Plan { .. }
+            | Command::Report { .. }
+            | Command::Clean { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. } => false,
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Outcome {
+    match command {
         Command::Run {
             plan,
             time_limit,
@@ -226,6 +467,7 @@ fn main() -> ExitCode {
             nodes,
             store,
             quiet,
+            json: _,
         } => run_command(
             plan,
             RunOverrides {
@@ -243,6 +485,7 @@ fn main() -> ExitCode {
             git_rev,
             store,
             quiet,
+            json: _,
         } => certify_command(faultline::certify::CertifyOptions {
             suite,
             store_root: store,
@@ -254,42 +497,69 @@ fn main() -> ExitCode {
         Command::Plan {
             print_default,
             check,
-            schedule: Some(path),
+            schedule,
             seed,
-        } => {
-            let _ = (print_default, check);
-            schedule_command(&path, seed)
-        }
-        Command::Plan {
-            print_default,
-            check,
-            schedule: None,
-            ..
-        } => plan_command(print_default, check),
-        Command::Analyze { dir } => analyze_command(&dir),
+        } => match (schedule, check) {
+            (Some(path), _) => schedule_command(&path, seed),
+            (None, Some(path)) => check_plan_command(&path),
+            (None, None) => {
+                debug_assert!(
+                    print_default,
+                    "clap requires one of --print-default, --check, --schedule"
+                );
+                print!("{DEFAULT_PLAN_YAML}");
+                Ok(Ended::ok())
+            }
+        },
+        Command::Analyze { dir, json: _ } => analyze_command(&dir),
         Command::Matrix {
             seeds,
             time_limit,
             first_seed,
             mutants,
             store,
-        } => {
-            let options = faultline::matrix::MatrixOptions {
-                seeds,
-                time_limit,
-                store_root: store,
-                only: mutants,
-                first_seed,
-            };
-            matrix_command(&options)
-        }
+            json: _,
+        } => matrix_command(&faultline::matrix::MatrixOptions {
+            seeds,
+            time_limit,
+            store_root: store,
+            only: mutants,
+            first_seed,
+        }),
         Command::Report { dir } => report_command(&dir),
-        Command::Check { file, model, timeout } => check_command(&file, &model, timeout),
+        Command::Check {
+            file,
+            model,
+            format,
+            timeout,
+            json: _,
+        } => check_command(&file, model, format, timeout),
         Command::Clean { dry_run } => clean_command(dry_run),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "faultline", &mut std::io::stdout());
+            Ok(Ended::ok())
+        }
+        Command::Man { out_dir } => man_command(out_dir.as_deref()),
     }
 }
 
-fn clean_command(dry_run: bool) -> ExitCode {
+fn man_command(out_dir: Option<&Path>) -> Outcome {
+    let command = Cli::command();
+    let written = match out_dir {
+        None => clap_mangen::Man::new(command).render(&mut std::io::stdout()),
+        Some(dir) => std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(command, dir)),
+    };
+    match (written, out_dir) {
+        (Ok(()), Some(dir)) => {
+            println!("faultline man: pages written to {}", dir.display());
+            Ok(Ended::ok())
+        }
+        (Ok(()), None) => Ok(Ended::ok()),
+        (Err(e), _) => Err(Failed::harness(format!("faultline man: {e}"))),
+    }
+}
+
+fn clean_command(dry_run: bool) -> Outcome {
     let leftovers = faultline::cleanup::sweep(dry_run);
     if leftovers.is_empty() {
         println!("faultline clean: nothing left by dead runs");
@@ -297,15 +567,34 @@ fn clean_command(dry_run: bool) -> ExitCode {
         print!("{}", leftovers.describe(dry_run));
     }
     if leftovers.errors.is_empty() {
-        ExitCode::SUCCESS
+        Ok(Ended::ok())
     } else {
-        ExitCode::from(EXIT_HARNESS_ERROR)
+        Err(Failed::harness(format!(
+            "faultline clean: {} thing(s) could not be removed",
+            leftovers.errors.len()
+        )))
     }
 }
 
-fn plan_error(e: PlanError) -> ExitCode {
-    eprintln!("faultline: bad plan: {e}");
-    ExitCode::from(EXIT_BAD_INPUT)
+fn plan_error(e: PlanError) -> Failed {
+    Failed::bad_input(format!("faultline: bad plan: {e}"))
+}
+
+/// Exit code for an error of `analyze`, `report` or `merge`: 254 when it says the input is wrong (a plan, history
+/// or results.json that does not parse), else 255 (the harness could not read or write: I/O on its own store).
+fn input_or_harness(error: &anyhow::Error) -> u8 {
+    use faultline_reports::ReportError;
+    use faultline_workloads::HistoryError;
+    let bad_input = error.chain().any(|cause| {
+        cause.is::<PlanError>()
+            || matches!(cause.downcast_ref::<HistoryError>(), Some(HistoryError::Parse { .. }))
+            || matches!(cause.downcast_ref::<ReportError>(), Some(ReportError::Results { .. }))
+    });
+    if bad_input {
+        EXIT_BAD_INPUT
+    } else {
+        EXIT_HARNESS_ERROR
+    }
 }
 
 /// `faultline run` overrides of the plan.
@@ -315,7 +604,7 @@ struct RunOverrides {
     nodes: Option<u64>,
 }
 
-fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathBuf, quiet: bool) -> ExitCode {
+fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathBuf, quiet: bool) -> Outcome {
     let RunOverrides {
         time_limit,
         seed,
@@ -327,14 +616,10 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
         Some(path) => faultline::builtin::load(&path.display().to_string()),
         None => Ok(Plan::default_plan()),
     };
-    let mut plan = match loaded {
-        Ok(plan) => plan,
-        Err(e) => return plan_error(e),
-    };
+    let mut plan = loaded.map_err(plan_error)?;
     if let Some(limit) = time_limit {
         if limit.0 == 0 {
-            eprintln!("faultline: --time-limit must be > 0");
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return Err(Failed::bad_input("faultline: --time-limit must be > 0"));
         }
         plan.time_limit = limit;
     }
@@ -344,9 +629,7 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
     if let Some(nodes) = nodes {
         plan.system.set_nodes(nodes as usize);
         let origin = format!("{} with --nodes {nodes}", plan.name);
-        if let Err(e) = plan.validate(&origin) {
-            return plan_error(e);
-        }
+        plan.validate(&origin).map_err(plan_error)?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -367,12 +650,11 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
                 outcome.results.reason,
                 outcome.store_dir.display()
             );
-            ExitCode::from(outcome.results.verdict.exit_code() as u8)
+            Ok(Ended::with(outcome.results.verdict.exit_code() as u8, &outcome.results))
         }
         Err(e) => {
             faultline::supervisor::kill_all_spawned();
-            eprintln!("faultline: harness error: {e:#}");
-            ExitCode::from(EXIT_HARNESS_ERROR)
+            Err(Failed::harness(format!("faultline: harness error: {e:#}")))
         }
     }
 }
@@ -387,45 +669,36 @@ fn print_checks(results: &Results) {
     );
 }
 
-fn plan_command(print_default: bool, check: Option<PathBuf>) -> ExitCode {
-    if let Some(path) = check {
-        return match Plan::load(&path) {
-            Ok(plan) => {
-                print!("{}", plan.to_yaml());
-                ExitCode::SUCCESS
-            }
-            Err(e) => plan_error(e),
-        };
-    }
-    if print_default {
-        print!("{DEFAULT_PLAN_YAML}");
-        return ExitCode::SUCCESS;
-    }
-    eprintln!("faultline plan: say --print-default or --check FILE");
-    ExitCode::from(EXIT_BAD_INPUT)
+fn check_plan_command(path: &Path) -> Outcome {
+    let plan = Plan::load(path).map_err(plan_error)?;
+    print!("{}", plan.to_yaml());
+    Ok(Ended::ok())
 }
 
-fn schedule_command(path: &std::path::Path, seed: Option<u64>) -> ExitCode {
-    let plan = if path == std::path::Path::new("default") {
-        Ok(Plan::default_plan())
+fn schedule_command(path: &Path, seed: Option<u64>) -> Outcome {
+    let plan = if path == Path::new("default") {
+        Plan::default_plan()
     } else {
-        Plan::load(path)
-    };
-    let plan = match plan {
-        Ok(plan) => plan,
-        Err(e) => return plan_error(e),
+        Plan::load(path).map_err(plan_error)?
     };
     let Some(seed) = seed.or(plan.seed) else {
-        eprintln!("faultline plan --schedule: the plan has no seed; pass --seed N");
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return Err(Failed::bad_input(
+            "faultline plan --schedule: the plan has no seed; pass --seed N",
+        ));
     };
     for fault in faultline::run::fault_schedule(&plan, seed) {
         println!("{}", serde_json::to_string(&fault).expect("a schedule serializes"));
     }
-    ExitCode::SUCCESS
+    Ok(Ended::ok())
 }
 
-fn analyze_command(dir: &std::path::Path) -> ExitCode {
+fn analyze_command(dir: &Path) -> Outcome {
+    if !dir.join("history.jsonl").is_file() {
+        return Err(Failed::bad_input(format!(
+            "faultline: cannot analyze {}: not a run folder (it has no history.jsonl)",
+            dir.display()
+        )));
+    }
     match faultline::analyze::analyze_and_write(dir) {
         Ok(results) => {
             print_checks(&results);
@@ -435,29 +708,16 @@ fn analyze_command(dir: &std::path::Path) -> ExitCode {
                 results.reason,
                 dir.display()
             );
-            ExitCode::from(results.verdict.exit_code() as u8)
+            Ok(Ended::with(results.verdict.exit_code() as u8, &results))
         }
-        Err(e) => {
-            eprintln!("faultline: cannot analyze {}: {e:#}", dir.display());
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
+        Err(e) => Err(Failed {
+            code: input_or_harness(&e),
+            message: format!("faultline: cannot analyze {}: {e:#}", dir.display()),
+        }),
     }
 }
 
-fn matrix_command(options: &faultline::matrix::MatrixOptions) -> ExitCode {
-    let unknown: Vec<&String> = options
-        .only
-        .iter()
-        .filter(|m| !faultline::matrix::MUTANTS.iter().any(|(name, _)| name == m))
-        .collect();
-    if !unknown.is_empty() {
-        let known: Vec<&str> = faultline::matrix::MUTANTS.iter().map(|(name, _)| *name).collect();
-        eprintln!(
-            "faultline matrix: unknown mutant(s) {unknown:?}; known: {}",
-            known.join(", ")
-        );
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
+fn matrix_command(options: &faultline::matrix::MatrixOptions) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -468,17 +728,28 @@ fn matrix_command(options: &faultline::matrix::MatrixOptions) -> ExitCode {
             println!("faultline matrix: {}", dir.join("matrix.html").display());
             let missed = cells.iter().any(|c| c.mutant != "correct" && c.detected == 0);
             let false_alarm = cells.iter().any(|c| c.mutant == "correct" && c.detected > 0);
-            ExitCode::from(if missed || false_alarm { 1 } else { 0 })
+            let summary = json!({
+                "dir": dir.display().to_string(),
+                "missed": missed,
+                "false_alarm": false_alarm,
+                "cells": cells,
+            });
+            Ok(Ended::with(u8::from(missed || false_alarm), &summary))
         }
         Err(e) => {
             faultline::supervisor::kill_all_spawned();
-            eprintln!("faultline matrix: harness error: {e:#}");
-            ExitCode::from(EXIT_HARNESS_ERROR)
+            Err(Failed::harness(format!("faultline matrix: harness error: {e:#}")))
         }
     }
 }
 
-fn report_command(dir: &std::path::Path) -> ExitCode {
+fn report_command(dir: &Path) -> Outcome {
+    if !dir.is_dir() {
+        return Err(Failed::bad_input(format!(
+            "faultline report: {} is not a run folder",
+            dir.display()
+        )));
+    }
     match faultline_reports::write_report(dir) {
         Ok(path) => {
             let store_root = dir
@@ -491,54 +762,53 @@ fn report_command(dir: &std::path::Path) -> ExitCode {
                 }
             }
             println!("{}", path.display());
-            ExitCode::SUCCESS
+            Ok(Ended::ok())
         }
         Err(e) => {
-            eprintln!("faultline report: {e}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            let message = format!("faultline report: {e}");
+            Err(Failed {
+                code: input_or_harness(&anyhow::Error::from(e)),
+                message,
+            })
         }
     }
 }
 
-fn check_command(file: &std::path::Path, model: &str, timeout: Millis) -> ExitCode {
-    let model = match model.parse::<faultline_workloads::ModelKind>() {
-        Ok(model) => model,
-        Err(e) => {
-            eprintln!("faultline check: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
+fn check_command(file: &Path, model: ModelArg, format: Option<FormatArg>, timeout: Millis) -> Outcome {
+    use faultline_workloads::{HistoryError, LoadError};
+    if !file.is_file() {
+        return Err(Failed::bad_input(format!(
+            "faultline check: no history file {}",
+            file.display()
+        )));
+    }
+    let history = faultline_workloads::load_history_file(file, format.map(Into::into)).map_err(|e| {
+        let io = matches!(e, LoadError::Io { .. } | LoadError::Jsonl(HistoryError::Io { .. }));
+        let message = format!("faultline check: {e}");
+        if io {
+            Failed::harness(message)
+        } else {
+            Failed::bad_input(message)
         }
-    };
-    let history = match faultline_workloads::load_history_file(file, None) {
-        Ok(history) => history,
-        Err(e) => {
-            eprintln!("faultline check: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
+    })?;
     let options = faultline_workloads::CheckOptions {
         timeout: timeout.duration(),
         ..Default::default()
     };
-    let result = faultline_workloads::check_history(&history, model, &options);
+    let result = faultline_workloads::check_history(&history, model.into(), &options);
     print!("{}", faultline_workloads::render_text(&result));
-    ExitCode::from(result.verdict.exit_code() as u8)
+    Ok(Ended::with(result.verdict.exit_code() as u8, &result))
 }
 
-fn campaign_error(command: &str, e: faultline::campaign::CampaignError) -> ExitCode {
+fn campaign_error(command: &str, e: faultline::campaign::CampaignError) -> Failed {
     use faultline::campaign::CampaignError;
     match e {
-        CampaignError::Input(message) => {
-            eprintln!("faultline {command}: {message}");
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
-        CampaignError::Harness(e) => {
-            eprintln!("faultline {command}: harness error: {e:#}");
-            ExitCode::from(EXIT_HARNESS_ERROR)
-        }
+        CampaignError::Input(message) => Failed::bad_input(format!("faultline {command}: {message}")),
+        CampaignError::Harness(e) => Failed::harness(format!("faultline {command}: harness error: {e:#}")),
     }
 }
 
-fn campaign_command(args: CampaignArgs) -> ExitCode {
+fn campaign_command(args: CampaignArgs) -> Outcome {
     let options = faultline::campaign::CampaignOptions {
         plans: args.plans,
         seeds: args.seeds,
@@ -558,65 +828,148 @@ fn campaign_command(args: CampaignArgs) -> ExitCode {
         quiet: args.quiet,
     };
     if options.dry_run {
-        return match faultline::campaign::plan_runs(&options) {
-            Ok(runs) => {
-                for run in runs {
-                    println!("{}\t{}\t{}\t{}", run.plan, run.seed_index, run.seed, run.command);
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => campaign_error("campaign", e),
-        };
-    }
-    match faultline::campaign::run_campaign(&options) {
-        Ok(outcome) => {
-            print!("{}", outcome.render_summary());
-            ExitCode::from(outcome.exit_code())
+        let runs = faultline::campaign::plan_runs(&options).map_err(|e| campaign_error("campaign", e))?;
+        for run in &runs {
+            println!("{}\t{}\t{}\t{}", run.plan, run.seed_index, run.seed, run.command);
         }
-        Err(e) => campaign_error("campaign", e),
+        let planned: Vec<Value> = runs
+            .iter()
+            .map(|run| json!({"plan": run.plan, "seed_index": run.seed_index, "seed": run.seed, "repro": run.command}))
+            .collect();
+        return Ok(Ended::with(0, &json!({ "runs": planned })));
     }
+    let outcome = faultline::campaign::run_campaign(&options).map_err(|e| campaign_error("campaign", e))?;
+    print!("{}", outcome.render_summary());
+    let code = outcome.exit_code();
+    Ok(Ended::with(code, &campaign_summary(&outcome, code)))
 }
 
-fn certify_command(options: faultline::certify::CertifyOptions) -> ExitCode {
-    match faultline::certify::certify(&options) {
-        Ok(outcome) => {
-            let cert = &outcome.certification;
-            for cell in &cert.cells {
-                let verdict = cell.verdict.map_or("NOT RUN", shout);
-                println!(
-                    "  {verdict:<8} {:<28} {:>2} nodes  seed {:<10}  {}",
-                    cell.plan, cell.nodes, cell.seed, cell.reason
-                );
-            }
-            let (valid, invalid, unknown, not_run) = cert.counts();
-            println!(
-                "faultline certify: {} — {} cells: {valid} valid, {invalid} invalid, {unknown} unknown, {not_run} not \
-                 run — {}",
-                if cert.certified { "CERTIFIED" } else { "NOT CERTIFIED" },
-                cert.cells.len(),
-                outcome.dir.join("certification.html").display()
-            );
-            ExitCode::from(outcome.exit_code())
-        }
-        Err(e) => campaign_error("certify", e),
-    }
+/// `faultline campaign --json`: what the printed summary says, as data.
+fn campaign_summary(outcome: &faultline::campaign::Outcome, code: u8) -> Value {
+    use faultline::campaign::schedule::Ending;
+    use faultline_reports::results::Verdict;
+    let ending = match outcome.ending {
+        Ending::Finished => "finished",
+        Ending::Interrupted => "interrupted",
+        Ending::StoppedOnFail => "stopped-on-fail",
+        Ending::BudgetSpent => "budget-spent",
+    };
+    let count = |verdict: Verdict| outcome.rows.iter().filter(|(row, _)| row.verdict == verdict).count();
+    let seeds: Vec<Value> = outcome
+        .rows
+        .iter()
+        .map(|(row, class)| {
+            let mut value = serde_json::to_value(row).expect("a seed row serializes");
+            value["class"] = serde_json::to_value(class).expect("a failure class serializes");
+            value
+        })
+        .collect();
+    json!({
+        "campaign": outcome.state,
+        "ending": ending,
+        "exit_code": code,
+        "elapsed_ms": outcome.elapsed.as_millis() as u64,
+        "counts": {"valid": count(Verdict::Valid), "invalid": count(Verdict::Invalid), "unknown": count(Verdict::Unknown)},
+        "pruned": outcome.pruned,
+        "index": outcome.index.display().to_string(),
+        "seeds": seeds,
+    })
 }
 
-fn merge_command(into: &std::path::Path, stores: &[PathBuf]) -> ExitCode {
-    match faultline::merge::merge(into, stores) {
-        Ok(report) => {
-            println!(
-                "faultline merge: {} run(s) copied, {} already present, {} seed row(s) — {}",
-                report.runs_copied,
-                report.runs_present,
-                report.rows,
-                report.index.display()
-            );
-            ExitCode::SUCCESS
+fn certify_command(options: faultline::certify::CertifyOptions) -> Outcome {
+    let outcome = faultline::certify::certify(&options).map_err(|e| campaign_error("certify", e))?;
+    let cert = &outcome.certification;
+    for cell in &cert.cells {
+        let verdict = cell.verdict.map_or("NOT RUN", shout);
+        println!(
+            "  {verdict:<8} {:<28} {:>2} nodes  seed {:<10}  {}",
+            cell.plan, cell.nodes, cell.seed, cell.reason
+        );
+    }
+    let (valid, invalid, unknown, not_run) = cert.counts();
+    println!(
+        "faultline certify: {} — {} cells: {valid} valid, {invalid} invalid, {unknown} unknown, {not_run} not \
+         run — {}",
+        if cert.certified { "CERTIFIED" } else { "NOT CERTIFIED" },
+        cert.cells.len(),
+        outcome.dir.join("certification.html").display()
+    );
+    let summary = WithDir {
+        inner: cert,
+        dir: outcome.dir.display().to_string(),
+    };
+    Ok(Ended::with(outcome.exit_code(), &summary))
+}
+
+/// A result document with the folder it was written to (`certify --json`).
+#[derive(serde::Serialize)]
+struct WithDir<'a, T> {
+    #[serde(flatten)]
+    inner: &'a T,
+    dir: String,
+}
+
+fn merge_command(into: &Path, stores: &[PathBuf]) -> Outcome {
+    if let Some(missing) = stores.iter().find(|store| !store.is_dir()) {
+        return Err(Failed::bad_input(format!(
+            "faultline merge: no store at {}",
+            missing.display()
+        )));
+    }
+    let report = faultline::merge::merge(into, stores).map_err(|e| Failed {
+        code: input_or_harness(&e),
+        message: format!("faultline merge: {e:#}"),
+    })?;
+    println!(
+        "faultline merge: {} run(s) copied, {} already present, {} seed row(s) — {}",
+        report.runs_copied,
+        report.runs_present,
+        report.rows,
+        report.index.display()
+    );
+    Ok(Ended::ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_every_model_choice_when_parsed_by_the_workloads_crate_should_name_the_same_model() {
+        for model in ModelArg::value_variants() {
+            let name = model
+                .to_possible_value()
+                .expect("no hidden models")
+                .get_name()
+                .to_string();
+            let kind: faultline_workloads::ModelKind = name.parse().expect("workloads knows every CLI model name");
+            assert_eq!(kind, faultline_workloads::ModelKind::from(*model), "{name}");
+            assert_eq!(kind.name(), name, "the CLI spells the model as results do");
         }
-        Err(e) => {
-            eprintln!("faultline merge: {e:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
+    }
+
+    #[test]
+    fn given_every_format_choice_when_parsed_by_the_workloads_crate_should_name_the_same_format() {
+        for format in FormatArg::value_variants() {
+            let value = format.to_possible_value().expect("no hidden formats");
+            for name in value.get_name_and_aliases() {
+                let parsed: faultline_workloads::Format = name.parse().expect("workloads knows every CLI format name");
+                assert_eq!(parsed, faultline_workloads::Format::from(*format), "{name}");
+            }
         }
+    }
+
+    #[test]
+    fn given_the_cli_when_clap_checks_its_definition_should_find_no_conflict() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn given_plan_with_schedule_and_check_when_parsed_should_be_refused() {
+        let parsed = Cli::try_parse_from(["faultline", "plan", "--schedule", "default", "--check", "x.yaml"]);
+        assert!(
+            parsed.is_err(),
+            "--schedule and --check together are refused, not one silently ignored"
+        );
     }
 }

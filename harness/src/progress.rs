@@ -1,5 +1,6 @@
 //! The progress line of a run: elapsed/remaining, ops ok/fail/info, and the active faults. Hidden with `--quiet` and
-//! when stderr is not a terminal, so CI logs stay clean.
+//! when stderr is not a terminal, so CI logs stay clean. While the bar is drawn, log lines are printed above it
+//! (see [`crate::logging`]).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -14,6 +15,8 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(Some(phase_ms / 1000), ProgressDrawTarget::stderr());
         if quiet {
             bar.set_draw_target(ProgressDrawTarget::hidden());
+        } else {
+            crate::logging::register_progress_bar(Some(bar.clone()));
         }
         bar.set_style(
             ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len}s (eta {eta}) {msg}")
@@ -32,6 +35,14 @@ impl Progress {
 
     /// Clears the bar.
     pub fn finish(&self) {
+        crate::logging::register_progress_bar(None);
         self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Progress {
+    /// A fault phase that ends early (its task aborted on Ctrl-C) leaves no bar for log lines to wait on.
+    fn drop(&mut self) {
+        crate::logging::register_progress_bar(None);
     }
 }

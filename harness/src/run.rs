@@ -62,6 +62,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     }
     let store_dir = store::create_run_dir(&options.store_root, &plan.name.0, seed)?;
     let _lock = RunLock::acquire(&runlock::runs_dir(), &run_id, &store_dir).context("taking the run lock")?;
+    // From here on every warning of this run (any crate's) is also kept with it.
+    let _run_log = crate::logging::RunLog::open(&store_dir.join("faultline.log")).context("creating faultline.log")?;
     std::fs::write(store_dir.join("plan.yaml"), plan.to_yaml()).context("writing plan.yaml")?;
 
     let node_count = plan.system.nodes();
@@ -136,7 +138,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         runtime.shutdown_background();
         let teardown = tokio::task::spawn_blocking(move || netns_lab.teardown()).await;
         if let Ok(Err(e)) = teardown {
-            eprintln!("faultline: netns teardown: {e} (the next run's sweep removes leftovers)");
+            tracing::warn!(error = %e, "netns teardown failed; the next run's sweep removes leftovers");
         }
     }
     recorder.lifecycle(Lifecycle::Teardown, None, json!({}));
