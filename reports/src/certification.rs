@@ -3,7 +3,6 @@
 //! `junit.xml` (one test case per cell). A suite is certified only when every cell ran and every cell is valid.
 
 use crate::html::escape_html as html;
-use crate::junit::escape as xml;
 use crate::results::{shout, Verdict};
 use crate::seeds::BuildIdentity;
 use serde::{Deserialize, Serialize};
@@ -129,55 +128,9 @@ impl Certification {
         out
     }
 
-    /// `junit.xml`: a test suite per certification, a test case per cell (invalid: failure; unknown: error; not run:
-    /// skipped).
+    /// `junit.xml`: a test suite per certification, a test case per cell (see [`crate::junit`] for the mapping).
     pub fn render_junit(&self) -> String {
-        let (_, invalid, unknown, not_run) = self.counts();
-        let seconds: f64 = self.cells.iter().map(|c| c.duration_ms as f64 / 1000.0).sum();
-        let suite = format!("faultline.certify.{}", self.suite);
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let _ = writeln!(
-            out,
-            "<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{invalid}\" errors=\"{unknown}\" \
-             skipped=\"{not_run}\" time=\"{seconds:.3}\">",
-            xml(&suite),
-            self.cells.len()
-        );
-        for cell in &self.cells {
-            let _ = write!(
-                out,
-                "  <testcase classname=\"{}.{}\" name=\"nodes={} seed={}\" time=\"{:.3}\">",
-                xml(&suite),
-                xml(&cell.plan),
-                cell.nodes,
-                cell.seed,
-                cell.duration_ms as f64 / 1000.0
-            );
-            let body = format!("{}\nrepro: {}", cell.reason, cell.repro);
-            match cell.verdict {
-                Some(Verdict::Valid) => {}
-                Some(Verdict::Invalid) => {
-                    let _ = write!(
-                        out,
-                        "<failure message=\"{}\">{}</failure>",
-                        xml(&cell.reason),
-                        xml(&body)
-                    );
-                }
-                Some(Verdict::Unknown) => {
-                    let _ = write!(
-                        out,
-                        "<error message=\"unknown: {}\">{}</error>",
-                        xml(&cell.reason),
-                        xml(&body)
-                    );
-                }
-                None => out.push_str("<skipped message=\"not run: the certification was interrupted\"/>"),
-            }
-            out.push_str("</testcase>\n");
-        }
-        out.push_str("</testsuite></testsuites>\n");
-        out
+        crate::junit::certification(self)
     }
 }
 
@@ -266,7 +219,7 @@ mod tests {
         assert!(page.contains("href=\"../../canary/20260101T000000Z-seed1/report.html\""));
         let junit = cert.render_junit();
         assert!(
-            junit.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            junit.contains("tests=\"3\" skipped=\"1\" errors=\"0\" failures=\"1\""),
             "{junit}"
         );
         assert!(junit.contains("name=\"nodes=5 seed=1\""));
@@ -281,6 +234,6 @@ mod tests {
         assert!(!cert.render_html().contains("NOT CERTIFIED"));
         assert!(cert
             .render_junit()
-            .contains("failures=\"0\" errors=\"0\" skipped=\"0\""));
+            .contains("skipped=\"0\" errors=\"0\" failures=\"0\""));
     }
 }
