@@ -1,4 +1,4 @@
-//! The store pages' frame: `certification.html` and `matrix.html` are written with maud, so every value a page shows
+//! The store pages' frame: `index.html` (with the campaign view), `certification.html` and `matrix.html` are written with maud, so every value a page shows
 //! (plan names, reasons, paths, repro commands) is escaped by construction, and they share one stylesheet
 //! (`assets/pages.css`).
 
@@ -9,6 +9,18 @@ pub const PAGES_CSS: &str = include_str!("../assets/pages.css");
 
 /// A whole page: `title`, a `<header>` with class `header_class`, then `main`.
 pub fn page(title: &str, header_class: &str, header: Markup, main: Markup) -> String {
+    document(
+        title,
+        "",
+        html! {
+            header class=(header_class) { (header) }
+            main { (main) }
+        },
+    )
+}
+
+/// A whole page around `body` (class `body_class`, for rules of one page), with the shared stylesheet.
+pub fn document(title: &str, body_class: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -18,10 +30,7 @@ pub fn page(title: &str, header_class: &str, header: Markup, main: Markup) -> St
                 title { (title) }
                 style { (PreEscaped(PAGES_CSS)) }
             }
-            body {
-                header class=(header_class) { (header) }
-                main { (main) }
-            }
+            body class=[(!body_class.is_empty()).then_some(body_class)] { (body) }
         }
     }
     .into_string()
