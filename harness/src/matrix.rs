@@ -9,7 +9,6 @@ use crate::builtin;
 use crate::run::{run, RunOptions};
 use faultline_faults::units::Millis;
 use faultline_reports::results::{Results, Verdict};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -39,26 +38,7 @@ pub struct MatrixOptions {
     pub first_seed: u64,
 }
 
-/// One (mutant, plan) cell.
-#[derive(Debug, Clone, Serialize)]
-pub struct Cell {
-    /// Mutant name, or `correct` for the node without bugs.
-    pub mutant: String,
-    /// Plan name.
-    pub plan: String,
-    /// Runs.
-    pub runs: u64,
-    /// Runs that ended invalid.
-    pub detected: u64,
-    /// Runs that ended unknown.
-    pub unknown: u64,
-    /// Median time from run start to the first invalid evidence, over detected runs.
-    pub median_detection_ms: Option<u64>,
-    /// Which checks caught it, with counts.
-    pub caught_by: BTreeMap<String, u64>,
-    /// The store folders of the runs.
-    pub store_dirs: Vec<String>,
-}
+pub use faultline_reports::matrix::Cell;
 
 /// Runs the matrix and writes it; returns the cells.
 pub async fn run_matrix(options: &MatrixOptions) -> anyhow::Result<(Vec<Cell>, PathBuf)> {
@@ -153,7 +133,6 @@ pub fn render_table(cells: &[Cell]) -> String {
         "mutant", "plan", "detected", "median ms", "caught by"
     );
     for cell in cells {
-        let caught: Vec<String> = cell.caught_by.iter().map(|(check, n)| format!("{check} {n}")).collect();
         let median = cell.median_detection_ms.map_or("-".to_string(), |ms| ms.to_string());
         let unknown = if cell.unknown > 0 {
             format!(" ({} unknown)", cell.unknown)
@@ -166,7 +145,7 @@ pub fn render_table(cells: &[Cell]) -> String {
             cell.plan,
             format!("{}/{}", cell.detected, cell.runs),
             median,
-            caught.join(", ")
+            cell.caught_by_text()
         ));
     }
     out
@@ -181,60 +160,9 @@ fn write_matrix(store_root: &Path, cells: &[Cell]) -> anyhow::Result<PathBuf> {
     let dir = store_root.join("matrix").join(stamp);
     std::fs::create_dir_all(&dir)?;
     faultline_reports::write_atomic(&dir.join("matrix.json"), &serde_json::to_vec_pretty(cells)?)?;
-    faultline_reports::write_atomic(&dir.join("matrix.html"), render_html(cells).as_bytes())?;
+    faultline_reports::write_atomic(
+        &dir.join("matrix.html"),
+        faultline_reports::matrix::render_html(cells).as_bytes(),
+    )?;
     Ok(dir)
-}
-
-fn render_html(cells: &[Cell]) -> String {
-    let esc = faultline_reports::html::escape_html;
-    let mut rows = String::new();
-    for cell in cells {
-        let correct = cell.mutant == "correct";
-        let good = if correct { cell.detected == 0 } else { cell.detected > 0 };
-        let caught: Vec<String> = cell.caught_by.iter().map(|(check, n)| format!("{check} {n}")).collect();
-        let links: Vec<String> = cell
-            .store_dirs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                format!(
-                    "<a href=\"../../{}/report.html\">{}</a>",
-                    esc(&relative_to_store(d)),
-                    i + 1
-                )
-            })
-            .collect();
-        rows.push_str(&format!(
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            if good { "good" } else { "bad" },
-            esc(&cell.mutant),
-            esc(&cell.plan),
-            cell.detected,
-            cell.runs,
-            cell.median_detection_ms.map_or("-".to_string(), |ms| ms.to_string()),
-            esc(&caught.join(", ")),
-            links.join(" ")
-        ));
-    }
-    format!(
-        "<!doctype html><meta charset=\"utf-8\"><title>faultline detection matrix</title>\
-         <style>body{{font:14px system-ui;margin:2em}}table{{border-collapse:collapse}}td,th{{padding:4px 10px;\
-         border-bottom:1px solid #ddd;text-align:left}}tr.good td:nth-child(3){{color:#17803d}}\
-         tr.bad td:nth-child(3){{color:#b91c1c;font-weight:bold}}</style>\
-         <h1>Detection matrix</h1><p>Each mutant must be detected; the correct node never (no false alarms).</p>\
-         <table><tr><th>mutant</th><th>plan</th><th>detected</th><th>median ms to detection</th><th>caught by</th>\
-         <th>runs</th></tr>\n{rows}</table>"
-    )
-}
-
-/// `store/<plan>/<run>` -> `<plan>/<run>` (links from `store/matrix/<time>/`).
-fn relative_to_store(dir: &str) -> String {
-    let path = Path::new(dir);
-    let parts: Vec<_> = path.components().rev().take(2).collect();
-    parts
-        .iter()
-        .rev()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }

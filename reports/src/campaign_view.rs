@@ -2,12 +2,12 @@
 //! failures (new before known, each with its reproducibility and repro command), its pass/fail counts per plan
 //! (failing plans first), the trend of every plan across campaigns, and a line per campaign.
 
-use crate::html::escape_html as html;
+use crate::pages;
 use crate::results::{shout, Verdict};
 use crate::seeds::{campaign_order, classify, FailureClass, FailureKey, SeedRow};
+use maud::{html, Markup};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 use std::path::Path;
 
 /// Campaigns the trend table shows (the newest ones).
@@ -51,26 +51,27 @@ impl Tally {
 }
 
 /// The campaign view, or nothing when the store has no seed database rows.
-pub(crate) fn render(rows: &[SeedRow], store_root: &Path) -> String {
+pub(crate) fn render(rows: &[SeedRow], store_root: &Path) -> Markup {
     let order = campaign_order(rows);
     let Some(newest) = order.last() else {
-        return String::new();
+        return html! {};
     };
     let classes = classify(rows);
-    let mut out = String::from("<section id=\"campaigns\">");
     let newest_rows: Vec<(&SeedRow, Option<FailureClass>)> = rows
         .iter()
         .zip(classes.iter().copied())
         .filter(|(row, _)| &row.campaign == newest)
         .collect();
-    render_newest(&mut out, newest, &newest_rows, store_root);
-    render_trend(&mut out, rows, &order);
-    render_campaign_list(&mut out, rows, &classes, &order);
-    out.push_str("</section>");
-    out
+    html! {
+        section #campaigns {
+            (render_newest(newest, &newest_rows, store_root))
+            (render_trend(rows, &order))
+            (render_campaign_list(rows, &classes, &order))
+        }
+    }
 }
 
-fn render_newest(out: &mut String, id: &str, rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) {
+fn render_newest(id: &str, rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) -> Markup {
     let mut tally = Tally::default();
     for (row, _) in rows {
         tally.add(row.verdict);
@@ -88,32 +89,24 @@ fn render_newest(out: &mut String, id: &str, rows: &[(&SeedRow, Option<FailureCl
     let mut builds: Vec<String> = rows.iter().map(|(r, _)| r.build.label()).collect();
     builds.sort_unstable();
     builds.dedup();
-    let _ = write!(
-        out,
-        "<h2>Campaign <code>{}</code></h2><p class=\"summary\">{} seed(s): <span class=\"v valid\">{} valid</span> \
-         <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> · {failures} \
-         failure(s) in {new} new failure class(es) · build {}{}</p>",
-        html(id),
-        tally.runs(),
-        tally.valid,
-        tally.invalid,
-        tally.unknown,
-        html(&builds.join(", ")),
-        if shards.is_empty() {
-            String::new()
-        } else {
-            format!(" · shards {}", html(&shards.join(", ")))
+    html! {
+        h2 { "Campaign " code { (id) } }
+        p.summary {
+            (tally.runs()) " seed(s): " (pages::pill("valid", &format!("{} valid", tally.valid))) " "
+            (pages::pill("invalid", &format!("{} invalid", tally.invalid))) " "
+            (pages::pill("unknown", &format!("{} unknown", tally.unknown)))
+            " · " (failures) " failure(s) in " (new) " new failure class(es) · build " (builds.join(", "))
+            @if !shards.is_empty() { " · shards " (shards.join(", ")) }
         }
-    );
-    render_failures(out, rows, store_root);
-    render_plan_counts(out, rows);
+        (render_failures(rows, store_root))
+        (render_plan_counts(rows))
+    }
 }
 
-fn render_failures(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) {
+fn render_failures(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) -> Markup {
     let mut failures: Vec<&(&SeedRow, Option<FailureClass>)> = rows.iter().filter(|(_, c)| c.is_some()).collect();
     if failures.is_empty() {
-        out.push_str("<p>No failures.</p>");
-        return;
+        return html! { p { "No failures." } };
     }
     // New classes first, then invalid before unknown, then by plan and seed order.
     failures.sort_by_key(|(row, class)| {
@@ -125,43 +118,43 @@ fn render_failures(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)], 
             row.nodes,
         )
     });
-    out.push_str(
-        "<h3>Failures</h3><p class=\"note\">Real processes are not deterministic: a seed fixes the workload and the \
-         fault schedule, not timing, so a failing seed is rerun. <b>reproducible</b>: a rerun failed the same check \
-         again; <b>flaky</b>: no rerun did. <b>new</b>: no earlier campaign failed this plan's check with the same \
-         first error line (numbers, hex and paths ignored).</p><table class=\"failures\"><thead><tr><th>verdict</th>\
-         <th>plan</th><th>seed</th><th>check</th><th>class</th><th>reruns</th><th>first error</th><th>repro</th>\
-         <th>report</th></tr></thead><tbody>",
-    );
     let shown = failures.len().min(FAILURES_SHOWN_MAX);
-    for (row, class) in &failures[..shown] {
-        let class = class.expect("failures have a class");
-        let error = row.first_error.as_deref().unwrap_or("");
-        let _ = write!(
-            out,
-            "<tr class=\"{v}\"><td><span class=\"v {v}\">{}</span></td><td>{}</td><td>{}{}</td><td>{}</td>\
-             <td><span class=\"c {class}\">{class}</span></td><td>{}</td><td class=\"reason\" title=\"{}\">{}</td>\
-             <td><code>{}</code></td><td>{}</td></tr>",
-            shout(row.verdict),
-            html(&row.plan),
-            row.seed,
-            row.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default(),
-            html(&row.checks_text()),
-            html(&reruns_text(row)),
-            html(error),
-            html(&clip(error, ERROR_SHOWN_CHARS_MAX)),
-            html(&row.repro),
-            run_link(row.store_dir.as_deref(), store_root),
-            v = row.verdict,
-        );
+    html! {
+        h3 { "Failures" }
+        p.note {
+            "Real processes are not deterministic: a seed fixes the workload and the fault schedule, not timing, so a \
+             failing seed is rerun. " b { "reproducible" } ": a rerun failed the same check again; " b { "flaky" }
+            ": no rerun did. " b { "new" } ": no earlier campaign failed this plan's check with the same first error \
+             line (numbers, hex and paths ignored)."
+        }
+        table.failures {
+            thead { tr {
+                th { "verdict" } th { "plan" } th { "seed" } th { "check" } th { "class" } th { "reruns" }
+                th { "first error" } th { "repro" } th { "report" }
+            } }
+            tbody { @for (row, class) in &failures[..shown] { (failure_row(row, *class, store_root)) } }
+        }
+        @if shown < failures.len() {
+            p.note { (failures.len() - shown) " more failure(s) not listed; every seed is in seeds.jsonl." }
+        }
     }
-    out.push_str("</tbody></table>");
-    if shown < failures.len() {
-        let _ = write!(
-            out,
-            "<p class=\"note\">{} more failure(s) not listed; every seed is in seeds.jsonl.</p>",
-            failures.len() - shown
-        );
+}
+
+fn failure_row(row: &SeedRow, class: Option<FailureClass>, store_root: &Path) -> Markup {
+    let class = class.expect("failures have a class");
+    let error = row.first_error.as_deref().unwrap_or("");
+    html! {
+        tr class=(row.verdict) {
+            td { (pages::pill(&row.verdict.to_string(), shout(row.verdict))) }
+            td { (row.plan) }
+            td { (row.seed) @if let Some(n) = row.nodes { " (" (n) " nodes)" } }
+            td { (row.checks_text()) }
+            td { span class={ "c " (class) } { (class) } }
+            td { (reruns_text(row)) }
+            td.reason title=(error) { (clip(error, ERROR_SHOWN_CHARS_MAX)) }
+            td { code { (row.repro) } }
+            td { (run_link(row.store_dir.as_deref(), store_root)) }
+        }
     }
 }
 
@@ -186,45 +179,45 @@ fn reruns_text(row: &SeedRow) -> String {
     format!("{reproducibility} ({same}/{} failed the same way)", row.reruns.len())
 }
 
-fn run_link(store_dir: Option<&str>, store_root: &Path) -> String {
-    match store_dir {
-        Some(dir) if store_root.join(dir).join("report.html").is_file() => {
-            format!("<a href=\"{}/report.html\">report</a>", crate::index::href(dir))
+fn run_link(store_dir: Option<&str>, store_root: &Path) -> Markup {
+    html! {
+        @match store_dir {
+            Some(dir) if store_root.join(dir).join("report.html").is_file() => {
+                a href={ (crate::index::href(dir)) "/report.html" } { "report" }
+            }
+            Some(dir) if store_root.join(dir).is_dir() => a href={ (crate::index::href(dir)) "/" } { "folder" },
+            Some(_) => "pruned",
+            None => "-",
         }
-        Some(dir) if store_root.join(dir).is_dir() => format!("<a href=\"{}/\">folder</a>", crate::index::href(dir)),
-        Some(_) => "pruned".into(),
-        None => "-".into(),
     }
 }
 
-fn render_plan_counts(out: &mut String, rows: &[(&SeedRow, Option<FailureClass>)]) {
+fn render_plan_counts(rows: &[(&SeedRow, Option<FailureClass>)]) -> Markup {
     let mut plans: BTreeMap<&str, Tally> = BTreeMap::new();
     for (row, _) in rows {
         plans.entry(&row.plan).or_default().add(row.verdict);
     }
     let mut plans: Vec<(&str, Tally)> = plans.into_iter().collect();
     plans.sort_by_key(|(name, t)| (Reverse(t.invalid), Reverse(t.unknown), *name));
-    out.push_str(
-        "<h3>Per plan</h3><table class=\"plans\"><thead><tr><th>plan</th><th>seeds</th><th>valid</th><th>invalid</th>\
-         <th>unknown</th><th>pass rate</th></tr></thead><tbody>",
-    );
-    for (name, t) in plans {
-        let _ = write!(
-            out,
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td></tr>",
-            t.class(),
-            html(name),
-            t.runs(),
-            t.valid,
-            t.invalid,
-            t.unknown,
-            100.0 * t.valid as f64 / t.runs().max(1) as f64
-        );
+    html! {
+        h3 { "Per plan" }
+        table.plans {
+            thead { tr {
+                th { "plan" } th { "seeds" } th { "valid" } th { "invalid" } th { "unknown" } th { "pass rate" }
+            } }
+            tbody {
+                @for (name, t) in plans {
+                    tr class=(t.class()) {
+                        td { (name) } td { (t.runs()) } td { (t.valid) } td { (t.invalid) } td { (t.unknown) }
+                        td { (format!("{:.0}%", 100.0 * t.valid as f64 / t.runs().max(1) as f64)) }
+                    }
+                }
+            }
+        }
     }
-    out.push_str("</tbody></table>");
 }
 
-fn render_trend(out: &mut String, rows: &[SeedRow], order: &[String]) {
+fn render_trend(rows: &[SeedRow], order: &[String]) -> Markup {
     let shown = &order[order.len().saturating_sub(TREND_CAMPAIGNS_MAX)..];
     let mut cells: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
     for row in rows {
@@ -233,29 +226,26 @@ fn render_trend(out: &mut String, rows: &[SeedRow], order: &[String]) {
     let mut plans: Vec<&str> = rows.iter().map(|r| r.plan.as_str()).collect();
     plans.sort_unstable();
     plans.dedup();
-    let _ = write!(
-        out,
-        "<h3>Trend per plan</h3><p class=\"note\">valid/seeds per campaign, oldest to newest (the last {} \
-         campaigns).</p><table class=\"trend\"><thead><tr><th>plan</th>",
-        shown.len()
-    );
-    for id in shown {
-        let _ = write!(out, "<th title=\"{}\">{}</th>", html(id), html(&short(id)));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for plan in plans {
-        let _ = write!(out, "<tr><td>{}</td>", html(plan));
-        for id in shown {
-            match cells.get(&(plan, id.as_str())) {
-                Some(t) => {
-                    let _ = write!(out, "<td class=\"t {}\">{}/{}</td>", t.class(), t.valid, t.runs());
+    html! {
+        h3 { "Trend per plan" }
+        p.note { "valid/seeds per campaign, oldest to newest (the last " (shown.len()) " campaigns)." }
+        table.trend {
+            thead { tr { th { "plan" } @for id in shown { th title=(id) { (short(id)) } } } }
+            tbody {
+                @for plan in plans {
+                    tr {
+                        td { (plan) }
+                        @for id in shown {
+                            @match cells.get(&(plan, id.as_str())) {
+                                Some(t) => td class={ "t " (t.class()) } { (t.valid) "/" (t.runs()) },
+                                None => td.t.none { "·" },
+                            }
+                        }
+                    }
                 }
-                None => out.push_str("<td class=\"t none\">·</td>"),
             }
         }
-        out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>");
 }
 
 /// The last 14 characters of a campaign id (trend headers stay narrow; the full id is the title).
@@ -264,54 +254,44 @@ fn short(id: &str) -> String {
     chars[chars.len().saturating_sub(14)..].iter().collect()
 }
 
-fn render_campaign_list(out: &mut String, rows: &[SeedRow], classes: &[Option<FailureClass>], order: &[String]) {
-    out.push_str(
-        "<h3>Campaigns</h3><table class=\"campaign-list\"><thead><tr><th>campaign</th><th>kind</th><th>first result \
-         (UTC)</th><th>seeds</th><th>valid</th><th>invalid</th><th>unknown</th><th>new failures</th></tr></thead>\
-         <tbody>",
-    );
-    for id in order.iter().rev() {
-        let mut tally = Tally::default();
-        let mut new = 0;
-        let mut first = None;
-        let mut kind = None;
-        for (row, class) in rows.iter().zip(classes) {
-            if &row.campaign != id {
-                continue;
-            }
-            tally.add(row.verdict);
-            new += usize::from(*class == Some(FailureClass::New));
-            first = Some(first.map_or(row.finished_at.as_str(), |f: &str| f.min(&row.finished_at)));
-            kind = Some(row.kind);
+fn render_campaign_list(rows: &[SeedRow], classes: &[Option<FailureClass>], order: &[String]) -> Markup {
+    html! {
+        h3 { "Campaigns" }
+        table.campaign-list {
+            thead { tr {
+                th { "campaign" } th { "kind" } th { "first result (UTC)" } th { "seeds" } th { "valid" }
+                th { "invalid" } th { "unknown" } th { "new failures" }
+            } }
+            tbody { @for id in order.iter().rev() { (campaign_row(rows, classes, id)) } }
         }
-        let kind = match kind {
-            Some(crate::seeds::CampaignKind::Certify) => "certify",
-            _ => "campaign",
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"{}\"><td><code>{}</code></td><td>{kind}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{new}</td></tr>",
-            tally.class(),
-            html(id),
-            html(first.unwrap_or("")),
-            tally.runs(),
-            tally.valid,
-            tally.invalid,
-            tally.unknown,
-        );
     }
-    out.push_str("</tbody></table>");
 }
 
-/// Styles of the campaign view (appended to the index's).
-pub(crate) const CAMPAIGN_CSS: &str = "#campaigns{padding:4px 24px 16px;background:#fff;border-bottom:2px solid \
-#e5e7eb}#campaigns h2{font-size:17px;margin:14px 0 4px}#campaigns h3{font-size:14px;margin:14px 0 6px}\
-#campaigns table{width:auto;min-width:50%}.note{color:#6b7280;font-size:12px;max-width:900px}\
-.c{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:700}.c.new{background:#fde68a}\
-.c.known{background:#e5e7eb}td.t{text-align:center;font-variant-numeric:tabular-nums}td.t.valid{background:#dcfce7}\
-td.t.invalid{background:#fee2e2;font-weight:700}td.t.unknown{background:#fef3c7}td.t.none{color:#9ca3af}\
-table.failures code{font-size:12px;white-space:nowrap}table.trend th{text-transform:none}";
+fn campaign_row(rows: &[SeedRow], classes: &[Option<FailureClass>], id: &str) -> Markup {
+    let mut tally = Tally::default();
+    let mut new = 0;
+    let mut first = None;
+    let mut kind = None;
+    for (row, class) in rows.iter().zip(classes) {
+        if row.campaign != id {
+            continue;
+        }
+        tally.add(row.verdict);
+        new += usize::from(*class == Some(FailureClass::New));
+        first = Some(first.map_or(row.finished_at.as_str(), |f: &str| f.min(&row.finished_at)));
+        kind = Some(row.kind);
+    }
+    let kind = match kind {
+        Some(crate::seeds::CampaignKind::Certify) => "certify",
+        _ => "campaign",
+    };
+    html! {
+        tr class=(tally.class()) {
+            td { code { (id) } } td { (kind) } td { (first.unwrap_or("")) } td { (tally.runs()) }
+            td { (tally.valid) } td { (tally.invalid) } td { (tally.unknown) } td { (new) }
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -351,7 +331,7 @@ mod tests {
             reproducible,
         ];
         std::fs::create_dir_all(dir.path().join("canary/20260101T000000Z-seed1001")).unwrap();
-        let page = render(&rows, dir.path());
+        let page = render(&rows, dir.path()).into_string();
         assert!(
             page.contains("Campaign <code>c2</code>"),
             "the newest campaign in detail"
@@ -384,7 +364,10 @@ mod tests {
             trend.contains("<td class=\"t invalid\">0/1</td><td class=\"t invalid\">0/1</td>"),
             "{trend}"
         );
-        assert!(render(&[], dir.path()).is_empty(), "no seed database, no view");
+        assert!(
+            render(&[], dir.path()).into_string().is_empty(),
+            "no seed database, no view"
+        );
     }
 
     #[test]

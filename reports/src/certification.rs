@@ -2,12 +2,11 @@
 //! verdict, written as `certification.json` (the document below), `certification.html` (to attach to a release) and
 //! `junit.xml` (one test case per cell). A suite is certified only when every cell ran and every cell is valid.
 
-use crate::html::escape_html as html;
-use crate::junit::escape as xml;
+use crate::pages;
 use crate::results::{shout, Verdict};
 use crate::seeds::BuildIdentity;
+use maud::{html, Markup};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 /// The current certification.json schema version.
 pub const CERTIFICATION_SCHEMA_VERSION: u32 = 1;
@@ -83,101 +82,63 @@ impl Certification {
     /// `certification.html`: self-contained; links to run reports are relative to `store/certify/<id>/`.
     pub fn render_html(&self) -> String {
         let (valid, invalid, unknown, not_run) = self.counts();
-        let status = if self.certified { "certified" } else { "not-certified" };
-        let mut out = format!(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline certification {suite}\
-             </title><style>{CSS}</style></head><body><header class=\"{status}\"><h1>{}: {suite}</h1><p>{} cells: \
-             {valid} valid, {invalid} invalid, {unknown} unknown, {not_run} not run</p></header><main><table \
-             class=\"meta\"><tr><th>suite file</th><td><code>{}</code> (xxh3 {})</td></tr><tr><th>certification</th>\
-             <td><code>{}</code></td></tr><tr><th>build</th><td>{}</td></tr><tr><th>faultline</th><td>{}</td></tr>\
-             <tr><th>time (UTC)</th><td>{} – {}</td></tr></table><table class=\"cells\"><thead><tr><th>verdict</th>\
-             <th>plan</th><th>nodes</th><th>seed</th><th>duration</th><th>reason</th><th>repro</th><th>report</th>\
-             </tr></thead><tbody>",
-            if self.certified { "CERTIFIED" } else { "NOT CERTIFIED" },
-            self.cells.len(),
-            html(&self.suite_file),
-            html(&self.suite_digest),
-            html(&self.id),
-            html(&build_text(&self.build)),
-            html(&self.faultline_version),
-            html(&self.started_at),
-            html(&self.finished_at),
-            suite = html(&self.suite),
-        );
-        for cell in &self.cells {
-            let (class, label) = match cell.verdict {
-                Some(v) => (v.to_string(), shout(v).to_string()),
-                None => ("not-run".to_string(), "NOT RUN".to_string()),
-            };
-            let link = match &cell.store_dir {
-                Some(dir) => format!("<a href=\"../../{}/report.html\">report</a>", html(dir)),
-                None => "-".into(),
-            };
-            let _ = write!(
-                out,
-                "<tr class=\"{class}\"><td><span class=\"v {class}\">{label}</span></td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{:.1} s</td><td class=\"reason\">{}</td><td><code>{}</code></td><td>{link}</td></tr>",
-                html(&cell.plan),
-                cell.nodes,
-                cell.seed,
-                cell.duration_ms as f64 / 1000.0,
-                html(&cell.reason),
-                html(&cell.repro),
-            );
-        }
-        out.push_str("</tbody></table></main></body></html>\n");
-        out
+        let verdict = if self.certified { "CERTIFIED" } else { "NOT CERTIFIED" };
+        let header = html! {
+            h1 { (verdict) ": " (self.suite) }
+            p { (self.cells.len()) " cells: " (valid) " valid, " (invalid) " invalid, " (unknown) " unknown, "
+                (not_run) " not run" }
+        };
+        let main = html! {
+            table.meta {
+                tr { th { "suite file" } td { code { (self.suite_file) } " (xxh3 " (self.suite_digest) ")" } }
+                tr { th { "certification" } td { code { (self.id) } } }
+                tr { th { "build" } td { (build_text(&self.build)) } }
+                tr { th { "faultline" } td { (self.faultline_version) } }
+                tr { th { "time (UTC)" } td { (self.started_at) " – " (self.finished_at) } }
+            }
+            table.cells {
+                thead { tr {
+                    th { "verdict" } th { "plan" } th { "nodes" } th { "seed" } th { "duration" } th { "reason" }
+                    th { "repro" } th { "report" }
+                } }
+                tbody { @for cell in &self.cells { (cell_row(cell)) } }
+            }
+        };
+        pages::page(
+            &format!("faultline certification {}", self.suite),
+            if self.certified { "certified" } else { "not-certified" },
+            header,
+            main,
+        )
     }
 
-    /// `junit.xml`: a test suite per certification, a test case per cell (invalid: failure; unknown: error; not run:
-    /// skipped).
+    /// `junit.xml`: a test suite per certification, a test case per cell (see [`crate::junit`] for the mapping).
     pub fn render_junit(&self) -> String {
-        let (_, invalid, unknown, not_run) = self.counts();
-        let seconds: f64 = self.cells.iter().map(|c| c.duration_ms as f64 / 1000.0).sum();
-        let suite = format!("faultline.certify.{}", self.suite);
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let _ = writeln!(
-            out,
-            "<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{invalid}\" errors=\"{unknown}\" \
-             skipped=\"{not_run}\" time=\"{seconds:.3}\">",
-            xml(&suite),
-            self.cells.len()
-        );
-        for cell in &self.cells {
-            let _ = write!(
-                out,
-                "  <testcase classname=\"{}.{}\" name=\"nodes={} seed={}\" time=\"{:.3}\">",
-                xml(&suite),
-                xml(&cell.plan),
-                cell.nodes,
-                cell.seed,
-                cell.duration_ms as f64 / 1000.0
-            );
-            let body = format!("{}\nrepro: {}", cell.reason, cell.repro);
-            match cell.verdict {
-                Some(Verdict::Valid) => {}
-                Some(Verdict::Invalid) => {
-                    let _ = write!(
-                        out,
-                        "<failure message=\"{}\">{}</failure>",
-                        xml(&cell.reason),
-                        xml(&body)
-                    );
+        crate::junit::certification(self)
+    }
+}
+
+fn cell_row(cell: &Cell) -> Markup {
+    let (class, label) = match cell.verdict {
+        Some(v) => (v.to_string(), shout(v)),
+        None => ("not-run".to_string(), "NOT RUN"),
+    };
+    html! {
+        tr class=(class) {
+            td { (pages::pill(&class, label)) }
+            td { (cell.plan) }
+            td { (cell.nodes) }
+            td { (cell.seed) }
+            td { (format!("{:.1} s", cell.duration_ms as f64 / 1000.0)) }
+            td.reason { (cell.reason) }
+            td { code { (cell.repro) } }
+            td {
+                @match &cell.store_dir {
+                    Some(dir) => a href={ "../../" (dir) "/report.html" } { "report" },
+                    None => "-",
                 }
-                Some(Verdict::Unknown) => {
-                    let _ = write!(
-                        out,
-                        "<error message=\"unknown: {}\">{}</error>",
-                        xml(&cell.reason),
-                        xml(&body)
-                    );
-                }
-                None => out.push_str("<skipped message=\"not run: the certification was interrupted\"/>"),
             }
-            out.push_str("</testcase>\n");
         }
-        out.push_str("</testsuite></testsuites>\n");
-        out
     }
 }
 
@@ -201,15 +162,6 @@ fn build_text(build: &BuildIdentity) -> String {
         parts.join("; ")
     }
 }
-
-const CSS: &str = "body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1f2937;background:#f6f7f9}\
-header{padding:16px 24px;color:#fff}header.certified{background:#15803d}header.not-certified{background:#b91c1c}\
-h1{margin:0 0 4px;font-size:22px}header p{margin:0}main{padding:12px 24px}table{border-collapse:collapse;\
-background:#fff;margin-bottom:16px}th{text-align:left;font-size:12px;color:#6b7280;padding:6px 10px;border-bottom:1px \
-solid #e5e7eb}td{padding:5px 10px;border-bottom:1px solid #e5e7eb;vertical-align:top}td.reason{max-width:560px;\
-overflow-wrap:anywhere}.v{display:inline-block;padding:1px 8px;border-radius:10px;font-size:11px;font-weight:700;\
-color:#fff}.v.valid{background:#15803d}.v.invalid{background:#b91c1c}.v.unknown{background:#b45309}\
-.v.not-run{background:#6b7280}code{font-size:12px}";
 
 #[cfg(test)]
 mod tests {
@@ -266,7 +218,7 @@ mod tests {
         assert!(page.contains("href=\"../../canary/20260101T000000Z-seed1/report.html\""));
         let junit = cert.render_junit();
         assert!(
-            junit.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            junit.contains("tests=\"3\" skipped=\"1\" errors=\"0\" failures=\"1\""),
             "{junit}"
         );
         assert!(junit.contains("name=\"nodes=5 seed=1\""));
@@ -281,6 +233,6 @@ mod tests {
         assert!(!cert.render_html().contains("NOT CERTIFIED"));
         assert!(cert
             .render_junit()
-            .contains("failures=\"0\" errors=\"0\" skipped=\"0\""));
+            .contains("skipped=\"0\" errors=\"0\" failures=\"0\""));
     }
 }

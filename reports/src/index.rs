@@ -5,10 +5,10 @@
 //! `history.jsonl` (a run that crashed before its checks is listed as incomplete). When the store has a seed database
 //! (`seeds.jsonl`, written by campaigns), the campaign view comes first (see `campaign_view`).
 
-use crate::campaign_view::CAMPAIGN_CSS;
 use crate::error::ReportError;
-use crate::html::escape_html as html;
+use crate::pages;
 use crate::results::{shout, Results};
+use maud::{html, Markup, PreEscaped};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -24,17 +24,13 @@ struct Row {
 pub fn write_index(store_root: &Path) -> Result<PathBuf, ReportError> {
     let rows = scan(store_root)?;
     let seeds = crate::seeds::read_seeds(store_root)?;
-    let mut campaigns = crate::campaign_view::render(&seeds.rows, store_root);
-    if !seeds.bad_lines.is_empty() {
-        let (line, why) = &seeds.bad_lines[0];
-        let _ = write!(
-            campaigns,
-            "<p class=\"note\">{} unreadable line(s) in seeds.jsonl skipped (line {line}: {})</p>",
-            seeds.bad_lines.len(),
-            html(why)
-        );
-    }
-    let page = render(&rows, &campaigns);
+    let campaigns = html! {
+        (crate::campaign_view::render(&seeds.rows, store_root))
+        @if let Some((line, why)) = seeds.bad_lines.first() {
+            p.note { (seeds.bad_lines.len()) " unreadable line(s) in seeds.jsonl skipped (line " (line) ": " (why) ")" }
+        }
+    };
+    let page = render(&rows, campaigns);
     let path = store_root.join("index.html");
     crate::write_atomic(&path, page.as_bytes()).map_err(ReportError::io("write", &path))?;
     Ok(path)
@@ -106,7 +102,7 @@ pub(crate) fn href(rel: &str) -> String {
     out
 }
 
-fn render(rows: &[Row], campaigns: &str) -> String {
+fn render(rows: &[Row], campaigns: Markup) -> String {
     let count = |v: &str| {
         rows.iter()
             .filter(|r| {
@@ -118,73 +114,69 @@ fn render(rows: &[Row], campaigns: &str) -> String {
             })
             .count()
     };
-    let mut out = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline store</title><style>{INDEX_CSS}\
-         {CAMPAIGN_CSS}</style></head><body><header><h1>faultline runs</h1><p>{} run(s): <span class=\"v valid\">{} \
-         valid</span> <span class=\"v invalid\">{} invalid</span> <span class=\"v unknown\">{} unknown</span> \
-         <span class=\"v incomplete\">{} incomplete</span> · <input id=\"filter\" placeholder=\"filter: plan, seed, \
-         verdict, reason…\" autofocus></p></header>{campaigns}<h2 class=\"runs\">Runs</h2><table id=\"runs\"><thead>\
-         <tr><th>verdict</th><th>plan</th><th>system</th><th>seed</th><th>started (UTC)</th><th>duration</th>\
-         <th>reason</th><th>report</th></tr></thead><tbody>",
-        rows.len(),
-        count("valid"),
-        count("invalid"),
-        count("unknown"),
-        count("incomplete")
-    );
-    for row in rows {
-        let link = if row.has_report {
-            format!("<a href=\"{}/report.html\">report</a>", href(&row.rel))
-        } else {
-            format!("<a href=\"{}/\">folder</a>", href(&row.rel))
-        };
-        match &row.results {
-            Ok(r) => {
-                let _ = write!(
-                    out,
-                    "<tr class=\"{v}\"><td><span class=\"v {v}\">{}</span></td><td>{}</td><td>{}</td><td>{}</td>\
-                     <td>{}</td><td>{:.1} s</td><td class=\"reason\">{}</td><td>{link}</td></tr>",
-                    shout(r.verdict),
-                    html(&r.plan),
-                    html(&r.system),
-                    r.seed,
-                    html(&r.started_at),
-                    r.duration_ms as f64 / 1000.0,
-                    html(&r.reason),
-                    v = r.verdict
-                );
-            }
-            Err(why) => {
-                let _ = write!(
-                    out,
-                    "<tr class=\"incomplete\"><td><span class=\"v incomplete\">INCOMPLETE</span></td><td colspan=\"5\">\
-                     <code>{}</code></td><td class=\"reason\">{}</td><td>{link}</td></tr>",
-                    html(&row.rel),
-                    html(why)
-                );
+    let body = html! {
+        header {
+            h1 { "faultline runs" }
+            p {
+                (rows.len()) " run(s): "
+                @for verdict in ["valid", "invalid", "unknown", "incomplete"] {
+                    (pages::pill(verdict, &format!("{} {verdict}", count(verdict)))) " "
+                }
+                "· " input #filter placeholder="filter: plan, seed, verdict, reason…" autofocus;
             }
         }
-    }
-    if rows.is_empty() {
-        out.push_str("<tr><td colspan=\"8\">No runs yet: <code>faultline run</code> writes one here.</td></tr>");
-    }
-    out.push_str("</tbody></table>");
-    out.push_str(INDEX_JS);
-    out.push_str("</body></html>\n");
-    out
+        (campaigns)
+        h2.runs { "Runs" }
+        table #runs {
+            thead { tr {
+                th { "verdict" } th { "plan" } th { "system" } th { "seed" } th { "started (UTC)" }
+                th { "duration" } th { "reason" } th { "report" }
+            } }
+            tbody {
+                @for row in rows { (run_row(row)) }
+                @if rows.is_empty() {
+                    tr { td colspan="8" { "No runs yet: " code { "faultline run" } " writes one here." } }
+                }
+            }
+        }
+        script { (PreEscaped(INDEX_JS)) }
+    };
+    pages::document("faultline store", "index", body)
 }
 
-const INDEX_CSS: &str = "body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1f2937;background:#f6f7f9}\
-header{padding:14px 24px;background:#111827;color:#f9fafb}h1{margin:0 0 4px;font-size:20px}header p{margin:0}\
-table{border-collapse:collapse;width:100%;background:#fff}th{text-align:left;font-size:12px;color:#6b7280;\
-text-transform:uppercase;padding:8px 10px;border-bottom:1px solid #e5e7eb}td{padding:6px 10px;border-bottom:1px solid \
-#e5e7eb;vertical-align:top}td.reason{max-width:640px;overflow-wrap:anywhere}tr.invalid td:first-child{border-left:5px \
-solid #b91c1c}tr.valid td:first-child{border-left:5px solid #15803d}tr.unknown td:first-child{border-left:5px solid \
-#b45309}tr.incomplete td:first-child{border-left:5px solid #9ca3af}.v{display:inline-block;padding:1px 8px;\
-border-radius:10px;font-size:11px;font-weight:700;color:#fff}.v.valid{background:#15803d}.v.invalid{background:#b91c1c}\
-.v.unknown{background:#b45309}.v.incomplete{background:#6b7280}#filter{padding:3px 8px;border-radius:5px;border:0;\
-width:320px}h2.runs{font-size:17px;margin:14px 24px 6px}";
+fn run_row(row: &Row) -> Markup {
+    let link = html! {
+        @if row.has_report {
+            a href={ (href(&row.rel)) "/report.html" } { "report" }
+        } @else {
+            a href={ (href(&row.rel)) "/" } { "folder" }
+        }
+    };
+    match &row.results {
+        Ok(r) => html! {
+            tr class=(r.verdict) {
+                td { (pages::pill(&r.verdict.to_string(), shout(r.verdict))) }
+                td { (r.plan) }
+                td { (r.system) }
+                td { (r.seed) }
+                td { (r.started_at) }
+                td { (format!("{:.1} s", r.duration_ms as f64 / 1000.0)) }
+                td.reason { (r.reason) }
+                td { (link) }
+            }
+        },
+        Err(why) => html! {
+            tr.incomplete {
+                td { (pages::pill("incomplete", "INCOMPLETE")) }
+                td colspan="5" { code { (row.rel) } }
+                td.reason { (why) }
+                td { (link) }
+            }
+        },
+    }
+}
 
-const INDEX_JS: &str = "<script>(function(){var f=document.getElementById('filter');f.addEventListener('input',\
+/// Filters the runs table as the person types.
+const INDEX_JS: &str = "(function(){var f=document.getElementById('filter');f.addEventListener('input',\
 function(){var q=f.value.toLowerCase();document.querySelectorAll('#runs tbody tr').forEach(function(r){\
-r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});})();</script>";
+r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});})();";

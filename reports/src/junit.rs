@@ -1,63 +1,221 @@
-//! `junit.xml`: one test case per check, so CI systems show failures natively.
+//! `junit.xml` for CI systems: one writer for a run (a test case per check), a campaign (a test case per seed) and a
+//! certification (a test case per cell), so a dashboard shows the same outcome the same way whichever command
+//! produced it.
+//!
+//! One mapping of verdicts, [`status`]:
+//! - `valid`: the test case passes;
+//! - `invalid`: `<failure>` (the system under test did something wrong), message = the reason;
+//! - `unknown`: `<error>` (the test could not decide, e.g. the checker ran out of time or the harness failed), message
+//!   = the reason, type `unknown`;
+//! - not run (a certification interrupted before a cell ran): `<skipped>`.
+//!
+//! Every test case carries the properties `plan`, `seed` and `repro` (the command that runs it again), and the failure
+//! or error text ends with the repro command too, for consumers that drop properties.
+//!
+//! The XML itself is written by `quick-junit` (from the nextest project): it keeps the `tests`/`failures`/`errors`/
+//! `skipped` counts consistent with the cases, escapes text and strips what XML 1.0 cannot hold (ANSI codes, control
+//! characters), which node log excerpts and error lines do contain.
 
+use crate::certification::Certification;
 use crate::results::{Results, Verdict};
-use std::fmt::Write;
+use crate::seeds::SeedRow;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
 
-/// Renders a JUnit XML document for a run's results.
-pub fn render(results: &Results) -> String {
-    let failures = results.checks.iter().filter(|c| c.verdict == Verdict::Invalid).count();
-    let skipped = results.checks.iter().filter(|c| c.verdict == Verdict::Unknown).count();
-    let suite = format!("faultline.{}", results.plan);
-    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        xml,
-        "<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{:.3}\">",
-        escape(&suite),
-        results.checks.len(),
-        results.duration_ms as f64 / 1000.0
-    );
-    for check in &results.checks {
-        let _ = write!(
-            xml,
-            "  <testcase classname=\"{}\" name=\"{}\">",
-            escape(&suite),
-            escape(&check.name)
-        );
-        match check.verdict {
-            Verdict::Valid => {}
-            Verdict::Invalid => {
-                let _ = write!(
-                    xml,
-                    "<failure message=\"{}\">{}\nrepro: {}</failure>",
-                    escape(&check.reason),
-                    escape(&check.details.to_string()),
-                    escape(&results.repro)
-                );
-            }
-            Verdict::Unknown => {
-                let _ = write!(xml, "<skipped message=\"unknown: {}\"/>", escape(&check.reason));
-            }
+/// The JUnit status of a verdict (`None`: the test case did not run); `reason` is the message, `text` the body.
+pub fn status(verdict: Option<Verdict>, reason: &str, text: &str) -> TestCaseStatus {
+    let mut status = match verdict {
+        Some(Verdict::Valid) => return TestCaseStatus::success(),
+        Some(Verdict::Invalid) => TestCaseStatus::non_success(NonSuccessKind::Failure),
+        Some(Verdict::Unknown) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status.set_type("unknown");
+            status
         }
-        xml.push_str("</testcase>\n");
+        None => TestCaseStatus::skipped(),
+    };
+    status.set_message(reason);
+    if !text.is_empty() {
+        status.set_description(text);
     }
-    xml.push_str("</testsuite></testsuites>\n");
-    xml
+    status
 }
 
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
-            c => out.push(c),
+/// One test case: a check of a run, a seed of a campaign or a cell of a certification.
+struct Case<'a> {
+    classname: String,
+    name: String,
+    verdict: Option<Verdict>,
+    reason: String,
+    /// Evidence for a person, before the repro line.
+    text: String,
+    duration_ms: Option<u64>,
+    plan: &'a str,
+    seed: u64,
+    repro: &'a str,
+    /// Properties beyond plan, seed and repro.
+    extra: Vec<(&'static str, String)>,
+}
+
+impl Case<'_> {
+    fn into_test_case(self) -> TestCase {
+        let text = if self.text.is_empty() {
+            format!("repro: {}", self.repro)
+        } else {
+            format!("{}\nrepro: {}", self.text, self.repro)
+        };
+        let mut case = TestCase::new(self.name, status(self.verdict, &self.reason, &text));
+        case.set_classname(self.classname);
+        if let Some(ms) = self.duration_ms {
+            case.set_time(Duration::from_millis(ms));
         }
+        case.add_property(Property::new("plan", self.plan));
+        case.add_property(Property::new("seed", self.seed.to_string()));
+        case.add_property(Property::new("repro", self.repro));
+        for (name, value) in self.extra {
+            case.add_property(Property::new(name, value));
+        }
+        case
     }
-    out
+}
+
+fn suite(name: &str, duration_ms: u64, properties: Vec<(&'static str, String)>, cases: Vec<Case<'_>>) -> TestSuite {
+    let mut suite = TestSuite::new(name);
+    suite.set_time(Duration::from_millis(duration_ms));
+    for (key, value) in properties {
+        suite.add_property(Property::new(key, value));
+    }
+    suite.add_test_cases(cases.into_iter().map(Case::into_test_case));
+    suite
+}
+
+fn document(report_name: &str, suite: TestSuite) -> String {
+    let mut report = Report::new(report_name);
+    report.add_test_suite(suite);
+    // Serializing into a String fails only on an I/O error of the writer, which a String does not have.
+    report.to_string().expect("JUnit XML serializes into a String")
+}
+
+/// `junit.xml` of a run: a test suite `faultline.<plan>`, a test case per check.
+pub fn render(results: &Results) -> String {
+    let name = format!("faultline.{}", results.plan);
+    let cases = results
+        .checks
+        .iter()
+        .map(|check| Case {
+            classname: name.clone(),
+            name: check.name.clone(),
+            verdict: Some(check.verdict),
+            reason: check.reason.clone(),
+            text: match &check.details {
+                serde_json::Value::Null => String::new(),
+                details => details.to_string(),
+            },
+            duration_ms: None,
+            plan: &results.plan,
+            seed: results.seed,
+            repro: &results.repro,
+            extra: Vec::new(),
+        })
+        .collect();
+    let properties = vec![
+        ("plan", results.plan.clone()),
+        ("system", results.system.clone()),
+        ("seed", results.seed.to_string()),
+        ("repro", results.repro.clone()),
+        ("store_dir", results.store_dir.clone()),
+        ("started_at", results.started_at.clone()),
+    ];
+    document(&name, suite(&name, results.duration_ms, properties, cases))
+}
+
+/// `junit.xml` of a campaign: a test suite `faultline.campaign.<id>`, a test case per seed (its first run's verdict;
+/// what reruns said is in the text and the `reproducibility` property).
+pub fn campaign<'a>(id: &str, rows: impl IntoIterator<Item = &'a SeedRow>) -> String {
+    let name = format!("faultline.campaign.{id}");
+    let rows: Vec<&SeedRow> = rows.into_iter().collect();
+    let cases = rows
+        .iter()
+        .map(|row| {
+            let mut text = Vec::new();
+            if row.verdict != Verdict::Valid {
+                text.push(format!("failing checks: {}", row.checks_text()));
+            }
+            let mut extra = Vec::new();
+            if let Some(r) = row.reproducibility {
+                text.push(format!("{r} ({} rerun(s))", row.reruns.len()));
+                extra.push(("reproducibility", r.to_string()));
+            }
+            if let Some(dir) = &row.store_dir {
+                text.push(format!("run folder: {dir}"));
+                extra.push(("store_dir", dir.clone()));
+            }
+            if let Some(shard) = &row.shard {
+                extra.push(("shard", shard.clone()));
+            }
+            Case {
+                classname: format!("{name}.{}", row.plan),
+                name: cell_name(row.nodes, row.seed),
+                verdict: Some(row.verdict),
+                reason: match (&row.failing_check, &row.first_error) {
+                    (Some(check), Some(error)) => format!("{check}: {error}"),
+                    (check, error) => check.clone().or_else(|| error.clone()).unwrap_or_default(),
+                },
+                text: text.join("\n"),
+                duration_ms: Some(row.duration_ms),
+                plan: &row.plan,
+                seed: row.seed,
+                repro: &row.repro,
+                extra,
+            }
+        })
+        .collect();
+    let duration_ms = rows.iter().map(|r| r.duration_ms).sum();
+    document(
+        &name,
+        suite(&name, duration_ms, vec![("campaign", id.to_string())], cases),
+    )
+}
+
+/// `junit.xml` of a certification: a test suite `faultline.certify.<suite>`, a test case per cell.
+pub fn certification(cert: &Certification) -> String {
+    let name = format!("faultline.certify.{}", cert.suite);
+    let cases = cert
+        .cells
+        .iter()
+        .map(|cell| Case {
+            classname: format!("{name}.{}", cell.plan),
+            name: cell_name(Some(cell.nodes), cell.seed),
+            verdict: cell.verdict,
+            reason: cell.reason.clone(),
+            text: cell
+                .store_dir
+                .as_ref()
+                .map(|d| format!("run folder: {d}"))
+                .unwrap_or_default(),
+            duration_ms: Some(cell.duration_ms),
+            plan: &cell.plan,
+            seed: cell.seed,
+            repro: &cell.repro,
+            extra: vec![("nodes", cell.nodes.to_string())],
+        })
+        .collect();
+    let properties = vec![
+        ("certification", cert.id.clone()),
+        ("suite_file", cert.suite_file.clone()),
+        ("suite_digest", cert.suite_digest.clone()),
+        ("certified", cert.certified.to_string()),
+    ];
+    let duration_ms = cert.cells.iter().map(|c| c.duration_ms).sum();
+    document(&name, suite(&name, duration_ms, properties, cases))
+}
+
+/// `seed=7`, or `nodes=5 seed=7` for a cell with a node count.
+fn cell_name(nodes: Option<u64>, seed: u64) -> String {
+    match nodes {
+        Some(n) => format!("nodes={n} seed={seed}"),
+        None => format!("seed={seed}"),
+    }
 }
 
 #[cfg(test)]
@@ -98,8 +256,28 @@ mod tests {
             counts: Counts::default(),
         };
         let xml = render(&results);
-        assert!(xml.contains("failures=\"1\""));
-        assert!(xml.contains("<failure message=\"n2 &lt;refused&gt;\""));
-        assert!(xml.contains("faultline run --seed 3"));
+        assert!(xml.contains("failures=\"1\""), "{xml}");
+        assert!(xml.contains("<failure message=\"n2 &lt;refused&gt;\""), "{xml}");
+        assert!(xml.contains("repro: faultline run --seed 3"), "{xml}");
+        assert!(xml.contains("<property name=\"seed\" value=\"3\"/>"), "{xml}");
+    }
+
+    #[test]
+    fn given_each_verdict_when_mapped_should_pass_fail_error_or_skip() {
+        assert_eq!(status(Some(Verdict::Valid), "r", "t"), TestCaseStatus::success());
+        let kind = |s: TestCaseStatus| match s {
+            TestCaseStatus::NonSuccess { kind, message, .. } => (Some(kind), message.map(|m| m.into_string())),
+            TestCaseStatus::Skipped { message, .. } => (None, message.map(|m| m.into_string())),
+            TestCaseStatus::Success { .. } => unreachable!("only valid passes"),
+        };
+        assert_eq!(
+            kind(status(Some(Verdict::Invalid), "r", "")),
+            (Some(NonSuccessKind::Failure), Some("r".into()))
+        );
+        assert_eq!(
+            kind(status(Some(Verdict::Unknown), "timed out", "")),
+            (Some(NonSuccessKind::Error), Some("timed out".into()))
+        );
+        assert_eq!(kind(status(None, "not run", "")), (None, Some("not run".into())));
     }
 }

@@ -15,6 +15,8 @@ mod error;
 pub mod html;
 mod index;
 pub mod junit;
+pub mod matrix;
+mod pages;
 pub mod results;
 pub mod seeds;
 

@@ -47,3 +47,8 @@ fn given_a_non_linearizable_run_when_loaded_in_chromium_should_draw_the_timeline
 fn given_a_boot_refusal_run_when_loaded_in_chromium_should_draw_the_timeline_without_errors() {
     load("refusal", boot_refusal_run);
 }
+
+#[test]
+fn given_a_run_with_etcd_and_iggy_log_lines_when_loaded_in_chromium_should_draw_the_timeline_without_errors() {
+    load("etcd-iggy", etcd_and_iggy_logs_run);
+}

@@ -89,6 +89,42 @@ fn given_a_boot_refusal_when_reported_should_show_the_refusal_line_and_the_log_b
 }
 
 #[test]
+fn given_etcd_json_and_iggy_coloured_log_lines_when_reported_should_show_their_excerpts_with_run_times() {
+    let tmp = temp_dir("etcd-iggy-logs");
+    let page = render(&etcd_and_iggy_logs_run(tmp.path()));
+    assert!(
+        !page.contains('\u{1b}') && !page.contains("\\x1b"),
+        "no escape codes, raw or shown"
+    );
+    let n1 = &page[page.find("id=\"node-n1\"").unwrap()..page.find("id=\"node-n2\"").unwrap()];
+    let n2 = &page[page.find("id=\"node-n2\"").unwrap()..];
+    assert!(n1.contains("before crashed at 3.000s"), "{n1}");
+    for (at, text) in [("2.900s", "published local member"), ("2.950s", "slow fdatasync")] {
+        assert!(
+            n1.lines()
+                .any(|l| l.contains(&format!("<span class=\"t\">{at:>10}</span>")) && l.contains(text)),
+            "the etcd line `{text}` is placed at {at}: {n1}"
+        );
+    }
+    assert!(n1.contains("class=\"ln wrn\""), "etcd's JSON warn level is a warning");
+    assert!(n2.contains("before boot-refused at 4.000s"), "{n2}");
+    let refusal = n2
+        .lines()
+        .find(|l| l.starts_with("<span class=\"ln") && l.contains(IGGY_REFUSAL))
+        .expect("the Iggy refusal line in the excerpt");
+    assert!(refusal.contains("<span class=\"t\">    3.950s</span>"), "{refusal}");
+    assert!(
+        refusal.contains("ERROR journal: interior WAL"),
+        "stripped to the text a terminal shows: {refusal}"
+    );
+    assert!(n2.contains("<span class=\"t\">    3.900s</span>"), "{n2}");
+    assert!(
+        n2.contains("class=\"zoom-link\" data-t0=\"3800.000\" data-t1=\"4000.000\""),
+        "the excerpt links to its span on the timeline: {n2}"
+    );
+}
+
+#[test]
 fn given_hostile_log_lines_when_reported_should_escape_them_everywhere() {
     let tmp = temp_dir("hostile");
     // The refusal run logs the hostile line just before n2 refuses, so the log excerpt shows it; put it into the

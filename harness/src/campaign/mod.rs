@@ -115,6 +115,8 @@ pub struct Outcome {
     pub pruned: usize,
     /// The store index.
     pub index: PathBuf,
+    /// The campaign's `junit.xml` (a test case per seed), beside its state file.
+    pub junit: PathBuf,
 }
 
 /// One planned run of `--dry-run`.
@@ -404,12 +406,13 @@ fn finish(
     let index = faultline_reports::write_index(store_root)?;
     let file = seeds::read_seeds(store_root)?;
     let classes = seeds::classify(&file.rows);
-    let rows = file
+    let rows: Vec<(SeedRow, Option<seeds::FailureClass>)> = file
         .rows
         .into_iter()
         .zip(classes)
         .filter(|(row, _)| row.campaign == state.id)
         .collect();
+    let junit = write_junit(store_root, &state, &rows)?;
     Ok(Outcome {
         state,
         ending,
@@ -417,11 +420,91 @@ fn finish(
         elapsed,
         pruned,
         index,
+        junit,
     })
+}
+
+/// `store/campaigns/<id>/junit.xml` (`junit-shard<I>of<N>.xml` for one shard): every seed the campaign recorded, in
+/// every invocation so far, as a test case of its own.
+fn write_junit(
+    store_root: &Path,
+    state: &CampaignState,
+    rows: &[(SeedRow, Option<seeds::FailureClass>)],
+) -> Result<PathBuf, CampaignError> {
+    let name = if state.shard.is_whole() {
+        "junit.xml".to_string()
+    } else {
+        format!("junit-shard{}of{}.xml", state.shard.index, state.shard.count)
+    };
+    let path = state::campaigns_dir(store_root).join(&state.id).join(name);
+    let xml = faultline_reports::junit::campaign(&state.id, rows.iter().map(|(row, _)| row));
+    faultline_reports::write_atomic(&path, xml.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
 
 impl From<faultline_reports::ReportError> for CampaignError {
     fn from(e: faultline_reports::ReportError) -> Self {
         CampaignError::Harness(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_reports::results::Verdict;
+
+    fn row(campaign: &str, seed_index: u64, verdict: Verdict) -> SeedRow {
+        serde_json::from_value(serde_json::json!({
+            "campaign": campaign,
+            "plan": "default",
+            "plan_source": "default",
+            "seed": 500 + seed_index,
+            "seed_index": seed_index,
+            "verdict": verdict,
+            "failing_check": (verdict != Verdict::Valid).then_some("boot"),
+            "first_error": (verdict != Verdict::Valid).then_some("n2 refused to boot"),
+            "duration_ms": 1000,
+            "repro": format!("faultline run default --seed {}", 500 + seed_index),
+            "finished_at": "2026-12-01T15:00:00Z",
+        }))
+        .expect("a seed row")
+    }
+
+    #[test]
+    fn given_a_finished_campaign_when_finishing_should_write_its_junit_with_a_case_per_seed_of_that_campaign_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let options = CampaignOptions {
+            plans: vec!["default".into()],
+            seeds: Some(3),
+            campaign_seed: Some("11".into()),
+            store_root: store.clone(),
+            ..CampaignOptions::default()
+        };
+        let state = new_state(&options).unwrap();
+        state.save(&store).unwrap();
+        for (i, verdict) in [Verdict::Valid, Verdict::Invalid, Verdict::Unknown]
+            .into_iter()
+            .enumerate()
+        {
+            seeds::append_seed(&store, &row(&state.id, i as u64, verdict)).unwrap();
+        }
+        seeds::append_seed(&store, &row("another-campaign", 0, Verdict::Invalid)).unwrap();
+        let outcome = finish(state, Ending::Finished, Duration::ZERO, &store).unwrap();
+        assert_eq!(outcome.junit, store.join("campaigns/s11/junit.xml"));
+        let xml = std::fs::read_to_string(&outcome.junit).unwrap();
+        assert!(
+            xml.contains(
+                "<testsuite name=\"faultline.campaign.s11\" tests=\"3\" skipped=\"0\" errors=\"1\" failures=\"1\""
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("<failure message=\"boot: n2 refused to boot\""), "{xml}");
+        assert!(
+            xml.contains("<property name=\"repro\" value=\"faultline run default --seed 502\"/>"),
+            "{xml}"
+        );
+        assert!(outcome.render_summary().contains("junit: "));
     }
 }

@@ -63,6 +63,7 @@ impl Outcome {
             let _ = writeln!(out, "  retention: pruned {} older passing run folder(s)", self.pruned);
         }
         let _ = writeln!(out, "  index: {}", self.index.display());
+        let _ = writeln!(out, "  junit: {}", self.junit.display());
         out.push_str(&self.closing_line(failures));
         out
     }

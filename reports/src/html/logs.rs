@@ -1,7 +1,18 @@
-//! Node logs aligned with history time. Each node's stderr goes to `nodes/n<i>/node.log`, every line stamped with an
-//! RFC 3339 wall-clock time, every start introduced by `=== faultline: starting ... at <time> ===`. The run-start
-//! event records the wall clock at (about) its own history time, which maps a log line's wall-clock time to history
-//! time: `history_ns = unix_ns - (wall_clock_unix_ns - run_start.time_ns)`.
+//! Node logs aligned with history time. Each node's stdout and stderr go to `nodes/n<i>/node.log`, every start
+//! introduced by `=== faultline: starting ... at <time> ===`. The run-start event records the wall clock at (about)
+//! its own history time, which maps a log line's wall-clock time to history time:
+//! `history_ns = unix_ns - (wall_clock_unix_ns - run_start.time_ns)`.
+//!
+//! Each system stamps its lines its own way; [`line_time`] finds the stamp in all of them:
+//! - plain lines (the reference node, most Rust and Go servers): an RFC 3339 time as the first word
+//!   (`2026-12-01T15:06:25.123456Z INFO ...`, also in brackets);
+//! - JSON lines (etcd's zap logger): the `ts` field (`"ts":"2026-12-01T15:06:25.123Z"`, or with a `+0000` offset, or
+//!   epoch seconds as a number), else `time` / `timestamp` / `@timestamp`;
+//! - coloured lines (Iggy's tracing output: ANSI colour codes before the time): stripped of escape sequences first
+//!   (with `strip-ansi-escapes`, which parses CSI, OSC and the rest like a terminal would), so the page shows the
+//!   text a terminal would and never a raw `\x1b`.
+//!
+//! A line without a stamp (a backtrace, a panic message) inherits the last stamp before it.
 
 use std::path::Path;
 
@@ -61,19 +72,20 @@ impl NodeLog {
         let mut lines = Vec::new();
         let (mut segment, mut last_time) = (0u32, None);
         for (i, line) in text.lines().enumerate() {
-            let stamp = if let Some(rest) = line.strip_prefix(START_MARKER) {
+            let text = strip_escapes(line);
+            let stamp = if let Some(rest) = text.strip_prefix(START_MARKER) {
                 segment += 1;
                 rest.rsplit_once(" at ")
                     .and_then(|(_, tail)| parse_rfc3339(tail.trim_end_matches(" ===").trim()))
             } else {
-                line.split_whitespace().next().and_then(parse_rfc3339)
+                line_time(&text)
             };
             last_time = stamp.or(last_time);
             lines.push(LogLine {
                 number: i + 1,
                 unix_ns: last_time,
                 segment,
-                text: line.to_string(),
+                text,
             });
         }
         NodeLog {
@@ -106,7 +118,65 @@ impl NodeLog {
     }
 }
 
-/// Parses an RFC 3339 time (`2026-01-02T03:04:05.123456Z`, `...+02:00`) to unix nanoseconds.
+/// `line` without terminal escape sequences (colours, OSC hyperlinks and titles, cursor moves). Tabs are kept
+/// (Go stack traces indent with them; the stripper drops every control character but the newline).
+pub fn strip_escapes(line: &str) -> String {
+    if !line.contains('\u{1b}') && !line.contains('\u{9b}') {
+        return line.to_string();
+    }
+    line.split('\t')
+        .map(strip_ansi_escapes::strip_str)
+        .collect::<Vec<_>>()
+        .join("\t")
+}
+
+/// JSON fields that hold a log line's time, in the order they are tried (`ts`: zap, as etcd logs; the others: logrus,
+/// slog, tracing-subscriber's JSON, Logstash).
+const JSON_TIME_FIELDS: [&str; 4] = ["\"ts\":", "\"time\":", "\"timestamp\":", "\"@timestamp\":"];
+
+/// The wall-clock time a log line (already stripped of escape sequences) is stamped with, unix ns.
+pub fn line_time(text: &str) -> Option<i128> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        if let Some(t) = JSON_TIME_FIELDS.iter().find_map(|field| json_time(trimmed, field)) {
+            return Some(t);
+        }
+    }
+    let first = trimmed.split_whitespace().next()?;
+    parse_rfc3339(first.trim_start_matches('[').trim_end_matches([']', ',', ':']))
+}
+
+/// The value of a top-level-looking `"field":` of a JSON line as a time: an RFC 3339 string, or a number of seconds
+/// (milliseconds when it is too large to be seconds) since the epoch. Scanning, not parsing: a 256 MiB log of JSON
+/// lines would otherwise be parsed into values just to read one field.
+fn json_time(line: &str, field: &str) -> Option<i128> {
+    let at = line.find(field)? + field.len();
+    let value = line[at..].trim_start();
+    if let Some(quoted) = value.strip_prefix('"') {
+        return parse_rfc3339(&quoted[..quoted.find('"')?]);
+    }
+    let end = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let (whole, fraction) = value[..end].split_once('.').unwrap_or((&value[..end], ""));
+    let whole: i128 = whole.parse().ok()?;
+    // Decimal digits read exactly: an f64 of epoch seconds is off by up to a few hundred nanoseconds.
+    let fraction_ns = |digits: usize| -> Option<i128> {
+        let kept = &fraction[..fraction.len().min(digits)];
+        let value: i128 = if kept.is_empty() { 0 } else { kept.parse().ok()? };
+        Some(value * 10i128.pow((digits - kept.len()) as u32))
+    };
+    /// Epoch seconds past this are milliseconds (year 5138 in seconds).
+    const SECONDS_MAX: i128 = 100_000_000_000;
+    if whole < SECONDS_MAX {
+        Some(whole * 1_000_000_000 + fraction_ns(9)?)
+    } else {
+        Some(whole * 1_000_000 + fraction_ns(6)?)
+    }
+}
+
+/// Parses an RFC 3339 time (`2026-01-02T03:04:05.123456Z`, `...+02:00`, and the ISO 8601 `...+0200` that etcd 3.4's
+/// zap logger writes outside UTC) to unix nanoseconds.
 pub fn parse_rfc3339(text: &str) -> Option<i128> {
     let b = text.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
@@ -140,7 +210,12 @@ pub fn parse_rfc3339(text: &str) -> Option<i128> {
     let offset_s: i64 = match b.get(pos)? {
         b'Z' | b'z' => 0,
         sign @ (b'+' | b'-') => {
-            let (h, m) = (num(pos + 1..pos + 3)?, num(pos + 4..pos + 6)?);
+            let minutes_at = if b.get(pos + 3) == Some(&b':') {
+                pos + 4
+            } else {
+                pos + 3
+            };
+            let (h, m) = (num(pos + 1..pos + 3)?, num(minutes_at..minutes_at + 2)?);
             let offset = h * 3600 + m * 60;
             if *sign == b'+' {
                 offset
@@ -184,6 +259,30 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("INFO starting"), None);
         assert_eq!(parse_rfc3339("2026-11-29Tgarbage:00Z"), None);
+    }
+
+    #[test]
+    fn given_lines_of_etcd_iggy_and_the_reference_node_when_timed_should_find_each_stamp() {
+        let t = parse_rfc3339("2026-12-01T15:06:25.123Z");
+        let etcd = r#"{"level":"warn","ts":"2026-12-01T15:06:25.123Z","caller":"etcdserver/raft.go:1","msg":"x"}"#;
+        assert_eq!(line_time(etcd), t, "zap JSON `ts`");
+        let etcd_offset = r#"{"level":"info","ts":"2026-12-01T16:06:25.123+0100","msg":"x"}"#;
+        assert_eq!(line_time(etcd_offset), t, "ISO 8601 offset without a colon");
+        assert_eq!(line_time(r#"{"ts":1796137585.123,"msg":"x"}"#), t);
+        let iggy = strip_escapes(
+            "\u{1b}[2m2026-12-01T15:06:25.123000Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2mserver\u{1b}[0m: started",
+        );
+        assert_eq!(iggy, "2026-12-01T15:06:25.123000Z  INFO server: started");
+        assert_eq!(line_time(&iggy), t, "coloured, once stripped");
+        assert_eq!(line_time("[2026-12-01T15:06:25.123Z] INFO x"), t, "in brackets");
+        assert_eq!(line_time("\tat core/x.rs:1"), None);
+        assert_eq!(line_time(r#"{"msg":"no time here"}"#), None);
+    }
+
+    #[test]
+    fn given_osc_hyperlinks_and_tabs_when_stripped_should_keep_the_text_and_the_tabs() {
+        let line = "\u{1b}]8;;file:///x.rs\u{1b}\\x.rs\u{1b}]8;;\u{1b}\\:\t\u{1b}[31mpanicked\u{1b}[0m";
+        assert_eq!(strip_escapes(line), "x.rs:\tpanicked");
     }
 
     #[test]

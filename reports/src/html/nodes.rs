@@ -12,6 +12,19 @@ use std::fmt::Write;
 const EVENTS_SHOWN_MAX: usize = 500;
 /// Log excerpts shown per node.
 const EXCERPTS_MAX: usize = 20;
+/// A log line with one of these is drawn as an error: plain and coloured (Iggy) levels, Rust panics, zap JSON levels
+/// (etcd).
+const ERROR_WORDS: [&str; 7] = [
+    "ERROR",
+    "panicked",
+    "FATAL",
+    "refusing",
+    "\"level\":\"error\"",
+    "\"level\":\"fatal\"",
+    "\"level\":\"panic\"",
+];
+/// ... and with one of these as a warning.
+const WARN_WORDS: [&str; 2] = ["WARN", "\"level\":\"warn\""];
 
 /// What the node section needs.
 pub struct NodeInputs<'a> {
@@ -123,13 +136,22 @@ fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> St
         None => &log.lines[log.lines.len().saturating_sub(EXCERPT_LINES)..],
     };
     let refusal = event.value["line"].as_str().filter(|l| !l.is_empty());
+    let event_ms = ms(event.time_ns);
+    // The excerpt's span on the timeline: from its first stamped line to the event.
+    let first_ms = match (lines.iter().find_map(|l| l.unix_ns), offset) {
+        (Some(t), Some(offset)) => ((t - offset) as f64 / 1e6).clamp(0.0, event_ms),
+        _ => event_ms,
+    };
     let mut out = format!(
         "<tr class=\"excerpt\"><td colspan=\"4\"><div class=\"log-title\">last {} lines of <code>nodes/{}/node.log</code> \
-         before {} at {:.3}s</div><pre class=\"log\">",
+         before {} at {:.3}s · <a href=\"#\" class=\"zoom-link\" data-t0=\"{:.3}\" data-t1=\"{:.3}\">show on the \
+         timeline</a></div><pre class=\"log\">",
         lines.len(),
         html(node),
         html(&event.f),
-        ms(event.time_ns) / 1000.0
+        event_ms / 1000.0,
+        first_ms,
+        event_ms
     );
     if lines.is_empty() {
         out.push_str("(no log lines before this event)");
@@ -141,12 +163,9 @@ fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> St
         };
         let class = if refusal.is_some_and(|r| line.text.contains(r)) {
             "hit"
-        } else if ["ERROR", "panicked", "FATAL", "refusing"]
-            .iter()
-            .any(|w| line.text.contains(w))
-        {
+        } else if ERROR_WORDS.iter().any(|w| line.text.contains(w)) {
             "err"
-        } else if line.text.contains("WARN") {
+        } else if WARN_WORDS.iter().any(|w| line.text.contains(w)) {
             "wrn"
         } else {
             ""

@@ -138,6 +138,12 @@ impl RunBuilder {
         self
     }
 
+    /// A node log line as the node wrote it; `stamp(t_ms)` gives the wall-clock time of history time `t_ms`.
+    pub fn raw_log(&mut self, node: &str, line: &str) -> &mut Self {
+        self.logs.entry(node.to_string()).or_default().push(line.to_string());
+        self
+    }
+
     /// The harness's start marker in a node log, and the node's lifecycle `start` event.
     pub fn start_node(&mut self, node: &str, t_ms: f64) -> &mut Self {
         let line = format!(
@@ -211,6 +217,11 @@ impl RunBuilder {
 /// The repro command the synthetic runs record.
 pub fn repro(plan: &str, seed: u64) -> String {
     format!("faultline run store/{plan}/20260101T000000Z-seed{seed}/plan.yaml --seed {seed}")
+}
+
+/// The wall-clock time of history time `t_ms`, RFC 3339 UTC with microseconds.
+pub fn stamp(t_ms: f64) -> String {
+    rfc3339(wall(t_ms))
 }
 
 fn wall(t_ms: f64) -> u64 {
@@ -481,6 +492,61 @@ pub fn boot_refusal_run(dir: &Path) -> PathBuf {
     );
     run.write(dir, |h| passing_checks(h, boot))
 }
+
+/// A run in which n1 logs like etcd 3.4 (zap JSON, `ts` in UTC and with a `+0000` offset) and crashes at 3.000s,
+/// and n2 logs like Iggy (ANSI colours before an RFC 3339 time, an OSC hyperlink) and refuses to boot at 4.000s.
+pub fn etcd_and_iggy_logs_run(dir: &Path) -> PathBuf {
+    let mut run = base_run("mixed-logs", 5);
+    run.start_node("n1", 2000.0);
+    let millis = |t_ms: f64| stamp(t_ms)[..23].to_string();
+    run.raw_log(
+        "n1",
+        &format!(
+            r#"{{"level":"info","ts":"{}Z","caller":"etcdserver/server.go:2063","msg":"published local member"}}"#,
+            millis(2900.0)
+        ),
+    );
+    run.raw_log(
+        "n1",
+        &format!(
+            r#"{{"level":"warn","ts":"{}+0000","caller":"wal/wal.go:802","msg":"slow fdatasync","took":"1.2s"}}"#,
+            millis(2950.0)
+        ),
+    );
+    run.lifecycle(
+        3000.0,
+        "crashed",
+        Some("n1"),
+        json!({"pid": 101, "exit": "exit status: 2"}),
+    );
+    run.start_node("n2", 3800.0);
+    run.raw_log(
+        "n2",
+        &format!(
+            "\u{1b}[2m{}\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2mserver::bootstrap\u{1b}[0m: loading journal",
+            stamp(3900.0)
+        ),
+    );
+    run.raw_log(
+        "n2",
+        &format!(
+            "\u{1b}[2m{}\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m \u{1b}]8;;file:///core/journal.rs\u{1b}\\journal\u{1b}]8;;\u{1b}\\: {}",
+            stamp(3950.0),
+            IGGY_REFUSAL
+        ),
+    );
+    run.lifecycle(
+        4000.0,
+        "boot-refused",
+        Some("n2"),
+        json!({"pid": 102, "exit": "exit status: 1", "line": IGGY_REFUSAL}),
+    );
+    run.lifecycle(4500.0, "teardown", None, json!({}));
+    run.write(dir, |h| passing_checks(h, boot_ok()))
+}
+
+/// The refusal line of the Iggy-style node of [`etcd_and_iggy_logs_run`].
+pub const IGGY_REFUSAL: &str = "interior WAL corruption at pos 1292: header checksum mismatch";
 
 /// A fresh temp folder for one test.
 pub fn temp_dir(name: &str) -> tempfile::TempDir {

@@ -53,23 +53,52 @@ impl Checker for LogPatterns {
     }
 }
 
-/// `text` without ANSI escape sequences (CSI `ESC [ ... final-byte`, and lone `ESC x`): colour codes between the
-/// words of a log line must not hide a pattern.
+/// `text` without ANSI escape sequences: CSI (`ESC [ ... final`, colours and cursor moves), OSC (`ESC ] ... BEL` or
+/// `ESC ] ... ESC \`, hyperlinks and window titles), DCS/SOS/PM/APC strings (`ESC P|X|^|_ ... ESC \`) and the
+/// two-character escapes, so that an escape between the words of a log line cannot hide a pattern.
+///
+/// Hand-written rather than the `strip-ansi-escapes` crate that the report uses (`reports/src/html/logs.rs`) only
+/// because this crate's manifest was not part of the change that brought that crate in; replacing this with
+/// `strip_ansi_escapes::strip_str` per tab-separated piece is a one-line manifest change away. Unlike the crate, it
+/// keeps tabs and carriage returns, which the patterns may contain.
 pub fn strip_ansi(text: &str) -> String {
+    const ESC: char = '\u{1b}';
+    const BEL: char = '\u{7}';
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
+        if c != ESC {
             out.push(c);
             continue;
         }
-        // A CSI sequence runs to its final byte (0x40..=0x7e); any other escape is two characters.
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    break;
+        match chars.next() {
+            // CSI: parameters and intermediates up to a final byte in 0x40..=0x7e.
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
                 }
             }
+            // OSC ends at BEL or ST (`ESC \`); DCS, SOS, PM and APC end at ST.
+            Some(kind @ (']' | 'P' | 'X' | '^' | '_')) => {
+                while let Some(c) = chars.next() {
+                    if c == BEL && kind == ']' {
+                        break;
+                    }
+                    if c == ESC && chars.peek() == Some(&'\\') {
+                        chars.next();
+                        break;
+                    }
+                }
+            }
+            // `ESC` intermediates (0x20..=0x2f) and a final character, e.g. `ESC ( B`.
+            Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+                while chars.next_if(|c| ('\u{20}'..='\u{2f}').contains(c)).is_some() {}
+                chars.next();
+            }
+            // Any other two-character escape (`ESC 7`, `ESC M`, ...).
+            _ => {}
         }
     }
     out
@@ -86,6 +115,18 @@ mod tests {
         let line = "\u{1b}[31mthread 'shard-0' \u{1b}[1mpanicked\u{1b}[0m at core/x.rs:1:2";
         assert_eq!(strip_ansi(line), "thread 'shard-0' panicked at core/x.rs:1:2");
         assert!(strip_ansi("\u{1b}[2m2026\u{1b}[0m panicked at").contains("panicked at"));
+    }
+
+    #[test]
+    fn given_osc_hyperlinks_titles_and_charset_escapes_when_stripped_should_leave_only_the_text() {
+        let line = "\u{1b}]0;iggy-server\u{7}\u{1b}(B\u{1b}[2m2026-11-29T14:45:52Z\u{1b}[0m \
+                    \u{1b}]8;;file:///src/x.rs\u{1b}\\x.rs\u{1b}]8;;\u{1b}\\ panicked at\tthere";
+        assert_eq!(strip_ansi(line), "2026-11-29T14:45:52Z x.rs panicked at\tthere");
+        assert_eq!(
+            strip_ansi("cut \u{1b}]8;;never ended"),
+            "cut ",
+            "an unterminated OSC runs to the end"
+        );
     }
 
     #[test]
