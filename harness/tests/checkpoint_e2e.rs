@@ -12,7 +12,10 @@ const ARGS: &str = r#"args: ["--checkpoint-interval-ops", "200"]"#;
 
 fn plan(bug: Option<&str>) -> String {
     let text = repo_plan_text(PLAN);
-    assert!(text.contains(ARGS), "{PLAN} sets the checkpoint interval as this test expects");
+    assert!(
+        text.contains(ARGS),
+        "{PLAN} sets the checkpoint interval as this test expects"
+    );
     match bug {
         Some(bug) => text.replace(
             ARGS,

@@ -117,7 +117,10 @@ impl Checkpoint {
     /// Decodes and verifies file bytes (checksum, magic, size).
     pub fn decode(bytes: &[u8]) -> Result<Checkpoint, String> {
         if bytes.len() < HEADER_SIZE_BYTES {
-            return Err(format!("short file ({} of at least {HEADER_SIZE_BYTES} bytes)", bytes.len()));
+            return Err(format!(
+                "short file ({} of at least {HEADER_SIZE_BYTES} bytes)",
+                bytes.len()
+            ));
         }
         let stored = file_checksum(bytes);
         let actual = checksum(&bytes[16..]);
@@ -146,7 +149,9 @@ impl Checkpoint {
 impl Checkpoint {
     /// The op of checkpoint file bytes that [`Checkpoint::decode`] accepted (0 for empty bytes: no checkpoint).
     pub fn op_of(bytes: &[u8]) -> u64 {
-        bytes.get(32..40).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
+        bytes
+            .get(32..40)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
     }
 }
 
@@ -272,9 +277,15 @@ mod tests {
         flipped[66] ^= 1;
         fs::write(path(dir.path(), 7), &flipped).expect("write");
         let corrupt = read(dir.path(), reference).expect_err("corrupt").to_string();
-        assert!(corrupt.contains("checkpoint.00000000000000000007") && corrupt.contains("checksum"), "{corrupt}");
+        assert!(
+            corrupt.contains("checkpoint.00000000000000000007") && corrupt.contains("checksum"),
+            "{corrupt}"
+        );
         fs::write(path(dir.path(), 7), &bytes[..10]).expect("write");
-        assert!(read(dir.path(), reference).expect_err("short").to_string().contains("short file"));
+        assert!(read(dir.path(), reference)
+            .expect_err("short")
+            .to_string()
+            .contains("short file"));
         // A valid checkpoint that is not the one the superblock committed to.
         let other = Checkpoint {
             state: vec![9],

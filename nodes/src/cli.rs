@@ -406,7 +406,14 @@ async fn serve(args: RunArgs, superblock: Superblock, checkpoint_file: Vec<u8>, 
         checkpoint_interval_ops: args.checkpoint_interval_ops,
         mutants: Mutants::from_bugs(&args.bugs),
     };
-    let replica = match Replica::new(config, superblock, checkpoint_file, journal, outbound, published.clone()) {
+    let replica = match Replica::new(
+        config,
+        superblock,
+        checkpoint_file,
+        journal,
+        outbound,
+        published.clone(),
+    ) {
         Ok(replica) => replica,
         Err(error) => {
             tracing::error!(%error, "cannot start the replica");

@@ -351,7 +351,12 @@ impl Message {
                 offset,
                 bytes,
             } => {
-                w.u64(*op).u128(*checksum).u64(*size).u64(*offset).0.extend_from_slice(bytes);
+                w.u64(*op)
+                    .u128(*checksum)
+                    .u64(*size)
+                    .u64(*offset)
+                    .0
+                    .extend_from_slice(bytes);
             }
         }
         w.0

@@ -242,7 +242,9 @@ impl Reader<'_> {
         Ok(match self.take(1)?[0] {
             1 => Reply::Value(self.option()?),
             2 => Reply::Written,
-            3 => Reply::CasFailed { current: self.option()? },
+            3 => Reply::CasFailed {
+                current: self.option()?,
+            },
             4 => Reply::Offset(self.u64()?),
             5 => {
                 let count = self.count(12)?;
@@ -610,7 +612,11 @@ mod tests {
         machine.apply(&entry(5, 10, 1, cas));
         let bytes = machine.snapshot();
         let mut restored = StateMachine::restore(&bytes).expect("restore");
-        assert_eq!(restored.snapshot(), bytes, "canonical: the restored state encodes to the same bytes");
+        assert_eq!(
+            restored.snapshot(),
+            bytes,
+            "canonical: the restored state encodes to the same bytes"
+        );
         for key in ["a", "b", "c"] {
             let get = Operation::Get { key: key.into() };
             assert_eq!(restored.read(&get), machine.read(&get));
@@ -630,7 +636,15 @@ mod tests {
     #[test]
     fn given_a_damaged_snapshot_when_restored_should_refuse_not_allocate_or_panic() {
         let mut machine = StateMachine::default();
-        machine.apply(&entry(1, 7, 1, Operation::Put { key: "a".into(), value: "1".into() }));
+        machine.apply(&entry(
+            1,
+            7,
+            1,
+            Operation::Put {
+                key: "a".into(),
+                value: "1".into(),
+            },
+        ));
         let bytes = machine.snapshot();
         for cut in 0..bytes.len() {
             assert!(StateMachine::restore(&bytes[..cut]).is_err(), "cut at {cut}");

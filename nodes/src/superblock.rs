@@ -239,7 +239,10 @@ impl Superblock {
         wal_base: Head,
     ) -> Result<(), SuperblockError> {
         assert!(checkpoint.op >= self.checkpoint.op, "checkpoints never go backwards");
-        assert!(wal_base.op <= checkpoint.op, "the WAL keeps every op above the checkpoint");
+        assert!(
+            wal_base.op <= checkpoint.op,
+            "the WAL keeps every op above the checkpoint"
+        );
         assert!(state.commit >= checkpoint.op, "a checkpoint holds committed ops only");
         self.checkpoint = checkpoint;
         self.wal_base = wal_base;

@@ -28,9 +28,7 @@ fn put_range(cluster: &Cluster, range: std::ops::Range<u32>) {
 
 fn status_u64(cluster: &Cluster, id: u8, field: &str) -> u64 {
     let status = cluster.status(id).expect("status answers");
-    status[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{field} in {status}"))
+    status[field].as_u64().unwrap_or_else(|| panic!("{field} in {status}"))
 }
 
 #[test]
@@ -55,7 +53,11 @@ fn given_a_backup_down_while_the_cluster_checkpointed_past_it_when_restarted_sho
         "the lagging backup catches up: {}",
         cluster.log(2)
     );
-    assert!(cluster.log(0).contains("state transfer: checkpoint sent"), "{}", cluster.log(0));
+    assert!(
+        cluster.log(0).contains("state transfer: checkpoint sent"),
+        "{}",
+        cluster.log(0)
+    );
     assert!(
         cluster.log(2).contains("state transfer: checkpoint installed"),
         "{}",
@@ -91,7 +93,10 @@ fn given_every_replica_checkpointed_when_all_are_killed_and_restarted_should_boo
         assert!(status_u64(&cluster, id, "checkpoint") >= 3 * INTERVAL);
     }
     for i in 0..200 {
-        assert_eq!(cluster.get(&format!("k{i}"), SECONDS_10), Some(serde_json::json!(format!("v{i}"))));
+        assert_eq!(
+            cluster.get(&format!("k{i}"), SECONDS_10),
+            Some(serde_json::json!(format!("v{i}")))
+        );
     }
     // 200 writes of about 130 bytes each would be 26 KB without checkpoints; the WAL keeps one to two intervals.
     assert!(wal_bytes < 3 * INTERVAL * 200, "wal of {wal_bytes} bytes");
@@ -101,7 +106,10 @@ fn given_every_replica_checkpointed_when_all_are_killed_and_restarted_should_boo
         .output()
         .expect("verify");
     let verdict = String::from_utf8_lossy(&verify.stdout);
-    assert!(verify.status.success() && verdict.contains("checkpoint at op"), "{verdict}");
+    assert!(
+        verify.status.success() && verdict.contains("checkpoint at op"),
+        "{verdict}"
+    );
 }
 
 #[test]
@@ -113,7 +121,11 @@ fn given_a_wiped_replica_when_the_cluster_compacted_its_log_should_recover_by_st
     cluster.kill(1);
     cluster.format(1, true);
     cluster.start(1);
-    assert!(cluster.wait_converged(SECONDS_20), "the wiped replica recovers: {}", cluster.log(1));
+    assert!(
+        cluster.wait_converged(SECONDS_20),
+        "the wiped replica recovers: {}",
+        cluster.log(1)
+    );
     assert!(
         cluster.log(1).contains("state transfer: checkpoint installed"),
         "{}",
@@ -140,7 +152,10 @@ fn given_an_emptied_checkpoint_file_when_booting_should_refuse_naming_it() {
     let checkpoints: Vec<_> = std::fs::read_dir(cluster.data_dir(0))
         .expect("list")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("checkpoint.")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("checkpoint."))
+        })
         .collect();
     assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
     std::fs::write(&checkpoints[0], b"").expect("empty the checkpoint");

@@ -45,7 +45,9 @@ impl Replica {
             return Ok(());
         }
         let dir = self.config.data_dir.clone();
-        let path = checkpoint::path(&dir, self.superblock.checkpoint.op).display().to_string();
+        let path = checkpoint::path(&dir, self.superblock.checkpoint.op)
+            .display()
+            .to_string();
         let loaded = Checkpoint::decode(&file).map_err(|reason| CheckpointError::Corrupt {
             path: path.clone(),
             reason,
@@ -188,7 +190,9 @@ impl Replica {
         offset: u64,
         bytes: Vec<u8>,
     ) -> Result<(), ReplicaError> {
-        let Some(repair) = self.repair.as_mut() else { return Ok(()) };
+        let Some(repair) = self.repair.as_mut() else {
+            return Ok(());
+        };
         if repair.source != from || op <= self.commit_min || size > TRANSFER_SIZE_MAX_BYTES {
             return Ok(());
         }
@@ -207,7 +211,9 @@ impl Replica {
                 bytes: Vec::new(),
             });
         }
-        let Some(transfer) = self.transfer.as_mut() else { return Ok(()) };
+        let Some(transfer) = self.transfer.as_mut() else {
+            return Ok(());
+        };
         if (transfer.source, transfer.op, transfer.checksum, transfer.size) != (from, op, checksum, size)
             || offset != transfer.bytes.len() as u64
             || offset + bytes.len() as u64 > size
@@ -233,7 +239,11 @@ impl Replica {
             }
         };
         let Ok(machine) = StateMachine::restore(&received.state) else {
-            tracing::warn!(from, op, "state transfer: the checkpoint's state does not decode; ignored");
+            tracing::warn!(
+                from,
+                op,
+                "state transfer: the checkpoint's state does not decode; ignored"
+            );
             return Ok(());
         };
         self.install_checkpoint(from, received, machine, file)

@@ -95,7 +95,12 @@ pub fn scan_dir(dir: &Path, cluster: u64, base: Head) -> Result<ScanReport, Jour
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(source) => return Err(io_error(&path, source)),
     };
-    Ok(scan(&bytes, cluster, normalize_base(base, cluster), &path.display().to_string())?)
+    Ok(scan(
+        &bytes,
+        cluster,
+        normalize_base(base, cluster),
+        &path.display().to_string(),
+    )?)
 }
 
 fn io_error(path: &Path, source: io::Error) -> JournalError {
@@ -332,7 +337,11 @@ impl Journal {
     /// `base` is a stored entry at or below the head.
     pub fn compact(&mut self, base: Head) -> Result<(), JournalError> {
         assert!(base.op <= self.head.op, "compact only below the head");
-        assert_eq!(self.checksum_of(base.op), Some(base.checksum), "the base is a stored entry");
+        assert_eq!(
+            self.checksum_of(base.op),
+            Some(base.checksum),
+            "the base is a stored entry"
+        );
         if base.op == self.base.op {
             return Ok(());
         }

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::wal::head::Head;
 use crate::wal::entry::{Entry, EntryHeader, HeaderError, BODY_SIZE_MAX_BYTES, HEADER_SIZE_BYTES};
+use crate::wal::head::Head;
 
 /// A verified entry and where it sits in the file.
 #[derive(Clone, Debug, PartialEq, Eq)]

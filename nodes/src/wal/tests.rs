@@ -322,7 +322,11 @@ fn given_a_compacted_journal_when_reopened_above_its_base_should_boot_with_the_s
     let head = journal.head();
     journal.compact(base_at(&entries, 6)).expect("compact");
     assert_eq!((journal.base().op, journal.head(), journal.len()), (6, head, 4));
-    assert_eq!(journal.checksum_of(6), Some(entries[5].header.checksum), "the base is op 7's parent");
+    assert_eq!(
+        journal.checksum_of(6),
+        Some(entries[5].header.checksum),
+        "the base is op 7's parent"
+    );
     assert_eq!(journal.checksum_of(5), None, "nothing below the base");
     assert_eq!(journal.check_insert(&entries[2]), Err(InsertRejected::Compacted));
     let size = fs::metadata(dir.path().join(WAL_FILE_NAME)).expect("stat").len();
@@ -348,7 +352,8 @@ fn given_a_compaction_a_crash_interrupted_when_booting_above_the_new_base_should
 }
 
 #[test]
-fn given_a_wal_whose_first_entry_above_the_base_does_not_chain_to_it_when_booting_should_refuse_naming_the_checkpoint() {
+fn given_a_wal_whose_first_entry_above_the_base_does_not_chain_to_it_when_booting_should_refuse_naming_the_checkpoint()
+{
     let dir = tempfile::tempdir().expect("tempdir");
     let entries = chain(10);
     write_wal(dir.path(), &entries[6..]);
@@ -359,7 +364,12 @@ fn given_a_wal_whose_first_entry_above_the_base_does_not_chain_to_it_when_bootin
     match Journal::open_with_mutants(dir.path(), CLUSTER, wrong_base, Default::default()) {
         Err(JournalError::Refused(refusal)) => {
             assert_eq!(refusal.kind, RefusalKind::DoesNotChain);
-            assert!(refusal.to_string().contains("op 7 does not chain to the checkpoint's op 6"), "{refusal}");
+            assert!(
+                refusal
+                    .to_string()
+                    .contains("op 7 does not chain to the checkpoint's op 6"),
+                "{refusal}"
+            );
         }
         Err(other) => panic!("expected a refusal, got {other}"),
         Ok(_) => panic!("a log that does not chain to its checkpoint booted"),
@@ -375,10 +385,16 @@ fn given_a_received_checkpoint_when_installing_it_should_keep_a_chaining_suffix_
         journal.insert(entry.clone()).expect("io").expect("chains");
     }
     // Op 8 (above a gap) chains to the committed op 7: it survives the install of a checkpoint at op 6.
-    journal.insert(entries[7].clone()).expect("io").expect("fits above a gap");
+    journal
+        .insert(entries[7].clone())
+        .expect("io")
+        .expect("fits above a gap");
     assert_eq!(journal.install_base(base_at(&entries, 6)).expect("install"), 0);
     assert_eq!((journal.base().op, journal.head().op, journal.len()), (6, 6, 1));
-    journal.insert(entries[6].clone()).expect("io").expect("op 7 chains to the base");
+    journal
+        .insert(entries[6].clone())
+        .expect("io")
+        .expect("op 7 chains to the base");
     assert_eq!(journal.head().op, 8, "the gap closed");
 
     // A divergent op 7 (another view's, never committed) is dropped with everything above it.
@@ -388,7 +404,14 @@ fn given_a_received_checkpoint_when_installing_it_should_keep_a_chaining_suffix_
     for entry in &entries[..6] {
         journal.insert(entry.clone()).expect("io").expect("chains");
     }
-    let divergent = Entry::new(CLUSTER, 7, 1, entries[5].header.checksum, RequestIdentity::default(), b"x".to_vec());
+    let divergent = Entry::new(
+        CLUSTER,
+        7,
+        1,
+        entries[5].header.checksum,
+        RequestIdentity::default(),
+        b"x".to_vec(),
+    );
     journal.insert(divergent).expect("io").expect("chains locally");
     let committed_base = Head {
         op: 6,
