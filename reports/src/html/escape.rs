@@ -19,6 +19,24 @@ pub fn html(text: &str) -> String {
     out
 }
 
+/// Run text (a log line, an error, a key) for maud to escape: control characters (a torn log line, a binary value)
+/// would make the page invalid, so they are shown as `\\xNN` instead; everything else goes through maud's escaper.
+pub struct Shown<'a>(pub &'a str);
+
+impl maud::Render for Shown<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        use std::fmt::Write;
+        let mut escaper = maud::Escaper::new(buffer);
+        for c in self.0.chars() {
+            // Writing to a String cannot fail.
+            let _ = match c {
+                c if (c as u32) < 0x20 && c != '\n' && c != '\t' => write!(escaper, "\\x{:02x}", c as u32),
+                c => escaper.write_char(c),
+            };
+        }
+    }
+}
+
 /// Makes JSON safe inside `<script type="application/json">`: `<`, `>` and `&` become `\u003c`-style escapes (they
 /// can only occur inside JSON strings, where the escape means the same), so `</script>` and `<!--` can never appear;
 /// U+2028 and U+2029 are escaped too so the text stays valid JavaScript if someone pastes it into a script.
@@ -46,6 +64,16 @@ mod tests {
         let escaped = html("</script><img src=x onerror='alert(1)'>&\u{1}");
         assert!(!escaped.contains('<') && !escaped.contains('>') && !escaped.contains('\''));
         assert!(escaped.contains("&lt;/script&gt;") && escaped.ends_with("&amp;\\x01"));
+    }
+
+    #[test]
+    fn given_markup_and_control_characters_when_shown_should_escape_the_markup_and_show_the_characters() {
+        let shown = maud::html! { (Shown("</script><img src=x onerror=\"alert(1)\">&\u{1}\n")) }.into_string();
+        assert!(!shown.contains('<') && !shown.contains('>') && !shown.contains('"'));
+        assert!(
+            shown.contains("&lt;/script&gt;") && shown.ends_with("&amp;\\x01\n"),
+            "{shown}"
+        );
     }
 
     #[test]

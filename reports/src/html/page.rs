@@ -48,7 +48,7 @@ pub fn render(inputs: &RunInputs) -> String {
     let _ = write!(
         out,
         "<section class=\"card\" id=\"checks\"><h2>Checks</h2>{}</section>",
-        checks::render(results)
+        checks::render(results).into_string()
     );
     out.push_str(&charts());
     if let Some(explanation) = explanation {
@@ -220,7 +220,7 @@ fn problems(results: &Results, history: &History) -> String {
         };
         items.push(format!(
             "<li>{} <b>{}</b>: {} <a href=\"{link}\">evidence</a></li>",
-            checks::pill(check.verdict),
+            checks::pill(check.verdict).into_string(),
             html(&check.name),
             html(&check.reason)
         ));
