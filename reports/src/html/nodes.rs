@@ -1,12 +1,12 @@
 //! Per node: its lifecycle and fault events, and the last lines of its log before each crash or refusal, with each
 //! log line's time mapped onto history time.
 
-use super::escape::html;
-use super::logs::{NodeLog, EXCERPT_LINES};
+use super::escape::Shown;
+use super::logs::{LogLine, NodeLog, EXCERPT_LINES};
 use super::timeline::{describe_value, ms, severity};
 use faultline_workloads::history::{Event, EventKind, History, Lifecycle, Name, Nemesis};
+use maud::{html, Markup};
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 /// Events listed per node; the rest are counted.
 const EVENTS_SHOWN_MAX: usize = 500;
@@ -48,7 +48,7 @@ pub fn sorted_nodes<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<Stri
 }
 
 /// Renders one section per node.
-pub fn render(inputs: &NodeInputs<'_>) -> String {
+pub fn render(inputs: &NodeInputs<'_>) -> Markup {
     let mut by_node: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
     for event in &inputs.history.events {
         if matches!(event.kind, EventKind::Lifecycle | EventKind::Nemesis) {
@@ -60,77 +60,86 @@ pub fn render(inputs: &NodeInputs<'_>) -> String {
     for node in inputs.logs.keys() {
         by_node.entry(node.clone()).or_default();
     }
-    let mut out = String::new();
-    if inputs.anchor_offset_ns.is_none() {
-        out.push_str(
-            "<p class=\"warn\">The history has no wall-clock anchor (run-start event), so log lines cannot be placed \
-             on history time; excerpts show the end of each log.</p>",
-        );
+    html! {
+        @if inputs.anchor_offset_ns.is_none() {
+            p class="warn" {
+                "The history has no wall-clock anchor (run-start event), so log lines cannot be placed on history \
+                 time; excerpts show the end of each log."
+            }
+        }
+        @for node in sorted_nodes(by_node.keys()) {
+            (node_section(&node, &by_node[&node], inputs.logs.get(&node), inputs.anchor_offset_ns))
+        }
     }
-    for node in sorted_nodes(by_node.keys()) {
-        let events = &by_node[&node];
-        let log = inputs.logs.get(&node);
-        out.push_str(&node_section(&node, events, log, inputs.anchor_offset_ns));
-    }
-    out
 }
 
-fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Option<i128>) -> String {
+fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Option<i128>) -> Markup {
     let count = |wanted: &[Name]| events.iter().filter(|e| wanted.iter().any(|&name| e.is(name))).count();
     let bad = events.iter().filter(|e| severity(e) == "bad").count();
-    let mut out = format!(
-        "<section class=\"node{}\" id=\"node-{node}\"><h3>{node} <small>{} boots · {} kills · {} pauses · {} \
-         problem events · <a href=\"nodes/{node}/node.log\">full log</a></small></h3>",
-        if bad > 0 { " has-bad" } else { "" },
-        count(&[Lifecycle::BootOk.into()]),
-        // A fault-phase kill (nemesis) and a restart-all kill (lifecycle) are both kills of the node.
-        count(&[Nemesis::Kill.into(), Lifecycle::Kill.into()]),
-        count(&[Nemesis::Pause.into()]),
-        bad,
-        node = html(node)
-    );
-    out.push_str(
-        "<table class=\"events\"><thead><tr><th>time</th><th>#</th><th>event</th><th>details</th></tr></thead><tbody>",
-    );
-    let mut excerpts = 0;
-    for (shown, event) in events.iter().enumerate() {
-        if shown == EVENTS_SHOWN_MAX {
-            let _ = write!(
-                out,
-                "<tr class=\"elided\"><td colspan=\"4\">… and {} more events (see history.jsonl)</td></tr>",
-                events.len() - shown
-            );
-            break;
-        }
-        let sev = severity(event);
-        let _ = write!(
-            out,
-            "<tr id=\"ev-{}\" class=\"{sev}\"><td class=\"num\">{:.3}s</td><td class=\"num\">{}</td><td>{}{}</td><td>{}</td></tr>",
-            event.index,
-            ms(event.time_ns) / 1000.0,
-            event.index,
-            if event.kind == EventKind::Nemesis { "nemesis " } else { "" },
-            html(&event.f),
-            html(&describe_value(event))
-        );
-        let wants_excerpt = matches!(
-            event.name(),
-            Some(Name::Lifecycle(
-                Lifecycle::Crashed | Lifecycle::BootRefused | Lifecycle::BootTimeout | Lifecycle::VerifyRefused
-            ))
-        );
-        if wants_excerpt && excerpts < EXCERPTS_MAX {
-            if let Some(log) = log {
-                excerpts += 1;
-                out.push_str(&excerpt(node, event, log, offset));
+    // The first crashes and refusals shown get the node's log lines before them.
+    let excerpted: Vec<u64> = events
+        .iter()
+        .take(EVENTS_SHOWN_MAX)
+        .filter(|e| log.is_some() && wants_excerpt(e))
+        .take(EXCERPTS_MAX)
+        .map(|e| e.index)
+        .collect();
+    html! {
+        section class={ "node" @if bad > 0 { " has-bad" } } id={ "node-" (Shown(node)) } {
+            h3 {
+                (Shown(node)) " "
+                small {
+                    (count(&[Lifecycle::BootOk.into()])) " boots · "
+                    // A fault-phase kill (nemesis) and a restart-all kill (lifecycle) are both kills of the node.
+                    (count(&[Nemesis::Kill.into(), Lifecycle::Kill.into()])) " kills · "
+                    (count(&[Nemesis::Pause.into()])) " pauses · " (bad) " problem events · "
+                    a href={ "nodes/" (Shown(node)) "/node.log" } { "full log" }
+                }
+            }
+            table class="events" {
+                thead { tr { th { "time" } th { "#" } th { "event" } th { "details" } } }
+                tbody {
+                    @for event in events.iter().take(EVENTS_SHOWN_MAX) {
+                        (event_row(event))
+                        @if let Some(log) = log.filter(|_| excerpted.contains(&event.index)) {
+                            (excerpt(node, event, log, offset))
+                        }
+                    }
+                    @if events.len() > EVENTS_SHOWN_MAX {
+                        tr class="elided" {
+                            td colspan="4" {
+                                "… and " (events.len() - EVENTS_SHOWN_MAX) " more events (see history.jsonl)"
+                            }
+                        }
+                    }
+                }
             }
         }
     }
-    out.push_str("</tbody></table></section>");
-    out
 }
 
-fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> String {
+fn event_row(event: &Event) -> Markup {
+    html! {
+        tr id={ "ev-" (event.index) } class=(severity(event)) {
+            td class="num" { (format!("{:.3}s", ms(event.time_ns) / 1000.0)) }
+            td class="num" { (event.index) }
+            td { @if event.kind == EventKind::Nemesis { "nemesis " } (Shown(&event.f)) }
+            td { (Shown(&describe_value(event))) }
+        }
+    }
+}
+
+/// Crashes and refusals come with the node's last log lines.
+fn wants_excerpt(event: &Event) -> bool {
+    matches!(
+        event.name(),
+        Some(Name::Lifecycle(
+            Lifecycle::Crashed | Lifecycle::BootRefused | Lifecycle::BootTimeout | Lifecycle::VerifyRefused
+        ))
+    )
+}
+
+fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> Markup {
     let lines = match offset {
         Some(offset) => log.before(i128::from(event.time_ns) + offset, EXCERPT_LINES),
         None => &log.lines[log.lines.len().saturating_sub(EXCERPT_LINES)..],
@@ -142,41 +151,43 @@ fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> St
         (Some(t), Some(offset)) => ((t - offset) as f64 / 1e6).clamp(0.0, event_ms),
         _ => event_ms,
     };
-    let mut out = format!(
-        "<tr class=\"excerpt\"><td colspan=\"4\"><div class=\"log-title\">last {} lines of <code>nodes/{}/node.log</code> \
-         before {} at {:.3}s · <a href=\"#\" class=\"zoom-link\" data-t0=\"{:.3}\" data-t1=\"{:.3}\">show on the \
-         timeline</a></div><pre class=\"log\">",
-        lines.len(),
-        html(node),
-        html(&event.f),
-        event_ms / 1000.0,
-        first_ms,
-        event_ms
-    );
-    if lines.is_empty() {
-        out.push_str("(no log lines before this event)");
+    html! {
+        tr class="excerpt" {
+            td colspan="4" {
+                div class="log-title" {
+                    "last " (lines.len()) " lines of " code { "nodes/" (Shown(node)) "/node.log" } " before "
+                    (Shown(&event.f)) " at " (format!("{:.3}s", event_ms / 1000.0)) " · "
+                    a href="#" class="zoom-link" data-t0=(format!("{first_ms:.3}")) data-t1=(format!("{event_ms:.3}")) {
+                        "show on the timeline"
+                    }
+                }
+                pre class="log" {
+                    @if lines.is_empty() { "(no log lines before this event)" }
+                    // One line of the log per line of the page, so the excerpt reads (and copies) as the log does.
+                    @for line in lines { (log_line(line, offset, refusal)) "\n" }
+                }
+            }
+        }
     }
-    for line in lines {
-        let at = match (line.unix_ns, offset) {
-            (Some(t), Some(offset)) => format!("{:>9.3}s", (t - offset) as f64 / 1e9),
-            _ => format!("{:>10}", ""),
-        };
-        let class = if refusal.is_some_and(|r| line.text.contains(r)) {
-            "hit"
-        } else if ERROR_WORDS.iter().any(|w| line.text.contains(w)) {
-            "err"
-        } else if WARN_WORDS.iter().any(|w| line.text.contains(w)) {
-            "wrn"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            out,
-            "<span class=\"ln {class}\"><span class=\"t\">{at}</span> <span class=\"n\">{:>6}</span> {}</span>",
-            line.number,
-            html(&line.text)
-        );
+}
+
+fn log_line(line: &LogLine, offset: Option<i128>, refusal: Option<&str>) -> Markup {
+    let at = match (line.unix_ns, offset) {
+        (Some(t), Some(offset)) => format!("{:>9.3}s", (t - offset) as f64 / 1e9),
+        _ => format!("{:>10}", ""),
+    };
+    let class = if refusal.is_some_and(|r| line.text.contains(r)) {
+        "hit"
+    } else if ERROR_WORDS.iter().any(|w| line.text.contains(w)) {
+        "err"
+    } else if WARN_WORDS.iter().any(|w| line.text.contains(w)) {
+        "wrn"
+    } else {
+        ""
+    };
+    html! {
+        span class={ "ln " (class) } {
+            span class="t" { (at) } " " span class="n" { (format!("{:>6}", line.number)) } " " (Shown(&line.text))
+        }
     }
-    out.push_str("</pre></td></tr>");
-    out
 }

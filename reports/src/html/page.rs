@@ -68,7 +68,7 @@ pub fn render(inputs: &RunInputs) -> String {
         "<section class=\"card\" id=\"nodes\"><h2>Nodes</h2><p class=\"hint\">Lifecycle and fault events per node; \
          before each crash or refusal, the node's last log lines, with their wall-clock times mapped onto run time \
          through the run-start anchor.</p>{}</section>",
-        nodes::render(&node_inputs)
+        nodes::render(&node_inputs).into_string()
     );
     out.push_str(&fault_table(&timeline));
     out.push_str(&plan_section(inputs));
