@@ -3,12 +3,12 @@
 //! joined at (valid) linearization points, with the model state after each step on hover; the operation that cannot be
 //! placed in red; the operations concurrent with it outlined.
 
-use super::escape::html;
+use super::escape::Shown;
 use super::timeline::ms;
 use faultline_workloads::history::{Event, EventKind, History};
 use faultline_workloads::{Explanation, OpSummary};
+use maud::{html, Markup};
 use std::collections::HashMap;
-use std::fmt::Write;
 
 /// Operations of the key drawn at most (the ones nearest the failing op).
 const OPS_DRAWN_MAX: usize = 160;
@@ -38,7 +38,7 @@ struct KeyOp {
 }
 
 /// Renders the view for `explanation`, with op intervals taken from `history`. `end_ms` is the end of the run.
-pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> String {
+pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Markup {
     let mut ops = key_ops(history, &explanation.key);
     let mut summaries: HashMap<u64, (&OpSummary, Role)> = HashMap::new();
     let first_step = explanation.linearized_count - explanation.linearized_tail.len() as u64;
@@ -60,30 +60,27 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Stri
         }
     }
     let window = select_window(&mut ops, end_ms);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<div class=\"lin\" id=\"lin-view\"><h3>Key <code>{}</code>: the longest legal order found, and the op that \
-         cannot follow it</h3>",
-        html(&explanation.key)
-    );
-    out.push_str("<ul class=\"lin-lines\">");
-    for line in &explanation.lines {
-        let _ = write!(out, "<li>{}</li>", html(line));
+    html! {
+        div class="lin" id="lin-view" {
+            h3 {
+                "Key " code { (Shown(&explanation.key)) } ": the longest legal order found, and the op that cannot \
+                 follow it"
+            }
+            ul class="lin-lines" { @for line in &explanation.lines { li { (Shown(line)) } } }
+            (svg(&ops, window, explanation))
+            p class="hint" {
+                "Bars span invocation to completion. Green bars are the last steps of the longest legal order \
+                 (numbered; the line joins a valid linearization point of each); hover a bar for the model state \
+                 after it. Red: the op that cannot be placed. Amber outline: concurrent with it. Grey: other ops on \
+                 the key. "
+                a href="#" class="zoom-link" data-t0=(format!("{:.3}", window.0)) data-t1=(format!("{:.3}", window.1)) {
+                    "Show this window on the timeline"
+                }
+                "."
+            }
+            (steps_table(explanation))
+        }
     }
-    out.push_str("</ul>");
-    out.push_str(&svg(&ops, window, explanation));
-    let _ = write!(
-        out,
-        "<p class=\"hint\">Bars span invocation to completion. Green bars are the last steps of the longest legal \
-         order (numbered; the line joins a valid linearization point of each); hover a bar for the model state after \
-         it. Red: the op that cannot be placed. Amber outline: concurrent with it. Grey: other ops on the key. \
-         <a href=\"#\" class=\"zoom-link\" data-t0=\"{:.3}\" data-t1=\"{:.3}\">Show this window on the timeline</a>.</p>",
-        window.0, window.1
-    );
-    out.push_str(&steps_table(explanation));
-    out.push_str("</div>");
-    out
 }
 
 /// Every client op on `key`, invocations paired with completions.
@@ -159,7 +156,7 @@ fn select_window(ops: &mut Vec<KeyOp>, end_ms: f64) -> (f64, f64) {
     (t0, t1)
 }
 
-fn svg(ops: &[KeyOp], (t0, t1): (f64, f64), explanation: &Explanation) -> String {
+fn svg(ops: &[KeyOp], (t0, t1): (f64, f64), explanation: &Explanation) -> Markup {
     let mut rows: Vec<u64> = Vec::new();
     for op in ops {
         if !rows.contains(&op.process) {
@@ -169,18 +166,6 @@ fn svg(ops: &[KeyOp], (t0, t1): (f64, f64), explanation: &Explanation) -> String
     let height = TOP + rows.len() as f64 * ROW_H + 24.0;
     let x = |t: f64| LABEL_W + (t - t0) / (t1 - t0).max(1e-9) * (WIDTH - LABEL_W - 10.0);
     let row_y = |p: u64| TOP + rows.iter().position(|&r| r == p).unwrap_or(0) as f64 * ROW_H;
-    let mut out = format!(
-        "<svg class=\"lin-svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"100%\" role=\"img\" \
-         aria-label=\"operations on the failing key\">"
-    );
-    axis(&mut out, t0, t1, height, &x);
-    for &p in &rows {
-        let _ = write!(
-            out,
-            "<text class=\"row-label\" x=\"4\" y=\"{:.1}\">proc {p}</text>",
-            row_y(p) + ROW_H / 2.0 + 4.0
-        );
-    }
     let mut points: Vec<(f64, f64, u64)> = Vec::new();
     let mut last_point = f64::MIN;
     let mut steps: Vec<&KeyOp> = ops.iter().filter(|op| matches!(op.role, Role::Step { .. })).collect();
@@ -196,48 +181,47 @@ fn svg(ops: &[KeyOp], (t0, t1): (f64, f64), explanation: &Explanation) -> String
             points.push((x(point), row_y(op.process) + ROW_H / 2.0, number));
         }
     }
-    // The path goes under the bars so their labels stay readable; the points go on top.
-    if points.len() > 1 {
-        let path: Vec<String> = points.iter().map(|(px, py, _)| format!("{px:.1},{py:.1}")).collect();
-        let _ = write!(out, "<polyline class=\"lin-path\" points=\"{}\"/>", path.join(" "));
+    let path: Vec<String> = points.iter().map(|(px, py, _)| format!("{px:.1},{py:.1}")).collect();
+    // SVG elements are written with an explicit end tag (`{}`): the HTML parser does not self-close them otherwise.
+    html! {
+        svg class="lin-svg" viewBox={ "0 0 " (WIDTH) " " (height) } width="100%" role="img"
+            aria-label="operations on the failing key" {
+            (axis(t0, t1, height, &x))
+            @for &p in &rows {
+                text class="row-label" x="4" y=(format!("{:.1}", row_y(p) + ROW_H / 2.0 + 4.0)) { "proc " (p) }
+            }
+            // The path goes under the bars so their labels stay readable; the points go on top.
+            @if points.len() > 1 { polyline class="lin-path" points=(path.join(" ")) {} }
+            @for op in ops {
+                (bar(op, x(op.start_ms), x(op.end_ms.unwrap_or(t1)), row_y(op.process), explanation))
+            }
+            @for (px, py, number) in &points {
+                circle class="lin-point" cx=(format!("{px:.1}")) cy=(format!("{py:.1}")) r="3.5" {
+                    title { "step " (number) }
+                }
+            }
+        }
     }
-    for op in ops {
-        bar(
-            &mut out,
-            op,
-            x(op.start_ms),
-            x(op.end_ms.unwrap_or(t1)),
-            row_y(op.process),
-            explanation,
-        );
-    }
-    for (px, py, number) in &points {
-        let _ = write!(
-            out,
-            "<circle class=\"lin-point\" cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"3.5\"><title>step {number}</title></circle>"
-        );
-    }
-    out.push_str("</svg>");
-    out
 }
 
-fn axis(out: &mut String, t0: f64, t1: f64, height: f64, x: &impl Fn(f64) -> f64) {
+fn axis(t0: f64, t1: f64, height: f64, x: &impl Fn(f64) -> f64) -> Markup {
     let step = nice_step((t1 - t0) / 8.0);
+    let mut ticks = Vec::new();
     let mut t = (t0 / step).ceil() * step;
     while t <= t1 {
-        let _ = write!(
-            out,
-            "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"18\" y2=\"{1:.1}\"/>\
-             <text class=\"tick\" x=\"{0:.1}\" y=\"12\">{2}</text>",
-            x(t),
-            height - 20.0,
-            format_seconds(t)
-        );
+        ticks.push(t);
         t += step;
+    }
+    html! {
+        @for t in ticks {
+            @let tx = format!("{:.1}", x(t));
+            line class="grid" x1=(tx) x2=(tx) y1="18" y2=(format!("{:.1}", height - 20.0)) {}
+            text class="tick" x=(tx) y="12" { (format_seconds(t)) }
+        }
     }
 }
 
-fn bar(out: &mut String, op: &KeyOp, x0: f64, x1: f64, y: f64, explanation: &Explanation) {
+fn bar(op: &KeyOp, x0: f64, x1: f64, y: f64, explanation: &Explanation) -> Markup {
     let (class, tip) = match &op.role {
         Role::Step { number, state_after } => (
             "op step",
@@ -279,80 +263,82 @@ fn bar(out: &mut String, op: &KeyOp, x0: f64, x1: f64, y: f64, explanation: &Exp
         Role::Stuck => format!("✖ {}", op.description),
         _ => op.description.clone(),
     };
-    let chars = ((width - 6.0) / 6.6).max(0.0) as usize;
-    let shown: String = if label.chars().count() > chars {
-        let cut: String = label.chars().take(chars.saturating_sub(1)).collect();
-        if cut.is_empty() {
-            cut
-        } else {
-            format!("{cut}…")
+    let text_x = x0 + if matches!(op.role, Role::Step { .. }) { 9.0 } else { 4.0 };
+    html! {
+        g class={ (class) " " (op.completion) } {
+            title { (Shown(&tip)) }
+            rect x=(format!("{x0:.1}")) y=(format!("{:.1}", y + 4.0)) width=(format!("{width:.1}"))
+                height=(format!("{:.1}", ROW_H - 8.0)) rx="3" {}
+            text x=(format!("{text_x:.1}")) y=(format!("{:.1}", y + ROW_H / 2.0 + 4.0)) {
+                (Shown(&fit_label(label, width)))
+            }
         }
-    } else {
-        label
-    };
-    let _ = write!(
-        out,
-        "<g class=\"{class} {}\"><title>{}</title><rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" \
-         rx=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
-        op.completion,
-        html(&tip),
-        y + 4.0,
-        ROW_H - 8.0,
-        x0 + if matches!(op.role, Role::Step { .. }) { 9.0 } else { 4.0 },
-        y + ROW_H / 2.0 + 4.0,
-        html(&shown)
-    );
+    }
 }
 
-fn steps_table(explanation: &Explanation) -> String {
-    let mut out = String::from(
-        "<table class=\"steps\"><thead><tr><th>step</th><th>operation</th><th>process</th><th>history events</th>\
-         <th>model state after</th></tr></thead><tbody>",
-    );
+/// `label` cut (with `…`) to what fits in a bar `width` wide.
+fn fit_label(label: String, width: f64) -> String {
+    let chars = ((width - 6.0) / 6.6).max(0.0) as usize;
+    if label.chars().count() <= chars {
+        return label;
+    }
+    let cut: String = label.chars().take(chars.saturating_sub(1)).collect();
+    if cut.is_empty() {
+        cut
+    } else {
+        format!("{cut}…")
+    }
+}
+
+fn steps_table(explanation: &Explanation) -> Markup {
     let first = explanation.linearized_count - explanation.linearized_tail.len() as u64;
-    if first > 0 {
-        let _ = write!(
-            out,
-            "<tr class=\"elided\"><td colspan=\"5\">… {first} earlier steps</td></tr>"
-        );
-    }
-    for (i, step) in explanation.linearized_tail.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            first + i as u64 + 1,
-            html(&step.op.description),
-            summary_process(&step.op),
-            summary_events(&step.op),
-            html(&step.state_after)
-        );
-    }
     let op = &explanation.op;
     let verdict = if explanation.op_legal_in_state {
         "legal here, but every continuation fails"
     } else {
         "illegal in this state"
     };
-    let _ = write!(
-        out,
-        "<tr class=\"stuck-row\"><td>✖</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>state <code>{}</code>: \
-         {verdict}</td></tr></tbody></table>",
-        html(&op.description),
-        summary_process(op),
-        summary_events(op),
-        html(&explanation.state)
-    );
-    out
+    html! {
+        table class="steps" {
+            thead {
+                tr {
+                    th { "step" } th { "operation" } th { "process" } th { "history events" }
+                    th { "model state after" }
+                }
+            }
+            tbody {
+                @if first > 0 { tr class="elided" { td colspan="5" { "… " (first) " earlier steps" } } }
+                @for (i, step) in explanation.linearized_tail.iter().enumerate() {
+                    tr {
+                        td { (first + i as u64 + 1) }
+                        td { code { (Shown(&step.op.description)) } }
+                        td { (summary_process(&step.op)) }
+                        td { (summary_events(&step.op)) }
+                        td { code { (Shown(&step.state_after)) } }
+                    }
+                }
+                tr class="stuck-row" {
+                    td { "✖" }
+                    td { code { (Shown(&op.description)) } }
+                    td { (summary_process(op)) }
+                    td { (summary_events(op)) }
+                    td { "state " code { (Shown(&explanation.state)) } ": " (verdict) }
+                }
+            }
+        }
+    }
 }
 
 fn summary_process(op: &OpSummary) -> String {
     op.process.map_or_else(|| "?".to_string(), |p| format!("p{p}"))
 }
 
-fn summary_events(op: &OpSummary) -> String {
-    match op.complete_index {
-        Some(done) => format!("#{}..#{done} ({})", op.invoke_index, html(&op.completion)),
-        None => format!("#{} (never completed)", op.invoke_index),
+fn summary_events(op: &OpSummary) -> Markup {
+    html! {
+        @match op.complete_index {
+            Some(done) => { "#" (op.invoke_index) "..#" (done) " (" (Shown(&op.completion)) ")" }
+            None => { "#" (op.invoke_index) " (never completed)" }
+        }
     }
 }
 

@@ -55,7 +55,7 @@ pub fn render(inputs: &RunInputs) -> String {
         let _ = write!(
             out,
             "<section class=\"card\" id=\"linearizability\"><h2>Linearizability failure</h2>{}</section>",
-            linearizability::render(explanation, history, end_ms)
+            linearizability::render(explanation, history, end_ms).into_string()
         );
     }
     let node_inputs = NodeInputs {
