@@ -1,7 +1,7 @@
 //! The page skeleton: banner (verdict, reason, facts, repro), what went wrong, checks, charts, the failing key, nodes,
 //! fault windows, the plan, and the embedded data the charts are drawn from.
 
-use super::escape::{html, json_for_script};
+use super::escape::{json_for_script, Shown};
 use super::nodes::{self, NodeInputs};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
@@ -9,8 +9,8 @@ use super::{anchor_offset_ns, checks, linearizability, RunInputs};
 use crate::results::{Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde_json::{json, Value};
-use std::fmt::Write;
 
 const CSS: &str = include_str!("../../assets/report.css");
 const JS: &str = include_str!("../../assets/report.js");
@@ -30,63 +30,76 @@ pub fn render(inputs: &RunInputs) -> String {
         .find(|c| c.name == "linearizability")
         .and_then(|c| serde_json::from_value::<LinearizabilityResult>(c.details.clone()).ok());
     let explanation = lin.as_ref().and_then(|l| l.explanation.as_ref());
-
-    let mut out = String::with_capacity(table.ops.len() * 14 + 200_000);
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · {} seed {} · faultline</title><style>{CSS}</style></head><body>",
-        crate::results::shout(results.verdict),
-        html(&results.plan),
-        results.seed
-    );
-    out.push_str(&banner(results, history, &table, &timeline));
-    out.push_str(&toc(explanation.is_some()));
-    out.push_str("<main>");
-    out.push_str(&problems(results, history));
-    let _ = write!(
-        out,
-        "<section class=\"card\" id=\"checks\"><h2>Checks</h2>{}</section>",
-        checks::render(results).into_string()
-    );
-    out.push_str(&charts());
-    if let Some(explanation) = explanation {
-        let _ = write!(
-            out,
-            "<section class=\"card\" id=\"linearizability\"><h2>Linearizability failure</h2>{}</section>",
-            linearizability::render(explanation, history, end_ms).into_string()
-        );
-    }
     let node_inputs = NodeInputs {
         history,
         logs: &inputs.logs,
         anchor_offset_ns: anchor_offset_ns(history),
     };
-    let _ = write!(
-        out,
-        "<section class=\"card\" id=\"nodes\"><h2>Nodes</h2><p class=\"hint\">Lifecycle and fault events per node; \
-         before each crash or refusal, the node's last log lines, with their wall-clock times mapped onto run time \
-         through the run-start anchor.</p>{}</section>",
-        nodes::render(&node_inputs).into_string()
+    let data = json_for_script(&page_data(&table, &timeline, end_ms).to_string());
+    let title = format!(
+        "{} · {} seed {} · faultline",
+        crate::results::shout(results.verdict),
+        results.plan,
+        results.seed
     );
-    out.push_str(&fault_table(&timeline));
-    out.push_str(&plan_section(inputs));
-    let _ = write!(
-        out,
-        "</main><footer>faultline-reports {} · store folder <code>{}</code> · <span id=\"render-status\" \
-         data-status=\"pending\">charts not drawn (JavaScript off?)</span><div id=\"render-errors\" hidden></div>\
-         </footer><div id=\"tooltip\"></div>",
-        env!("CARGO_PKG_VERSION"),
-        html(&inputs.run_dir.display().to_string())
-    );
-    let data = page_data(&table, &timeline, end_ms);
-    let _ = writeln!(
-        out,
-        "<script type=\"application/json\" id=\"report-data\">{}</script><script>{JS}</script></body></html>",
-        json_for_script(&data.to_string())
-    );
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (Shown(&title)) }
+                // The stylesheet is a constant of this crate, not run data.
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                (banner(results, history, &table, &timeline))
+                (toc(explanation.is_some()))
+                main {
+                    (problems(results, history))
+                    section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
+                    (charts())
+                    @if let Some(explanation) = explanation {
+                        section class="card" id="linearizability" {
+                            h2 { "Linearizability failure" }
+                            (linearizability::render(explanation, history, end_ms))
+                        }
+                    }
+                    section class="card" id="nodes" {
+                        h2 { "Nodes" }
+                        p class="hint" {
+                            "Lifecycle and fault events per node; before each crash or refusal, the node's last log \
+                             lines, with their wall-clock times mapped onto run time through the run-start anchor."
+                        }
+                        (nodes::render(&node_inputs))
+                    }
+                    (fault_table(&timeline))
+                    (plan_section(inputs))
+                }
+                (footer(inputs))
+                div id="tooltip" {}
+                // `json_for_script` leaves no `<`, `>` or `&` in the serialized JSON, so it cannot close the script;
+                // maud's HTML escaping would corrupt it (`&quot;` is not JSON).
+                script type="application/json" id="report-data" { (PreEscaped(&data)) }
+                // The charts' script is a constant of this crate, not run data.
+                script { (PreEscaped(JS)) }
+            }
+        }
+    };
+    let mut out = page.into_string();
+    out.push('\n');
     out
+}
+
+fn footer(inputs: &RunInputs) -> Markup {
+    html! {
+        footer {
+            "faultline-reports " (env!("CARGO_PKG_VERSION")) " · store folder "
+            code { (Shown(&inputs.run_dir.display().to_string())) } " · "
+            span id="render-status" data-status="pending" { "charts not drawn (JavaScript off?)" }
+            div id="render-errors" hidden {}
+        }
+    }
 }
 
 fn run_end_ms(history: &History, table: &OpTable) -> f64 {
@@ -119,7 +132,7 @@ fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
     })
 }
 
-fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Timeline) -> String {
+fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Timeline) -> Markup {
     let c = &results.counts;
     let meta = history
         .events
@@ -131,18 +144,11 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
         || "no ok ops".to_string(),
         |(p50, p99, max)| format!("{p50:.1} / {p99:.1} / {max:.0} ms"),
     );
-    let mut out = format!(
-        "<header class=\"banner {v}\"><div class=\"top\"><div class=\"verdict\">{}</div><div class=\"reason\">{}</div>\
-         </div><dl>",
-        crate::results::shout(results.verdict),
-        html(&results.reason),
-        v = results.verdict
-    );
     let facts = [
-        ("plan", html(&results.plan)),
-        ("system", html(&results.system)),
+        ("plan", results.plan.clone()),
+        ("system", results.system.clone()),
         ("seed", results.seed.to_string()),
-        ("started", html(&results.started_at)),
+        ("started", results.started_at.clone()),
         ("duration", duration(results.duration_ms)),
         (
             "client ops",
@@ -154,29 +160,28 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
             format!("{} windows · {} nemesis events", timeline.faults.len(), c.nemesis),
         ),
     ];
-    for (name, value) in facts {
-        let _ = write!(out, "<div><dt>{name}</dt><dd>{value}</dd></div>");
+    let hash = |k: &str| Shown(meta[k].as_str().unwrap_or("?"));
+    html! {
+        header class={ "banner " (results.verdict) } {
+            div class="top" {
+                div class="verdict" { (crate::results::shout(results.verdict)) }
+                div class="reason" { (Shown(&results.reason)) }
+            }
+            dl { @for (name, value) in &facts { div { dt { (name) } dd { (Shown(value)) } } } }
+            div class="repro" {
+                span { "repro" }
+                code id="repro" { (Shown(&results.repro)) }
+                button id="copy-repro" type="button" { "copy" }
+            }
+            @if !meta.is_null() {
+                div class="hashes" {
+                    "faultline " (hash("faultline_version")) " (xxh3 " (hash("faultline_binary_xxh3"))
+                    ") · node binary " code { (hash("node_binary")) } " (xxh3 " (hash("node_binary_xxh3"))
+                    ") · plan digest " (hash("plan_digest"))
+                }
+            }
+        }
     }
-    let _ = write!(
-        out,
-        "</dl><div class=\"repro\"><span>repro</span><code id=\"repro\">{}</code><button id=\"copy-repro\" \
-         type=\"button\">copy</button></div>",
-        html(&results.repro)
-    );
-    let hash = |k: &str| meta[k].as_str().map(html).unwrap_or_else(|| "?".to_string());
-    if !meta.is_null() {
-        let _ = write!(
-            out,
-            "<div class=\"hashes\">faultline {} (xxh3 {}) · node binary <code>{}</code> (xxh3 {}) · plan digest {}</div>",
-            hash("faultline_version"),
-            hash("faultline_binary_xxh3"),
-            hash("node_binary"),
-            hash("node_binary_xxh3"),
-            hash("plan_digest")
-        );
-    }
-    out.push_str("</header>");
-    out
 }
 
 /// `1.5 s`, `2 min 05 s`, `1 h 02 min`.
@@ -189,7 +194,7 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn toc(has_lin: bool) -> String {
+fn toc(has_lin: bool) -> Markup {
     let mut links = vec![
         ("checks", "Checks"),
         ("timeline", "Timeline"),
@@ -199,40 +204,39 @@ fn toc(has_lin: bool) -> String {
         links.push(("linearizability", "Failing key"));
     }
     links.extend([("nodes", "Nodes & logs"), ("faults", "Fault windows"), ("plan", "Plan")]);
-    let items: Vec<String> = links
-        .iter()
-        .map(|(id, name)| format!("<a href=\"#{id}\">{name}</a>"))
-        .collect();
-    format!("<nav class=\"toc\">{}</nav>", items.join(""))
+    html! { nav class="toc" { @for (id, name) in links { a href={ "#" (id) } { (name) } } } }
 }
 
 /// The list at the top: each failing or inconclusive check in one line, linked to its evidence.
-fn problems(results: &Results, history: &History) -> String {
+fn problems(results: &Results, history: &History) -> Markup {
     if results.verdict == Verdict::Valid {
-        return String::new();
+        return html! {};
     }
-    let mut items = Vec::new();
-    for check in results.checks.iter().filter(|c| c.verdict != Verdict::Valid) {
-        let link = match check.name.as_str() {
-            "linearizability" if check.details.get("explanation").is_some() => "#linearizability".to_string(),
-            "boot" => first_bad_event(history).map_or("#check-boot".to_string(), |i| format!("#ev-{i}")),
-            name => format!("#check-{}", html(name)),
-        };
-        items.push(format!(
-            "<li>{} <b>{}</b>: {} <a href=\"{link}\">evidence</a></li>",
-            checks::pill(check.verdict).into_string(),
-            html(&check.name),
-            html(&check.reason)
-        ));
+    html! {
+        section class={ "card problems " (results.verdict) } {
+            h2 { "What went wrong" }
+            ul {
+                @for check in results.checks.iter().filter(|c| c.verdict != Verdict::Valid) {
+                    li {
+                        (checks::pill(check.verdict)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
+                        a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
+                    }
+                }
+                @if history.truncated_tail {
+                    li { "The history's last line was torn: the harness died while writing it." }
+                }
+            }
+        }
     }
-    if history.truncated_tail {
-        items.push("<li>The history's last line was torn: the harness died while writing it.</li>".to_string());
+}
+
+/// Where a failing check's evidence is on the page.
+fn evidence_link(check: &str, details: &Value, history: &History) -> String {
+    match check {
+        "linearizability" if details.get("explanation").is_some() => "#linearizability".to_string(),
+        "boot" => first_bad_event(history).map_or("#check-boot".to_string(), |i| format!("#ev-{i}")),
+        name => format!("#check-{name}"),
     }
-    format!(
-        "<section class=\"card problems {}\"><h2>What went wrong</h2><ul>{}</ul></section>",
-        results.verdict,
-        items.join("")
-    )
 }
 
 fn first_bad_event(history: &History) -> Option<u64> {
@@ -243,80 +247,111 @@ fn first_bad_event(history: &History) -> Option<u64> {
         .map(|e| e.index)
 }
 
-fn charts() -> String {
-    let legend = "<div class=\"legend\"><span><i style=\"background:#3b82f6\"></i>ok</span>\
-         <span><i style=\"background:#f472b6\"></i>fail (did not happen)</span>\
-         <span><i style=\"background:#f59e0b\"></i>info (unknown)</span>\
-         <span><i style=\"background:#9ca3af\"></i>never completed</span>\
-         <span><i style=\"background:#dc2626\"></i>kill</span><span><i style=\"background:#7c3aed\"></i>pause</span>\
-         <span><i style=\"background:#7f1d1d\"></i>crash / refused to boot</span>\
-         <span><i style=\"background:#64748b\"></i>restart-all</span>\
-         <span>▼ problem event · ◆ disk surgery · ▏ lifecycle event</span></div>";
-    format!(
-        "<section class=\"card\" id=\"timeline\"><h2>Timeline</h2><div class=\"toolbar\"><button id=\"zoom-in\" \
-         type=\"button\">+</button><button id=\"zoom-out\" type=\"button\">−</button><button id=\"zoom-reset\" \
-         type=\"button\">whole run</button><span class=\"range\" id=\"view-range\"></span><span class=\"hint\">wheel: \
-         zoom · drag: pan · double-click: whole run · hover: details · click a node event: its log</span></div>\
-         <div class=\"chart\"><canvas id=\"timeline-canvas\"></canvas></div>{legend}<p class=\"hint\">Top rows: \
-         one per node, with its fault windows and lifecycle events; below, one lane per worker (a retired \
-         process continues in its worker's lane; <code>final</code> is the final phase). Shaded bands mark fault \
-         windows on every chart.</p></section>\
-         <section class=\"card\" id=\"latency\"><h2>Latency and throughput</h2><div class=\"chart-title\">Latency \
-         of every op by invocation time (log scale)</div><div class=\"chart\"><canvas id=\"latency-canvas\"></canvas>\
-         </div><div class=\"legend\"><span><i style=\"background:#0f172a\">\
-         </i>p50 (ok)</span><span><i style=\"background:#7c2d12\"></i>p99 (ok)</span><span>dots: every op \
-         (colours as above)</span></div><div class=\"chart-title\">Completions per second \
-         (ok / fail / info, stacked)</div><div class=\"chart\"><canvas id=\"throughput-canvas\"></canvas></div>\
-         </section>"
-    )
+/// A legend entry: a swatch of `colour` (a constant of this file) and its meaning.
+fn swatch(colour: &str, meaning: &str) -> Markup {
+    html! { span { i style={ "background:" (colour) } {} (meaning) } }
 }
 
-fn fault_table(timeline: &Timeline) -> String {
-    let mut out = String::from(
-        "<section class=\"card\" id=\"faults\"><h2>Fault windows</h2><table class=\"faults\"><thead><tr><th>fault</th>\
-         <th>from</th><th>to</th><th>length</th><th>details</th><th></th></tr></thead><tbody>",
-    );
-    if timeline.faults.is_empty() {
-        out.push_str("<tr><td colspan=\"6\">No fault windows: no node was killed, paused or down.</td></tr>");
+fn charts() -> Markup {
+    html! {
+        section class="card" id="timeline" {
+            h2 { "Timeline" }
+            div class="toolbar" {
+                button id="zoom-in" type="button" { "+" }
+                button id="zoom-out" type="button" { "−" }
+                button id="zoom-reset" type="button" { "whole run" }
+                span class="range" id="view-range" {}
+                span class="hint" {
+                    "wheel: zoom · drag: pan · double-click: whole run · hover: details · click a node event: its log"
+                }
+            }
+            div class="chart" { canvas id="timeline-canvas" {} }
+            div class="legend" {
+                (swatch("#3b82f6", "ok")) (swatch("#f472b6", "fail (did not happen)"))
+                (swatch("#f59e0b", "info (unknown)")) (swatch("#9ca3af", "never completed"))
+                (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause"))
+                (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
+                span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event" }
+            }
+            p class="hint" {
+                "Top rows: one per node, with its fault windows and lifecycle events; below, one lane per worker (a \
+                 retired process continues in its worker's lane; " code { "final" } " is the final phase). Shaded \
+                 bands mark fault windows on every chart."
+            }
+        }
+        section class="card" id="latency" {
+            h2 { "Latency and throughput" }
+            div class="chart-title" { "Latency of every op by invocation time (log scale)" }
+            div class="chart" { canvas id="latency-canvas" {} }
+            div class="legend" {
+                (swatch("#0f172a", "p50 (ok)")) (swatch("#7c2d12", "p99 (ok)"))
+                span { "dots: every op (colours as above)" }
+            }
+            div class="chart-title" { "Completions per second (ok / fail / info, stacked)" }
+            div class="chart" { canvas id="throughput-canvas" {} }
+        }
     }
-    for fault in timeline.faults.iter().take(FAULT_ROWS_MAX) {
-        let (to, length) = match fault.t1 {
-            Some(t1) => (format!("{:.3}s", t1 / 1000.0), format!("{:.0} ms", t1 - fault.t0)),
-            None => ("end of run".to_string(), String::new()),
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"fault {}\"><td><a href=\"#ev-{}\">{}</a></td><td>{:.3}s</td><td>{to}</td><td>{length}</td>\
-             <td>{}</td><td><a href=\"#\" class=\"zoom-link\" data-t0=\"{:.3}\" data-t1=\"{:.3}\">show</a></td></tr>",
-            fault.kind,
-            fault.index,
-            html(&fault.label),
-            fault.t0 / 1000.0,
-            html(&fault.detail),
-            fault.t0,
-            fault.t1.unwrap_or(fault.t0 + 1000.0)
-        );
-    }
-    if timeline.faults.len() > FAULT_ROWS_MAX {
-        let _ = write!(
-            out,
-            "<tr class=\"elided\"><td colspan=\"6\">… and {} more (all drawn on the timeline)</td></tr>",
-            timeline.faults.len() - FAULT_ROWS_MAX
-        );
-    }
-    out.push_str("</tbody></table></section>");
-    out
 }
 
-fn plan_section(inputs: &RunInputs) -> String {
-    match &inputs.plan_yaml {
-        Some(text) => format!(
-            "<section class=\"card\" id=\"plan\"><h2>Plan</h2><details><summary>plan.yaml (resolved, as run)</summary>\
-             <pre class=\"plan\">{}</pre></details></section>",
-            html(text)
-        ),
-        None => "<section class=\"card\" id=\"plan\"><h2>Plan</h2><p class=\"warn\">plan.yaml is missing from the \
-                 store folder.</p></section>"
-            .to_string(),
+fn fault_table(timeline: &Timeline) -> Markup {
+    html! {
+        section class="card" id="faults" {
+            h2 { "Fault windows" }
+            table class="faults" {
+                thead {
+                    tr { th { "fault" } th { "from" } th { "to" } th { "length" } th { "details" } th {} }
+                }
+                tbody {
+                    @if timeline.faults.is_empty() {
+                        tr { td colspan="6" { "No fault windows: no node was killed, paused or down." } }
+                    }
+                    @for fault in timeline.faults.iter().take(FAULT_ROWS_MAX) { (fault_row(fault)) }
+                    @if timeline.faults.len() > FAULT_ROWS_MAX {
+                        tr class="elided" {
+                            td colspan="6" {
+                                "… and " (timeline.faults.len() - FAULT_ROWS_MAX) " more (all drawn on the timeline)"
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fault_row(fault: &timeline::FaultWindow) -> Markup {
+    let (to, length) = match fault.t1 {
+        Some(t1) => (format!("{:.3}s", t1 / 1000.0), format!("{:.0} ms", t1 - fault.t0)),
+        None => ("end of run".to_string(), String::new()),
+    };
+    html! {
+        tr class={ "fault " (fault.kind) } {
+            td { a href={ "#ev-" (fault.index) } { (Shown(&fault.label)) } }
+            td { (format!("{:.3}s", fault.t0 / 1000.0)) }
+            td { (to) }
+            td { (length) }
+            td { (Shown(&fault.detail)) }
+            td {
+                a href="#" class="zoom-link" data-t0=(format!("{:.3}", fault.t0))
+                    data-t1=(format!("{:.3}", fault.t1.unwrap_or(fault.t0 + 1000.0))) { "show" }
+            }
+        }
+    }
+}
+
+fn plan_section(inputs: &RunInputs) -> Markup {
+    html! {
+        section class="card" id="plan" {
+            h2 { "Plan" }
+            @match &inputs.plan_yaml {
+                Some(text) => {
+                    details {
+                        summary { "plan.yaml (resolved, as run)" }
+                        pre class="plan" { (Shown(text)) }
+                    }
+                }
+                None => { p class="warn" { "plan.yaml is missing from the store folder." } }
+            }
+        }
     }
 }
