@@ -57,7 +57,7 @@ fn given_a_boot_refusal_when_reported_should_show_the_refusal_line_and_the_log_b
     let tmp = temp_dir("refusal");
     let page = render(&boot_refusal_run(tmp.path()));
     assert!(page.contains("<div class=\"verdict\">INVALID</div>"));
-    let escaped_line = faultline_reports::html::escape_html(REFUSAL_LINE);
+    let escaped_line = maud::html! { (REFUSAL_LINE) }.into_string();
     assert!(page.contains(&escaped_line), "the refusal line");
     assert!(
         page.contains("class=\"ln hit\""),

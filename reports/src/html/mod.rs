@@ -2,7 +2,8 @@
 //! not, what went wrong, when, on which node, under which fault, and how to reproduce it.
 //!
 //! The page is rendered from the store folder alone: `plan.yaml`, `history.jsonl`, `results.json` and the node logs.
-//! Text parts (banner, checks, the failing key, node events and log excerpts) are HTML rendered here; the timeline,
+//! Text parts (banner, checks, the failing key, node events and log excerpts) are written here with maud, so every value
+//! from the run is escaped by construction (see [`escape`] for the two cases maud alone does not cover); the timeline,
 //! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]).
 
 mod checks;
@@ -14,7 +15,7 @@ pub mod ops;
 mod page;
 mod timeline;
 
-pub use escape::{html as escape_html, json_for_script};
+pub use escape::json_for_script;
 pub use logs::parse_rfc3339;
 
 use crate::error::ReportError;
