@@ -17,9 +17,9 @@ const HITS_SHOWN: usize = 20;
 /// Raw details shown for checks without a dedicated view are cut to this many bytes.
 const RAW_DETAILS_MAX_BYTES: usize = 20_000;
 
-/// CSS class and label of a verdict.
+/// A verdict's pill, the same on every page.
 pub fn pill(verdict: Verdict) -> Markup {
-    html! { span class={ "pill " (verdict) } { (crate::results::shout(verdict)) } }
+    crate::pages::pill(&verdict.to_string(), crate::results::shout(verdict))
 }
 
 /// Renders the checks table.

@@ -9,9 +9,10 @@ use super::{anchor_offset_ns, checks, linearizability, RunInputs};
 use crate::results::{Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup, PreEscaped};
 use serde_json::{json, Value};
 
+/// report.html's additions to the base stylesheet (`pages.css`).
 const CSS: &str = include_str!("../../assets/report.css");
 const JS: &str = include_str!("../../assets/report.js");
 /// Fault windows listed in the table; all of them are drawn.
@@ -42,51 +43,39 @@ pub fn render(inputs: &RunInputs) -> String {
         results.plan,
         results.seed
     );
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (Shown(&title)) }
-                // The stylesheet is a constant of this crate, not run data.
-                style { (PreEscaped(CSS)) }
-            }
-            body {
-                (banner(results, history, &table, &timeline))
-                (toc(explanation.is_some()))
-                main {
-                    (problems(results, history))
-                    section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
-                    (charts())
-                    @if let Some(explanation) = explanation {
-                        section class="card" id="linearizability" {
-                            h2 { "Linearizability failure" }
-                            (linearizability::render(explanation, history, end_ms))
-                        }
-                    }
-                    section class="card" id="nodes" {
-                        h2 { "Nodes" }
-                        p class="hint" {
-                            "Lifecycle and fault events per node; before each crash or refusal, the node's last log \
-                             lines, with their wall-clock times mapped onto run time through the run-start anchor."
-                        }
-                        (nodes::render(&node_inputs))
-                    }
-                    (fault_table(&timeline))
-                    (plan_section(inputs))
+    let body = html! {
+        (banner(results, history, &table, &timeline))
+        (toc(explanation.is_some()))
+        main {
+            (problems(results, history))
+            section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
+            (charts())
+            @if let Some(explanation) = explanation {
+                section class="card" id="linearizability" {
+                    h2 { "Linearizability failure" }
+                    (linearizability::render(explanation, history, end_ms))
                 }
-                (footer(inputs))
-                div id="tooltip" {}
-                // `json_for_script` leaves no `<`, `>` or `&` in the serialized JSON, so it cannot close the script;
-                // maud's HTML escaping would corrupt it (`&quot;` is not JSON).
-                script type="application/json" id="report-data" { (PreEscaped(&data)) }
-                // The charts' script is a constant of this crate, not run data.
-                script { (PreEscaped(JS)) }
             }
+            section class="card" id="nodes" {
+                h2 { "Nodes" }
+                p class="hint" {
+                    "Lifecycle and fault events per node; before each crash or refusal, the node's last log lines, \
+                     with their wall-clock times mapped onto run time through the run-start anchor."
+                }
+                (nodes::render(&node_inputs))
+            }
+            (fault_table(&timeline))
+            (plan_section(inputs))
         }
+        (footer(inputs))
+        div id="tooltip" {}
+        // `json_for_script` leaves no `<`, `>` or `&` in the serialized JSON, so it cannot close the script; maud's
+        // HTML escaping would corrupt it (`&quot;` is not JSON).
+        script type="application/json" id="report-data" { (PreEscaped(&data)) }
+        // The charts' script is a constant of this crate, not run data.
+        script { (PreEscaped(JS)) }
     };
-    let mut out = page.into_string();
+    let mut out = crate::pages::styled_document(&title, "", CSS, body);
     out.push('\n');
     out
 }
