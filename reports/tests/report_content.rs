@@ -168,3 +168,46 @@ fn given_a_folder_without_results_when_reported_should_say_which_file_is_missing
         "{err}"
     );
 }
+
+#[test]
+fn given_hostile_check_names_and_reasons_when_reported_should_escape_them_in_the_banner_problems_and_checks() {
+    let tmp = temp_dir("hostile-results");
+    let dir = boot_refusal_run(tmp.path());
+    let path = dir.join("results.json");
+    let mut results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    results["reason"] = HOSTILE_LINE.into();
+    results["repro"] = HOSTILE_LINE.into();
+    for check in results["checks"].as_array_mut().unwrap() {
+        check["name"] = format!("{}<i>", check["name"].as_str().unwrap()).into();
+        check["reason"] = HOSTILE_LINE.into();
+    }
+    std::fs::write(&path, results.to_string()).unwrap();
+    let page = render(&dir);
+    assert!(
+        !page.contains("<script>window.pwned") && !page.contains("<i>"),
+        "no injected markup"
+    );
+    assert_eq!(
+        page.matches("</script>").count(),
+        2,
+        "only the page's own two scripts close"
+    );
+    assert!(page.contains("id=\"check-boot&lt;i&gt;\""), "escaped in attributes too");
+    assert!(
+        page.contains("<b>boot&lt;i&gt;</b>: WARN peer said &lt;/script&gt;"),
+        "the problems list"
+    );
+}
+
+#[test]
+fn given_any_run_when_reported_should_use_the_base_stylesheet_of_every_page_then_its_own() {
+    let tmp = temp_dir("stylesheet");
+    let page = render(&valid_run(tmp.path()));
+    let base = page
+        .find("The one base stylesheet of every faultline page")
+        .expect("pages.css is embedded");
+    let own = page
+        .find("report.html's additions to the base stylesheet")
+        .expect("report.css is embedded");
+    assert!(base < own, "the report's rules come after the base ones");
+}
