@@ -146,15 +146,6 @@ impl Checkpoint {
     }
 }
 
-impl Checkpoint {
-    /// The op of checkpoint file bytes that [`Checkpoint::decode`] accepted (0 for empty bytes: no checkpoint).
-    pub fn op_of(bytes: &[u8]) -> u64 {
-        bytes
-            .get(32..40)
-            .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
-    }
-}
-
 /// The checksum stored in the first 16 bytes of checkpoint file bytes (0 when too short to hold one).
 pub fn file_checksum(bytes: &[u8]) -> u128 {
     bytes
@@ -182,8 +173,20 @@ pub fn write(dir: &Path, op: u64, bytes: &[u8], durable: bool) -> Result<(), Che
     Ok(())
 }
 
-/// Reads the file bytes of the checkpoint `reference` names, verified against it.
-pub fn read_bytes(dir: &Path, reference: CheckpointRef) -> Result<Vec<u8>, CheckpointError> {
+/// A checkpoint read from its file and verified against the superblock's reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The file bytes (what state transfer sends).
+    pub file: Vec<u8>,
+    /// Their decoding.
+    pub checkpoint: Checkpoint,
+}
+
+/// Reads and verifies the checkpoint `reference` names (`None` for op 0: no checkpoint yet).
+pub fn read(dir: &Path, reference: CheckpointRef) -> Result<Option<Loaded>, CheckpointError> {
+    if reference.op == 0 {
+        return Ok(None);
+    }
     let file = path(dir, reference.op);
     let bytes = match fs::read(&file) {
         Ok(bytes) => bytes,
@@ -209,16 +212,10 @@ pub fn read_bytes(dir: &Path, reference: CheckpointRef) -> Result<Vec<u8>, Check
             reference.checksum
         )));
     }
-    Ok(bytes)
-}
-
-/// Reads and decodes the checkpoint `reference` names (`None` for op 0: no checkpoint yet).
-pub fn read(dir: &Path, reference: CheckpointRef) -> Result<Option<Checkpoint>, CheckpointError> {
-    if reference.op == 0 {
-        return Ok(None);
-    }
-    let bytes = read_bytes(dir, reference)?;
-    Ok(Some(Checkpoint::decode(&bytes).expect("read_bytes verified it")))
+    Ok(Some(Loaded {
+        file: bytes,
+        checkpoint,
+    }))
 }
 
 /// Deletes every checkpoint file (and temporary file) of `dir` except the one for `keep_op`.
@@ -258,7 +255,12 @@ mod tests {
             op: 7,
             checksum: file_checksum(&bytes),
         };
-        assert_eq!(read(dir.path(), reference).expect("read"), Some(sample(7)));
+        assert_eq!(
+            read(dir.path(), reference)
+                .expect("read")
+                .map(|loaded| loaded.checkpoint),
+            Some(sample(7))
+        );
         assert_eq!(read(dir.path(), CheckpointRef::default()).expect("none"), None);
     }
 

@@ -301,15 +301,12 @@ fn run(args: RunArgs) -> ExitCode {
     if !mutants.is_empty() {
         tracing::warn!("MUTANT ACTIVE: {mutants}");
     }
-    let checkpoint_file = match superblock.checkpoint.op {
-        0 => Vec::new(),
-        _ => match checkpoint::read_bytes(&args.data_dir, superblock.checkpoint) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                tracing::error!("{error}");
-                return ExitCode::FAILURE;
-            }
-        },
+    let checkpoint = match checkpoint::read(&args.data_dir, superblock.checkpoint) {
+        Ok(checkpoint) => checkpoint,
+        Err(error) => {
+            tracing::error!("{error}");
+            return ExitCode::FAILURE;
+        }
     };
     let journal = match Journal::open_with_mutants(&args.data_dir, superblock.cluster_id, superblock.wal_base, mutants)
     {
@@ -340,7 +337,7 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(args, superblock, checkpoint_file, journal))
+    runtime.block_on(serve(args, superblock, checkpoint, journal))
 }
 
 fn check_identity(args: &RunArgs, superblock: &Superblock) -> Result<(), String> {
@@ -377,7 +374,12 @@ fn install_panic_exit() {
     }));
 }
 
-async fn serve(args: RunArgs, superblock: Superblock, checkpoint_file: Vec<u8>, journal: Journal) -> ExitCode {
+async fn serve(
+    args: RunArgs,
+    superblock: Superblock,
+    checkpoint: Option<checkpoint::Loaded>,
+    journal: Journal,
+) -> ExitCode {
     let peer_listener = match tokio::net::TcpListener::bind(&args.peer_addr).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -406,14 +408,7 @@ async fn serve(args: RunArgs, superblock: Superblock, checkpoint_file: Vec<u8>, 
         checkpoint_interval_ops: args.checkpoint_interval_ops,
         mutants: Mutants::from_bugs(&args.bugs),
     };
-    let replica = match Replica::new(
-        config,
-        superblock,
-        checkpoint_file,
-        journal,
-        outbound,
-        published.clone(),
-    ) {
+    let replica = match Replica::new(config, superblock, checkpoint, journal, outbound, published.clone()) {
         Ok(replica) => replica,
         Err(error) => {
             tracing::error!(%error, "cannot start the replica");

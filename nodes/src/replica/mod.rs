@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::oneshot;
 
-use crate::checkpoint::{Checkpoint, CheckpointError};
+use crate::checkpoint::CheckpointError;
 use crate::checksum::hex;
 use crate::message::Message;
 use crate::mutants::{Bug, Mutants};
@@ -317,12 +317,12 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Builds the replica from its opened superblock, checkpoint file (empty: none) and journal, replaying
+    /// Builds the replica from its opened superblock, verified checkpoint (`None`: none yet) and journal, replaying
     /// committed entries above the checkpoint.
     pub fn new(
         config: ReplicaConfig,
         superblock: Superblock,
-        checkpoint_file: Vec<u8>,
+        checkpoint: Option<crate::checkpoint::Loaded>,
         journal: Journal,
         outbound: Outbound,
         published: Arc<Mutex<StatusSnapshot>>,
@@ -362,7 +362,7 @@ impl Replica {
             },
             rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
         };
-        replica.restore_checkpoint(checkpoint_file)?;
+        replica.restore_checkpoint(checkpoint)?;
         replica.boot()?;
         Ok(replica)
     }
@@ -646,7 +646,7 @@ impl Replica {
             head_checksum: hex(head.checksum),
             cluster_id: self.config.cluster,
             wal_fsyncs: self.journal.fsync_count(),
-            checkpoint: Checkpoint::op_of(&self.checkpoint_file),
+            checkpoint: self.superblock.checkpoint.op,
             wal_base: self.journal.base().op,
             wal_entries: self.journal.len() as u64,
             mutants: self.config.mutants.names(),

@@ -39,21 +39,18 @@ pub(super) struct Transfer {
 }
 
 impl Replica {
-    /// Loads the checkpoint the superblock names (file bytes read and verified by the caller; empty: none).
-    pub(super) fn restore_checkpoint(&mut self, file: Vec<u8>) -> Result<(), ReplicaError> {
-        if file.is_empty() {
+    /// Loads the checkpoint the superblock names (read and verified by the caller; `None`: none yet).
+    pub(super) fn restore_checkpoint(&mut self, loaded: Option<checkpoint::Loaded>) -> Result<(), ReplicaError> {
+        let Some(checkpoint::Loaded {
+            file,
+            checkpoint: loaded,
+        }) = loaded
+        else {
             return Ok(());
-        }
+        };
         let dir = self.config.data_dir.clone();
-        let path = checkpoint::path(&dir, self.superblock.checkpoint.op)
-            .display()
-            .to_string();
-        let loaded = Checkpoint::decode(&file).map_err(|reason| CheckpointError::Corrupt {
-            path: path.clone(),
-            reason,
-        })?;
         let machine = StateMachine::restore(&loaded.state).map_err(|_| CheckpointError::Corrupt {
-            path,
+            path: checkpoint::path(&dir, loaded.op).display().to_string(),
             reason: "its state machine does not decode".to_string(),
         })?;
         let op = loaded.op;
@@ -167,7 +164,8 @@ impl Replica {
     pub(super) fn send_checkpoint(&mut self, to: u8) {
         let file = &self.checkpoint_file;
         assert!(!file.is_empty(), "a WAL base above op 0 comes from a checkpoint");
-        let (op, checksum, size) = (Checkpoint::op_of(file), file_checksum(file), file.len() as u64);
+        let CheckpointRef { op, checksum } = self.superblock.checkpoint;
+        let size = file.len() as u64;
         for (index, chunk) in file.chunks(CHECKPOINT_CHUNK_SIZE_MAX_BYTES).enumerate() {
             let message = Message::CheckpointChunk {
                 op,
