@@ -72,7 +72,7 @@ impl Counts {
                 EventKind::Info => counts.info += 1,
                 EventKind::Nemesis => counts.nemesis += 1,
                 EventKind::Lifecycle => counts.lifecycle += 1,
-                EventKind::Meta => {}
+                EventKind::Meta | EventKind::Observation => {}
             }
         }
         counts.open = counts.invoke.saturating_sub(counts.ok + counts.fail + counts.info);

@@ -12,7 +12,7 @@
 //!
 //! # The vocabulary
 //!
-//! Fault, lifecycle and meta events are named by one typed vocabulary, [`Lifecycle`], [`Nemesis`] and [`Meta`]: the
+//! Fault, lifecycle and meta events are named by one typed vocabulary, [`Lifecycle`], [`Nemesis`], [`Meta`] and [`Observation`]: the
 //! harness and the fault families write through it and the checkers and reports match through it
 //! ([`Event::name`], [`Event::is`]), so a misspelled name is a compile error on both sides. The names, exactly as
 //! they appear in `f`:
@@ -24,6 +24,7 @@
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `partition-start`, `partition-stop`, `link-fault`,
 //!   `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
+//! - `observation`: `status`, `last-durable`, `recovered`
 //!
 //! On the wire `f` stays a plain string, and that is a choice, not a leftover. A name means something only together
 //! with its kind (`start` and `kill` are both a lifecycle and a nemesis name, with different meanings), so the typed
@@ -57,6 +58,8 @@ pub enum EventKind {
     Lifecycle,
     /// Run metadata (first line: plan digest, seed, versions; last line: run end).
     Meta,
+    /// What the harness saw a node report (its status, what it knew before it stopped, what it booted with).
+    Observation,
 }
 
 impl EventKind {
@@ -198,6 +201,22 @@ names! {
 }
 
 names! {
+    /// Names of `observation` events: what the harness saw a node report, recorded so that triggers, coverage and the
+    /// durability check can be explained and re-checked from the store alone.
+    Observation {
+        /// A node's status changed (role, view, primary), or its progress moved and the last record is a second old.
+        /// Value: `{role, primary?, view?, durable?, progress{...}}` (numbers the adapter reads from the status).
+        Status => "status",
+        /// A node stopped (killed, lost power, crashed): the durable progress it had last reported, settled as its
+        /// adapter says. Value: `{durable, age_ms, cause}` (`cause`: `kill`, `power-loss`, `restart-all`, `crashed`,
+        /// `refused`).
+        LastDurable => "last-durable",
+        /// A restarted node said what it booted with (its own boot log line). Value: `{recovered, line}`.
+        Recovered => "recovered",
+    }
+}
+
+names! {
     /// Names of `meta` events: facts about the run itself.
     Meta {
         /// The first line: plan digest, seed, binaries, versions, the wall-clock anchor.
@@ -220,6 +239,8 @@ pub enum Name {
     Nemesis(Nemesis),
     /// A `meta` event.
     Meta(Meta),
+    /// An `observation` event.
+    Observation(Observation),
 }
 
 impl Name {
@@ -229,6 +250,7 @@ impl Name {
             Name::Lifecycle(_) => EventKind::Lifecycle,
             Name::Nemesis(_) => EventKind::Nemesis,
             Name::Meta(_) => EventKind::Meta,
+            Name::Observation(_) => EventKind::Observation,
         }
     }
 
@@ -238,6 +260,7 @@ impl Name {
             Name::Lifecycle(name) => name.as_str(),
             Name::Nemesis(name) => name.as_str(),
             Name::Meta(name) => name.as_str(),
+            Name::Observation(name) => name.as_str(),
         }
     }
 
@@ -247,6 +270,7 @@ impl Name {
             EventKind::Lifecycle => Lifecycle::parse(f).map(Name::Lifecycle),
             EventKind::Nemesis => Nemesis::parse(f).map(Name::Nemesis),
             EventKind::Meta => Meta::parse(f).map(Name::Meta),
+            EventKind::Observation => Observation::parse(f).map(Name::Observation),
             EventKind::Invoke | EventKind::Ok | EventKind::Fail | EventKind::Info => None,
         }
     }
@@ -546,6 +570,7 @@ mod tests {
         check_names("lifecycle", Lifecycle::ALL, Lifecycle::as_str, Lifecycle::parse);
         check_names("nemesis", Nemesis::ALL, Nemesis::as_str, Nemesis::parse);
         check_names("meta", Meta::ALL, Meta::as_str, Meta::parse);
+        check_names("observation", Observation::ALL, Observation::as_str, Observation::parse);
     }
 
     #[test]
