@@ -8,8 +8,8 @@
 use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_workloads::checker::{
-    check_all, Boot, CheckInput, Checker, Completion, Convergence, Linearizability, Liveness, LogPatterns, LogWorkload,
-    SetWorkload,
+    check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
+    LogWorkload, SetWorkload,
 };
 use faultline_workloads::history::{History, Meta};
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
@@ -100,16 +100,28 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
         WorkloadKind::Set => Box::new(SetWorkload),
     };
     let final_phase_enabled = plan.final_phase.enabled;
-    vec![
+    let capabilities = plan.system.adapter().capabilities();
+    let mut checkers: Vec<Box<dyn Checker>> = vec![
         Box::new(Completion),
         workload,
         Box::new(Boot::default()),
         Box::new(Liveness { final_phase_enabled }),
         Box::new(Convergence { final_phase_enabled }),
-        Box::new(LogPatterns {
-            patterns: plan.log_patterns.clone(),
-        }),
-    ]
+    ];
+    // Only for systems whose adapter reads a durable progress number and a boot's own account of what it kept.
+    if capabilities.durable_progress {
+        checkers.push(Box::new(Durability {
+            refuses_interior_damage: match plan.disk.interior_damage {
+                Some(declared) => declared == crate::plan::InteriorDamage::Refuse,
+                None => capabilities.refuses_interior_damage,
+            },
+            lazy_fsync: plan.workload.durability == Some(faultline_workloads::Durability::QuorumMemory),
+        }));
+    }
+    checkers.push(Box::new(LogPatterns {
+        patterns: plan.log_patterns.clone(),
+    }));
+    checkers
 }
 
 /// Node name -> log text, from `nodes/<name>/node.log`; a node whose log cannot be read as text is left out.

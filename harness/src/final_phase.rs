@@ -226,7 +226,10 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     let recorder = lab.recorder();
     recorder.lifecycle(Lifecycle::RestartAll, None, json!({}));
     for node in 0..lab.node_count() {
-        let details = lab.kill_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        let details = lab
+            .kill_node_for(node, Some("restart-all"))
+            .await
+            .unwrap_or_else(|e| json!({"error": e}));
         recorder.lifecycle(Lifecycle::Kill, Some(&node_name(node)), details);
     }
     if plan.final_phase.power_loss {

@@ -4,16 +4,17 @@
 
 use crate::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
-use crate::system::{Role, System};
+use crate::system::{NodeStatus, Role, System};
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
-use faultline_workloads::history::{Lifecycle, Nemesis};
+use faultline_workloads::history::{Lifecycle, Nemesis, Observation};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{watch, Mutex};
 
 /// Probe timeout for readiness and role queries.
@@ -22,6 +23,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 const PROBE_INTERVAL: Duration = Duration::from_millis(100);
 /// Bound on waiting for a killed process to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the observer asks every node for its status.
+pub const OBSERVE_INTERVAL: Duration = Duration::from_millis(100);
+/// Timeout of an observer probe (a paused or cut-off node does not answer).
+const OBSERVE_TIMEOUT: Duration = Duration::from_millis(250);
+/// Timeout of the fresh probe right before the harness stops a node: short, so a paused node delays its kill little.
+const LAST_PROBE_TIMEOUT: Duration = Duration::from_millis(50);
+/// A node's progress is recorded at most this often when nothing else about it changed.
+const PROGRESS_RECORD_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where a node is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +49,23 @@ pub enum BootState {
     TimedOut,
 }
 
+/// What the observer knows about one node since it was last started.
+#[derive(Default)]
+struct Observed {
+    /// Durable values the node reported, with when (pruned to what [`System::durable_settle`] needs).
+    samples: VecDeque<(Instant, u64)>,
+    /// When the node last answered a probe.
+    last_answer: Option<Instant>,
+    /// Role, primary and view of the last recorded status.
+    last_key: Option<(Role, Option<usize>, Option<u64>)>,
+    /// Durable value of the last recorded status, and when it was recorded.
+    last_record: Option<(Instant, Option<u64>)>,
+}
+
 struct Slot {
     spawned: Option<Spawned>,
+    /// Length of the node's log when this process was started: what it wrote since is its boot log.
+    log_offset: u64,
     /// Set while the harness itself stops the node, so its exit is not a crash.
     stopping: bool,
     /// SIGSTOPped by the nemesis.
@@ -62,6 +86,8 @@ pub struct Lab {
     netns: Option<Arc<NetnsLab>>,
     /// The fault filesystem mounted over each node's data dir, when the plan asks for one.
     fault_fs: Vec<Arc<std::sync::Mutex<Option<FaultFsHandle>>>>,
+    /// What the observer saw of each node.
+    observed: Vec<Arc<std::sync::Mutex<Observed>>>,
 }
 
 impl Lab {
@@ -75,10 +101,12 @@ impl Lab {
     ) -> Lab {
         let mut slots = Vec::new();
         let mut boot_rx = Vec::new();
+        let observed = (0..system.node_count()).map(|_| Arc::default()).collect();
         for _ in 0..system.node_count() {
             let (tx, rx) = watch::channel(BootState::Stopped);
             slots.push(Arc::new(Mutex::new(Slot {
                 spawned: None,
+                log_offset: 0,
                 stopping: false,
                 paused: false,
                 boot: tx,
@@ -95,6 +123,7 @@ impl Lab {
             boot_timeout,
             netns: None,
             fault_fs: Vec::new(),
+            observed,
         }
     }
 
@@ -184,6 +213,8 @@ impl Lab {
             command.program = program;
             command.args = args;
         }
+        let log_offset = std::fs::metadata(&self.log_paths[node]).map(|m| m.len()).unwrap_or(0);
+        *self.observed[node].lock().expect("observations lock") = Observed::default();
         let spawned = self
             .supervisor
             .spawn(command, self.log_paths[node].clone())
@@ -192,6 +223,7 @@ impl Lab {
         let pid = spawned.pid;
         slot.stopping = false;
         slot.paused = false;
+        slot.log_offset = log_offset;
         slot.spawned = Some(spawned.clone());
         slot.boot.send_replace(BootState::Starting);
         drop(slot);
@@ -199,16 +231,37 @@ impl Lab {
             self.system.clone(),
             self.recorder.clone(),
             self.slots[node].clone(),
+            self.observed[node].clone(),
             node,
             spawned,
-            self.log_paths[node].clone(),
+            (self.log_paths[node].clone(), log_offset),
             self.boot_timeout,
         ));
         Ok(json!({"pid": pid}))
     }
 
-    /// SIGKILLs a node's process group and waits until it is reaped.
-    pub async fn kill_node(&self, node: usize) -> Result<Value, String> {
+    /// SIGKILLs a node's process group and waits until it is reaped; first records what the node had durably
+    /// reached (`cause`: `kill`, `restart-all`), unless `cause` is `None` (teardown).
+    pub async fn kill_node_for(&self, node: usize, cause: Option<&str>) -> Result<Value, String> {
+        if let Some(cause) = cause {
+            let running = {
+                let slot = self.slots[node].lock().await;
+                slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none())
+            };
+            if running {
+                // A fresh answer if the node gives one at once; else what the observer saw last.
+                if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
+                    note_status(
+                        self.system.as_ref(),
+                        &self.recorder,
+                        &self.observed[node],
+                        node,
+                        &status,
+                    );
+                }
+                record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
+            }
+        }
         let mut slot = self.slots[node].lock().await;
         let Some(spawned) = slot.spawned.clone().filter(|s| s.exited.borrow().is_none()) else {
             return Err(format!("{} is not running", node_name(node)));
@@ -229,6 +282,40 @@ impl Lab {
             .map_err(|_| "reaper gone".to_string())?;
         self.slots[node].lock().await.boot.send_replace(BootState::Stopped);
         Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
+    }
+
+    /// SIGKILLs a node (a fault): [`Lab::kill_node_for`] with cause `kill`.
+    pub async fn kill_node(&self, node: usize) -> Result<Value, String> {
+        self.kill_node_for(node, Some("kill")).await
+    }
+
+    /// Watches every node until `stop` is set: a status probe every [`OBSERVE_INTERVAL`], changes recorded as
+    /// `observation` `status` events (see [`note_status`]).
+    pub async fn observe(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for node in 0..self.node_count() {
+            let (lab, mut stop) = (self.clone(), stop.clone());
+            tasks.spawn(async move {
+                let mut tick = tokio::time::interval(OBSERVE_INTERVAL);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stop.wait_for(|stop| *stop) => return,
+                    }
+                    if lab.boot_state(node) != BootState::Ready {
+                        continue;
+                    }
+                    if let Ok(status) = lab.system.probe(node, OBSERVE_TIMEOUT).await {
+                        // A probe that raced a kill answers for the old process: only a running node's counts.
+                        if lab.boot_state(node) == BootState::Ready {
+                            note_status(lab.system.as_ref(), &lab.recorder, &lab.observed[node], node, &status);
+                        }
+                    }
+                }
+            });
+        }
+        while tasks.join_next().await.is_some() {}
     }
 
     /// Sends SIGSTOP or SIGCONT to a running node.
@@ -318,19 +405,115 @@ impl Lab {
     /// SIGKILLs every running node (shutdown path); records nothing.
     pub async fn kill_all_quietly(&self) {
         for node in 0..Lab::node_count(self) {
-            let _ = self.kill_node(node).await;
+            let _ = self.kill_node_for(node, None).await;
         }
     }
 }
 
+/// Takes one status answer: keeps its durable value (with when) and records an `observation` `status` event when the
+/// node's role, primary or view changed, or its durable progress moved and its last record is older than
+/// [`PROGRESS_RECORD_INTERVAL`].
+fn note_status(
+    system: &dyn System,
+    recorder: &Recorder,
+    observed: &std::sync::Mutex<Observed>,
+    node: usize,
+    status: &NodeStatus,
+) {
+    let progress = system.progress(status);
+    let now = Instant::now();
+    let mut observed = observed.lock().expect("observations lock");
+    observed.last_answer = Some(now);
+    if let Some(durable) = progress.durable {
+        observed.samples.push_back((now, durable));
+        // Keep what the settle rule can still pick: samples up to settle + a margin before the newest answer.
+        let keep = system.durable_settle() + Duration::from_secs(2);
+        while observed.samples.len() > 1 && observed.samples[1].0 + keep < now {
+            observed.samples.pop_front();
+        }
+    }
+    let key = (status.role, status.primary, progress.view);
+    let changed = observed.last_key != Some(key);
+    let moved = observed
+        .last_record
+        .is_none_or(|(at, durable)| durable != progress.durable && now.duration_since(at) >= PROGRESS_RECORD_INTERVAL);
+    if !changed && !moved {
+        return;
+    }
+    observed.last_key = Some(key);
+    observed.last_record = Some((now, progress.durable));
+    drop(observed);
+    let role = match status.role {
+        Role::Primary => "primary",
+        Role::Backup => "backup",
+        Role::Other => "other",
+    };
+    let numbers: serde_json::Map<String, Value> = progress
+        .numbers
+        .iter()
+        .map(|(name, value)| (name.to_string(), json!(value)))
+        .collect();
+    recorder.observation(
+        Observation::Status,
+        Some(&node_name(node)),
+        json!({
+            "role": role,
+            "primary": status.primary.map(node_name),
+            "view": progress.view,
+            "durable": progress.durable,
+            "progress": numbers,
+        }),
+    );
+}
+
+/// Records what a node that is being stopped (or that stopped on its own) had durably reached: the newest durable
+/// value it reported at least [`System::durable_settle`] before its last answer. Nothing when it never reported one
+/// since it was started.
+fn record_last_durable(
+    system: &dyn System,
+    recorder: &Recorder,
+    observed: &std::sync::Mutex<Observed>,
+    node: usize,
+    cause: &str,
+) {
+    let settle = system.durable_settle();
+    let picked = {
+        let observed = observed.lock().expect("observations lock");
+        let Some(last_answer) = observed.last_answer else {
+            return;
+        };
+        observed
+            .samples
+            .iter()
+            .rev()
+            .find(|(at, _)| *at + settle <= last_answer)
+            .copied()
+    };
+    let Some((at, durable)) = picked else {
+        return;
+    };
+    recorder.observation(
+        Observation::LastDurable,
+        Some(&node_name(node)),
+        json!({
+            "durable": durable,
+            "age_ms": at.elapsed().as_millis() as u64,
+            "settle_ms": settle.as_millis() as u64,
+            "cause": cause,
+        }),
+    );
+}
+
 /// Follows one started process: ready or refused or timed out, and later an unexpected exit.
+#[allow(clippy::too_many_arguments)]
 async fn watch_node(
     system: Arc<dyn System>,
     recorder: Recorder,
     slot: Arc<Mutex<Slot>>,
+    observed: Arc<std::sync::Mutex<Observed>>,
     node: usize,
     spawned: Spawned,
-    log_path: PathBuf,
+    (log_path, log_offset): (PathBuf, u64),
     boot_timeout: Duration,
 ) {
     let name = node_name(node);
@@ -365,6 +548,13 @@ async fn watch_node(
                 Some(&name),
                 json!({"pid": spawned.pid, "boot_ms": started.elapsed().as_millis() as u64}),
             );
+            if let Some(recovered) = system.recovered(&log_since(&log_path, log_offset)) {
+                recorder.observation(
+                    Observation::Recovered,
+                    Some(&name),
+                    json!({"recovered": recovered.recovered, "line": recovered.line}),
+                );
+            }
             publish(BootState::Ready).await;
         }
         Some(false) => {
@@ -387,6 +577,9 @@ async fn watch_node(
         if slot.stopping || slot.spawned.as_ref().map(|s| s.pid) != Some(spawned.pid) {
             return;
         }
+    }
+    if ready == Some(true) {
+        record_last_durable(system.as_ref(), &recorder, &observed, node, "crashed");
     }
     let tail = log_tail(&log_path);
     let state = match (ready, system.boot_refusal_line(&tail)) {
@@ -416,6 +609,19 @@ async fn watch_node(
         }
     };
     publish(state).await;
+}
+
+/// What a node's log holds from `offset` on (at most 1 MiB: a boot log is short).
+fn log_since(path: &std::path::Path, offset: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    const BOOT_LOG_BYTES_MAX: u64 = 1 << 20;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let _ = file.seek(SeekFrom::Start(offset));
+    let mut bytes = Vec::new();
+    let _ = file.take(BOOT_LOG_BYTES_MAX).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The last few KiB of a node's log.

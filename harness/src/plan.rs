@@ -339,6 +339,21 @@ pub struct DiskSpec {
     /// default) or `journaled` (any fsync commits every earlier change, as ext4's journal does).
     #[serde(default, skip_serializing_if = "is_posix")]
     pub metadata: faultline_faults::fusefs::MetadataDurability,
+    /// What the system must do on interior damage to its files (a flip or a zeroed block a correct log cannot take
+    /// for a torn write): `refuse` (booting on it with less than it had applied is invalid) or `may-truncate` (a
+    /// named warning). Default: what the system's adapter promises (the reference node refuses; etcd 3.4 does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interior_damage: Option<InteriorDamage>,
+}
+
+/// What a plan declares a system must do on interior damage to its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InteriorDamage {
+    /// Refuse to boot.
+    Refuse,
+    /// It may truncate there (reported as a warning with what it dropped).
+    MayTruncate,
 }
 
 fn is_posix(metadata: &faultline_faults::fusefs::MetadataDurability) -> bool {

@@ -1,7 +1,7 @@
 //! The run's history recorder: one append-only JSONL file, every line flushed as it is written, so a crashed run
 //! still leaves a readable history. Time is monotonic nanoseconds since the run started.
 
-use faultline_workloads::history::{Event, HistoryWriter, Lifecycle, Meta, Nemesis};
+use faultline_workloads::history::{Event, HistoryWriter, Lifecycle, Meta, Nemesis, Observation};
 use serde_json::Value;
 use std::fs::File;
 use std::io::BufWriter;
@@ -52,6 +52,11 @@ impl Recorder {
 
     /// Records a nemesis event (on a node, or on the network with no node).
     pub fn nemesis(&self, name: Nemesis, node: Option<&str>, value: Value) -> u64 {
+        self.record(Event::named(name, node.map(str::to_string), value))
+    }
+
+    /// Records what the harness saw a node report.
+    pub fn observation(&self, name: Observation, node: Option<&str>, value: Value) -> u64 {
         self.record(Event::named(name, node.map(str::to_string), value))
     }
 

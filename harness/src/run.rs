@@ -155,8 +155,23 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     Ok(RunOutcome { store_dir, results })
 }
 
-/// Setup, fault phase, final phase.
+/// Setup, fault phase, final phase, with the observer watching every node throughout.
 async fn drive(plan: &Plan, seed: u64, lab: &Arc<Lab>, network: Option<&Network>, quiet: bool) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let observer = tokio::spawn(lab.clone().observe(stop_rx));
+    let result = drive_phases(plan, seed, lab, network, quiet).await;
+    let _ = stop_tx.send(true);
+    let _ = observer.await;
+    result
+}
+
+async fn drive_phases(
+    plan: &Plan,
+    seed: u64,
+    lab: &Arc<Lab>,
+    network: Option<&Network>,
+    quiet: bool,
+) -> anyhow::Result<()> {
     let recorder = lab.recorder().clone();
     let system = lab.system().clone();
     for node in 0..lab.node_count() {

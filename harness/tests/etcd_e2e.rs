@@ -159,6 +159,76 @@ final_phase:
     panic!("six seeds in a row flipped a bit etcd did not refuse (a length field or padding): not chance; look at the runs");
 }
 
+/// etcd 3.4 takes a zeroed 4 KiB block in the interior of its WAL for a torn write: its decoder sees a zero length
+/// (the end of the data) or a record with a zeroed sector (a torn write), truncates the WAL there, and boots having
+/// dropped every later entry, while its peers still hold them. The durability check compares the applied index the
+/// member reported before the restart-all's kill with the commit index its own boot line names, and says how many
+/// applied entries it forgot: a named warning by default (etcd does not promise to refuse such damage), invalid when
+/// the plan declares `disk: {interior_damage: refuse}`.
+#[test]
+fn given_a_zeroed_block_in_a_members_wal_interior_should_report_the_applied_entries_it_forgot() {
+    if !prerequisite("etcd", etcd_installed()) || !fuse_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    for (declared, seed) in [("", 51), ("\n  interior_damage: refuse", 52)] {
+        let run = run_text(
+            &plan(&format!(
+                "seed: {seed}
+time_limit: 5s
+disk:
+  fault_fs: true
+  metadata: journaled{declared}
+{WORKLOAD}
+final_phase:
+  restart_all: true
+  surgery:
+    - {{node: n2, cut: {{op: zero-block, files: 'member/wal/*.wal', region: '4096..8192'}}}}
+  after_refusal: wipe"
+            )),
+            &[],
+        );
+        let results = results(&run.run_dir);
+        let durability = check(&results, "durability");
+        let restart = &durability["details"]["nodes"]["n2"]["restarts"][0];
+        let forgotten = restart["forgotten"].as_u64().unwrap_or(0);
+        assert!(forgotten > 0, "n2 forgot applied entries\n{durability:#}");
+        assert_eq!(
+            restart["durable"].as_u64().unwrap() - restart["recovered"].as_u64().unwrap(),
+            forgotten
+        );
+        let stdout = String::from_utf8_lossy(&run.output.stdout);
+        let said = format!("forgot {forgotten} applied entries");
+        if declared.is_empty() {
+            assert_eq!(restart["judgement"], "damage-truncated", "{durability:#}");
+            assert_eq!(results["verdict"], "valid", "{results:#}");
+            assert!(
+                durability["warnings"][0].as_str().unwrap().contains(&said),
+                "{durability:#}"
+            );
+            assert!(
+                stdout.contains("VALID") && stdout.contains("with a warning: durability: n2 booted after zero-block"),
+                "the headline names the warning: {}",
+                explain(&run.output)
+            );
+        } else {
+            assert_eq!(restart["judgement"], "booted-on-damage", "{durability:#}");
+            assert_eq!(results["verdict"], "invalid", "{results:#}");
+            let reason = results["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("durability: n2 booted after zero-block") && reason.contains(&said),
+                "{reason}"
+            );
+            assert!(reason.contains("booted on damage it should have refused"), "{reason}");
+            assert!(stdout.contains("INVALID"), "{}", explain(&run.output));
+        }
+        for node in ["n1", "n3"] {
+            let restarts = &durability["details"]["nodes"][node]["restarts"];
+            assert_eq!(restarts[0]["judgement"], "ok", "{node} kept everything: {durability:#}");
+        }
+    }
+}
+
 #[test]
 fn given_serializable_reads_from_a_member_cut_off_from_the_majority_should_be_caught_as_non_linearizable() {
     if !prerequisite("etcd", etcd_installed()) || !netns_ready() {

@@ -244,6 +244,7 @@ mod tests {
                     reason: "n2 <refused>".into(),
                     details: serde_json::Value::Null,
                     evidence_ns: None,
+                    warnings: Vec::new(),
                 },
                 CheckResult {
                     name: "linearizability".into(),
@@ -251,6 +252,7 @@ mod tests {
                     reason: "ok".into(),
                     details: serde_json::Value::Null,
                     evidence_ns: None,
+                    warnings: Vec::new(),
                 },
             ],
             counts: Counts::default(),

@@ -130,6 +130,7 @@ mod tests {
             reason: format!("{name} said so"),
             details: Value::Null,
             evidence_ns: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -34,6 +34,7 @@ fn run_results() -> Results {
                 reason: format!("{verdict} <because> \u{1b}[31m&"),
                 details: Value::Null,
                 evidence_ns: None,
+                warnings: Vec::new(),
             })
             .collect(),
         counts: Counts::default(),

@@ -13,7 +13,7 @@
 
 use super::{
     transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, NodeAddrs, NodeStatus, Outcome,
-    ProbeError, RegisterClient, Role, System,
+    ProbeError, Progress, Recovered, RegisterClient, Role, System,
 };
 use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -84,6 +84,10 @@ impl AdapterSpec for EtcdConfig {
             primary_probe: true,
             wipe: true,
             offline_verify: false,
+            // raftAppliedIndex, settled (see `EtcdSystem::durable_settle`); `restarting local member` says the rest.
+            durable_progress: true,
+            // etcd 3.4 takes interior damage that looks torn (a zeroed block, a length flip) for a torn write.
+            refuses_interior_damage: false,
         }
     }
 
@@ -395,6 +399,45 @@ impl System for EtcdSystem {
             primary,
             commit_point,
             raw,
+        })
+    }
+
+    /// `raftAppliedIndex`. etcd 3.4 hands a Ready's committed entries to the apply goroutine *before* its raft loop
+    /// writes that Ready to the WAL (`raftNode.start`: `applyc <- ap`, then `storage.Save`), and the apply side waits
+    /// for that write only before a snapshot (`applyAll`: "applied index might be greater than the last index in raft
+    /// storage"); a leader even commits on its own unsynced append. So neither the applied nor the committed index
+    /// (`raftIndex`) is durable the moment it is reported, on a leader or a follower. The applied index is durable
+    /// once that one write and fsync are done: see [`System::durable_settle`].
+    fn progress(&self, status: &NodeStatus) -> Progress {
+        let number = |field: &str| status.raw[field].as_str().and_then(|text| text.parse::<u64>().ok());
+        let numbers = [("raft_index", "raftIndex"), ("raft_applied_index", "raftAppliedIndex")]
+            .into_iter()
+            .filter_map(|(name, field)| Some((name, number(field)?)))
+            .collect();
+        Progress {
+            view: number("raftTerm"),
+            durable: number("raftAppliedIndex"),
+            numbers,
+        }
+    }
+
+    /// An applied index is on disk once the raft loop has written the Ready that carried it: one WAL write and
+    /// fsync, milliseconds. One second of the member answering probes after it is a wide bound (a paused member
+    /// answers nothing, so its pause does not count).
+    fn durable_settle(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    /// `restarting local member ... "commit-index":N`: the commit index of the last HardState its WAL replay kept
+    /// (after any repair). A first boot (`starting local member`) and a wiped, re-added member print no such line.
+    fn recovered(&self, boot_log: &str) -> Option<Recovered> {
+        let line = boot_log
+            .lines()
+            .find(|line| line.contains("\"msg\":\"restarting local member\""))?;
+        let record: Value = serde_json::from_str(line.trim()).ok()?;
+        Some(Recovered {
+            recovered: record["commit-index"].as_u64()?,
+            line: line.trim().to_string(),
         })
     }
 

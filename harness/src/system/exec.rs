@@ -257,6 +257,8 @@ impl AdapterSpec for ExecConfig {
             primary_probe: self.status.role.is_some() || !self.status.primary_if_equal.is_empty(),
             wipe: self.wipe.is_some(),
             offline_verify: self.verify.is_some(),
+            durable_progress: false,
+            refuses_interior_damage: false,
         }
     }
 

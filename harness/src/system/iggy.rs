@@ -106,6 +106,9 @@ impl AdapterSpec for IggyConfig {
             primary_probe: true,
             wipe: true,
             offline_verify: false,
+            // Its status names no op number the harness can compare across a restart.
+            durable_progress: false,
+            refuses_interior_damage: false,
         }
     }
 

@@ -47,6 +47,12 @@ pub struct Capabilities {
     pub wipe: bool,
     /// It has an offline WAL verifier, run on every stopped node in the restart-all.
     pub offline_verify: bool,
+    /// It reports a durable progress number ([`Progress::durable`]) and says in its boot log what it booted with
+    /// ([`System::recovered`]): the `durability` check judges its restarts.
+    pub durable_progress: bool,
+    /// It promises to refuse to boot on interior damage to its WAL (damage a correct log cannot take for a torn
+    /// write): booting after such damage with less than it had applied is a finding, not a warning.
+    pub refuses_interior_damage: bool,
 }
 
 /// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.
@@ -214,6 +220,27 @@ pub struct NodeStatus {
     pub raw: Value,
 }
 
+/// The numbers a status probe carries, as the adapter reads them from [`NodeStatus::raw`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    /// The view, term or epoch, where the system has one.
+    pub view: Option<u64>,
+    /// A durable lower bound: a value the node can only have reached after persisting everything up to it (see
+    /// [`System::durable_settle`] for systems that report it a little before the write is done).
+    pub durable: Option<u64>,
+    /// Every numeric progress field by name (`op`, `commit`, `raft_index` ...), for the history.
+    pub numbers: Vec<(&'static str, u64)>,
+}
+
+/// What a restarted node says it booted with, read from its own boot log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovered {
+    /// The progress it holds after the boot, comparable with [`Progress::durable`] from before its stop.
+    pub recovered: u64,
+    /// The log line it was read from.
+    pub line: String,
+}
+
 /// Where a node listens.
 #[derive(Debug, Clone)]
 pub struct NodeAddrs {
@@ -302,6 +329,21 @@ pub trait System: Send + Sync {
     /// Whether a started node is ready to serve (by default: it answers a status probe).
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         self.probe(node, timeout).await.is_ok()
+    }
+    /// The progress numbers of a status (none by default).
+    fn progress(&self, _status: &NodeStatus) -> Progress {
+        Progress::default()
+    }
+    /// How long after a node reports a durable value that value is surely on its disk: zero for a system that reports
+    /// only what it has fsynced. The durable value of a stopped node is the newest one it reported at least this long
+    /// before its last answer.
+    fn durable_settle(&self) -> Duration {
+        Duration::ZERO
+    }
+    /// What a node booted with, from the log it wrote since it was started (`None`: the log does not say, e.g. a
+    /// first boot or a wiped node).
+    fn recovered(&self, _boot_log: &str) -> Option<Recovered> {
+        None
     }
     /// The node that becomes primary in the next view, given the current primary, if the system can tell.
     fn next_primary(&self, primary: usize) -> Option<usize>;

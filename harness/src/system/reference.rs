@@ -2,7 +2,7 @@
 
 use super::{
     transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus,
-    Outcome, ProbeError, RegisterClient, Role, System,
+    Outcome, ProbeError, Progress, Recovered, RegisterClient, Role, System,
 };
 use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -48,6 +48,9 @@ impl AdapterSpec for ReferenceConfig {
             primary_probe: true,
             wipe: true,
             offline_verify: true,
+            durable_progress: true,
+            // Its boot scan truncates only a torn last entry and refuses anything else that does not chain.
+            refuses_interior_damage: true,
         }
     }
 
@@ -323,6 +326,38 @@ impl System for ReferenceSystem {
             primary,
             commit_point,
             raw,
+        })
+    }
+
+    /// The node reports `commit` only after its own fsync of everything up to it (its loop fsyncs the WAL, then
+    /// executes committed ops), so commit is durable as reported.
+    fn progress(&self, status: &NodeStatus) -> Progress {
+        let number = |field: &str| status.raw[field].as_u64();
+        let numbers = ["op", "commit", "checkpoint"]
+            .into_iter()
+            .filter_map(|field| Some((field, number(field)?)))
+            .collect();
+        Progress {
+            view: number("view"),
+            durable: number("commit"),
+            numbers,
+        }
+    }
+
+    /// The boot's `rejoining: ... op=N` line: N is the head its WAL scan kept (torn tail already cut). A wiped node
+    /// (VSR recovery) and a genesis replica print no such line.
+    fn recovered(&self, boot_log: &str) -> Option<Recovered> {
+        let line = boot_log
+            .lines()
+            .find(|line| line.contains("rejoining: asking the cluster for the current view"))?;
+        let op = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("op="))?
+            .parse()
+            .ok()?;
+        Some(Recovered {
+            recovered: op,
+            line: line.trim().to_string(),
         })
     }
 

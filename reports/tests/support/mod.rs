@@ -332,6 +332,7 @@ fn linearizability_check(history: &History) -> CheckResult {
         reason: result.reason.clone(),
         details: serde_json::to_value(&result).unwrap(),
         evidence_ns: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -342,6 +343,7 @@ fn check(name: &str, verdict: Verdict, reason: &str, details: Value) -> CheckRes
         reason: reason.into(),
         details,
         evidence_ns: None,
+        warnings: Vec::new(),
     }
 }
 

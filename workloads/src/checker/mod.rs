@@ -16,11 +16,13 @@
 //! - [`Boot`]: no node refused to boot or died on its own without a recorded reason;
 //! - [`Liveness`]: after healing the cluster accepted a write within the bound;
 //! - [`Convergence`]: every node reached the same commit point;
+//! - [`Durability`]: no node booted with less than it had applied before it stopped;
 //! - [`LogPatterns`] (`log-patterns`): no node log shows a failure pattern.
 
 mod boot;
 mod completion;
 mod convergence;
+mod durability;
 mod linearizability;
 mod liveness;
 mod log_patterns;
@@ -30,6 +32,7 @@ mod set_workload;
 pub use boot::{Boot, IO_FAULT_GRACE_NS};
 pub use completion::Completion;
 pub use convergence::Convergence;
+pub use durability::{interior_damage, Durability};
 pub use linearizability::Linearizability;
 pub use liveness::Liveness;
 pub use log_patterns::{strip_ansi, LogPatterns};
@@ -75,6 +78,10 @@ pub struct CheckResult {
     /// When the first evidence of an invalid verdict happened (ns since run start), for time-to-detection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_ns: Option<u64>,
+    /// Named warnings: findings a person must see that do not make the verdict invalid (e.g. a system that
+    /// truncated interior damage to its WAL as if it were a torn write).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl CheckResult {
@@ -86,6 +93,7 @@ impl CheckResult {
             reason,
             details,
             evidence_ns: None,
+            warnings: Vec::new(),
         }
     }
 }
@@ -130,16 +138,28 @@ fn check_safely(checker: &dyn Checker, input: &CheckInput) -> CheckResult {
 }
 
 /// Combines checks: the verdict is the worst; the reason is that of the first check with the worst verdict. An empty
-/// list is `unknown`: an unchecked run is never valid.
+/// list is `unknown`: an unchecked run is never valid. A valid run whose checks raised warnings says so, with the
+/// first warning, so the headline never hides one.
 pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
     let verdict = Verdict::combine_all(checks.iter().map(|c| c.verdict));
+    let warnings: Vec<(&str, &str)> = checks
+        .iter()
+        .flat_map(|c| c.warnings.iter().map(move |w| (c.name.as_str(), w.as_str())))
+        .collect();
     let reason = match checks
         .iter()
         .find(|c| c.verdict == verdict && verdict != Verdict::Valid)
     {
         Some(check) => format!("{}: {}", check.name, check.reason),
         None if checks.is_empty() => "nothing was checked".to_string(),
-        None => "every check passed".to_string(),
+        None => match warnings.as_slice() {
+            [] => "every check passed".to_string(),
+            [(name, warning)] => format!("every check passed, with a warning: {name}: {warning}"),
+            [(name, warning), rest @ ..] => format!(
+                "every check passed, with {} warnings; first: {name}: {warning}",
+                rest.len() + 1
+            ),
+        },
     };
     let verdict = if checks.is_empty() { Verdict::Unknown } else { verdict };
     (verdict, reason)
