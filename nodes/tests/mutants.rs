@@ -551,7 +551,9 @@ fn kill_a_backup_after_a_burst(bug: bool) -> BackupRestart {
             assert!(cluster.put(&format!("b{attempt}-{i}"), "burst", SECONDS_5));
         }
         let last = status_u64(&cluster, primary, "commit");
-        let everywhere = wait_until(SECONDS_5, || (0..3).all(|id| status_u64(&cluster, id, "commit") >= last));
+        let everywhere = wait_until(SECONDS_5, || {
+            (0..3).all(|id| status_u64(&cluster, id, "commit") >= last)
+        });
         assert!(everywhere, "attempt {attempt}: every replica executes op {last}");
         let commit_before_kill = status_u64(&cluster, backup, "commit");
         cluster.kill(backup);
@@ -566,7 +568,12 @@ fn kill_a_backup_after_a_burst(bug: bool) -> BackupRestart {
                 .map(str::to_string);
             boot_line.is_some()
         });
-        assert!(booted, "attempt {attempt}: n{} rejoins: {}", backup + 1, cluster.log(backup));
+        assert!(
+            booted,
+            "attempt {attempt}: n{} rejoins: {}",
+            backup + 1,
+            cluster.log(backup)
+        );
         let boot_line = boot_line.expect("found");
         let (booted_op, booted_commit) = (field(&boot_line, "op"), field(&boot_line, "commit"));
         eprintln!(
@@ -624,7 +631,11 @@ fn given_truncate_on_boot_when_a_backup_restarts_after_kill_9_should_boot_below_
         outcome.booted_commit.max(outcome.commit_before_kill - 3),
         "up to three entries dropped, never at or below the persisted commit"
     );
-    assert!(cluster.log(backup).contains("torn tail truncated"), "{}", cluster.log(backup));
+    assert!(
+        cluster.log(backup).contains("torn tail truncated"),
+        "{}",
+        cluster.log(backup)
+    );
     assert!(
         cluster.wait_converged(SECONDS_15),
         "n{} repairs the dropped ops from its peers: {}",
@@ -650,7 +661,11 @@ fn given_the_truncate_on_boot_restart_without_the_bug_should_boot_with_every_ent
         outcome.commit_before_kill,
         cluster.log(backup)
     );
-    assert!(!cluster.log(backup).contains("torn tail truncated"), "{}", cluster.log(backup));
+    assert!(
+        !cluster.log(backup).contains("torn tail truncated"),
+        "{}",
+        cluster.log(backup)
+    );
     assert!(cluster.wait_converged(SECONDS_15), "{}", cluster.log(backup));
     cluster.kill(backup);
     assert!(verifies(cluster, backup));
