@@ -578,7 +578,7 @@ fn kill_a_backup_after_a_burst(bug: bool) -> BackupRestart {
         let (booted_op, booted_commit) = (field(&boot_line, "op"), field(&boot_line, "commit"));
         eprintln!(
             "attempt {attempt}: n{} killed {killed_after_ms} ms after the first write, commit {commit_before_kill}; \
-             booted op {booted_op} commit {booted_commit}",
+             booted op {booted_op} commit {booted_commit}: {boot_line}",
             backup + 1
         );
         if booted_commit < commit_before_kill {
