@@ -27,11 +27,13 @@ pub enum Bug {
     BootSkipsVerification,
     /// A checkpoint is not fsynced before the superblock points to it and the WAL prefix it covers is dropped.
     CheckpointWithoutFsync,
+    /// Boot drops up to three intact (possibly committed and applied) entries at the WAL's tail as if they were torn.
+    TruncateOnBoot,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -40,6 +42,7 @@ impl Bug {
         Bug::ViewChangeMaxOp,
         Bug::BootSkipsVerification,
         Bug::CheckpointWithoutFsync,
+        Bug::TruncateOnBoot,
     ];
 
     /// The name used on the command line and in logs.
@@ -53,6 +56,7 @@ impl Bug {
             Bug::ViewChangeMaxOp => "view-change-max-op",
             Bug::BootSkipsVerification => "boot-skips-verification",
             Bug::CheckpointWithoutFsync => "checkpoint-without-fsync",
+            Bug::TruncateOnBoot => "truncate-on-boot",
         }
     }
 

@@ -503,6 +503,174 @@ fn given_boot_skips_verification_when_an_interior_entry_is_corrupt_should_boot_a
     assert!(cluster.log(0).contains("MUTANT ACTIVE: boot-skips-verification"));
 }
 
+/// What a backup had applied before its kill -9, and what its restart booted with.
+struct BackupRestart {
+    cluster: Cluster,
+    backup: u8,
+    /// The backup's `/status` commit right before the kill (every replica had applied every write by then).
+    commit_before_kill: u64,
+    /// `op=` of the restarted backup's `rejoining` line: the head it booted with.
+    booted_op: u64,
+    /// `commit=` of that line: what it executed at boot, the commit its superblock had persisted.
+    booted_commit: u64,
+}
+
+/// Attempts of [`kill_a_backup_after_a_burst`] before it gives up on the window it needs.
+const BURST_ATTEMPTS_MAX: usize = 5;
+/// Acknowledged writes between the backup's superblock write and its kill.
+const BURST_WRITES: usize = 5;
+
+/// A replica persists its commit in the superblock at once when it executes an op after more than a second of
+/// idleness, then at most once a second. So: converge, stay idle for over two seconds (any pending superblock write
+/// is done within one, and the next one is then allowed at once), write once and wait until the backup executed it
+/// (and persisted it), write a burst of [`BURST_WRITES`], wait until every replica executed it, kill -9 a backup and
+/// restart it. When that takes less than a second, the backup booted with a superblock commit below what it had
+/// executed: the entries above it are what `truncate-on-boot` may drop. On a busy machine the window can close (the
+/// boot line then names a commit equal to the one before the kill); the attempt is repeated, bounded.
+fn kill_a_backup_after_a_burst(bug: bool) -> BackupRestart {
+    let mut cluster = Cluster::new(3);
+    cluster.view_change_timeout_ms = 1000;
+    if bug {
+        cluster = cluster.with_bug("truncate-on-boot");
+    }
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..10 {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    for attempt in 0..BURST_ATTEMPTS_MAX {
+        assert!(cluster.wait_converged(SECONDS_15), "attempt {attempt}: converged");
+        std::thread::sleep(Duration::from_millis(2200));
+        let primary = cluster.wait_for_primary(SECONDS_10).expect("a primary");
+        let backup = (primary + 1) % 3;
+        let started = Instant::now();
+        assert!(cluster.put(&format!("a{attempt}"), "first", SECONDS_5));
+        let first = status_u64(&cluster, primary, "commit");
+        assert!(wait_until(SECONDS_5, || status_u64(&cluster, backup, "commit") >= first));
+        for i in 0..BURST_WRITES {
+            assert!(cluster.put(&format!("b{attempt}-{i}"), "burst", SECONDS_5));
+        }
+        let last = status_u64(&cluster, primary, "commit");
+        let everywhere = wait_until(SECONDS_5, || {
+            (0..3).all(|id| status_u64(&cluster, id, "commit") >= last)
+        });
+        assert!(everywhere, "attempt {attempt}: every replica executes op {last}");
+        let commit_before_kill = status_u64(&cluster, backup, "commit");
+        cluster.kill(backup);
+        let killed_after_ms = started.elapsed().as_millis();
+        let log_before = cluster.log(backup).len();
+        cluster.start(backup);
+        let mut boot_line = None;
+        let booted = wait_until(SECONDS_10, || {
+            boot_line = cluster.log(backup)[log_before..]
+                .lines()
+                .find(|line| line.contains("rejoining: asking the cluster for the current view"))
+                .map(str::to_string);
+            boot_line.is_some()
+        });
+        assert!(
+            booted,
+            "attempt {attempt}: n{} rejoins: {}",
+            backup + 1,
+            cluster.log(backup)
+        );
+        let boot_line = boot_line.expect("found");
+        let (booted_op, booted_commit) = (field(&boot_line, "op"), field(&boot_line, "commit"));
+        eprintln!(
+            "attempt {attempt}: n{} killed {killed_after_ms} ms after the first write, commit {commit_before_kill}; \
+             booted op {booted_op} commit {booted_commit}: {boot_line}",
+            backup + 1
+        );
+        if booted_commit < commit_before_kill {
+            return BackupRestart {
+                cluster,
+                backup,
+                commit_before_kill,
+                booted_op,
+                booted_commit,
+            };
+        }
+    }
+    panic!("no kill within a second of the superblock write in {BURST_ATTEMPTS_MAX} attempts");
+}
+
+/// The value of `name=` in a text log line.
+fn field(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|token| token.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}= in {line}"))
+}
+
+/// `faultline-node verify` on a replica's data dir: whether it passes.
+fn verifies(cluster: &Cluster, id: u8) -> bool {
+    let verify = Command::new(NODE_BIN)
+        .arg("verify")
+        .arg(cluster.data_dir(id))
+        .output()
+        .expect("verify");
+    verify.status.success()
+}
+
+#[test]
+fn given_truncate_on_boot_when_a_backup_restarts_after_kill_9_should_boot_below_what_it_had_applied_and_repair_it() {
+    let _one = one_cluster();
+    let mut outcome = kill_a_backup_after_a_burst(true);
+    let backup = outcome.backup;
+    let cluster = &mut outcome.cluster;
+    assert!(
+        outcome.booted_op < outcome.commit_before_kill,
+        "n{} booted at op {} below the commit {} it had applied: {}",
+        backup + 1,
+        outcome.booted_op,
+        outcome.commit_before_kill,
+        cluster.log(backup)
+    );
+    assert_eq!(
+        outcome.booted_op,
+        outcome.booted_commit.max(outcome.commit_before_kill - 3),
+        "up to three entries dropped, never at or below the persisted commit"
+    );
+    assert!(
+        cluster.log(backup).contains("torn tail truncated"),
+        "{}",
+        cluster.log(backup)
+    );
+    assert!(
+        cluster.wait_converged(SECONDS_15),
+        "n{} repairs the dropped ops from its peers: {}",
+        backup + 1,
+        cluster.log(backup)
+    );
+    assert!(status_u64(cluster, backup, "commit") >= outcome.commit_before_kill);
+    cluster.kill(backup);
+    assert!(verifies(cluster, backup), "the cut WAL is a valid prefix");
+}
+
+#[test]
+fn given_the_truncate_on_boot_restart_without_the_bug_should_boot_with_every_entry_it_had_applied() {
+    let _one = one_cluster();
+    let mut outcome = kill_a_backup_after_a_burst(false);
+    let backup = outcome.backup;
+    let cluster = &mut outcome.cluster;
+    assert!(
+        outcome.booted_op >= outcome.commit_before_kill,
+        "n{} booted at op {}, commit before the kill {}: {}",
+        backup + 1,
+        outcome.booted_op,
+        outcome.commit_before_kill,
+        cluster.log(backup)
+    );
+    assert!(
+        !cluster.log(backup).contains("torn tail truncated"),
+        "{}",
+        cluster.log(backup)
+    );
+    assert!(cluster.wait_converged(SECONDS_15), "{}", cluster.log(backup));
+    cluster.kill(backup);
+    assert!(verifies(cluster, backup));
+}
+
 #[test]
 fn given_no_bug_flag_when_running_should_log_no_mutant_and_keep_backups_redirecting() {
     let _one = one_cluster();
@@ -554,6 +722,7 @@ fn given_bug_flags_when_running_should_log_them_once_and_reject_unknown_names_wi
         "view-change-max-op",
         "boot-skips-verification",
         "checkpoint-without-fsync",
+        "truncate-on-boot",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

@@ -179,6 +179,8 @@ pub const REQUEST_QUEUE_MAX: usize = 1024;
 const EVENT_BATCH_MAX: usize = 1024;
 const TICK_MS: u64 = 10;
 const SUPERBLOCK_COMMIT_INTERVAL_MS: u64 = 1000;
+/// Most intact entries the `truncate-on-boot` mutant drops from the WAL's tail at boot.
+const TRUNCATE_ON_BOOT_ENTRIES_MAX: u64 = 3;
 /// How often the `ack-before-fsync` mutant fsyncs the WAL (a periodic flush, acknowledged long before it).
 const DEFERRED_FSYNC_INTERVAL_MS: u64 = 1000;
 
@@ -363,8 +365,47 @@ impl Replica {
             rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
         };
         replica.restore_checkpoint(checkpoint)?;
+        if replica.config.mutants.has(Bug::TruncateOnBoot) {
+            replica.drop_tail_as_torn()?;
+        }
         replica.boot()?;
         Ok(replica)
+    }
+
+    /// MUTANT(truncate-on-boot): drops the last entries of an intact WAL as if they were a torn tail, although
+    /// they may be committed and applied (and acknowledged to the primary): up to TRUNCATE_ON_BOOT_ENTRIES_MAX
+    /// entries, never at or below the WAL base, the commit the superblock persisted or the checkpoint, so the boot
+    /// that follows neither refuses nor notices. The cut is durable (a rewrite, as a view change truncates) and
+    /// logged like the torn tail of an ordinary crash; the peers still hold the entries and the replica repairs
+    /// them from them, so only what it had applied before the kill, compared with what it boots with, shows it.
+    fn drop_tail_as_torn(&mut self) -> Result<(), ReplicaError> {
+        // A wiped replica has no log to cut, and a replica that never booted (sequence 1) must keep its genesis.
+        if self.superblock.recovering || self.superblock.sequence == 1 {
+            return Ok(());
+        }
+        let op_max = self.journal.op_max();
+        let floor = self
+            .journal
+            .base()
+            .op
+            .max(self.superblock.state.commit)
+            .max(self.commit_min);
+        let keep = op_max.saturating_sub(TRUNCATE_ON_BOOT_ENTRIES_MAX).max(floor);
+        if keep >= op_max {
+            return Ok(());
+        }
+        let dropped = self.journal.range(keep + 1, op_max).count();
+        self.journal.truncate_after(keep)?;
+        assert!(
+            self.journal.op_max() == keep && self.journal.head().op >= floor,
+            "the cut keeps every op up to the persisted commit (kept {keep}, floor {floor})"
+        );
+        tracing::warn!(
+            offset = self.journal.file_size_bytes()?,
+            reason = %format!("{dropped} entries above op {keep} left to VSR repair"),
+            "torn tail truncated"
+        );
+        Ok(())
     }
 
     fn boot(&mut self) -> Result<(), ReplicaError> {

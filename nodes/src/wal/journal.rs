@@ -332,6 +332,14 @@ impl Journal {
         Ok(())
     }
 
+    /// The length of the WAL file in bytes.
+    pub fn file_size_bytes(&self) -> Result<u64, JournalError> {
+        self.file
+            .metadata()
+            .map(|metadata| metadata.len())
+            .map_err(|source| io_error(&self.path, source))
+    }
+
     /// Drops every entry at or below `base.op`, which a durable checkpoint covers (the superblock must already
     /// name `base` as the WAL base: a crash during the rewrite then leaves either file, both of which boot).
     /// `base` is a stored entry at or below the head.
