@@ -22,6 +22,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("view-change-max-op", &["mutant-view-change-max-op"]),
     ("boot-skips-verification", &["reference-disk-surgery"]),
     ("checkpoint-without-fsync", &["reference-checkpoint"]),
+    ("truncate-on-boot", &["default"]),
 ];
 
 /// What to run.

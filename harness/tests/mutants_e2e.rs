@@ -150,3 +150,37 @@ fn given_the_scripted_stale_primary_plan_when_the_node_is_correct_should_be_vali
         );
     }
 }
+
+/// `truncate-on-boot` drops up to three intact entries at its WAL's tail at every boot, as if torn. The peers hold
+/// them and the node repairs them, so linearizability, boot and convergence see nothing; the durability check sees
+/// each restarted node boot below the commit it had reported right before its kill. A short `default` run restarts
+/// every node at least once (the restart-all), most of them more often (kills, flaps).
+#[test]
+fn given_the_default_plan_when_the_node_has_truncate_on_boot_should_be_caught_by_the_durability_check() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let run = support::run_text(
+            &repo_plan("default.yaml", Some("truncate-on-boot")),
+            &["--seed", &seed.to_string(), "--time-limit", "12s"],
+        );
+        let results = results(&run.run_dir);
+        assert_eq!(
+            run.output.status.code(),
+            Some(1),
+            "{}\n{results:#}",
+            explain(&run.output)
+        );
+        let durability = check(&results, "durability");
+        assert_eq!(durability["verdict"], "invalid", "seed {seed}: {durability:#}");
+        let reason = durability["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(" applied ") && reason.contains("forgotten, no surgery recorded"),
+            "seed {seed}: {reason}"
+        );
+        assert_eq!(
+            check(&results, "boot")["verdict"],
+            "valid",
+            "seed {seed}: the mutant never makes a node refuse to boot"
+        );
+    }
+}

@@ -62,6 +62,10 @@ fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_ever
     }
     let results = results(run_dir);
     assert_eq!(results["verdict"], "valid", "{results:#}");
+    // Every node was stopped and booted again at least in the restart-all, each boot judged against what it had.
+    let durability = check(&results, "durability");
+    assert_eq!(durability["verdict"], "valid", "{durability:#}");
+    assert!(durability["details"]["judged"].as_u64().unwrap() >= 3, "{durability:#}");
     assert!(
         results["counts"]["ok"].as_u64().unwrap() > 100,
         "too few ops: {}",
@@ -415,6 +419,11 @@ fn given_power_loss_of_every_node_when_the_node_fsyncs_correctly_should_lose_not
         explain(output),
         results(run_dir)
     );
+    // The node executes only what it has fsynced: after losing power it still boots with all it had applied.
+    let results = results(run_dir);
+    let durability = check(&results, "durability");
+    assert_eq!(durability["verdict"], "valid", "{durability:#}");
+    assert!(durability["details"]["judged"].as_u64().unwrap() >= 6, "{durability:#}");
 }
 
 #[test]
