@@ -1,6 +1,6 @@
 //! The checks table: one row per check with its verdict, its one-sentence reason and its evidence drawn for a person
 //! (linearizability per key, set elements lost or stale with their times, boot per node with the refusal line,
-//! recovery times, convergence, log pattern hits).
+//! recovery times, convergence, log pattern hits, durability restarts per node).
 
 use super::escape::Shown;
 use crate::results::{CheckResult, Results, Verdict};
@@ -52,6 +52,7 @@ fn details(check: &CheckResult) -> Markup {
             _ => raw(d),
         },
         "boot" if d.is_object() => boot(d),
+        "durability" if d["nodes"].is_object() => super::durability::render(d),
         "liveness" => liveness(d),
         "convergence" => convergence(d),
         "log-patterns" if d.is_array() => log_patterns(d),

@@ -7,6 +7,7 @@
 //! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]).
 
 mod checks;
+mod durability;
 mod escape;
 mod linearizability;
 mod logs;
