@@ -4,7 +4,8 @@
 //! - `schema_version` (1), `faultline_version`
 //! - `verdict` (`valid|invalid|unknown`, the worst of the checks), `reason` (one sentence)
 //! - `plan`, `system`, `seed`, `started_at` (RFC 3339 UTC), `duration_ms`, `store_dir`, `repro` (a command line)
-//! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON)
+//! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON) and `warnings` (what a
+//!   person should know even when the verdict stands; absent when there are none)
 //! - `counts`: client ops by completion (`invoke`, `ok`, `fail`, `info`, `open`), nemesis and lifecycle events
 //!
 //! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):

@@ -156,6 +156,7 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
                 div class="verdict" { (crate::results::shout(results.verdict)) }
                 div class="reason" { (Shown(&results.reason)) }
             }
+            (banner_warnings(results))
             dl { @for (name, value) in &facts { div { dt { (name) } dd { (Shown(value)) } } } }
             div class="repro" {
                 span { "repro" }
@@ -167,6 +168,35 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
                     "faultline " (hash("faultline_version")) " (xxh3 " (hash("faultline_binary_xxh3"))
                     ") · node binary " code { (hash("node_binary")) } " (xxh3 " (hash("node_binary_xxh3"))
                     ") · plan digest " (hash("plan_digest"))
+                }
+            }
+        }
+    }
+}
+
+/// A valid run's warnings, under its verdict: "VALID, with 1 warning:" and each warning named by its check. An invalid
+/// or unknown run lists what went wrong below the banner instead, and every warning stays in its check's row.
+fn banner_warnings(results: &Results) -> Markup {
+    let warned: Vec<(&str, String)> = results
+        .checks
+        .iter()
+        .flat_map(|c| checks::warnings(c).into_iter().map(|w| (c.name.as_str(), w)))
+        .collect();
+    warning_banner(results.verdict, &warned)
+}
+
+/// The banner's warning lines, each `(check, warning)`; nothing unless the run is valid and something warned.
+fn warning_banner(verdict: Verdict, warned: &[(&str, String)]) -> Markup {
+    if verdict != Verdict::Valid || warned.is_empty() {
+        return html! {};
+    }
+    let plural = if warned.len() == 1 { "" } else { "s" };
+    html! {
+        div class="warnings" {
+            div class="count" { (crate::results::shout(verdict)) ", with " (warned.len()) " warning" (plural) ":" }
+            @for (check, warning) in warned {
+                div class="warning" {
+                    a href={ "#check-" (Shown(check)) } { (Shown(check)) } ": " (Shown(warning))
                 }
             }
         }
@@ -342,5 +372,208 @@ fn plan_section(inputs: &RunInputs) -> Markup {
                 None => { p class="warn" { "plan.yaml is missing from the store folder." } }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CheckResult, Counts};
+    use faultline_workloads::history::Event;
+    use std::collections::BTreeMap;
+
+    const HOSTILE: &str = "</script><img src=x onerror=\"alert(1)\">&";
+
+    fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {
+        Event {
+            index,
+            time_ns: time_ms * 1_000_000,
+            kind,
+            process: None,
+            worker: None,
+            node: node.map(str::to_string),
+            f: f.into(),
+            key: None,
+            value,
+            error: None,
+        }
+    }
+
+    fn check(name: &str, details: Value) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict: Verdict::Valid,
+            reason: format!("{name} passed"),
+            details,
+            evidence_ns: None,
+        }
+    }
+
+    fn inputs(events: Vec<Event>, checks: Vec<CheckResult>) -> RunInputs {
+        let history = History {
+            events,
+            truncated_tail: false,
+        };
+        let results = Results {
+            schema_version: crate::results::SCHEMA_VERSION,
+            faultline_version: "test".into(),
+            verdict: Verdict::Valid,
+            reason: "every check passed".into(),
+            plan: "default".into(),
+            system: "reference".into(),
+            seed: 5,
+            started_at: "2026-12-01T00:00:00Z".into(),
+            duration_ms: 40_000,
+            store_dir: "/tmp/run".into(),
+            repro: "faultline run --seed 5".into(),
+            counts: Counts::of(&history),
+            checks,
+        };
+        RunInputs {
+            run_dir: "/tmp/run".into(),
+            plan_yaml: None,
+            history,
+            results,
+            logs: BTreeMap::new(),
+        }
+    }
+
+    /// The same run with n2's observations around the kill, indexes and times kept in order.
+    fn observed_events() -> Vec<Event> {
+        let status = |durable: u64, role: &str| {
+            json!({"role": role, "primary": "n1", "view": 3, "durable": durable,
+                   "progress": {"op": durable + 3, "commit": durable}})
+        };
+        let observed = vec![
+            event(0, 0, EventKind::Meta, "run-start", None, json!({"seed": 5})),
+            event(
+                0,
+                1_000,
+                EventKind::Lifecycle,
+                "boot-ok",
+                Some("n2"),
+                json!({"boot_ms": 30}),
+            ),
+            event(
+                0,
+                2_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(10, "backup"),
+            ),
+            event(
+                0,
+                3_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(300, "backup"),
+            ),
+            event(
+                0,
+                4_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(300, "backup"),
+            ),
+            event(
+                0,
+                20_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(717, "primary"),
+            ),
+            event(
+                0,
+                31_200,
+                EventKind::Observation,
+                "last-durable",
+                Some("n2"),
+                json!({"durable": 717, "age_ms": 40, "cause": "kill"}),
+            ),
+            event(
+                0,
+                31_200,
+                EventKind::Nemesis,
+                "kill",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                0,
+                33_000,
+                EventKind::Nemesis,
+                "start",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                0,
+                33_000,
+                EventKind::Observation,
+                "recovered",
+                Some("n2"),
+                json!({"recovered": 519, "line": "booted at op 519"}),
+            ),
+            event(0, 40_000, EventKind::Meta, "run-end", None, Value::Null),
+        ];
+        observed
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| Event { index: i as u64, ..e })
+            .collect()
+    }
+
+    #[test]
+    fn given_a_valid_run_with_a_warning_when_the_banner_is_drawn_should_name_the_check_and_the_warning() {
+        let warning = "n2 booted after interior damage to member/wal/0.wal and forgot 356 applied entries (471 → 115)";
+        let html = warning_banner(Verdict::Valid, &[("durability", warning.to_string())]).into_string();
+        assert!(html.contains("VALID, with 1 warning:"), "{html}");
+        assert!(
+            html.contains("<a href=\"#check-durability\">durability</a>: n2 booted after interior damage"),
+            "{html}"
+        );
+        let two = warning_banner(Verdict::Valid, &[("a", "x".into()), ("b", "y".into())]).into_string();
+        assert!(two.contains("VALID, with 2 warnings:"), "{two}");
+        assert!(warning_banner(Verdict::Invalid, &[("a", "x".into())])
+            .into_string()
+            .is_empty());
+        assert!(warning_banner(Verdict::Valid, &[]).into_string().is_empty());
+    }
+
+    #[test]
+    fn given_hostile_warnings_and_texts_when_rendered_should_escape_them() {
+        let html = warning_banner(Verdict::Valid, &[(HOSTILE, HOSTILE.to_string())]).into_string();
+        assert!(!html.contains("<img") && !html.contains("</script>"), "{html}");
+        assert!(
+            html.contains("&lt;/script&gt;&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;"),
+            "{html}"
+        );
+        let list = checks::warning_list(&[HOSTILE.to_string()]).into_string();
+        assert!(!list.contains("<img") && list.contains("&lt;img"), "{list}");
+        // A hostile drop text reaches the page only inside the escaped JSON and the escaped table.
+        let mut details = super::super::durability::details_with_a_forgotten_restart();
+        details["nodes"]["n2"]["restarts"][0]["text"] = json!(HOSTILE);
+        let page = render(&inputs(observed_events(), vec![check("durability", details)]));
+        assert!(!page.contains("<img src=x"), "the hostile text is escaped everywhere");
+    }
+
+    #[test]
+    fn given_a_check_result_with_warnings_in_its_json_when_read_should_find_them_once_the_field_exists() {
+        let with = json!({"name": "durability", "verdict": "valid", "reason": "r", "details": null,
+                          "warnings": ["n2 booted on damage"]});
+        let check: CheckResult = serde_json::from_value(with).expect("a check with warnings parses");
+        // Until `CheckResult` has its `warnings` field, serde drops the list and the check has none; after, it has it.
+        let kept = serde_json::to_value(&check).unwrap().get("warnings").is_some();
+        let expected: Vec<String> = if kept {
+            vec!["n2 booted on damage".into()]
+        } else {
+            vec![]
+        };
+        assert_eq!(checks::warnings(&check), expected);
+        assert!(checks::warnings(&super::tests::check("boot", Value::Null)).is_empty());
     }
 }
