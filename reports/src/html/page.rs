@@ -3,6 +3,7 @@
 
 use super::escape::{json_for_script, Shown};
 use super::nodes::{self, NodeInputs};
+use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
 use super::{anchor_offset_ns, checks, linearizability, RunInputs};
@@ -24,6 +25,7 @@ pub fn render(inputs: &RunInputs) -> String {
     let history = &inputs.history;
     let table = OpTable::from_history(history);
     let timeline = timeline::build(history);
+    let lanes = observations::build(history, results);
     let end_ms = run_end_ms(history, &table);
     let lin = results
         .checks
@@ -36,7 +38,7 @@ pub fn render(inputs: &RunInputs) -> String {
         logs: &inputs.logs,
         anchor_offset_ns: anchor_offset_ns(history),
     };
-    let data = json_for_script(&page_data(&table, &timeline, end_ms).to_string());
+    let data = json_for_script(&page_data(&table, &timeline, &lanes, end_ms).to_string());
     let title = format!(
         "{} · {} seed {} · faultline",
         crate::results::shout(results.verdict),
@@ -49,7 +51,7 @@ pub fn render(inputs: &RunInputs) -> String {
         main {
             (problems(results, history))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
-            (charts())
+            (charts(!lanes.is_empty()))
             @if let Some(explanation) = explanation {
                 section class="card" id="linearizability" {
                     h2 { "Linearizability failure" }
@@ -97,7 +99,7 @@ fn run_end_ms(history: &History, table: &OpTable) -> f64 {
     ms(last_event.max(last_op)).max(1.0)
 }
 
-fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
+fn page_data(table: &OpTable, timeline: &Timeline, lanes: &Lanes, end_ms: f64) -> Value {
     let mut node_rows: Vec<String> = timeline
         .faults
         .iter()
@@ -106,7 +108,7 @@ fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
         .chain(table.nodes.iter().cloned())
         .collect();
     node_rows = nodes::sorted_nodes(&node_rows);
-    json!({
+    let mut data = json!({
         "v": 1,
         "end_ms": end_ms,
         "lanes": table.lanes,
@@ -118,7 +120,12 @@ fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
         "ops": table.columns(),
         "faults": timeline.faults,
         "markers": timeline.markers,
-    })
+    });
+    // Only a history with observations gets the key, so an old run's page data is what it was.
+    if !lanes.is_empty() {
+        data["obs"] = json!(lanes);
+    }
+    data
 }
 
 fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Timeline) -> Markup {
@@ -271,7 +278,7 @@ fn swatch(colour: &str, meaning: &str) -> Markup {
     html! { span { i style={ "background:" (colour) } {} (meaning) } }
 }
 
-fn charts() -> Markup {
+fn charts(has_observations: bool) -> Markup {
     html! {
         section class="card" id="timeline" {
             h2 { "Timeline" }
@@ -292,10 +299,22 @@ fn charts() -> Markup {
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
                 span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event" }
             }
+            @if has_observations {
+                div class="legend" {
+                    (swatch("#0f766e", "primary")) (swatch("#94a3b8", "backup")) (swatch("#c4b5fd", "other role"))
+                    (swatch("#0f172a", "durable progress")) span { "○ last durable before a stop · ● booted with" }
+                    (swatch("#b91c1c", "forgotten / booted on damage")) (swatch("#d97706", "damage truncated"))
+                }
+            }
             p class="hint" {
                 "Top rows: one per node, with its fault windows and lifecycle events; below, one lane per worker (a \
                  retired process continues in its worker's lane; " code { "final" } " is the final phase). Shaded \
                  bands mark fault windows on every chart."
+                @if has_observations {
+                    " Under the node rows, one observation lane per node: its role as a strip and its durable progress \
+                     as a line (scaled to the values in view), with a drop where the durability check found a node \
+                     booted behind what it had persisted."
+                }
             }
         }
         section class="card" id="latency" {
@@ -379,7 +398,7 @@ fn plan_section(inputs: &RunInputs) -> Markup {
 mod tests {
     use super::*;
     use crate::results::{CheckResult, Counts};
-    use faultline_workloads::history::Event;
+    use faultline_workloads::history::{Event, Observation};
     use std::collections::BTreeMap;
 
     const HOSTILE: &str = "</script><img src=x onerror=\"alert(1)\">&";
@@ -436,6 +455,38 @@ mod tests {
             results,
             logs: BTreeMap::new(),
         }
+    }
+
+    /// A kill of n2 with the events around it: the old kinds only.
+    fn old_events() -> Vec<Event> {
+        vec![
+            event(0, 0, EventKind::Meta, "run-start", None, json!({"seed": 5})),
+            event(
+                1,
+                1_000,
+                EventKind::Lifecycle,
+                "boot-ok",
+                Some("n2"),
+                json!({"boot_ms": 30}),
+            ),
+            event(
+                2,
+                31_200,
+                EventKind::Nemesis,
+                "kill",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                3,
+                33_000,
+                EventKind::Nemesis,
+                "start",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(4, 40_000, EventKind::Meta, "run-end", None, Value::Null),
+        ]
     }
 
     /// The same run with n2's observations around the kill, indexes and times kept in order.
@@ -527,6 +578,113 @@ mod tests {
             .collect()
     }
 
+    fn data_of(page: &str) -> Value {
+        let open = "<script type=\"application/json\" id=\"report-data\">";
+        let start = page.find(open).expect("the page embeds its data") + open.len();
+        let end = start + page[start..].find("</script>").expect("the data script ends");
+        serde_json::from_str(&page[start..end]).expect("the embedded data is JSON")
+    }
+
+    #[test]
+    fn given_status_last_durable_and_recovered_events_when_rendered_should_embed_the_lanes_and_the_drop() {
+        assert!(observed_events().iter().any(|e| e.is(Observation::LastDurable)));
+        let durability = check(
+            "durability",
+            super::super::durability::details_with_a_forgotten_restart(),
+        );
+        let data = data_of(&render(&inputs(observed_events(), vec![durability])));
+        let lanes = data["obs"]["nodes"].as_array().expect("observation lanes");
+        let n2 = lanes.iter().find(|l| l["node"] == "n2").expect("a lane for n2");
+        assert_eq!(
+            n2["durable"],
+            json!([
+                [2000.0, 10],
+                [3000.0, 300],
+                [20000.0, 717],
+                [31200.0, 717],
+                [31200.0, null],
+                [33000.0, 519]
+            ]),
+            "a point where durable changed, a break at the stop, the recovered value after it"
+        );
+        assert_eq!(
+            n2["roles"],
+            json!([
+                [2000.0, "backup", 3, "n1"],
+                [20000.0, "primary", 3, "n1"],
+                [31200.0, null, null, null]
+            ])
+        );
+        let points: Vec<_> = n2["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["f"].clone(), p["d"].clone()))
+            .collect();
+        assert_eq!(
+            points,
+            [(json!("last-durable"), json!(717)), (json!("recovered"), json!(519))]
+        );
+        let drops = data["obs"]["drops"].as_array().unwrap();
+        assert_eq!(drops.len(), 1, "only the forgotten restart is a drop: {drops:?}");
+        let drop = &drops[0];
+        assert_eq!(
+            (
+                &drop["node"],
+                &drop["t0"],
+                &drop["t1"],
+                &drop["from"],
+                &drop["to"],
+                &drop["sev"],
+                &drop["label"]
+            ),
+            (
+                &json!("n2"),
+                &json!(31200.0),
+                &json!(33000.0),
+                &json!(717),
+                &json!(519),
+                &json!("bad"),
+                &json!("n2 forgot 198")
+            )
+        );
+        assert!(
+            !lanes.iter().any(|l| l["node"] == "n1"),
+            "a restart judged ok draws no drop, and without observations its node gets no lane: {lanes:?}"
+        );
+    }
+
+    #[test]
+    fn given_an_old_history_without_observations_when_rendered_should_embed_no_lanes_and_no_legend() {
+        let page = render(&inputs(old_events(), vec![check("history", json!({"events": 5}))]));
+        let data = data_of(&page);
+        assert!(data.get("obs").is_none(), "no observation data: {}", data["obs"]);
+        let keys: Vec<&String> = data.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "end_ms",
+                "errors",
+                "faults",
+                "fs",
+                "keys",
+                "lanes",
+                "markers",
+                "node_rows",
+                "nodes",
+                "ops",
+                "v"
+            ],
+            "the data is what it was before observations existed"
+        );
+        assert!(
+            !page.contains("one observation lane per node") && !page.contains("</i>durable progress"),
+            "no observation legend or hint"
+        );
+        assert!(!page.contains("class=\"warnings\""), "no warnings");
+        assert_eq!(data["faults"][0]["label"], "kill n2");
+    }
+
     #[test]
     fn given_a_valid_run_with_a_warning_when_the_banner_is_drawn_should_name_the_check_and_the_warning() {
         let warning = "n2 booted after interior damage to member/wal/0.wal and forgot 356 applied entries (471 → 115)";
@@ -559,6 +717,11 @@ mod tests {
         details["nodes"]["n2"]["restarts"][0]["text"] = json!(HOSTILE);
         let page = render(&inputs(observed_events(), vec![check("durability", details)]));
         assert!(!page.contains("<img src=x"), "the hostile text is escaped everywhere");
+        assert_eq!(
+            data_of(&page)["obs"]["drops"][0]["text"],
+            HOSTILE,
+            "and read back intact"
+        );
     }
 
     #[test]
