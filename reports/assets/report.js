@@ -170,12 +170,13 @@
   }
 
   // ---- timeline ----
-  var TL = { axis: 22, phase: 16, nodeH: 18, gap: 8, laneH: 16 };
+  var TL = { axis: 22, phase: 16, nodeH: 18, gap: 8, laneH: 16, obsH: 36 };
   function timelineLayout() {
     var lanes = D.lanes.length;
     TL.laneH = lanes > 40 ? Math.max(5, Math.floor(600 / lanes)) : 16;
     TL.nodesY = TL.axis + TL.phase;
-    TL.lanesY = TL.nodesY + nodeRows.length * TL.nodeH + TL.gap;
+    TL.obsY = TL.nodesY + nodeRows.length * TL.nodeH + (OBS.nodes.length ? TL.gap : 0);
+    TL.lanesY = TL.obsY + OBS.nodes.length * TL.obsH + TL.gap;
     TL.h = TL.lanesY + lanes * TL.laneH + 6;
   }
 
@@ -187,6 +188,7 @@
     ctx.font = '11px ui-monospace, monospace'; ctx.textAlign = 'right'; ctx.fillStyle = '#374151';
     for (var r = 0; r < nodeRows.length; r++) ctx.fillText(nodeRows[r], MARGIN_L - 8, TL.nodesY + r * TL.nodeH + 13);
     drawNodeRows(ctx, w);
+    drawObservations(ctx, w);
     var drawn = 0;
     for (var l = 0; l < D.lanes.length; l++) {
       var y = TL.lanesY + l * TL.laneH;
@@ -195,6 +197,154 @@
       drawn += drawLane(ctx, w, l, y);
     }
     return drawn;
+  }
+
+  // ---- observation lanes: per node, durable progress (a step line) over its role (a strip), and drops ----
+  // D.obs (absent for a history without observations): nodes[{node, durable[[t, d|null]], roles[[t, role|null, view,
+  // primary]], points[{t, d, f, label, index}]}], drops[{node, t0, t1, from, to, sev, label, text}]. A null `d` or
+  // `role` means the node stopped there: the line and the strip break until it reports again.
+  var OBS = { nodes: [], drops: [] };
+  var ROLE = { primary: '#0f766e', backup: '#94a3b8', other: '#c4b5fd' };
+  var OBS_STRIP = 5, OBS_PAD = 3;
+  // Index of the last row of `rows` (sorted by their time, rows[i][0]) whose time is <= t, or -1.
+  function lastAtOrBefore(rows, t) {
+    var lo = 0, hi = rows.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (rows[mid][0] <= t) lo = mid + 1; else hi = mid; }
+    return lo - 1;
+  }
+  // The durable range shown: the values visible in the view on every lane (so the lanes compare), never empty.
+  function obsRange() {
+    var lo = Infinity, hi = -Infinity;
+    function take(d) { if (d !== null && d !== undefined) { if (d < lo) lo = d; if (d > hi) hi = d; } }
+    for (var n = 0; n < OBS.nodes.length; n++) {
+      var rows = OBS.nodes[n].durable, a = Math.max(0, lastAtOrBefore(rows, view.t0)), b = lastAtOrBefore(rows, view.t1);
+      for (var i = a; i <= b; i++) take(rows[i][1]);
+      var pts = OBS.nodes[n].points;
+      for (var j = 0; j < pts.length; j++) if (pts[j].t >= view.t0 && pts[j].t <= view.t1) take(pts[j].d);
+    }
+    for (var k = 0; k < OBS.drops.length; k++) {
+      var dr = OBS.drops[k];
+      if (dr.t1 >= view.t0 && dr.t0 <= view.t1) { take(dr.from); take(dr.to); }
+    }
+    if (lo === Infinity) return { lo: 0, hi: 1 };
+    if (hi - lo < 1) { hi = lo + 1; }
+    return { lo: lo, hi: hi };
+  }
+
+  function drawObservations(ctx, w) {
+    if (!OBS.nodes.length) return;
+    var range = obsRange(), right = Math.min(w - MARGIN_R, xOf(full.t1, w));
+    // The shared scale, once: its top on the first lane, its bottom on the last, left of the node names.
+    var last = TL.obsY + OBS.nodes.length * TL.obsH - OBS_PAD;
+    ctx.font = '9px ui-monospace, monospace'; ctx.textAlign = 'left'; ctx.fillStyle = '#9ca3af';
+    ctx.fillText(String(range.hi), 2, TL.obsY + OBS_STRIP + OBS_PAD + 7);
+    ctx.fillText(String(range.lo), 2, last);
+    for (var n = 0; n < OBS.nodes.length; n++) {
+      var lane = OBS.nodes[n], y = TL.obsY + n * TL.obsH, top = y + OBS_STRIP + OBS_PAD, bottom = y + TL.obsH - OBS_PAD;
+      var yOf = function (d) { return bottom - (d - range.lo) / (range.hi - range.lo) * (bottom - top); };
+      ctx.font = '11px ui-monospace, monospace'; ctx.textAlign = 'right'; ctx.fillStyle = '#374151';
+      ctx.fillText(lane.node, MARGIN_L - 8, y + TL.obsH / 2 + 4);
+      ctx.fillStyle = '#f8fafc'; ctx.fillRect(MARGIN_L, top, w - MARGIN_L - MARGIN_R, bottom - top);
+      drawRoles(ctx, w, lane.roles, y + 1, right);
+      drawDurable(ctx, w, lane.durable, yOf, right);
+      drawPoints(ctx, w, lane.points, yOf);
+      ctx.strokeStyle = '#e5e7eb'; ctx.beginPath(); ctx.moveTo(MARGIN_L, y + TL.obsH - 0.5); ctx.lineTo(w - MARGIN_R, y + TL.obsH - 0.5); ctx.stroke();
+    }
+    drawDrops(ctx, w, range);
+  }
+
+  function drawRoles(ctx, w, roles, y, right) {
+    var a = Math.max(0, lastAtOrBefore(roles, view.t0)), b = lastAtOrBefore(roles, view.t1);
+    for (var i = a; i <= b; i++) {
+      var role = roles[i][1];
+      if (role === null) continue;
+      var x0 = Math.max(MARGIN_L, xOf(roles[i][0], w));
+      var x1 = i + 1 < roles.length ? Math.min(right, xOf(roles[i + 1][0], w)) : right;
+      ctx.fillStyle = ROLE[role] || ROLE.other;
+      ctx.fillRect(x0, y, Math.max(1, x1 - x0), OBS_STRIP);
+    }
+  }
+
+  // The step line. At most one vertex pair per point in the view; canvas strokes thousands of them cheaply.
+  function drawDurable(ctx, w, rows, yOf, right) {
+    var a = Math.max(0, lastAtOrBefore(rows, view.t0)), b = Math.min(rows.length - 1, lastAtOrBefore(rows, view.t1) + 1);
+    ctx.strokeStyle = '#0f172a'; ctx.lineWidth = 1.5; ctx.beginPath();
+    var pen = false, lastY = 0;
+    for (var i = a; i <= b; i++) {
+      var x = Math.max(MARGIN_L, xOf(rows[i][0], w)), d = rows[i][1];
+      if (x > right) break; // the first row after the view: the line runs on to the edge below
+      if (d === null) { if (pen) ctx.lineTo(x, lastY); pen = false; continue; }
+      var yy = yOf(d);
+      if (pen) { ctx.lineTo(x, lastY); ctx.lineTo(x, yy); } else ctx.moveTo(x, yy);
+      pen = true; lastY = yy;
+    }
+    if (pen) ctx.lineTo(right, lastY);
+    ctx.stroke(); ctx.lineWidth = 1;
+  }
+
+  function drawPoints(ctx, w, points, yOf) {
+    for (var i = 0; i < points.length; i++) {
+      var p = points[i];
+      if (p.d === null || p.t < view.t0 || p.t > view.t1) continue;
+      var x = xOf(p.t, w), yy = yOf(p.d);
+      ctx.beginPath(); ctx.arc(x, yy, 3, 0, 2 * Math.PI);
+      if (p.f === 'recovered') { ctx.fillStyle = '#15803d'; ctx.fill(); }
+      else { ctx.fillStyle = '#fff'; ctx.fill(); ctx.strokeStyle = '#0f172a'; ctx.lineWidth = 1.5; ctx.stroke(); ctx.lineWidth = 1; }
+    }
+  }
+
+  // A drop: dashed from the durable value at the stop to the boot, then a vertical segment down to what the node booted
+  // with (at least 8 px, so a small loss on a large scale stays visible), labelled.
+  function drawDrops(ctx, w, range) {
+    var lastEnd = {};
+    for (var i = 0; i < OBS.drops.length; i++) {
+      var dr = OBS.drops[i], n = obsIndex(dr.node);
+      if (n < 0 || dr.t1 < view.t0 || dr.t0 > view.t1) continue;
+      var y = TL.obsY + n * TL.obsH, top = y + OBS_STRIP + OBS_PAD, bottom = y + TL.obsH - OBS_PAD;
+      var yOf = function (d) { return bottom - (d - range.lo) / (range.hi - range.lo) * (bottom - top); };
+      var x0 = xOf(dr.t0, w), x1 = xOf(dr.t1, w), color = SEV[dr.sev] || SEV.warn;
+      var y0 = dr.from === null ? top : yOf(dr.from), y1 = dr.to === null ? bottom : yOf(dr.to);
+      if (y1 - y0 < 8) { y0 = Math.max(top - 2, Math.min(y0, bottom - 8)); y1 = Math.min(bottom + 2, y0 + 8); }
+      ctx.strokeStyle = color; ctx.lineWidth = 1.5; ctx.setLineDash([3, 2]);
+      ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y0); ctx.stroke(); ctx.setLineDash([]);
+      ctx.lineWidth = 3; ctx.beginPath(); ctx.moveTo(x1, y0); ctx.lineTo(x1, y1); ctx.stroke(); ctx.lineWidth = 1;
+      ctx.fillStyle = color; ctx.beginPath(); ctx.moveTo(x1 - 4, y1 - 4); ctx.lineTo(x1 + 4, y1 - 4); ctx.lineTo(x1, y1 + 2); ctx.fill();
+      ctx.font = 'bold 11px system-ui, sans-serif'; ctx.textAlign = 'left';
+      var tw = ctx.measureText(dr.label).width, lx = x1 + 5;
+      if (lx + tw > w - MARGIN_R) lx = x1 - 5 - tw;
+      if (lastEnd[n] !== undefined && lx < lastEnd[n] + 4) continue;
+      ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(lx - 2, top - 1, tw + 4, 13);
+      ctx.fillStyle = color; ctx.fillText(dr.label, lx, top + 9);
+      lastEnd[n] = lx + tw;
+    }
+  }
+
+  function obsIndex(node) {
+    for (var n = 0; n < OBS.nodes.length; n++) if (OBS.nodes[n].node === node) return n;
+    return -1;
+  }
+
+  // Hover text on an observation lane: the role and durable value at t, and the points and drops near it.
+  function hitObservations(y, t, tol) {
+    var n = Math.floor((y - TL.obsY) / TL.obsH), lane = OBS.nodes[n];
+    if (!lane) return null;
+    var lines = [], target = null, r = lastAtOrBefore(lane.roles, t), d = lastAtOrBefore(lane.durable, t);
+    var role = r >= 0 ? lane.roles[r] : null, durable = d >= 0 ? lane.durable[d][1] : null;
+    var head = lane.node + ' at ' + (t / 1000).toFixed(3) + ' s: ';
+    if (role && role[1] !== null) {
+      head += role[1] + (role[2] !== null ? ', view ' + role[2] : '') + (role[3] !== null ? ', primary ' + role[3] : '');
+    } else head += role ? 'stopped' : 'no status yet';
+    if (durable !== null) head += ' · durable ' + durable;
+    lines.push(head);
+    for (var i = 0; i < lane.points.length; i++) {
+      var p = lane.points[i];
+      if (Math.abs(p.t - t) <= tol * 1.5) { lines.push((p.t / 1000).toFixed(3) + ' s  ' + p.label); target = target || p; }
+    }
+    for (var k = 0; k < OBS.drops.length; k++) {
+      var dr = OBS.drops[k];
+      if (dr.node === lane.node && t >= dr.t0 - tol && t <= dr.t1 + tol * 40) lines.push(dr.label + ': ' + dr.text);
+    }
+    return { text: lines.join('\n'), index: target && target.index };
   }
 
   function drawNodeRows(ctx, w) {
@@ -423,6 +573,7 @@
       }
       return best >= 0 && bestD <= tol ? { text: D.lanes[l].label + ': ' + opText(best) } : null;
     }
+    if (OBS.nodes.length && y >= TL.obsY && y < TL.obsY + OBS.nodes.length * TL.obsH) return hitObservations(y, t, tol);
     if (y >= TL.nodesY) {
       var node = nodeRows[Math.floor((y - TL.nodesY) / TL.nodeH)], hits = [], target = null;
       for (var j = 0; j < D.markers.length; j++) {
@@ -521,6 +672,7 @@
     var started = performance.now();
     D = JSON.parse(document.getElementById('report-data').textContent);
     OPS = decodeOps(D);
+    if (D.obs) OBS = D.obs;
     var seen = {};
     D.node_rows.forEach(function (n) { if (!seen[n]) { seen[n] = 1; nodeRows.push(n); } });
     full = { t0: 0, t1: Math.max(D.end_ms, 1) };
@@ -538,7 +690,8 @@
     var drawn = drawAll();
     if (!errors.length) {
       statusEl.textContent = 'ok: ' + D.lanes.length + ' lanes, ' + nodeRows.length + ' node rows, ' + drawn +
-        ' ops drawn, ' + D.faults.length + ' fault windows, in ' + Math.round(performance.now() - started) + ' ms';
+        ' ops drawn, ' + D.faults.length + ' fault windows' +
+        (OBS.nodes.length ? ', ' + OBS.nodes.length + ' observation lanes, ' + OBS.drops.length + ' drops' : '') + ', in ' + Math.round(performance.now() - started) + ' ms';
       statusEl.setAttribute('data-status', 'ok');
     }
   } catch (e) {

@@ -4,7 +4,8 @@
 //! - `schema_version` (1), `faultline_version`
 //! - `verdict` (`valid|invalid|unknown`, the worst of the checks), `reason` (one sentence)
 //! - `plan`, `system`, `seed`, `started_at` (RFC 3339 UTC), `duration_ms`, `store_dir`, `repro` (a command line)
-//! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON)
+//! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON) and `warnings` (what a
+//!   person should know even when the verdict stands; absent when there are none)
 //! - `counts`: client ops by completion (`invoke`, `ok`, `fail`, `info`, `open`), nemesis and lifecycle events
 //!
 //! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):
@@ -19,7 +20,10 @@
 //! - `convergence`: `[{converge_ms, commit_point}]`, or on timeout `{timeout_ms, commit_points{node: point}}`;
 //! - `set`: a `faultline_workloads::SetCheckResult` (`verdict`, `reason`, `stats`, `anomalies[{element, kind, add_outcome,
 //!   acked_ns?, last_seen_ns?, first_missing_ns?, first_missing_node?, missing_reads, description, ...}]`);
-//! - `log-patterns`: `[{node, line_number, pattern, line}]` (null when nothing matched).
+//! - `log-patterns`: `[{node, line_number, pattern, line}]` (null when nothing matched);
+//! - `durability`: `{nodes{<node>{restarts[{stop_index, stop_ns, cause, durable, boot_index, boot_ns, recovered,
+//!   forgotten, judgement, surgery?{op, file, offset, length}, text}]}}}` (`judgement` `forgotten` and
+//!   `booted-on-damage` are drawn bad, `damage-truncated` a warning).
 
 use faultline_workloads::history::{EventKind, History};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! The checks table: one row per check with its verdict, its one-sentence reason and its evidence drawn for a person
 //! (linearizability per key, set elements lost or stale with their times, boot per node with the refusal line,
-//! recovery times, convergence, log pattern hits).
+//! recovery times, convergence, log pattern hits, durability restarts per node).
 
 use super::escape::Shown;
 use crate::results::{CheckResult, Results, Verdict};
@@ -22,6 +22,20 @@ pub fn pill(verdict: Verdict) -> Markup {
     crate::pages::pill(&verdict.to_string(), crate::results::shout(verdict))
 }
 
+/// A check's named warnings: things whose verdict may still be valid but that a person should know (a node that booted
+/// on damage its system truncates, for example).
+///
+/// This reads the `warnings` field of `CheckResult` (`skip_serializing_if = "Vec::is_empty"`) through the check's JSON
+/// form rather than by name, so the report builds against a `CheckResult` with or without the field: without it, a
+/// check has no warnings.
+pub fn warnings(check: &CheckResult) -> Vec<String> {
+    let Ok(value) = serde_json::to_value(check) else {
+        return Vec::new();
+    };
+    let list = value["warnings"].as_array().map(Vec::as_slice).unwrap_or_default();
+    list.iter().filter_map(|w| w.as_str().map(str::to_string)).collect()
+}
+
 /// Renders the checks table.
 pub fn render(results: &Results) -> Markup {
     html! {
@@ -32,9 +46,24 @@ pub fn render(results: &Results) -> Markup {
                     tr id={ "check-" (Shown(&check.name)) } class=(check.verdict) {
                         td class="name" { (Shown(&check.name)) }
                         td { (pill(check.verdict)) }
-                        td { div class="reason" { (Shown(&check.reason)) } (details(check)) }
+                        td {
+                            div class="reason" { (Shown(&check.reason)) }
+                            (warning_list(&warnings(check)))
+                            (details(check))
+                        }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A check's warnings, one line each; nothing when it has none.
+pub fn warning_list(warnings: &[String]) -> Markup {
+    html! {
+        @if !warnings.is_empty() {
+            ul class="warnings" {
+                @for warning in warnings { li { span class="tag warn" { "warning" } " " (Shown(warning)) } }
             }
         }
     }
@@ -52,6 +81,7 @@ fn details(check: &CheckResult) -> Markup {
             _ => raw(d),
         },
         "boot" if d.is_object() => boot(d),
+        "durability" if d["nodes"].is_object() => super::durability::render(d),
         "liveness" => liveness(d),
         "convergence" => convergence(d),
         "log-patterns" if d.is_array() => log_patterns(d),

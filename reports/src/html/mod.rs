@@ -4,13 +4,17 @@
 //! The page is rendered from the store folder alone: `plan.yaml`, `history.jsonl`, `results.json` and the node logs.
 //! Text parts (banner, checks, the failing key, node events and log excerpts) are written here with maud, so every value
 //! from the run is escaped by construction (see [`escape`] for the two cases maud alone does not cover); the timeline,
-//! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]).
+//! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]), and the
+//! timeline's observation lanes (durable progress and role per node) from the history's observations (see
+//! `observations`).
 
 mod checks;
+mod durability;
 mod escape;
 mod linearizability;
 mod logs;
 mod nodes;
+mod observations;
 pub mod ops;
 mod page;
 mod timeline;

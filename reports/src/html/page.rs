@@ -3,6 +3,7 @@
 
 use super::escape::{json_for_script, Shown};
 use super::nodes::{self, NodeInputs};
+use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
 use super::{anchor_offset_ns, checks, linearizability, RunInputs};
@@ -24,6 +25,7 @@ pub fn render(inputs: &RunInputs) -> String {
     let history = &inputs.history;
     let table = OpTable::from_history(history);
     let timeline = timeline::build(history);
+    let lanes = observations::build(history, results);
     let end_ms = run_end_ms(history, &table);
     let lin = results
         .checks
@@ -36,7 +38,7 @@ pub fn render(inputs: &RunInputs) -> String {
         logs: &inputs.logs,
         anchor_offset_ns: anchor_offset_ns(history),
     };
-    let data = json_for_script(&page_data(&table, &timeline, end_ms).to_string());
+    let data = json_for_script(&page_data(&table, &timeline, &lanes, end_ms).to_string());
     let title = format!(
         "{} · {} seed {} · faultline",
         crate::results::shout(results.verdict),
@@ -49,7 +51,7 @@ pub fn render(inputs: &RunInputs) -> String {
         main {
             (problems(results, history))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
-            (charts())
+            (charts(!lanes.is_empty()))
             @if let Some(explanation) = explanation {
                 section class="card" id="linearizability" {
                     h2 { "Linearizability failure" }
@@ -97,7 +99,7 @@ fn run_end_ms(history: &History, table: &OpTable) -> f64 {
     ms(last_event.max(last_op)).max(1.0)
 }
 
-fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
+fn page_data(table: &OpTable, timeline: &Timeline, lanes: &Lanes, end_ms: f64) -> Value {
     let mut node_rows: Vec<String> = timeline
         .faults
         .iter()
@@ -106,7 +108,7 @@ fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
         .chain(table.nodes.iter().cloned())
         .collect();
     node_rows = nodes::sorted_nodes(&node_rows);
-    json!({
+    let mut data = json!({
         "v": 1,
         "end_ms": end_ms,
         "lanes": table.lanes,
@@ -118,7 +120,12 @@ fn page_data(table: &OpTable, timeline: &Timeline, end_ms: f64) -> Value {
         "ops": table.columns(),
         "faults": timeline.faults,
         "markers": timeline.markers,
-    })
+    });
+    // Only a history with observations gets the key, so an old run's page data is what it was.
+    if !lanes.is_empty() {
+        data["obs"] = json!(lanes);
+    }
+    data
 }
 
 fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Timeline) -> Markup {
@@ -156,6 +163,7 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
                 div class="verdict" { (crate::results::shout(results.verdict)) }
                 div class="reason" { (Shown(&results.reason)) }
             }
+            (banner_warnings(results))
             dl { @for (name, value) in &facts { div { dt { (name) } dd { (Shown(value)) } } } }
             div class="repro" {
                 span { "repro" }
@@ -167,6 +175,35 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
                     "faultline " (hash("faultline_version")) " (xxh3 " (hash("faultline_binary_xxh3"))
                     ") · node binary " code { (hash("node_binary")) } " (xxh3 " (hash("node_binary_xxh3"))
                     ") · plan digest " (hash("plan_digest"))
+                }
+            }
+        }
+    }
+}
+
+/// A valid run's warnings, under its verdict: "VALID, with 1 warning:" and each warning named by its check. An invalid
+/// or unknown run lists what went wrong below the banner instead, and every warning stays in its check's row.
+fn banner_warnings(results: &Results) -> Markup {
+    let warned: Vec<(&str, String)> = results
+        .checks
+        .iter()
+        .flat_map(|c| checks::warnings(c).into_iter().map(|w| (c.name.as_str(), w)))
+        .collect();
+    warning_banner(results.verdict, &warned)
+}
+
+/// The banner's warning lines, each `(check, warning)`; nothing unless the run is valid and something warned.
+fn warning_banner(verdict: Verdict, warned: &[(&str, String)]) -> Markup {
+    if verdict != Verdict::Valid || warned.is_empty() {
+        return html! {};
+    }
+    let plural = if warned.len() == 1 { "" } else { "s" };
+    html! {
+        div class="warnings" {
+            div class="count" { (crate::results::shout(verdict)) ", with " (warned.len()) " warning" (plural) ":" }
+            @for (check, warning) in warned {
+                div class="warning" {
+                    a href={ "#check-" (Shown(check)) } { (Shown(check)) } ": " (Shown(warning))
                 }
             }
         }
@@ -241,7 +278,7 @@ fn swatch(colour: &str, meaning: &str) -> Markup {
     html! { span { i style={ "background:" (colour) } {} (meaning) } }
 }
 
-fn charts() -> Markup {
+fn charts(has_observations: bool) -> Markup {
     html! {
         section class="card" id="timeline" {
             h2 { "Timeline" }
@@ -262,10 +299,22 @@ fn charts() -> Markup {
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
                 span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event" }
             }
+            @if has_observations {
+                div class="legend" {
+                    (swatch("#0f766e", "primary")) (swatch("#94a3b8", "backup")) (swatch("#c4b5fd", "other role"))
+                    (swatch("#0f172a", "durable progress")) span { "○ last durable before a stop · ● booted with" }
+                    (swatch("#b91c1c", "forgotten / booted on damage")) (swatch("#d97706", "damage truncated"))
+                }
+            }
             p class="hint" {
                 "Top rows: one per node, with its fault windows and lifecycle events; below, one lane per worker (a \
                  retired process continues in its worker's lane; " code { "final" } " is the final phase). Shaded \
                  bands mark fault windows on every chart."
+                @if has_observations {
+                    " Under the node rows, one observation lane per node: its role as a strip and its durable progress \
+                     as a line (scaled to the values in view), with a drop where the durability check found a node \
+                     booted behind what it had persisted."
+                }
             }
         }
         section class="card" id="latency" {
@@ -342,5 +391,352 @@ fn plan_section(inputs: &RunInputs) -> Markup {
                 None => { p class="warn" { "plan.yaml is missing from the store folder." } }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CheckResult, Counts};
+    use faultline_workloads::history::{Event, Observation};
+    use std::collections::BTreeMap;
+
+    const HOSTILE: &str = "</script><img src=x onerror=\"alert(1)\">&";
+
+    fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {
+        Event {
+            index,
+            time_ns: time_ms * 1_000_000,
+            kind,
+            process: None,
+            worker: None,
+            node: node.map(str::to_string),
+            f: f.into(),
+            key: None,
+            value,
+            error: None,
+        }
+    }
+
+    fn check(name: &str, details: Value) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict: Verdict::Valid,
+            reason: format!("{name} passed"),
+            details,
+            evidence_ns: None,
+        }
+    }
+
+    fn inputs(events: Vec<Event>, checks: Vec<CheckResult>) -> RunInputs {
+        let history = History {
+            events,
+            truncated_tail: false,
+        };
+        let results = Results {
+            schema_version: crate::results::SCHEMA_VERSION,
+            faultline_version: "test".into(),
+            verdict: Verdict::Valid,
+            reason: "every check passed".into(),
+            plan: "default".into(),
+            system: "reference".into(),
+            seed: 5,
+            started_at: "2026-12-01T00:00:00Z".into(),
+            duration_ms: 40_000,
+            store_dir: "/tmp/run".into(),
+            repro: "faultline run --seed 5".into(),
+            counts: Counts::of(&history),
+            checks,
+        };
+        RunInputs {
+            run_dir: "/tmp/run".into(),
+            plan_yaml: None,
+            history,
+            results,
+            logs: BTreeMap::new(),
+        }
+    }
+
+    /// A kill of n2 with the events around it: the old kinds only.
+    fn old_events() -> Vec<Event> {
+        vec![
+            event(0, 0, EventKind::Meta, "run-start", None, json!({"seed": 5})),
+            event(
+                1,
+                1_000,
+                EventKind::Lifecycle,
+                "boot-ok",
+                Some("n2"),
+                json!({"boot_ms": 30}),
+            ),
+            event(
+                2,
+                31_200,
+                EventKind::Nemesis,
+                "kill",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                3,
+                33_000,
+                EventKind::Nemesis,
+                "start",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(4, 40_000, EventKind::Meta, "run-end", None, Value::Null),
+        ]
+    }
+
+    /// The same run with n2's observations around the kill, indexes and times kept in order.
+    fn observed_events() -> Vec<Event> {
+        let status = |durable: u64, role: &str| {
+            json!({"role": role, "primary": "n1", "view": 3, "durable": durable,
+                   "progress": {"op": durable + 3, "commit": durable}})
+        };
+        let observed = vec![
+            event(0, 0, EventKind::Meta, "run-start", None, json!({"seed": 5})),
+            event(
+                0,
+                1_000,
+                EventKind::Lifecycle,
+                "boot-ok",
+                Some("n2"),
+                json!({"boot_ms": 30}),
+            ),
+            event(
+                0,
+                2_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(10, "backup"),
+            ),
+            event(
+                0,
+                3_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(300, "backup"),
+            ),
+            event(
+                0,
+                4_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(300, "backup"),
+            ),
+            event(
+                0,
+                20_000,
+                EventKind::Observation,
+                "status",
+                Some("n2"),
+                status(717, "primary"),
+            ),
+            event(
+                0,
+                31_200,
+                EventKind::Observation,
+                "last-durable",
+                Some("n2"),
+                json!({"durable": 717, "age_ms": 40, "cause": "kill"}),
+            ),
+            event(
+                0,
+                31_200,
+                EventKind::Nemesis,
+                "kill",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                0,
+                33_000,
+                EventKind::Nemesis,
+                "start",
+                Some("n2"),
+                json!({"fault_id": 1}),
+            ),
+            event(
+                0,
+                33_000,
+                EventKind::Observation,
+                "recovered",
+                Some("n2"),
+                json!({"recovered": 519, "line": "booted at op 519"}),
+            ),
+            event(0, 40_000, EventKind::Meta, "run-end", None, Value::Null),
+        ];
+        observed
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| Event { index: i as u64, ..e })
+            .collect()
+    }
+
+    fn data_of(page: &str) -> Value {
+        let open = "<script type=\"application/json\" id=\"report-data\">";
+        let start = page.find(open).expect("the page embeds its data") + open.len();
+        let end = start + page[start..].find("</script>").expect("the data script ends");
+        serde_json::from_str(&page[start..end]).expect("the embedded data is JSON")
+    }
+
+    #[test]
+    fn given_status_last_durable_and_recovered_events_when_rendered_should_embed_the_lanes_and_the_drop() {
+        assert!(observed_events().iter().any(|e| e.is(Observation::LastDurable)));
+        let durability = check(
+            "durability",
+            super::super::durability::details_with_a_forgotten_restart(),
+        );
+        let data = data_of(&render(&inputs(observed_events(), vec![durability])));
+        let lanes = data["obs"]["nodes"].as_array().expect("observation lanes");
+        let n2 = lanes.iter().find(|l| l["node"] == "n2").expect("a lane for n2");
+        assert_eq!(
+            n2["durable"],
+            json!([
+                [2000.0, 10],
+                [3000.0, 300],
+                [20000.0, 717],
+                [31200.0, 717],
+                [31200.0, null],
+                [33000.0, 519]
+            ]),
+            "a point where durable changed, a break at the stop, the recovered value after it"
+        );
+        assert_eq!(
+            n2["roles"],
+            json!([
+                [2000.0, "backup", 3, "n1"],
+                [20000.0, "primary", 3, "n1"],
+                [31200.0, null, null, null]
+            ])
+        );
+        let points: Vec<_> = n2["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["f"].clone(), p["d"].clone()))
+            .collect();
+        assert_eq!(
+            points,
+            [(json!("last-durable"), json!(717)), (json!("recovered"), json!(519))]
+        );
+        let drops = data["obs"]["drops"].as_array().unwrap();
+        assert_eq!(drops.len(), 1, "only the forgotten restart is a drop: {drops:?}");
+        let drop = &drops[0];
+        assert_eq!(
+            (
+                &drop["node"],
+                &drop["t0"],
+                &drop["t1"],
+                &drop["from"],
+                &drop["to"],
+                &drop["sev"],
+                &drop["label"]
+            ),
+            (
+                &json!("n2"),
+                &json!(31200.0),
+                &json!(33000.0),
+                &json!(717),
+                &json!(519),
+                &json!("bad"),
+                &json!("n2 forgot 198")
+            )
+        );
+        assert!(
+            !lanes.iter().any(|l| l["node"] == "n1"),
+            "a restart judged ok draws no drop, and without observations its node gets no lane: {lanes:?}"
+        );
+    }
+
+    #[test]
+    fn given_an_old_history_without_observations_when_rendered_should_embed_no_lanes_and_no_legend() {
+        let page = render(&inputs(old_events(), vec![check("history", json!({"events": 5}))]));
+        let data = data_of(&page);
+        assert!(data.get("obs").is_none(), "no observation data: {}", data["obs"]);
+        let keys: Vec<&String> = data.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "end_ms",
+                "errors",
+                "faults",
+                "fs",
+                "keys",
+                "lanes",
+                "markers",
+                "node_rows",
+                "nodes",
+                "ops",
+                "v"
+            ],
+            "the data is what it was before observations existed"
+        );
+        assert!(
+            !page.contains("one observation lane per node") && !page.contains("</i>durable progress"),
+            "no observation legend or hint"
+        );
+        assert!(!page.contains("class=\"warnings\""), "no warnings");
+        assert_eq!(data["faults"][0]["label"], "kill n2");
+    }
+
+    #[test]
+    fn given_a_valid_run_with_a_warning_when_the_banner_is_drawn_should_name_the_check_and_the_warning() {
+        let warning = "n2 booted after interior damage to member/wal/0.wal and forgot 356 applied entries (471 → 115)";
+        let html = warning_banner(Verdict::Valid, &[("durability", warning.to_string())]).into_string();
+        assert!(html.contains("VALID, with 1 warning:"), "{html}");
+        assert!(
+            html.contains("<a href=\"#check-durability\">durability</a>: n2 booted after interior damage"),
+            "{html}"
+        );
+        let two = warning_banner(Verdict::Valid, &[("a", "x".into()), ("b", "y".into())]).into_string();
+        assert!(two.contains("VALID, with 2 warnings:"), "{two}");
+        assert!(warning_banner(Verdict::Invalid, &[("a", "x".into())])
+            .into_string()
+            .is_empty());
+        assert!(warning_banner(Verdict::Valid, &[]).into_string().is_empty());
+    }
+
+    #[test]
+    fn given_hostile_warnings_and_texts_when_rendered_should_escape_them() {
+        let html = warning_banner(Verdict::Valid, &[(HOSTILE, HOSTILE.to_string())]).into_string();
+        assert!(!html.contains("<img") && !html.contains("</script>"), "{html}");
+        assert!(
+            html.contains("&lt;/script&gt;&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;"),
+            "{html}"
+        );
+        let list = checks::warning_list(&[HOSTILE.to_string()]).into_string();
+        assert!(!list.contains("<img") && list.contains("&lt;img"), "{list}");
+        // A hostile drop text reaches the page only inside the escaped JSON and the escaped table.
+        let mut details = super::super::durability::details_with_a_forgotten_restart();
+        details["nodes"]["n2"]["restarts"][0]["text"] = json!(HOSTILE);
+        let page = render(&inputs(observed_events(), vec![check("durability", details)]));
+        assert!(!page.contains("<img src=x"), "the hostile text is escaped everywhere");
+        assert_eq!(
+            data_of(&page)["obs"]["drops"][0]["text"],
+            HOSTILE,
+            "and read back intact"
+        );
+    }
+
+    #[test]
+    fn given_a_check_result_with_warnings_in_its_json_when_read_should_find_them_once_the_field_exists() {
+        let with = json!({"name": "durability", "verdict": "valid", "reason": "r", "details": null,
+                          "warnings": ["n2 booted on damage"]});
+        let check: CheckResult = serde_json::from_value(with).expect("a check with warnings parses");
+        // Until `CheckResult` has its `warnings` field, serde drops the list and the check has none; after, it has it.
+        let kept = serde_json::to_value(&check).unwrap().get("warnings").is_some();
+        let expected: Vec<String> = if kept {
+            vec!["n2 booted on damage".into()]
+        } else {
+            vec![]
+        };
+        assert_eq!(checks::warnings(&check), expected);
+        assert!(checks::warnings(&super::tests::check("boot", Value::Null)).is_empty());
     }
 }
