@@ -24,16 +24,8 @@ pub fn pill(verdict: Verdict) -> Markup {
 
 /// A check's named warnings: things whose verdict may still be valid but that a person should know (a node that booted
 /// on damage its system truncates, for example).
-///
-/// This reads the `warnings` field of `CheckResult` (`skip_serializing_if = "Vec::is_empty"`) through the check's JSON
-/// form rather than by name, so the report builds against a `CheckResult` with or without the field: without it, a
-/// check has no warnings.
 pub fn warnings(check: &CheckResult) -> Vec<String> {
-    let Ok(value) = serde_json::to_value(check) else {
-        return Vec::new();
-    };
-    let list = value["warnings"].as_array().map(Vec::as_slice).unwrap_or_default();
-    list.iter().filter_map(|w| w.as_str().map(str::to_string)).collect()
+    check.warnings.clone()
 }
 
 /// Renders the checks table.
