@@ -23,8 +23,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 const PROBE_INTERVAL: Duration = Duration::from_millis(100);
 /// Bound on waiting for a killed process to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the observer asks every node for its status.
-pub const OBSERVE_INTERVAL: Duration = Duration::from_millis(100);
 /// Timeout of an observer probe (a paused or cut-off node does not answer).
 const OBSERVE_TIMEOUT: Duration = Duration::from_millis(250);
 /// Timeout of the fresh probe right before the harness stops a node: short, so a paused node delays its kill little.
@@ -289,14 +287,14 @@ impl Lab {
         self.kill_node_for(node, Some("kill")).await
     }
 
-    /// Watches every node until `stop` is set: a status probe every [`OBSERVE_INTERVAL`], changes recorded as
+    /// Watches every node until `stop` is set: a status probe every [`System::observe_interval`], changes recorded as
     /// `observation` `status` events (see [`note_status`]).
     pub async fn observe(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         for node in 0..self.node_count() {
             let (lab, mut stop) = (self.clone(), stop.clone());
             tasks.spawn(async move {
-                let mut tick = tokio::time::interval(OBSERVE_INTERVAL);
+                let mut tick = tokio::time::interval(lab.system.observe_interval());
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {

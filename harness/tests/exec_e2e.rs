@@ -74,6 +74,10 @@ fn given_the_exec_reference_plan_when_the_node_is_correct_should_be_valid_and_le
         clients_log.contains("started `python3"),
         "client starts are logged:\n{clients_log}"
     );
+    // `status.durable` and `recovered` turn on the durability check: every node's restart-all boot is judged.
+    let durability = check(&results, "durability");
+    assert_eq!(durability["verdict"], "valid", "{durability:#}");
+    assert!(durability["details"]["judged"].as_u64().unwrap() >= 3, "{durability:#}");
 }
 
 #[test]
@@ -265,6 +269,20 @@ fn given_a_bad_template_or_a_missing_program_when_checked_should_name_file_line_
         );
         assert!(stderr.contains(expected), "{stderr}");
     }
+    // A durable pointer without the boot line to compare it with is half a check: named at the pointer.
+    let text = exec_plan(1, "5s", "");
+    let recovered = text.lines().find(|l| l.trim_start().starts_with("recovered:")).unwrap();
+    let text = text.replace(recovered, "");
+    let path = write_plan(dir.path(), &text);
+    let output = faultline().args(["plan", "--check"]).arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = text.lines().position(|l| l.contains("durable: /commit")).unwrap() + 1;
+    assert!(stderr.contains(&format!("{}:{line}:", path.display())), "{stderr}");
+    assert!(
+        stderr.contains("system.status.durable needs system.recovered too"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -319,4 +337,7 @@ fn given_etcd_through_the_exec_adapter_when_killed_paused_and_partitioned_should
         events.iter().any(|e| e["kind"] == "ok" && e["f"] == "write"),
         "the Python etcd client wrote through the gateway"
     );
+    let durability = check(&results, "durability");
+    assert_eq!(durability["verdict"], "valid", "{durability:#}");
+    assert!(durability["details"]["judged"].as_u64().unwrap() >= 3, "{durability:#}");
 }

@@ -21,6 +21,8 @@
 //!   `primary_when`, and `backup_when` if given), `primary` (the 0-based id of the primary the node believes in), and
 //!   `commit_point` (the values are joined; two nodes have converged when they are equal). A pointer that does not
 //!   resolve in a node's answer stops the run's setup with a message naming it: a plan mistake, not a node fault.
+//!   Optional `durable` (a pointer to a durable lower bound) with a top-level `recovered: {line, after}` (the boot
+//!   log line saying what a restarted node kept) turns on the durability check.
 //! - Clients: one process per logical client speaking JSON lines on stdin/stdout ([`client`], spec in
 //!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
 
@@ -30,8 +32,8 @@ mod template;
 pub use template::{Template, Vars};
 
 use super::{
-    AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus, ProbeError, RegisterClient, Role,
-    SetClient, System,
+    AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered,
+    RegisterClient, Role, SetClient, System,
 };
 use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -85,6 +87,9 @@ pub struct ExecConfig {
     /// The WAL files, relative to the data dir (disk surgery aims at them), e.g. `wal/*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal_glob: Option<String>,
+    /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<RecoveredLine>,
     /// The client process.
     pub client: ClientSpec,
     /// Port bases: node i listens on `client + i` and `peer + i`; the proxy of link i->j on `proxy + 10 i + j`.
@@ -139,6 +144,39 @@ pub struct StatusProbe {
     pub primary: Option<Spanned<String>>,
     /// JSON pointers whose values, joined, are equal on two nodes exactly when they have converged.
     pub commit_point: Vec<Spanned<String>>,
+    /// JSON pointer to a durable lower bound (a number, or a string of digits): a value the node can only have
+    /// reached after persisting everything up to it (e.g. its commit or applied index). With `recovered`, it turns
+    /// on the durability check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<Spanned<String>>,
+    /// How long after the node reports a durable value that value is surely on its disk (0 for a system that reports
+    /// only what it fsynced; etcd-like systems that apply before their WAL write finishes need about a second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_settle: Option<faultline_faults::units::Millis>,
+}
+
+/// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
+/// in it (e.g. `{line: "restarting local member", after: "\"commit-index\":"}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveredLine {
+    /// Text the boot line contains.
+    pub line: Spanned<String>,
+    /// Text right before the number.
+    pub after: Spanned<String>,
+}
+
+impl RecoveredLine {
+    /// The number of the first line of `boot_log` that contains `line`, right after `after`.
+    fn read(&self, boot_log: &str) -> Option<Recovered> {
+        let line = boot_log.lines().find(|l| l.contains(self.line.value.as_str()))?;
+        let (_, rest) = line.split_once(self.after.value.as_str())?;
+        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+        Some(Recovered {
+            recovered: digits.parse().ok()?,
+            line: line.trim().to_string(),
+        })
+    }
 }
 
 /// How a wiped node rejoins.
@@ -257,7 +295,8 @@ impl AdapterSpec for ExecConfig {
             primary_probe: self.status.role.is_some() || !self.status.primary_if_equal.is_empty(),
             wipe: self.wipe.is_some(),
             offline_verify: self.verify.is_some(),
-            durable_progress: false,
+            durable_progress: self.status.durable.is_some() && self.recovered.is_some(),
+            // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
         }
     }
@@ -311,7 +350,8 @@ impl AdapterSpec for ExecConfig {
             .iter()
             .chain(&self.status.primary)
             .chain(&self.status.commit_point)
-            .chain(&self.status.primary_if_equal);
+            .chain(&self.status.primary_if_equal)
+            .chain(&self.status.durable);
         for pointer in pointers {
             if !pointer.value.is_empty() && !pointer.value.starts_with('/') {
                 return Err(at(
@@ -322,6 +362,25 @@ impl AdapterSpec for ExecConfig {
                     ),
                 ));
             }
+        }
+        match (&self.status.durable, &self.recovered) {
+            (Some(durable), None) => {
+                return Err(at(
+                    durable,
+                    "system.status.durable needs system.recovered too (the boot line that says what a restarted \
+                     node kept, e.g. {line: \"recovered\", after: \"op=\"}): the durability check compares the two"
+                        .into(),
+                ))
+            }
+            (None, Some(recovered)) => {
+                return Err(at(
+                    &recovered.line,
+                    "system.recovered needs system.status.durable too (a JSON pointer to a durable lower bound, e.g. \
+                     /commit): the durability check compares the two"
+                        .into(),
+                ))
+            }
+            _ => {}
         }
         if self.status.commit_point.is_empty() {
             return Err(at(
@@ -632,6 +691,35 @@ fn append(path: &Path, text: &str) {
 
 #[async_trait]
 impl System for ExecSystem {
+    fn progress(&self, status: &NodeStatus) -> Progress {
+        let durable =
+            self.config
+                .status
+                .durable
+                .as_ref()
+                .and_then(|pointer| match status.raw.pointer(&pointer.value)? {
+                    Value::Number(number) => number.as_u64(),
+                    Value::String(text) => text.parse().ok(),
+                    _ => None,
+                });
+        Progress {
+            view: None,
+            durable,
+            numbers: durable.map(|d| ("durable", d)).into_iter().collect(),
+        }
+    }
+
+    fn durable_settle(&self) -> Duration {
+        self.config
+            .status
+            .durable_settle
+            .map_or(Duration::ZERO, |m| Duration::from_millis(m.0))
+    }
+
+    fn recovered(&self, boot_log: &str) -> Option<Recovered> {
+        self.config.recovered.as_ref()?.read(boot_log)
+    }
+
     fn kind(&self) -> &'static str {
         "exec"
     }
@@ -894,6 +982,8 @@ mod tests {
             backup_when: vec!["follower".into()],
             primary: Some(spanned("/raft/leader")),
             commit_point: vec![spanned("/commit"), spanned("/head")],
+            durable: None,
+            durable_settle: None,
         });
         let status = system
             .read_status(serde_json::json!({"raft": {"role": "leader", "leader": 2}, "commit": 7, "head": "ab"}))
@@ -919,6 +1009,8 @@ mod tests {
             backup_when: vec![],
             primary: None,
             commit_point: vec![spanned("/raftIndex")],
+            durable: None,
+            durable_settle: None,
         });
         let leader = serde_json::json!({"leader": "71", "header": {"member_id": "71"}, "raftIndex": "9"});
         assert_eq!(system.read_status(leader).unwrap().role, Role::Primary);
@@ -937,6 +1029,8 @@ mod tests {
             backup_when: vec![],
             primary: None,
             commit_point: vec![spanned("/commit_index")],
+            durable: None,
+            durable_settle: None,
         });
         let err = system
             .read_status(serde_json::json!({"role": "leader", "commit": 3}))

@@ -347,6 +347,12 @@ fn streams_digest(list: &Value) -> (usize, u64) {
 
 #[async_trait]
 impl System for IggySystem {
+    /// Its probe is a ping, a login once, and one or two stream lists (the primary's is linearizable): every 100 ms on
+    /// every node would be a load of its own, and its status names no progress number to follow closely.
+    fn observe_interval(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
     fn kind(&self) -> &'static str {
         "iggy"
     }

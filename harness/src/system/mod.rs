@@ -330,6 +330,10 @@ pub trait System: Send + Sync {
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         self.probe(node, timeout).await.is_ok()
     }
+    /// How often the observer asks a node for its status during a run (every 100 ms unless the probe is heavy).
+    fn observe_interval(&self) -> Duration {
+        Duration::from_millis(100)
+    }
     /// The progress numbers of a status (none by default).
     fn progress(&self, _status: &NodeStatus) -> Progress {
         Progress::default()
