@@ -10,7 +10,8 @@
 //! - not run (a certification interrupted before a cell ran): `<skipped>`.
 //!
 //! Every test case carries the properties `plan`, `seed` and `repro` (the command that runs it again), and the failure
-//! or error text ends with the repro command too, for consumers that drop properties.
+//! or error text ends with the repro command too, for consumers that drop properties. A check's named warnings do not
+//! fail its case: they are its `system-out` (one `warning: ...` line each) and a `warnings` property.
 //!
 //! The XML itself is written by `quick-junit` (from the nextest project): it keeps the `tests`/`failures`/`errors`/
 //! `skipped` counts consistent with the cases, escapes text and strips what XML 1.0 cannot hold (ANSI codes, control
@@ -55,6 +56,8 @@ struct Case<'a> {
     repro: &'a str,
     /// Properties beyond plan, seed and repro.
     extra: Vec<(&'static str, String)>,
+    /// Named warnings of a check (they do not fail the case): its `system-out`, one `warning:` line each.
+    warnings: Vec<String>,
 }
 
 impl Case<'_> {
@@ -74,6 +77,11 @@ impl Case<'_> {
         case.add_property(Property::new("repro", self.repro));
         for (name, value) in self.extra {
             case.add_property(Property::new(name, value));
+        }
+        if !self.warnings.is_empty() {
+            case.add_property(Property::new("warnings", self.warnings.len().to_string()));
+            let lines: Vec<String> = self.warnings.iter().map(|w| format!("warning: {w}")).collect();
+            case.set_system_out(lines.join("\n"));
         }
         case
     }
@@ -116,6 +124,7 @@ pub fn render(results: &Results) -> String {
             seed: results.seed,
             repro: &results.repro,
             extra: Vec::new(),
+            warnings: check.warnings.clone(),
         })
         .collect();
     let properties = vec![
@@ -167,6 +176,7 @@ pub fn campaign<'a>(id: &str, rows: impl IntoIterator<Item = &'a SeedRow>) -> St
                 seed: row.seed,
                 repro: &row.repro,
                 extra,
+                warnings: Vec::new(),
             }
         })
         .collect();
@@ -198,6 +208,7 @@ pub fn certification(cert: &Certification) -> String {
             seed: cell.seed,
             repro: &cell.repro,
             extra: vec![("nodes", cell.nodes.to_string())],
+            warnings: Vec::new(),
         })
         .collect();
     let properties = vec![
@@ -262,6 +273,42 @@ mod tests {
         assert!(xml.contains("<failure message=\"n2 &lt;refused&gt;\""), "{xml}");
         assert!(xml.contains("repro: faultline run --seed 3"), "{xml}");
         assert!(xml.contains("<property name=\"seed\" value=\"3\"/>"), "{xml}");
+        assert!(!xml.contains("system-out"), "no warnings, no output: {xml}");
+    }
+
+    #[test]
+    fn given_a_passing_check_with_warnings_when_rendered_should_pass_and_print_them() {
+        let mut check = CheckResult::new(
+            "durability",
+            Verdict::Valid,
+            "3 restarts judged".into(),
+            serde_json::Value::Null,
+        );
+        check.warnings = vec!["n2 forgot 290 applied entries <after a zeroed block>".into()];
+        let results = Results {
+            schema_version: SCHEMA_VERSION,
+            faultline_version: "0".into(),
+            verdict: Verdict::Valid,
+            reason: "every check passed, with a warning".into(),
+            plan: "etcd".into(),
+            system: "etcd".into(),
+            seed: 41,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_ms: 1500,
+            store_dir: "store/x".into(),
+            repro: "faultline run --seed 41".into(),
+            checks: vec![check],
+            counts: Counts::default(),
+        };
+        let xml = render(&results);
+        assert!(xml.contains("failures=\"0\""), "{xml}");
+        assert!(
+            xml.contains(
+                "<system-out>warning: n2 forgot 290 applied entries &lt;after a zeroed block&gt;</system-out>"
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("<property name=\"warnings\" value=\"1\"/>"), "{xml}");
     }
 
     #[test]
