@@ -169,13 +169,7 @@ pub struct RecoveredLine {
 impl RecoveredLine {
     /// The number of the first line of `boot_log` that contains `line`, right after `after`.
     fn read(&self, boot_log: &str) -> Option<Recovered> {
-        let line = boot_log.lines().find(|l| l.contains(self.line.value.as_str()))?;
-        let (_, rest) = line.split_once(self.after.value.as_str())?;
-        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
-        Some(Recovered {
-            recovered: digits.parse().ok()?,
-            line: line.trim().to_string(),
-        })
+        Recovered::from_line(boot_log, &self.line.value, &self.after.value)
     }
 }
 

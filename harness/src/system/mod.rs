@@ -241,6 +241,20 @@ pub struct Recovered {
     pub line: String,
 }
 
+impl Recovered {
+    /// From a boot log: the first line that contains `marker`, and the number right after `after` in it (e.g. the
+    /// reference node's `rejoining: ...` line and `op=`).
+    pub fn from_line(boot_log: &str, marker: &str, after: &str) -> Option<Recovered> {
+        let line = boot_log.lines().find(|line| line.contains(marker))?;
+        let (_, rest) = line.split_once(after)?;
+        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+        Some(Recovered {
+            recovered: digits.parse().ok()?,
+            line: line.trim().to_string(),
+        })
+    }
+}
+
 /// Where a node listens.
 #[derive(Debug, Clone)]
 pub struct NodeAddrs {
@@ -407,4 +421,27 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Recovered;
+
+    #[test]
+    fn given_real_boot_lines_when_read_should_take_the_number_after_the_marker_and_nothing_else() {
+        let reference = "2026-12-01T18:13:12.9Z  INFO opening wal\n2026-12-01T18:13:13.1Z  INFO rejoining: asking the \
+                         cluster for the current view replica=0 view=1 log_view=1 op=656 commit=647\n";
+        let found = Recovered::from_line(reference, "rejoining: asking the cluster", " op=").unwrap();
+        assert_eq!(found.recovered, 656);
+        assert!(found.line.ends_with("op=656 commit=647"), "{}", found.line);
+        let etcd = r#"{"level":"info","msg":"restarting local member","local-member-id":"311f","commit-index":115}"#;
+        let found = Recovered::from_line(etcd, "restarting local member", "\"commit-index\":").unwrap();
+        assert_eq!(found.recovered, 115);
+        assert_eq!(Recovered::from_line(etcd, "no such line", "op="), None);
+        assert_eq!(
+            Recovered::from_line("recovered op=x", "recovered", "op="),
+            None,
+            "no digits"
+        );
+    }
 }

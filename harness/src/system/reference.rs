@@ -347,18 +347,7 @@ impl System for ReferenceSystem {
     /// The boot's `rejoining: ... op=N` line: N is the head its WAL scan kept (torn tail already cut). A wiped node
     /// (VSR recovery) and a genesis replica print no such line.
     fn recovered(&self, boot_log: &str) -> Option<Recovered> {
-        let line = boot_log
-            .lines()
-            .find(|line| line.contains("rejoining: asking the cluster for the current view"))?;
-        let op = line
-            .split_whitespace()
-            .find_map(|word| word.strip_prefix("op="))?
-            .parse()
-            .ok()?;
-        Some(Recovered {
-            recovered: op,
-            line: line.trim().to_string(),
-        })
+        Recovered::from_line(boot_log, "rejoining: asking the cluster for the current view", " op=")
     }
 
     fn next_primary(&self, primary: usize) -> Option<usize> {
