@@ -84,7 +84,7 @@ impl AdapterSpec for EtcdConfig {
             primary_probe: true,
             wipe: true,
             offline_verify: false,
-            // raftAppliedIndex, settled (see `EtcdSystem::durable_settle`); `restarting local member` says the rest.
+            // raftAppliedIndex, settled (see `EtcdSystem::durable_settle`); raft's `newRaft ... lastindex` says the rest.
             durable_progress: true,
             // etcd 3.4 takes interior damage that looks torn (a zeroed block, a length flip) for a torn write.
             refuses_interior_damage: false,
@@ -428,17 +428,15 @@ impl System for EtcdSystem {
         Duration::from_secs(1)
     }
 
-    /// `restarting local member ... "commit-index":N`: the commit index of the last HardState its WAL replay kept
-    /// (after any repair). A first boot (`starting local member`) and a wiped, re-added member print no such line.
+    /// The last index of the raft log a restarted member kept (after any WAL repair): `lastindex: N` in raft's
+    /// `newRaft ...` line, which follows `restarting local member`. Not that line's `"commit-index"`: the WAL saves
+    /// a HardState whose only change is its commit without an fsync (`raft.MustSync` is false), and its encoder
+    /// buffers the record in memory, so a kill -9 can lose a commit the member had applied while every entry up to
+    /// it is on disk (seen in CI: applied 133, `commit-index` 132 after a kill -9). A first boot (`starting local
+    /// member`) and a wiped, re-added member print no `restarting` line.
     fn recovered(&self, boot_log: &str) -> Option<Recovered> {
-        let line = boot_log
-            .lines()
-            .find(|line| line.contains("\"msg\":\"restarting local member\""))?;
-        let record: Value = serde_json::from_str(line.trim()).ok()?;
-        Some(Recovered {
-            recovered: record["commit-index"].as_u64()?,
-            line: line.trim().to_string(),
-        })
+        let (_, restarted) = boot_log.split_once("\"msg\":\"restarting local member\"")?;
+        Recovered::from_line(restarted, "\"msg\":\"newRaft ", "lastindex:")
     }
 
     fn next_primary(&self, _primary: usize) -> Option<usize> {
@@ -589,6 +587,23 @@ mod tests {
             vec![],
             false,
         )
+    }
+
+    #[test]
+    fn given_a_restart_boot_log_when_read_should_take_the_raft_last_index_not_the_hardstate_commit() {
+        // Real etcd 3.4 lines: a commit-only HardState is not fsynced, so `commit-index` can trail what was applied.
+        let restart = r#"{"level":"info","ts":"2026-12-01T18:47:07.162Z","caller":"etcdserver/raft.go:586","msg":"restarting local member","cluster-id":"5c5feca35e2040ab","local-member-id":"aee43fd71c5ba852","commit-index":849}
+{"level":"info","ts":"2026-12-01T18:47:07.162Z","caller":"raft/raft.go:389","msg":"newRaft aee43fd71c5ba852 [peers: [], term: 14, commit: 849, applied: 0, lastindex: 850, lastterm: 14]"}"#;
+        let found = system().recovered(restart).unwrap();
+        assert_eq!(found.recovered, 850);
+        assert!(found.line.contains("newRaft"), "{}", found.line);
+        let first_boot = r#"{"level":"info","caller":"etcdserver/raft.go:486","msg":"starting local member","local-member-id":"a5a3"}
+{"level":"info","ts":"2026-12-01T18:56:04.395Z","caller":"raft/raft.go:389","msg":"newRaft a5a327e1c0442d58 [peers: [], term: 0, commit: 0, applied: 0, lastindex: 0, lastterm: 0]"}"#;
+        assert_eq!(
+            system().recovered(first_boot),
+            None,
+            "a first boot kept nothing to judge"
+        );
     }
 
     #[test]

@@ -156,7 +156,7 @@ pub struct StatusProbe {
 }
 
 /// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
-/// in it (e.g. `{line: "restarting local member", after: "\"commit-index\":"}`).
+/// in it (e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveredLine {

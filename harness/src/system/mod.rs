@@ -434,9 +434,9 @@ mod tests {
         let found = Recovered::from_line(reference, "rejoining: asking the cluster", " op=").unwrap();
         assert_eq!(found.recovered, 656);
         assert!(found.line.ends_with("op=656 commit=647"), "{}", found.line);
-        let etcd = r#"{"level":"info","msg":"restarting local member","local-member-id":"311f","commit-index":115}"#;
-        let found = Recovered::from_line(etcd, "restarting local member", "\"commit-index\":").unwrap();
-        assert_eq!(found.recovered, 115);
+        let etcd = r#"{"level":"info","caller":"raft/raft.go:389","msg":"newRaft aee43fd71c5ba852 [peers: [], term: 14, commit: 849, applied: 0, lastindex: 850, lastterm: 14]"}"#;
+        let found = Recovered::from_line(etcd, "\"msg\":\"newRaft ", "lastindex:").unwrap();
+        assert_eq!(found.recovered, 850);
         assert_eq!(Recovered::from_line(etcd, "no such line", "op="), None);
         assert_eq!(
             Recovered::from_line("recovered op=x", "recovered", "op="),
