@@ -22,9 +22,9 @@
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
 //!   `wipe-failed`, `teardown`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `partition-start`, `partition-stop`, `link-fault`,
-//!   `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`
+//!   `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`, `trigger`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
-//! - `observation`: `status`, `last-durable`, `recovered`
+//! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
 //! On the wire `f` stays a plain string, and that is a choice, not a leftover. A name means something only together
 //! with its kind (`start` and `kill` are both a lifecycle and a nemesis name, with different meanings), so the typed
@@ -197,6 +197,10 @@ names! {
         IoFaultStop => "io-fault-stop",
         /// A stopped node's files were cut (the exact bytes before and after are in the value).
         DiskSurgery => "disk-surgery",
+        /// A plan trigger's condition held and it acted (or declined). Node: the condition's subject, if any. Value:
+        /// `{trigger, condition, subject?, action, delay_ms, latency_ms?, fault_id?, skipped?}`; `latency_ms` is the
+        /// time from the observation that fired it to the fault, less the drawn `delay_ms`.
+        Trigger => "trigger",
     }
 }
 
@@ -213,6 +217,9 @@ names! {
         LastDurable => "last-durable",
         /// A restarted node said what it booted with (its own boot log line). Value: `{recovered, line}`.
         Recovered => "recovered",
+        /// A node's log had a line matching a pattern its adapter names (`repairing`, `view-change`). Value:
+        /// `{pattern, line}`.
+        Log => "log",
     }
 }
 
