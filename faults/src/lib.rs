@@ -22,4 +22,5 @@ pub mod io;
 pub mod network;
 pub mod process;
 pub mod rng;
+pub mod trigger;
 pub mod units;

@@ -264,6 +264,8 @@ pub enum Source {
     Targeted,
     /// A scripted fault.
     Scripted,
+    /// A fault a plan trigger fired on what it observed ([`crate::trigger`]).
+    Triggered,
 }
 
 /// One fault of the schedule.
@@ -281,8 +283,11 @@ pub struct ScheduledFault {
     pub target: String,
     /// Its resolution.
     pub nodes: Resolved,
-    /// Flap or targeted.
+    /// Flap, targeted, scripted or triggered.
     pub source: Source,
+    /// The plan trigger that fired it (triggered faults only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<u64>,
 }
 
 impl ScheduledFault {
@@ -314,6 +319,7 @@ pub fn generate(
                     target: node_name(node),
                     nodes: Resolved::Nodes(vec![node]),
                     source: Source::Flap,
+                    trigger: None,
                 });
                 t += down + exponential(rng, flaps.mean_up.0);
             }
@@ -333,6 +339,7 @@ pub fn generate(
                 target: chosen.targets.value.to_string(),
                 nodes: resolve_static(&chosen.targets.value, node_count, rng),
                 source: Source::Targeted,
+                trigger: None,
             });
             t += exponential(rng, interval.0);
         }
@@ -347,6 +354,7 @@ pub fn generate(
             target: scripted.targets.value.to_string(),
             nodes: resolve_static(&scripted.targets.value, node_count, rng),
             source: Source::Scripted,
+            trigger: None,
         });
     }
     faults.retain(|f| f.start_ms < phase_ms);
@@ -377,7 +385,8 @@ fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
     ((-u.ln()) * mean_ms as f64).round().max(1.0) as u64
 }
 
-fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> Resolved {
+/// Resolves a target as far as `rng` allows: random sets are drawn now, roles when the fault starts.
+pub(crate) fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> Resolved {
     let mut random_set = |count: usize| {
         let mut all: Vec<usize> = (0..n).collect();
         for i in 0..count.min(n) {
@@ -463,12 +472,37 @@ enum NodeState {
     Paused(u64),
 }
 
+/// Which process fault holds each node, shared by every applier of process faults in one fault phase (the timed
+/// schedule and the [triggers](crate::trigger)), so that neither kills or resumes a node the other holds. A fault
+/// claims its nodes before it acts on them, so two appliers racing for a node never both take it.
+#[derive(Debug, Clone)]
+pub struct NodeHolds(std::sync::Arc<std::sync::Mutex<Vec<NodeState>>>);
+
+impl NodeHolds {
+    /// Every one of `node_count` nodes up and free.
+    pub fn new(node_count: usize) -> NodeHolds {
+        NodeHolds(std::sync::Arc::new(std::sync::Mutex::new(vec![
+            NodeState::Up;
+            node_count
+        ])))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<NodeState>> {
+        self.0.lock().expect("node holds lock")
+    }
+
+    /// Whether no process fault holds `node`.
+    pub fn is_free(&self, node: usize) -> bool {
+        self.lock().get(node) == Some(&NodeState::Up)
+    }
+}
+
 /// The process family of the timed interpreter: applies its schedule's faults to a lab, keeping track of which fault
 /// holds which node, so overlapping faults never double-kill or resume a node another fault still holds.
 pub struct ProcessFaults<'a, L> {
     lab: &'a L,
     schedule: &'a [ScheduledFault],
-    states: Vec<NodeState>,
+    states: NodeHolds,
     /// fault id -> nodes it actually affected.
     holding: BTreeMap<u64, (ProcessFault, Vec<usize>)>,
 }
@@ -497,15 +531,26 @@ impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
 impl<'a, L: Lab> ProcessFaults<'a, L> {
     /// `schedule` on `lab`, all nodes up.
     pub fn new(lab: &'a L, schedule: &'a [ScheduledFault]) -> ProcessFaults<'a, L> {
+        ProcessFaults::shared(lab, schedule, NodeHolds::new(lab.node_count()))
+    }
+
+    /// `schedule` on `lab`, sharing `holds` with the phase's other appliers of process faults.
+    pub fn shared(lab: &'a L, schedule: &'a [ScheduledFault], holds: NodeHolds) -> ProcessFaults<'a, L> {
         ProcessFaults {
             lab,
             schedule,
-            states: vec![NodeState::Up; lab.node_count()],
+            states: holds,
             holding: BTreeMap::new(),
         }
     }
 
-    async fn start_fault(&mut self, fault: &ScheduledFault) {
+    /// Whether the fault `fault_id` holds at least one node now.
+    pub fn holds(&self, fault_id: u64) -> bool {
+        self.holding.contains_key(&fault_id)
+    }
+
+    /// Starts `fault` (from the schedule or not) on its free targets and records what it did to each.
+    pub async fn start_fault(&mut self, fault: &ScheduledFault) {
         let lab = self.lab;
         let candidates = match &fault.nodes {
             Resolved::Nodes(nodes) => nodes.clone(),
@@ -522,10 +567,21 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
         };
         let mut affected = Vec::new();
-        let free: Vec<usize> = candidates
-            .into_iter()
-            .filter(|&node| self.states.get(node) == Some(&NodeState::Up))
-            .collect();
+        let claimed = match fault.kind {
+            ProcessFault::Kill | ProcessFault::PowerLoss => NodeState::Down(fault.id),
+            ProcessFault::Pause => NodeState::Paused(fault.id),
+        };
+        let free: Vec<usize> = {
+            let mut states = self.states.lock();
+            let free: Vec<usize> = candidates
+                .into_iter()
+                .filter(|&node| states.get(node) == Some(&NodeState::Up))
+                .collect();
+            for &node in &free {
+                states[node] = claimed;
+            }
+            free
+        };
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
         if fault.kind == ProcessFault::PowerLoss {
@@ -546,16 +602,18 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 },
             };
             let mut value = json!({"fault_id": fault.id, "target": fault.target, "source": fault.source});
+            if let Some(trigger) = fault.trigger {
+                value["trigger"] = Value::from(trigger);
+            }
             match result {
                 Ok(details) => {
                     merge(&mut value, details);
-                    self.states[node] = match fault.kind {
-                        ProcessFault::Kill | ProcessFault::PowerLoss => NodeState::Down(fault.id),
-                        ProcessFault::Pause => NodeState::Paused(fault.id),
-                    };
                     affected.push(node);
                 }
-                Err(error) => value["error"] = Value::from(error),
+                Err(error) => {
+                    self.states.lock()[node] = NodeState::Up;
+                    value["error"] = Value::from(error);
+                }
             }
             lab.record(fault.kind.start_name(), node, value);
         }
@@ -564,7 +622,8 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         }
     }
 
-    async fn end_fault(&mut self, fault_id: u64) {
+    /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.
+    pub async fn end_fault(&mut self, fault_id: u64) {
         let lab = self.lab;
         let Some((kind, nodes)) = self.holding.remove(&fault_id) else {
             return;
@@ -579,7 +638,7 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 Ok(details) => merge(&mut value, details),
                 Err(error) => value["error"] = Value::from(error),
             }
-            self.states[node] = NodeState::Up;
+            self.states.lock()[node] = NodeState::Up;
             lab.record(kind.stop_name(), node, value);
         }
     }
@@ -725,6 +784,7 @@ mod tests {
             target: "all".into(),
             nodes: Resolved::Nodes(vec![0, 1, 2]),
             source: Source::Scripted,
+            trigger: None,
         }];
         let lab = FakeLab {
             log: Default::default(),
@@ -806,6 +866,7 @@ mod tests {
             target: "n1".into(),
             nodes: Resolved::Nodes(vec![0]),
             source: Source::Targeted,
+            trigger: None,
         };
         let schedule = vec![
             fault(0, 10, 100, ProcessFault::Kill),

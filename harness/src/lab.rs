@@ -8,6 +8,7 @@ use crate::system::{NodeStatus, Role, System};
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
+use faultline_faults::trigger::{Fact, FactRole};
 use faultline_workloads::history::{Lifecycle, Nemesis, Observation};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -15,7 +16,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Mutex};
+use tokio::sync::{broadcast, watch, Mutex};
 
 /// Probe timeout for readiness and role queries.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -29,6 +30,11 @@ const OBSERVE_TIMEOUT: Duration = Duration::from_millis(250);
 const LAST_PROBE_TIMEOUT: Duration = Duration::from_millis(50);
 /// A node's progress is recorded at most this often when nothing else about it changed.
 const PROGRESS_RECORD_INTERVAL: Duration = Duration::from_secs(1);
+/// A node whose durable progress trails the highest fresh one by this much is recorded as `lagging` (coverage's
+/// measure; a trigger's `lagging: {by}` has its own): above what probe skew gives at a few hundred ops/s.
+const LAG_RECORDED: u64 = 20;
+/// How many observations the trigger engine may fall behind before it misses some.
+const FACTS_CAPACITY: usize = 4096;
 
 /// Where a node is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +60,8 @@ struct Observed {
     samples: VecDeque<(Instant, u64)>,
     /// When the node last answered a probe.
     last_answer: Option<Instant>,
-    /// Role, primary and view of the last recorded status.
-    last_key: Option<(Role, Option<usize>, Option<u64>)>,
+    /// Role, primary, view and lagging flag of the last recorded status.
+    last_key: Option<(Role, Option<usize>, Option<u64>, bool)>,
     /// Durable value of the last recorded status, and when it was recorded.
     last_record: Option<(Instant, Option<u64>)>,
 }
@@ -86,6 +92,8 @@ pub struct Lab {
     fault_fs: Vec<Arc<std::sync::Mutex<Option<FaultFsHandle>>>>,
     /// What the observer saw of each node.
     observed: Vec<Arc<std::sync::Mutex<Observed>>>,
+    /// What the observer sees, for the trigger engine (sent only while someone listens).
+    facts: broadcast::Sender<Fact>,
 }
 
 impl Lab {
@@ -122,7 +130,13 @@ impl Lab {
             netns: None,
             fault_fs: Vec::new(),
             observed,
+            facts: broadcast::channel(FACTS_CAPACITY).0,
         }
+    }
+
+    /// A new listener to what the observer sees: statuses, nodes becoming ready or going down, log lines.
+    pub fn facts(&self) -> broadcast::Receiver<Fact> {
+        self.facts.subscribe()
     }
 
     /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`.
@@ -229,7 +243,7 @@ impl Lab {
             self.system.clone(),
             self.recorder.clone(),
             self.slots[node].clone(),
-            self.observed[node].clone(),
+            (self.observed[node].clone(), self.facts.clone()),
             node,
             spawned,
             (self.log_paths[node].clone(), log_offset),
@@ -249,13 +263,7 @@ impl Lab {
             if running {
                 // A fresh answer if the node gives one at once; else what the observer saw last.
                 if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
-                    note_status(
-                        self.system.as_ref(),
-                        &self.recorder,
-                        &self.observed[node],
-                        node,
-                        &status,
-                    );
+                    note_status(self.system.as_ref(), &self.recorder, &self.observed, node, &status);
                 }
                 record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
             }
@@ -279,6 +287,10 @@ impl Lab {
             })?
             .map_err(|_| "reaper gone".to_string())?;
         self.slots[node].lock().await.boot.send_replace(BootState::Stopped);
+        let _ = self.facts.send(Fact::Down {
+            node,
+            at: tokio::time::Instant::now(),
+        });
         Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
     }
 
@@ -288,32 +300,93 @@ impl Lab {
     }
 
     /// Watches every node until `stop` is set: a status probe every [`System::observe_interval`], changes recorded as
-    /// `observation` `status` events (see [`note_status`]).
+    /// `observation` `status` events (see [`note_status`]); and every new line of its log, recorded as an
+    /// `observation` `log` event when it matches one of the adapter's [`System::log_patterns`]. Everything seen goes
+    /// to the [`Lab::facts`] listeners (the trigger engine).
     pub async fn observe(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         for node in 0..self.node_count() {
             let (lab, mut stop) = (self.clone(), stop.clone());
             tasks.spawn(async move {
-                let mut tick = tokio::time::interval(lab.system.observe_interval());
+                let mut tick = tokio::time::interval(lab.system.observe_interval().min(Duration::from_millis(100)));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut log = LogFollower::default();
+                let mut next_probe = tokio::time::Instant::now();
                 loop {
                     tokio::select! {
                         _ = tick.tick() => {}
                         _ = stop.wait_for(|stop| *stop) => return,
                     }
-                    if lab.boot_state(node) != BootState::Ready {
+                    for line in log.new_lines(&lab.log_paths[node]) {
+                        lab.note_log_line(node, line);
+                    }
+                    let now = tokio::time::Instant::now();
+                    if lab.boot_state(node) != BootState::Ready || now < next_probe {
                         continue;
                     }
+                    next_probe = now + lab.system.observe_interval();
                     if let Ok(status) = lab.system.probe(node, OBSERVE_TIMEOUT).await {
                         // A probe that raced a kill answers for the old process: only a running node's counts.
                         if lab.boot_state(node) == BootState::Ready {
-                            note_status(lab.system.as_ref(), &lab.recorder, &lab.observed[node], node, &status);
+                            note_status(lab.system.as_ref(), &lab.recorder, &lab.observed, node, &status);
+                            lab.send_status(node, &status);
                         }
                     }
                 }
             });
         }
         while tasks.join_next().await.is_some() {}
+    }
+
+    /// One new line of a node's log: recorded when it matches an adapter pattern, sent to listeners.
+    fn note_log_line(&self, node: usize, line: String) {
+        let line = crate::analyze::strip_ansi(&line);
+        let patterns: Vec<&'static str> = self
+            .system
+            .log_patterns()
+            .iter()
+            .filter(|(_, needle)| line.contains(needle))
+            .map(|(name, _)| *name)
+            .collect();
+        for pattern in &patterns {
+            let shown: String = line.trim().chars().take(300).collect();
+            self.recorder.observation(
+                Observation::Log,
+                Some(&node_name(node)),
+                json!({"pattern": pattern, "line": shown}),
+            );
+        }
+        if self.facts.receiver_count() > 0 {
+            let _ = self.facts.send(Fact::Log {
+                node,
+                at: tokio::time::Instant::now(),
+                line,
+                patterns,
+            });
+        }
+    }
+
+    fn send_status(&self, node: usize, status: &NodeStatus) {
+        if self.facts.receiver_count() == 0 {
+            return;
+        }
+        let progress = self.system.progress(status);
+        let role = match status.role {
+            Role::Primary if status.primary.is_none_or(|p| p == node) => FactRole::Primary,
+            Role::Primary | Role::Other => FactRole::Other,
+            Role::Backup => FactRole::Backup,
+        };
+        let _ = self.facts.send(Fact::Status {
+            node,
+            at: tokio::time::Instant::now(),
+            role,
+            durable: progress.durable,
+            numbers: progress
+                .numbers
+                .iter()
+                .map(|(name, v)| (name.to_string(), *v))
+                .collect(),
+        });
     }
 
     /// Sends SIGSTOP or SIGCONT to a running node.
@@ -414,13 +487,29 @@ impl Lab {
 fn note_status(
     system: &dyn System,
     recorder: &Recorder,
-    observed: &std::sync::Mutex<Observed>,
+    all: &[Arc<std::sync::Mutex<Observed>>],
     node: usize,
     status: &NodeStatus,
 ) {
     let progress = system.progress(status);
     let now = Instant::now();
-    let mut observed = observed.lock().expect("observations lock");
+    // The highest durable value another node reported in the last second (one lock at a time: no lock order).
+    let highest_other = all
+        .iter()
+        .enumerate()
+        .filter(|(other, _)| *other != node)
+        .filter_map(|(_, observed)| {
+            let observed = observed.lock().expect("observations lock");
+            let (at, durable) = *observed.samples.back()?;
+            (now.duration_since(at) <= Duration::from_secs(1)).then_some(durable)
+        })
+        .max();
+    let behind = match (progress.durable, highest_other) {
+        (Some(own), Some(highest)) => highest.saturating_sub(own),
+        _ => 0,
+    };
+    let lagging = behind >= LAG_RECORDED;
+    let mut observed = all[node].lock().expect("observations lock");
     observed.last_answer = Some(now);
     if let Some(durable) = progress.durable {
         observed.samples.push_back((now, durable));
@@ -430,7 +519,7 @@ fn note_status(
             observed.samples.pop_front();
         }
     }
-    let key = (status.role, status.primary, progress.view);
+    let key = (status.role, status.primary, progress.view, lagging);
     let changed = observed.last_key != Some(key);
     let moved = observed
         .last_record
@@ -460,8 +549,48 @@ fn note_status(
             "view": progress.view,
             "durable": progress.durable,
             "progress": numbers,
+            "lagging": lagging,
+            "behind": behind,
         }),
     );
+}
+
+/// Reads what a node's log gained since the last call, whole lines only (a partial last line waits for its end).
+/// The log is the harness's own file (stdout and stderr of every process of the node), so it only grows.
+#[derive(Default)]
+struct LogFollower {
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl LogFollower {
+    /// At most this much per call, so a node that floods its log cannot stall the observer.
+    const CHUNK: u64 = 256 << 10;
+
+    fn new_lines(&mut self, path: &std::path::Path) -> Vec<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return Vec::new();
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            self.offset = 0; // replaced (not expected): start over
+            self.partial.clear();
+        }
+        if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut bytes = Vec::new();
+        let read = file.take(Self::CHUNK).read_to_end(&mut bytes).unwrap_or(0);
+        self.offset += read as u64;
+        self.partial.extend_from_slice(&bytes[..read]);
+        let Some(last_newline) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return Vec::new();
+        };
+        let rest = self.partial.split_off(last_newline + 1);
+        let complete = std::mem::replace(&mut self.partial, rest);
+        String::from_utf8_lossy(&complete).lines().map(str::to_string).collect()
+    }
 }
 
 /// Records what a node that is being stopped (or that stopped on its own) had durably reached: the newest durable
@@ -508,7 +637,7 @@ async fn watch_node(
     system: Arc<dyn System>,
     recorder: Recorder,
     slot: Arc<Mutex<Slot>>,
-    observed: Arc<std::sync::Mutex<Observed>>,
+    (observed, facts): (Arc<std::sync::Mutex<Observed>>, broadcast::Sender<Fact>),
     node: usize,
     spawned: Spawned,
     (log_path, log_offset): (PathBuf, u64),
@@ -554,6 +683,10 @@ async fn watch_node(
                 );
             }
             publish(BootState::Ready).await;
+            let _ = facts.send(Fact::Ready {
+                node,
+                at: tokio::time::Instant::now(),
+            });
         }
         Some(false) => {
             recorder.lifecycle(
@@ -579,6 +712,10 @@ async fn watch_node(
     if ready == Some(true) {
         record_last_durable(system.as_ref(), &recorder, &observed, node, "crashed");
     }
+    let _ = facts.send(Fact::Down {
+        node,
+        at: tokio::time::Instant::now(),
+    });
     let tail = log_tail(&log_path);
     let state = match (ready, system.boot_refusal_line(&tail)) {
         (None, Some(line)) => {

@@ -10,6 +10,7 @@ use faultline_faults::fusefs::FsFaults;
 use faultline_faults::network::schedule::NetworkNemesisSpec;
 use faultline_faults::network::BackendKind;
 use faultline_faults::process::{parse_node_name, ProcessFault, ProcessNemesisSpec, Target};
+use faultline_faults::trigger::{TriggerCapabilities, TriggerSpec, TriggeredKind};
 use faultline_faults::units::Millis;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_saphyr::Spanned;
@@ -223,6 +224,20 @@ pub struct NemesisSpec {
     /// I/O faults of the fault filesystem (EIO, ENOSPC, stalls) on nodes for windows of the fault phase.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub io: Vec<IoFaultWindow>,
+    /// Faults that react to the observed cluster (see [`faultline_faults::trigger`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Spanned<TriggerSpec>>,
+}
+
+impl NemesisSpec {
+    /// Whether the fault phase cuts or degrades the network (timed or triggered): the run needs a network backend.
+    pub fn has_network_faults(&self) -> bool {
+        self.network.as_ref().is_some_and(|n| !n.value.is_empty())
+            || self
+                .triggers
+                .iter()
+                .any(|t| matches!(t.value.action.kind, TriggeredKind::Partition | TriggeredKind::Link))
+    }
 }
 
 /// I/O faults on one node for a window of the fault phase (needs `disk.fault_fs`).
@@ -597,6 +612,23 @@ impl Plan {
                 }
             }
         }
+        if !self.nemesis.triggers.is_empty() {
+            let capabilities = self.system.adapter().capabilities();
+            let caps = TriggerCapabilities {
+                node_count,
+                backends: self.network.backend.candidate_kinds(),
+                fault_fs: self.disk.fault_fs,
+                primary_probe: capabilities.primary_probe,
+                durable_progress: capabilities.durable_progress,
+                repairing_pattern: capabilities.repairing_pattern,
+            };
+            for (index, trigger) in self.nemesis.triggers.iter().enumerate() {
+                trigger
+                    .value
+                    .validate(&caps)
+                    .map_err(|message| at(trigger.referenced, format!("nemesis.triggers[{index}]: {message}")))?;
+            }
+        }
         for window in &self.nemesis.io {
             if parse_node_name(&window.node.value).is_none_or(|i| i >= node_count) {
                 return Err(at(
@@ -685,10 +717,18 @@ impl Plan {
                 ),
             ));
         }
-        if let Some(network) = self.nemesis.network.as_ref().filter(|n| !n.value.is_empty()) {
+        if self.nemesis.has_network_faults() {
+            let referenced = match &self.nemesis.network {
+                Some(network) if !network.value.is_empty() => network.referenced,
+                _ => self
+                    .nemesis
+                    .triggers
+                    .first()
+                    .map_or(serde_saphyr::Location::UNKNOWN, |t| t.referenced),
+            };
             if self.network.backend == NetworkBackend::Proxy && !capabilities.proxy_partitions {
                 return Err(at(
-                    network.referenced,
+                    referenced,
                     format!(
                         "the {kind} adapter's nodes dial each other on connections the proxy mesh cannot cut, so \
                          partitions need `network: {{backend: netns}}` (root, iproute2 and nftables)"

@@ -15,10 +15,11 @@ use anyhow::Context;
 use faultline_faults::interpreter::Families;
 use faultline_faults::io::{IoFaults, IoWindow};
 use faultline_faults::network::netns::NetnsLab;
-use faultline_faults::network::schedule::{self as network_faults, NetworkFaults};
+use faultline_faults::network::schedule::{self as network_faults, NetworkFaults, NetworkHolds};
 use faultline_faults::network::{BackendChoice, BackendKind, Network};
-use faultline_faults::process::{self as process_faults, node_name, ProcessFaults};
+use faultline_faults::process::{self as process_faults, node_name, NodeHolds, ProcessFaults};
 use faultline_faults::rng::stream;
+use faultline_faults::trigger::{TriggerSpec, Triggers};
 use faultline_reports::results::{Results, Verdict};
 use faultline_workloads::history::{Lifecycle, Meta};
 use serde_json::json;
@@ -262,18 +263,31 @@ async fn fault_phase(
             stop_rx.clone(),
         ));
     }
+    // Subscribed before the phase starts, so the triggers see its first observations.
+    let facts = lab.facts();
+    let triggers: Vec<TriggerSpec> = plan.nemesis.triggers.iter().map(|t| t.value.clone()).collect();
+    let stable = plan.nemesis.process.as_ref().and_then(|p| p.value.stable.clone());
     let phase_start = tokio::time::Instant::now();
     let (nemesis_lab, nemesis_network, nemesis_stop) = (lab.clone(), network.cloned(), stop_rx.clone());
     let nemesis = tokio::spawn(async move {
         let lab = nemesis_lab.as_ref();
+        let holds = (NodeHolds::new(lab.node_count()), NetworkHolds::default());
         let mut families = Families {
-            process: ProcessFaults::new(lab, &schedule),
+            process: ProcessFaults::shared(lab, &schedule, holds.0.clone()),
             network: nemesis_network
                 .as_ref()
-                .map(|network| NetworkFaults::new(network, lab, &network_schedule)),
+                .map(|network| NetworkFaults::shared(network, lab, &network_schedule, holds.1.clone())),
             io: IoFaults::new(lab, &io_windows),
         };
-        families.run(phase_start, nemesis_stop).await;
+        if triggers.is_empty() {
+            families.run(phase_start, nemesis_stop).await;
+        } else {
+            let mut triggers = Triggers::new(lab, &triggers, seed, nemesis_network.as_ref(), holds, stable, phase_ms);
+            tokio::join!(
+                families.run(phase_start, nemesis_stop.clone()),
+                triggers.run(phase_start, nemesis_stop, facts),
+            );
+        }
     });
     let progress = crate::progress::Progress::new(quiet, phase_ms);
     let deadline = phase_start + Duration::from_millis(phase_ms);

@@ -403,7 +403,7 @@ fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
     ((-u.ln()) * mean_ms as f64).round().max(1.0) as u64
 }
 
-fn resolve_links(target: &LinkTarget, n: usize, rng: &mut impl Rng) -> Vec<Link> {
+pub(crate) fn resolve_links(target: &LinkTarget, n: usize, rng: &mut impl Rng) -> Vec<Link> {
     match target {
         LinkTarget::One => {
             let from = rng.gen_range(0..n);
@@ -438,12 +438,36 @@ pub struct NetworkFaults<'a, L> {
     network: &'a Network,
     lab: &'a L,
     schedule: &'a [ScheduledNetworkFault],
-    /// The partition in force: fault id and shape.
-    partition: Option<(u64, Shape)>,
+    /// The partition in force and the link holders, shared with the phase's other appliers.
+    holds: NetworkHolds,
     /// fault id -> (fault, links it actually holds).
     held: BTreeMap<u64, (LinkFault, Vec<Link>)>,
+}
+
+/// What the network faults of one fault phase hold, shared by every applier (the timed schedule and the
+/// [triggers](crate::trigger)): the partition in force (one at a time: a partition while another holds the network
+/// is skipped) and which fault holds each (link, kind). A fault claims before it acts, so two appliers never both
+/// take the network or a link.
+#[derive(Debug, Clone, Default)]
+pub struct NetworkHolds(std::sync::Arc<std::sync::Mutex<NetworkHeld>>);
+
+#[derive(Debug, Default)]
+struct NetworkHeld {
+    /// The partition in force: fault id and shape.
+    partition: Option<(u64, Shape)>,
     /// (link, kind) -> fault id holding it.
     holders: BTreeMap<(Link, LinkFaultKind), u64>,
+}
+
+impl NetworkHolds {
+    fn lock(&self) -> std::sync::MutexGuard<'_, NetworkHeld> {
+        self.0.lock().expect("network holds lock")
+    }
+
+    /// Whether some fault's partition is in force.
+    pub fn partitioned(&self) -> bool {
+        self.lock().partition.is_some()
+    }
 }
 
 impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
@@ -458,8 +482,7 @@ impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        self.start_fault(fault).await;
-        self.partition.is_some_and(|(id, _)| id == fault.id) || self.held.contains_key(&fault.id)
+        self.start_fault(fault).await
     }
 
     async fn stop(&mut self, position: usize) {
@@ -470,17 +493,27 @@ impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
 impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
     /// `schedule` on `network`, nothing in force.
     pub fn new(network: &'a Network, lab: &'a L, schedule: &'a [ScheduledNetworkFault]) -> NetworkFaults<'a, L> {
+        NetworkFaults::shared(network, lab, schedule, NetworkHolds::default())
+    }
+
+    /// `schedule` through `network`, sharing `holds` with the phase's other appliers of network faults.
+    pub fn shared(
+        network: &'a Network,
+        lab: &'a L,
+        schedule: &'a [ScheduledNetworkFault],
+        holds: NetworkHolds,
+    ) -> NetworkFaults<'a, L> {
         NetworkFaults {
             network,
             lab,
             schedule,
-            partition: None,
+            holds,
             held: BTreeMap::new(),
-            holders: BTreeMap::new(),
         }
     }
 
-    async fn start_fault(&mut self, fault: &ScheduledNetworkFault) {
+    /// Starts `fault` (from the schedule or not), records it, and returns whether it now holds something to stop.
+    pub async fn start_fault(&mut self, fault: &ScheduledNetworkFault) -> bool {
         let (network, lab) = (self.network, self.lab);
         match &fault.action {
             NetworkAction::Partition { shape, grudge } => {
@@ -490,25 +523,39 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
                         Some(primary) => isolate(network.node_count(), primary),
                         None => {
                             tracing::warn!(fault_id = fault.id, "isolate-primary: no primary known; skipped");
-                            return;
+                            return false;
                         }
                     },
                 };
+                {
+                    let mut held = self.holds.lock();
+                    if let Some((holder, _)) = held.partition {
+                        tracing::info!(fault_id = fault.id, holder, "a partition is already in force; skipped");
+                        return false;
+                    }
+                    held.partition = Some((fault.id, *shape));
+                }
                 let mut value = json!({
                     "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
                     "backend": network.kind(),
                 });
-                match network.apply(&grudge).await {
-                    Ok(()) => self.partition = Some((fault.id, *shape)),
-                    Err(error) => value["error"] = Value::from(error.to_string()),
-                }
+                let applied = match network.apply(&grudge).await {
+                    Ok(()) => true,
+                    Err(error) => {
+                        self.holds.lock().partition = None;
+                        value["error"] = Value::from(error.to_string());
+                        false
+                    }
+                };
                 lab.record(Nemesis::PartitionStart, value);
+                applied
             }
             NetworkAction::Link {
                 fault: link_fault,
                 links,
             } => {
                 self.start_link_fault(fault.id, link_fault, links).await;
+                self.held.contains_key(&fault.id)
             }
         }
     }
@@ -518,15 +565,19 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         let mut applied = Vec::new();
         let mut errors = Vec::new();
         for &link in links {
-            if self.holders.contains_key(&(link, fault.kind())) {
-                continue; // another fault of this kind holds the link
+            {
+                let mut held = self.holds.lock();
+                if held.holders.contains_key(&(link, fault.kind())) {
+                    continue; // another fault of this kind holds the link
+                }
+                held.holders.insert((link, fault.kind()), fault_id);
             }
             match network.set_link_fault(link, fault.clone()).await {
-                Ok(()) => {
-                    self.holders.insert((link, fault.kind()), fault_id);
-                    applied.push(link);
+                Ok(()) => applied.push(link),
+                Err(error) => {
+                    self.holds.lock().holders.remove(&(link, fault.kind()));
+                    errors.push(format!("{link}: {error}"));
                 }
-                Err(error) => errors.push(format!("{link}: {error}")),
             }
         }
         if applied.is_empty() && errors.is_empty() {
@@ -542,9 +593,11 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         lab.record(Nemesis::LinkFault, value);
     }
 
-    async fn stop_fault(&mut self, fault_id: u64) {
+    /// Stops the fault `fault_id` if it holds something (heals its partition or clears its link faults) and records it.
+    pub async fn stop_fault(&mut self, fault_id: u64) {
         let (network, lab) = (self.network, self.lab);
-        if let Some((id, shape)) = self.partition {
+        let partition = self.holds.lock().partition;
+        if let Some((id, shape)) = partition {
             if id == fault_id {
                 let mut value = json!({"fault_id": fault_id, "shape": shape});
                 let healed = Grudge::none(network.node_count());
@@ -556,7 +609,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
                     Err(error) => value["error"] = Value::from(error.to_string()),
                 }
                 // Forget it even on error (the event records the error): the next partition's grudge replaces it.
-                self.partition = None;
+                self.holds.lock().partition = None;
                 lab.record(Nemesis::PartitionStop, value);
                 return;
             }
@@ -566,7 +619,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         };
         let mut errors = Vec::new();
         for &link in &links {
-            self.holders.remove(&(link, fault.kind()));
+            self.holds.lock().holders.remove(&(link, fault.kind()));
             if let Err(error) = network.clear_link_fault(link, fault.kind()).await {
                 errors.push(format!("{link}: {error}"));
             }

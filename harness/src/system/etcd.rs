@@ -88,6 +88,7 @@ impl AdapterSpec for EtcdConfig {
             durable_progress: true,
             // etcd 3.4 takes interior damage that looks torn (a zeroed block, a length flip) for a torn write.
             refuses_interior_damage: false,
+            repairing_pattern: false,
         }
     }
 
@@ -437,6 +438,11 @@ impl System for EtcdSystem {
     fn recovered(&self, boot_log: &str) -> Option<Recovered> {
         let (_, restarted) = boot_log.split_once("\"msg\":\"restarting local member\"")?;
         Recovered::from_line(restarted, "\"msg\":\"newRaft ", "lastindex:")
+    }
+
+    /// raft's own lines: a member that starts an election (pre-vote or vote) is etcd's view change.
+    fn log_patterns(&self) -> &[(&'static str, &str)] {
+        &[("view-change", "became candidate at term")]
     }
 
     fn next_primary(&self, _primary: usize) -> Option<usize> {

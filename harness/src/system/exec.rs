@@ -292,6 +292,7 @@ impl AdapterSpec for ExecConfig {
             durable_progress: self.status.durable.is_some() && self.recovered.is_some(),
             // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
+            repairing_pattern: false,
         }
     }
 

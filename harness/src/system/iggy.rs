@@ -109,6 +109,7 @@ impl AdapterSpec for IggyConfig {
             // Its status names no op number the harness can compare across a restart.
             durable_progress: false,
             refuses_interior_damage: false,
+            repairing_pattern: false,
         }
     }
 

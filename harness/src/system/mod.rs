@@ -53,6 +53,8 @@ pub struct Capabilities {
     /// It promises to refuse to boot on interior damage to its WAL (damage a correct log cannot take for a torn
     /// write): booting after such damage with less than it had applied is a finding, not a warning.
     pub refuses_interior_damage: bool,
+    /// Its [`System::log_patterns`] include `repairing` (the `repairing` trigger condition needs it).
+    pub repairing_pattern: bool,
 }
 
 /// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.
@@ -118,7 +120,7 @@ impl BuildContext<'_> {
 
     /// Whether the plan injects network faults.
     pub fn has_network_faults(&self) -> bool {
-        self.plan.nemesis.network.as_ref().is_some_and(|n| !n.value.is_empty())
+        self.plan.nemesis.has_network_faults()
     }
 
     /// The network of a system whose nodes can only be partitioned in namespaces.
@@ -362,6 +364,12 @@ pub trait System: Send + Sync {
     /// first boot or a wiped node).
     fn recovered(&self, _boot_log: &str) -> Option<Recovered> {
         None
+    }
+    /// Named log patterns the observer watches for (a substring of a node's log line), recorded as `observation`
+    /// `log` events and fed to triggers and coverage: `repairing` (a node started repairing its log), `repaired`
+    /// (it finished), `view-change` (a node started a view change or election). None by default.
+    fn log_patterns(&self) -> &[(&'static str, &str)] {
+        &[]
     }
     /// The node that becomes primary in the next view, given the current primary, if the system can tell.
     fn next_primary(&self, primary: usize) -> Option<usize>;

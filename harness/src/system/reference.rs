@@ -51,6 +51,7 @@ impl AdapterSpec for ReferenceConfig {
             durable_progress: true,
             // Its boot scan truncates only a torn last entry and refuses anything else that does not chain.
             refuses_interior_damage: true,
+            repairing_pattern: true,
         }
     }
 
@@ -348,6 +349,15 @@ impl System for ReferenceSystem {
     /// (VSR recovery) and a genesis replica print no such line.
     fn recovered(&self, boot_log: &str) -> Option<Recovered> {
         Recovered::from_line(boot_log, "rejoining: asking the cluster for the current view", " op=")
+    }
+
+    /// The replica's own log lines (nodes/src/replica/repair.rs, view_change.rs).
+    fn log_patterns(&self) -> &[(&'static str, &str)] {
+        &[
+            ("repairing", "repair start"),
+            ("repaired", "repair done"),
+            ("view-change", "view change started"),
+        ]
     }
 
     fn next_primary(&self, primary: usize) -> Option<usize> {
