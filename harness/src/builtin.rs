@@ -16,6 +16,7 @@ pub const PLANS: &[(&str, &str)] = &[
         include_str!("../../plans/reference-disk-surgery.yaml"),
     ),
     ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
+    ("reference-swarm", include_str!("../../plans/reference-swarm.yaml")),
     ("reference-log", include_str!("../../plans/reference-log.yaml")),
     (
         "reference-checkpoint",

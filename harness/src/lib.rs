@@ -18,5 +18,6 @@ pub mod run;
 pub mod runlock;
 pub mod store;
 pub mod supervisor;
+pub mod swarm;
 pub mod system;
 pub mod workload;

@@ -131,6 +131,10 @@ enum Command {
         /// Only these mutants (repeatable).
         #[arg(long = "mutant", value_parser = mutant_names())]
         mutants: Vec<String>,
+        /// Run every mutant (and the correct node) against the general plans (default, reference-mixed,
+        /// reference-swarm: nothing scripted for a bug) instead of the plans written to expose each.
+        #[arg(long)]
+        general: bool,
         /// Store folder.
         #[arg(long, default_value = "store")]
         store: PathBuf,
@@ -517,6 +521,7 @@ fn dispatch(command: Command) -> Outcome {
             time_limit,
             first_seed,
             mutants,
+            general,
             store,
             json: _,
         } => matrix_command(&faultline::matrix::MatrixOptions {
@@ -525,6 +530,7 @@ fn dispatch(command: Command) -> Outcome {
             store_root: store,
             only: mutants,
             first_seed,
+            general,
         }),
         Command::Report { dir } => report_command(&dir),
         Command::Check {

@@ -25,6 +25,10 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("truncate-on-boot", &["default"]),
 ];
 
+/// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
+/// detection with these only, since a user's own bug has no scripted plan.
+pub const GENERAL_PLANS: &[&str] = &["default", "reference-mixed", "reference-swarm"];
+
 /// What to run.
 pub struct MatrixOptions {
     /// Seeds per (mutant, plan) cell.
@@ -37,6 +41,8 @@ pub struct MatrixOptions {
     pub only: Vec<String>,
     /// First seed; cell seeds are `first_seed + i`.
     pub first_seed: u64,
+    /// Every mutant against the [`GENERAL_PLANS`] instead of the plans written to expose it.
+    pub general: bool,
 }
 
 pub use faultline_reports::matrix::Cell;
@@ -49,6 +55,7 @@ pub async fn run_matrix(options: &MatrixOptions) -> anyhow::Result<(Vec<Cell>, P
         .iter()
         .filter(|(m, _)| options.only.is_empty() || options.only.iter().any(|o| o == m))
     {
+        let plans: &[&str] = if options.general { GENERAL_PLANS } else { plans };
         for plan in plans.iter() {
             if !all_plans.contains(plan) {
                 all_plans.push(plan);

@@ -227,6 +227,13 @@ pub struct NemesisSpec {
     /// Faults that react to the observed cluster (see [`faultline_faults::trigger`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<Spanned<TriggerSpec>>,
+    /// Each seed runs a random subset of the fault kinds and triggers, rates and durations scaled
+    /// ([`crate::swarm`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub swarm: bool,
+    /// What the swarm chose for this run's seed (written into the run's `plan.yaml`; informational).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swarmed: Vec<String>,
 }
 
 impl NemesisSpec {

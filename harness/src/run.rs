@@ -54,6 +54,8 @@ pub struct RunOutcome {
 pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     let mut plan = options.plan;
     let seed = *plan.seed.get_or_insert_with(|| u64::from(rand::random::<u32>()));
+    // A swarm plan runs its seed's configuration, and the store keeps that (reduced) plan.
+    let plan = crate::swarm::configure(&plan, seed);
     let run_id = format!("{}-{:x}", std::process::id(), rand::random::<u32>());
 
     // Leftovers of dead runs of every kind, whatever this plan uses.
@@ -378,6 +380,7 @@ fn io_faults(windows: &[IoFaultWindow]) -> Vec<IoWindow> {
 
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).
 pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFault> {
+    let plan = crate::swarm::configure(plan, seed);
     match &plan.nemesis.process {
         Some(spec) => process_faults::generate(
             &spec.value,

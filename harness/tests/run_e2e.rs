@@ -83,6 +83,61 @@ fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_ever
     );
 }
 
+/// A plan whose faults come mostly from triggers: timed kills of backups make restarts, and each restart fires a
+/// kill of the node that just came back after a drawn delay.
+fn trigger_plan(seed: u64) -> String {
+    format!(
+        "name: triggers\nseed: {seed}\ntime_limit: 12s\nsystem: {{kind: reference, nodes: 3}}\n\
+         workload: {{kind: register, concurrency: 4, rate: 60, keys: 3, ops_per_key: 150, op_timeout: 1500ms,\n\
+         \x20 mix: {{read: 4, write: 4, cas: 2}}}}\n\
+         nemesis:\n  process:\n    interval: 1500ms\n    faults: [{{kind: kill, targets: backup, duration: 500ms..1s}}]\n\
+         \x20 triggers:\n\
+         \x20   - when: {{restarted: any}}\n      after: 200ms..400ms\n      cooldown: 500ms\n      max_fires: 3\n\
+         \x20     do: {{kind: kill, targets: subject, duration: 300ms..600ms}}\n\
+         \x20   - when: {{log: \"view change started\"}}\n      max_fires: 2\n\
+         \x20     do: {{kind: pause, targets: subject, duration: 200ms}}\n\
+         final_phase: {{recovery_timeout: 20s, convergence_timeout: 20s, boot_timeout: 20s, restart_all: true}}\n"
+    )
+}
+
+#[test]
+fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the_drawn_delay_and_record_why() {
+    let _one = one_cluster();
+    let run = run_text(&trigger_plan(5), &[]);
+    assert_eq!(run.output.status.code(), Some(0), "{}", explain(&run.output));
+    let events = history(&run.run_dir);
+    let ms = |e: &Value| e["time_ns"].as_u64().unwrap() / 1_000_000;
+    let fired: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["f"] == "trigger" && e["value"]["condition"] == "restarted" && e["value"]["fault_id"].is_u64())
+        .collect();
+    assert!(!fired.is_empty(), "timed kills restart backups, so the restart trigger fires");
+    for firing in &fired {
+        let value = &firing["value"];
+        let subject = value["subject"].as_str().unwrap();
+        let fault_id = &value["fault_id"];
+        let kill = events
+            .iter()
+            .find(|e| e["kind"] == "nemesis" && e["f"] == "kill" && e["value"]["fault_id"] == *fault_id)
+            .unwrap_or_else(|| panic!("no kill for {firing}"));
+        assert_eq!(kill["node"], subject, "the trigger kills its subject: {kill}");
+        assert_eq!(kill["value"]["source"], "triggered");
+        assert_eq!(kill["value"]["trigger"], 0);
+        // The subject became ready before the kill, at least the drawn delay before it.
+        let boot = events
+            .iter()
+            .filter(|e| e["f"] == "boot-ok" && e["node"] == subject && e["index"].as_u64() < kill["index"].as_u64())
+            .last()
+            .expect("a boot-ok of the subject before the triggered kill");
+        let delay = value["delay_ms"].as_u64().unwrap();
+        assert!((200..=400).contains(&delay), "{value}");
+        assert!(ms(kill) >= ms(boot) + delay, "kill at {} ms, boot-ok at {} ms, delay {delay}", ms(kill), ms(boot));
+    }
+    assert!(fired.len() <= 3, "max_fires: {}", fired.len());
+    let results = results(&run.run_dir);
+    assert_eq!(results["verdict"], "valid", "{results:#}");
+}
+
 /// Kills the child if the test panics before it does.
 struct KillOnDrop(std::process::Child);
 
@@ -225,6 +280,16 @@ fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting
             default_plan().replace("interval: 6s", "interval: -2s"),
             "negative",
             "interval: -2s",
+        ),
+        (
+            default_plan().replace("{restarted: any}", "{restartd: any}"),
+            "unknown variant `restartd`",
+            "restartd",
+        ),
+        (
+            default_plan().replace("do: {kind: pause, targets: one,", "do: {kind: pause, shape: bridge, targets: one,"),
+            "`shape` is for partition",
+            "shape: bridge",
         ),
     ];
     for (text, message, line_with) in cases {
