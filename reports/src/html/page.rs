@@ -447,6 +447,7 @@ mod tests {
             store_dir: "/tmp/run".into(),
             repro: "faultline run --seed 5".into(),
             counts: Counts::of(&history),
+            coverage: Default::default(),
             checks,
         };
         RunInputs {
