@@ -1,5 +1,6 @@
 //! `store/index.html`: every run in the store, newest first, with its verdict colour, plan, system, seed, date,
-//! duration and a link to its report; regenerated after each run and written atomically.
+//! duration and a link to its report, and per plan the share of its runs that reached each named coverage state;
+//! regenerated after each run and written atomically.
 //!
 //! The store layout is `store/<plan>/<UTC time>-seed<N>/`; a run folder is any such folder with a `results.json` or a
 //! `history.jsonl` (a run that crashed before its checks is listed as incomplete). When the store has a seed database
