@@ -1,7 +1,7 @@
-//! The campaign view at the top of `store/index.html`, drawn from `store/seeds.jsonl` alone: the newest campaign's
-//! failures (new before known, each with its reproducibility and repro command), its pass/fail counts per plan
-//! (failing plans first) and the share of its seeds that reached each named coverage state (read from each seed's
-//! results.json), the trend of every plan across campaigns, and a line per campaign.
+//! The campaign view at the top of `store/index.html`, drawn from `store/seeds.jsonl` (and, for coverage, each seed's
+//! results.json): the newest campaign's failures (new before known, each with its reproducibility and repro command),
+//! its pass/fail counts per plan (failing plans first) and the share of its seeds that reached each named coverage
+//! state, the trend of every plan across campaigns, and a line per campaign.
 
 use crate::pages;
 use crate::results::{shout, Coverage, Results, Verdict};
