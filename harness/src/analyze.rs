@@ -74,6 +74,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         ),
         checks,
         counts: Counts::of(&history),
+        coverage: faultline_workloads::coverage::coverage(&history),
     })
 }
 

@@ -1,9 +1,10 @@
-//! The campaign view at the top of `store/index.html`, drawn from `store/seeds.jsonl` alone: the newest campaign's
-//! failures (new before known, each with its reproducibility and repro command), its pass/fail counts per plan
-//! (failing plans first), the trend of every plan across campaigns, and a line per campaign.
+//! The campaign view at the top of `store/index.html`, drawn from `store/seeds.jsonl` (and, for coverage, each seed's
+//! results.json): the newest campaign's failures (new before known, each with its reproducibility and repro command),
+//! its pass/fail counts per plan (failing plans first) and the share of its seeds that reached each named coverage
+//! state, the trend of every plan across campaigns, and a line per campaign.
 
 use crate::pages;
-use crate::results::{shout, Verdict};
+use crate::results::{shout, Coverage, Results, Verdict};
 use crate::seeds::{campaign_order, classify, FailureClass, FailureKey, SeedRow};
 use maud::{html, Markup};
 use std::cmp::Reverse;
@@ -100,7 +101,22 @@ fn render_newest(id: &str, rows: &[(&SeedRow, Option<FailureClass>)], store_root
         }
         (render_failures(rows, store_root))
         (render_plan_counts(rows))
+        (render_coverage(rows, store_root))
     }
+}
+
+/// The campaign's coverage per plan, read from each seed's results.json (a seed whose run folder is gone or predates
+/// coverage is left out of the share).
+fn render_coverage(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) -> Markup {
+    let coverages: Vec<(&str, Coverage)> = rows
+        .iter()
+        .filter_map(|(row, _)| {
+            let bytes = std::fs::read(store_root.join(row.store_dir.as_deref()?).join("results.json")).ok()?;
+            let results: Results = serde_json::from_slice(&bytes).ok()?;
+            Some((row.plan.as_str(), results.coverage))
+        })
+        .collect();
+    crate::index::coverage_per_plan(coverages.iter().map(|(plan, coverage)| (*plan, coverage)))
 }
 
 fn render_failures(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) -> Markup {
@@ -374,5 +390,30 @@ mod tests {
     fn given_a_long_error_line_when_clipped_should_keep_whole_characters() {
         assert_eq!(clip("ab…cd", 3), "ab……");
         assert_eq!(clip("short", 10), "short");
+    }
+
+    #[test]
+    fn given_seeds_whose_runs_have_coverage_when_rendered_should_show_each_plans_share_per_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows: Vec<SeedRow> = (0..4)
+            .map(|i| row("c1", "2026-01-01T00:00:01Z", "lagging", i, None))
+            .collect();
+        for (i, row) in rows.iter().enumerate() {
+            let mut coverage = faultline_workloads::coverage::coverage(&Default::default());
+            coverage.states[0].reached = i < 3;
+            let results = serde_json::json!({"schema_version": 1, "faultline_version": "t", "verdict": "valid",
+                "reason": "", "plan": "lagging", "system": "s", "seed": i, "started_at": "", "duration_ms": 0,
+                "store_dir": "", "repro": "", "checks": [], "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0,
+                "open": 0, "nemesis": 0, "lifecycle": 0}, "coverage": coverage});
+            let run_dir = dir.path().join(row.store_dir.as_deref().unwrap());
+            std::fs::create_dir_all(&run_dir).unwrap();
+            std::fs::write(run_dir.join("results.json"), results.to_string()).unwrap();
+        }
+        let page = render(&rows, dir.path()).into_string();
+        assert!(
+            page.contains("title=\"primary-killed-while-backup-lagged 3/4\">3/4</td>"),
+            "{page}"
+        );
+        assert!(page.contains("title=\"majority-down 0/4\">0/4</td>"), "{page}");
     }
 }

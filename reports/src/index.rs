@@ -1,5 +1,6 @@
 //! `store/index.html`: every run in the store, newest first, with its verdict colour, plan, system, seed, date,
-//! duration and a link to its report; regenerated after each run and written atomically.
+//! duration and a link to its report, and per plan the share of its runs that reached each named coverage state;
+//! regenerated after each run and written atomically.
 //!
 //! The store layout is `store/<plan>/<UTC time>-seed<N>/`; a run folder is any such folder with a `results.json` or a
 //! `history.jsonl` (a run that crashed before its checks is listed as incomplete). When the store has a seed database
@@ -8,7 +9,9 @@
 use crate::error::ReportError;
 use crate::pages;
 use crate::results::{shout, Results};
+use faultline_workloads::coverage::{Coverage, STATES};
 use maud::{html, Markup, PreEscaped};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -126,6 +129,7 @@ fn render(rows: &[Row], campaigns: Markup) -> String {
             }
         }
         (campaigns)
+        (coverage_per_plan(rows.iter().filter_map(|r| r.results.as_ref().ok()).map(|r| (r.plan.as_str(), &r.coverage))))
         h2.runs { "Runs" }
         table #runs {
             thead { tr {
@@ -142,6 +146,45 @@ fn render(rows: &[Row], campaigns: Markup) -> String {
         script { (PreEscaped(INDEX_JS)) }
     };
     pages::document("faultline store", "index", body)
+}
+
+/// Per plan, the share of its runs that reached each named state (`3/8`: 3 of its 8 runs with coverage); runs whose
+/// results.json predates coverage are left out of the share. Nothing when no run has coverage.
+pub(crate) fn coverage_per_plan<'a>(runs: impl IntoIterator<Item = (&'a str, &'a Coverage)>) -> Markup {
+    // plan -> (runs with coverage, runs that reached each state in `STATES` order)
+    let mut plans: BTreeMap<&str, (usize, [usize; STATES.len()])> = BTreeMap::new();
+    for (plan, coverage) in runs {
+        if coverage.states.is_empty() {
+            continue;
+        }
+        let (runs, reached) = plans.entry(plan).or_default();
+        *runs += 1;
+        for (count, (name, _)) in reached.iter_mut().zip(STATES) {
+            if coverage.state(name).is_some_and(|s| s.reached) {
+                *count += 1;
+            }
+        }
+    }
+    if plans.is_empty() {
+        return html! {};
+    }
+    html! {
+        h3.coverage { "Coverage per plan" }
+        p.note { "Runs (seeds) of each plan that reached each named state, of its runs with coverage." }
+        table.coverage {
+            thead { tr { th { "plan" } @for (name, description) in STATES { th title=(description) { (name) } } } }
+            tbody {
+                @for (plan, (runs, reached)) in &plans {
+                    tr {
+                        td { (plan) }
+                        @for (count, (name, _)) in reached.iter().zip(STATES) {
+                            td title={ (name) " " (count) "/" (runs) } { (count) "/" (runs) }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn run_row(row: &Row) -> Markup {
@@ -180,3 +223,68 @@ fn run_row(row: &Row) -> Markup {
 const INDEX_JS: &str = "(function(){var f=document.getElementById('filter');f.addEventListener('input',\
 function(){var q=f.value.toLowerCase();document.querySelectorAll('#runs tbody tr').forEach(function(r){\
 r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});})();";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_workloads::coverage::StateCoverage;
+    use serde_json::json;
+
+    fn results_json(plan: &str, seed: u64, primary_killed: bool) -> serde_json::Value {
+        let states: Vec<StateCoverage> = STATES
+            .iter()
+            .map(|(name, description)| {
+                let reached = *name == "primary-killed-while-backup-lagged" && primary_killed;
+                StateCoverage {
+                    name: name.to_string(),
+                    description: description.to_string(),
+                    reached,
+                    count: u64::from(reached),
+                    first_ms: reached.then_some(1200),
+                }
+            })
+            .collect();
+        json!({"schema_version": 1, "faultline_version": "t", "verdict": "valid", "reason": "ok", "plan": plan,
+            "system": "reference", "seed": seed, "started_at": "", "duration_ms": 1000, "store_dir": "",
+            "repro": "", "checks": [], "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0, "open": 0,
+            "nemesis": 0, "lifecycle": 0},
+            "coverage": {"states": states, "triggers": []}})
+    }
+
+    fn write_run(store: &Path, plan: &str, seed: u64, results: serde_json::Value) {
+        let dir = store.join(plan).join(format!("20261201T000000Z-seed{seed}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("results.json"), serde_json::to_vec(&results).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn given_runs_with_coverage_when_the_index_is_written_should_show_each_plans_share_per_state() {
+        let store = tempfile::tempdir().unwrap();
+        for seed in 0..8 {
+            write_run(
+                store.path(),
+                "lagging-primary",
+                seed,
+                results_json("lagging-primary", seed, seed < 3),
+            );
+        }
+        // A run from before coverage: listed as a run, left out of the share.
+        let mut old = results_json("lagging-primary", 99, true);
+        old.as_object_mut().unwrap().remove("coverage");
+        write_run(store.path(), "lagging-primary", 99, old);
+        let page = std::fs::read_to_string(write_index(store.path()).unwrap()).unwrap();
+        assert!(page.contains("Coverage per plan"), "{page}");
+        assert!(
+            page.contains("title=\"primary-killed-while-backup-lagged 3/8\">3/8</td>"),
+            "{page}"
+        );
+        assert!(page.contains("title=\"all-lost-power 0/8\">0/8</td>"), "{page}");
+        assert!(page.contains("9 run(s)"));
+    }
+
+    #[test]
+    fn given_only_runs_without_coverage_when_the_index_is_written_should_draw_no_coverage_table() {
+        let html = coverage_per_plan([("p", &Coverage::default())]).into_string();
+        assert!(html.is_empty(), "{html}");
+    }
+}

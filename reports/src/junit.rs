@@ -267,6 +267,7 @@ mod tests {
                 },
             ],
             counts: Counts::default(),
+            coverage: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"1\""), "{xml}");
@@ -299,6 +300,7 @@ mod tests {
             repro: "faultline run --seed 41".into(),
             checks: vec![check],
             counts: Counts::default(),
+            coverage: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"0\""), "{xml}");

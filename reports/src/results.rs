@@ -7,6 +7,9 @@
 //! - `checks`: one entry per check: `name`, `verdict`, `reason`, `details` (check-specific JSON) and `warnings` (what a
 //!   person should know even when the verdict stands; absent when there are none)
 //! - `counts`: client ops by completion (`invoke`, `ok`, `fail`, `info`, `open`), nemesis and lifecycle events
+//! - `coverage`: a `faultline_workloads::coverage::Coverage`: `states[{name, description, reached, count, first_ms}]`
+//!   (every named state, in order) and `triggers[{trigger, condition, action, fired, declined, skipped}]`. Added
+//!   without a version bump: it is additive, and a results.json written before it loads with empty coverage
 //!
 //! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):
 //! - `history`: `{events, truncated_tail}`;
@@ -25,6 +28,7 @@
 //!   forgotten, judgement, surgery?{op, file, offset, length}, text}]}}}` (`judgement` `forgotten` and
 //!   `booted-on-damage` are drawn bad, `damage-truncated` a warning).
 
+pub use faultline_workloads::coverage::Coverage;
 use faultline_workloads::history::{EventKind, History};
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +117,9 @@ pub struct Results {
     pub checks: Vec<CheckResult>,
     /// Counts.
     pub counts: Counts,
+    /// Which named states the run reached (empty when read from a results.json older than coverage).
+    #[serde(default)]
+    pub coverage: Coverage,
 }
 
 impl Results {
@@ -151,5 +158,15 @@ mod tests {
             Verdict::Unknown,
             "an unchecked run is never valid"
         );
+    }
+
+    #[test]
+    fn given_a_results_json_written_before_coverage_when_read_should_load_with_empty_coverage() {
+        let old = serde_json::json!({"schema_version": 1, "faultline_version": "0.1.0", "verdict": "valid",
+            "reason": "", "plan": "p", "system": "reference", "seed": 1, "started_at": "", "duration_ms": 0,
+            "store_dir": "", "repro": "", "checks": [], "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0,
+            "open": 0, "nemesis": 0, "lifecycle": 0}});
+        let results: Results = serde_json::from_value(old).expect("an old results.json still loads");
+        assert_eq!(results.coverage, Coverage::default());
     }
 }

@@ -38,6 +38,7 @@ fn run_results() -> Results {
             })
             .collect(),
         counts: Counts::default(),
+        coverage: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! one [`Checker`] trait whose results compose into the verdict of `results.json`.
 
 pub mod checker;
+pub mod coverage;
 pub mod formats;
 pub mod history;
 pub mod linearizability;

@@ -9,6 +9,7 @@
 //! `observations`).
 
 mod checks;
+mod coverage;
 mod durability;
 mod escape;
 mod linearizability;

@@ -6,7 +6,7 @@ use super::nodes::{self, NodeInputs};
 use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
-use super::{anchor_offset_ns, checks, linearizability, RunInputs};
+use super::{anchor_offset_ns, checks, coverage, linearizability, RunInputs};
 use crate::results::{Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
@@ -51,6 +51,7 @@ pub fn render(inputs: &RunInputs) -> String {
         main {
             (problems(results, history))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
+            (coverage_section(inputs))
             (charts(!lanes.is_empty()))
             @if let Some(explanation) = explanation {
                 section class="card" id="linearizability" {
@@ -223,6 +224,7 @@ fn duration(ms: u64) -> String {
 fn toc(has_lin: bool) -> Markup {
     let mut links = vec![
         ("checks", "Checks"),
+        ("coverage", "Coverage"),
         ("timeline", "Timeline"),
         ("latency", "Latency & throughput"),
     ];
@@ -231,6 +233,21 @@ fn toc(has_lin: bool) -> Markup {
     }
     links.extend([("nodes", "Nodes & logs"), ("faults", "Fault windows"), ("plan", "Plan")]);
     html! { nav class="toc" { @for (id, name) in links { a href={ "#" (id) } { (name) } } } }
+}
+
+/// Which named states the run reached; a results.json older than coverage has none, so they are computed from the
+/// history here.
+fn coverage_section(inputs: &RunInputs) -> Markup {
+    let stored = &inputs.results.coverage;
+    let recomputed = stored.states.is_empty();
+    let computed;
+    let shown = if recomputed {
+        computed = faultline_workloads::coverage::coverage(&inputs.history);
+        &computed
+    } else {
+        stored
+    };
+    html! { section class="card" id="coverage" { h2 { "Coverage" } (coverage::render(shown, recomputed)) } }
 }
 
 /// The list at the top: each failing or inconclusive check in one line, linked to its evidence.
@@ -447,6 +464,7 @@ mod tests {
             store_dir: "/tmp/run".into(),
             repro: "faultline run --seed 5".into(),
             counts: Counts::of(&history),
+            coverage: Default::default(),
             checks,
         };
         RunInputs {
@@ -734,5 +752,17 @@ mod tests {
         let page = render(&inputs(vec![], vec![check]));
         assert!(page.contains("VALID, with 1 warning:"), "the banner names it");
         assert!(checks::warnings(&super::tests::check("boot", Value::Null)).is_empty());
+    }
+
+    #[test]
+    fn given_results_without_coverage_when_rendered_should_show_the_coverage_computed_from_the_history() {
+        let page = render(&inputs(old_events(), vec![]));
+        assert!(
+            page.contains("<section class=\"card\" id=\"coverage\"><h2>Coverage</h2>"),
+            "no coverage section"
+        );
+        assert!(page.contains("<code>primary-killed-while-backup-lagged</code>"));
+        assert!(page.contains("predates coverage"));
+        assert!(page.contains("href=\"#coverage\""));
     }
 }

@@ -208,6 +208,7 @@ impl RunBuilder {
             repro: repro(&self.plan, self.seed),
             checks,
             counts: Counts::of(&history),
+            coverage: Default::default(),
         };
         std::fs::write(dir.join("results.json"), serde_json::to_vec_pretty(&results).unwrap()).unwrap();
         dir.to_path_buf()

@@ -1,0 +1,724 @@
+//! Coverage: which named states a run reached, and how often each plan trigger fired.
+//!
+//! A run that passes says little unless it reached the states where consensus bugs live. [`coverage`] reads the
+//! history alone (so `faultline analyze DIR` recomputes it) and lists every state below, in this order, reached or
+//! not, with how often and when (ms since the run started) it was first reached.
+//!
+//! # What the history says, and how it is read
+//!
+//! - A node is *down* after a successful nemesis `kill` or `power-loss`, or a lifecycle `crashed`, `boot-refused` or
+//!   `kill` (the final phase's restart-all), until its next successful lifecycle or nemesis `start`. Events with an
+//!   `error` (a fault or a start that failed) change nothing.
+//! - A node's *current status* is its latest `status` observation, but only while it is up: going down forgets it,
+//!   and a restarted node has none until its next `status` event.
+//! - The cluster *has no primary* when no node's current status says `role: primary`.
+//! - `n`, the node count, is the number of distinct nodes with a lifecycle `start` before `cluster-ready` (all
+//!   lifecycle starts when the cluster never became ready).
+//! - The *fault phase* is the time from `cluster-ready` to `fault-phase-end`.
+//!
+//! # The states
+//!
+//! 1. `primary-killed-while-backup-lagged`: a successful nemesis kill or power-loss of a node whose current status
+//!    says `role: primary`, while some other node's current status says `lagging: true`.
+//! 2. `view-change-while-repairing`: a node logs `repairing` and, before it logs `repaired`, goes down, or 5 s pass,
+//!    some node logs `view-change` or the cluster loses its primary. Counted once per repair.
+//! 3. `restart-during-view-change`: a `boot-ok` in the fault phase while the cluster has no primary, or within 2 s
+//!    after a `view-change` log line with no `role: primary` status recorded since.
+//! 4. `majority-down`: in the fault phase, at least `n/2+1` nodes are down at once. Counted once per entry into it.
+//! 5. `all-lost-power`: every node lost power at once: successful nemesis `power-loss` events of one `fault_id`
+//!    covering all `n` nodes, or the final phase's power loss (`source: restart-all`) of all `n` nodes after one
+//!    `restart-all`.
+//! 6. `refused-wiped-rejoined`: a node refused to boot (`boot-refused`), was wiped (`wipe`) and then booted
+//!    (`boot-ok`).
+//!
+//! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
+//! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
+
+use crate::history::{Event, History, Lifecycle, Nemesis, Observation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How long a `repairing` line stays open without a `repaired` (state 2).
+const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
+/// How long after a `view-change` line a boot counts as during the view change (state 3).
+const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
+
+/// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
+pub const STATES: [(&str, &str); 6] = [
+    (
+        "primary-killed-while-backup-lagged",
+        "the primary was killed or lost power while another node reported lagging",
+    ),
+    (
+        "view-change-while-repairing",
+        "a view change started (or the primary was lost) while a node was repairing",
+    ),
+    (
+        "restart-during-view-change",
+        "a node booted during the fault phase while the cluster had no primary",
+    ),
+    (
+        "majority-down",
+        "a majority of the nodes were down at once during the fault phase",
+    ),
+    ("all-lost-power", "every node lost power at once"),
+    (
+        "refused-wiped-rejoined",
+        "a node refused to boot, was wiped and booted again",
+    ),
+];
+
+/// Which named states a run reached, and what its triggers did: `coverage` in `results.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Every named state, in [`STATES`] order (empty in results written before coverage existed).
+    pub states: Vec<StateCoverage>,
+    /// One entry per plan trigger that appears in the history, by trigger index.
+    pub triggers: Vec<TriggerCoverage>,
+}
+
+impl Coverage {
+    /// The state named `name`, if this coverage lists it.
+    pub fn state(&self, name: &str) -> Option<&StateCoverage> {
+        self.states.iter().find(|s| s.name == name)
+    }
+}
+
+/// One named state and whether (how often, first when) the run reached it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCoverage {
+    /// The state's name (see the module doc).
+    pub name: String,
+    /// What it means, in one line.
+    pub description: String,
+    /// True when the run reached it at least once.
+    pub reached: bool,
+    /// How many times it was reached.
+    pub count: u64,
+    /// When it was first reached, ms since the run started.
+    pub first_ms: Option<u64>,
+}
+
+/// What one plan trigger did over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerCoverage {
+    /// The trigger's index in the plan.
+    pub trigger: u64,
+    /// Its condition (`restarted`, `lagging` ...).
+    pub condition: String,
+    /// Its action (`kill`, `pause`, `power-loss`, `partition`, `link`, `io`).
+    pub action: String,
+    /// Times its condition held and it acted.
+    pub fired: u64,
+    /// Times its probability draw said no.
+    pub declined: u64,
+    /// Times it would have acted but was skipped (the reason is in the history).
+    pub skipped: u64,
+}
+
+/// Computes a run's coverage from its history alone.
+pub fn coverage(history: &History) -> Coverage {
+    let mut walk = Walk::new(node_count(history));
+    for event in &history.events {
+        walk.step(event);
+    }
+    Coverage {
+        states: walk
+            .hits
+            .iter()
+            .zip(STATES)
+            .map(|(hit, (name, description))| hit.state(name, description))
+            .collect(),
+        triggers: triggers(history),
+    }
+}
+
+/// Distinct nodes started before `cluster-ready` (every started node when the cluster never became ready).
+fn node_count(history: &History) -> usize {
+    let starts = |before_ready: bool| {
+        let mut nodes = BTreeSet::new();
+        for event in &history.events {
+            if before_ready && event.is(Lifecycle::ClusterReady) {
+                break;
+            }
+            if event.is(Lifecycle::Start) {
+                nodes.extend(event.node.as_deref());
+            }
+        }
+        nodes.len()
+    };
+    if history.events.iter().any(|e| e.is(Lifecycle::ClusterReady)) {
+        starts(true)
+    } else {
+        starts(false)
+    }
+}
+
+fn triggers(history: &History) -> Vec<TriggerCoverage> {
+    let mut by_index: BTreeMap<u64, TriggerCoverage> = BTreeMap::new();
+    for event in history.events.iter().filter(|e| e.is(Nemesis::Trigger)) {
+        let Some(index) = event.value["trigger"].as_u64() else {
+            continue;
+        };
+        let text = |key: &str| event.value[key].as_str().unwrap_or("").to_string();
+        let entry = by_index.entry(index).or_insert_with(|| TriggerCoverage {
+            trigger: index,
+            condition: text("condition"),
+            action: text("action"),
+            fired: 0,
+            declined: 0,
+            skipped: 0,
+        });
+        if event.value["declined"].as_bool() == Some(true) {
+            entry.declined += 1;
+        } else if !event.value["skipped"].is_null() {
+            entry.skipped += 1;
+        } else {
+            entry.fired += 1;
+        }
+    }
+    by_index.into_values().collect()
+}
+
+/// How often one state was reached, and first when.
+#[derive(Debug, Default, Clone, Copy)]
+struct Hit {
+    count: u64,
+    first_ns: Option<u64>,
+}
+
+impl Hit {
+    fn record(&mut self, time_ns: u64) {
+        self.count += 1;
+        self.first_ns.get_or_insert(time_ns);
+    }
+
+    fn state(&self, name: &str, description: &str) -> StateCoverage {
+        StateCoverage {
+            name: name.to_string(),
+            description: description.to_string(),
+            reached: self.count > 0,
+            count: self.count,
+            first_ms: self.first_ns.map(|ns| ns / 1_000_000),
+        }
+    }
+}
+
+/// Indices into `Walk::hits`, in [`STATES`] order.
+const PRIMARY_KILLED: usize = 0;
+const VIEW_CHANGE_REPAIRING: usize = 1;
+const RESTART_VIEW_CHANGE: usize = 2;
+const MAJORITY_DOWN: usize = 3;
+const ALL_LOST_POWER: usize = 4;
+const REFUSED_WIPED_REJOINED: usize = 5;
+
+/// Where a refused node is on its way back (state 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rejoin {
+    Refused,
+    Wiped,
+}
+
+/// The cluster as the history has told it so far, walked one event at a time.
+struct Walk {
+    nodes: usize,
+    hits: [Hit; 6],
+    /// Nodes that went down and have not started since.
+    down: BTreeSet<String>,
+    /// Current status of each up node that has reported since it (re)started.
+    status: BTreeMap<String, Value>,
+    /// Open repairs: node -> when it logged `repairing`.
+    repairing: BTreeMap<String, u64>,
+    /// The last `view-change` line with no primary status since.
+    view_change_ns: Option<u64>,
+    /// Successful power losses: `fault_id` (or the final phase's `restart-all` number) -> nodes.
+    power_lost: BTreeMap<String, BTreeSet<String>>,
+    rejoin: BTreeMap<String, Rejoin>,
+    restart_alls: u64,
+    cluster_ready: bool,
+    fault_phase_end: bool,
+    majority_down: bool,
+}
+
+impl Walk {
+    fn new(nodes: usize) -> Walk {
+        Walk {
+            nodes,
+            hits: [Hit::default(); 6],
+            down: BTreeSet::new(),
+            status: BTreeMap::new(),
+            repairing: BTreeMap::new(),
+            view_change_ns: None,
+            power_lost: BTreeMap::new(),
+            rejoin: BTreeMap::new(),
+            restart_alls: 0,
+            cluster_ready: false,
+            fault_phase_end: false,
+            majority_down: false,
+        }
+    }
+
+    fn step(&mut self, event: &Event) {
+        let t = event.time_ns;
+        self.repairing
+            .retain(|_, start| t.saturating_sub(*start) <= REPAIR_WINDOW_NS);
+        let had_primary = self.has_primary();
+        let node = event.node.clone().unwrap_or_default();
+        let ok = succeeded(event);
+        if event.is(Nemesis::Kill) || event.is(Nemesis::PowerLoss) {
+            if ok && self.is_primary(&node) && self.other_lagging(&node) {
+                self.hits[PRIMARY_KILLED].record(t);
+            }
+            if ok && event.is(Nemesis::PowerLoss) {
+                self.power_loss(event, &node);
+            }
+            if ok {
+                self.go_down(&node);
+            }
+        } else if event.is(Lifecycle::Crashed) || event.is(Lifecycle::Kill) {
+            if ok {
+                self.go_down(&node);
+            }
+        } else if event.is(Lifecycle::BootRefused) {
+            self.go_down(&node);
+            self.rejoin.insert(node, Rejoin::Refused);
+        } else if event.is(Lifecycle::Start) || event.is(Nemesis::Start) {
+            if ok {
+                self.down.remove(&node);
+            }
+        } else if event.is(Lifecycle::Wipe) {
+            if self.rejoin.get(&node) == Some(&Rejoin::Refused) {
+                self.rejoin.insert(node, Rejoin::Wiped);
+            }
+        } else if event.is(Lifecycle::BootOk) {
+            self.boot_ok(t, &node);
+        } else if event.is(Lifecycle::ClusterReady) {
+            self.cluster_ready = true;
+        } else if event.is(Lifecycle::FaultPhaseEnd) {
+            self.fault_phase_end = true;
+        } else if event.is(Lifecycle::RestartAll) {
+            self.restart_alls += 1;
+        } else if event.is(Observation::Status) {
+            if !self.down.contains(&node) {
+                if event.value["role"].as_str() == Some("primary") {
+                    self.view_change_ns = None;
+                }
+                self.status.insert(node, event.value.clone());
+            }
+        } else if event.is(Observation::Log) {
+            self.log_line(t, node, event.value["pattern"].as_str().unwrap_or(""));
+        }
+        if had_primary && !self.has_primary() {
+            self.repair_interrupted(t);
+        }
+        self.check_majority_down(t);
+    }
+
+    fn go_down(&mut self, node: &str) {
+        self.down.insert(node.to_string());
+        self.status.remove(node);
+        self.repairing.remove(node);
+    }
+
+    fn power_loss(&mut self, event: &Event, node: &str) {
+        let key = match event.value["fault_id"].as_u64() {
+            Some(id) => format!("fault {id}"),
+            None if event.value["source"].as_str() == Some("restart-all") => {
+                format!("restart-all {}", self.restart_alls)
+            }
+            None => return,
+        };
+        let nodes = self.power_lost.entry(key).or_default();
+        let before = nodes.len();
+        nodes.insert(node.to_string());
+        if self.nodes > 0 && before < self.nodes && nodes.len() >= self.nodes {
+            self.hits[ALL_LOST_POWER].record(event.time_ns);
+        }
+    }
+
+    fn boot_ok(&mut self, t: u64, node: &str) {
+        if self.rejoin.remove(node) == Some(Rejoin::Wiped) {
+            self.hits[REFUSED_WIPED_REJOINED].record(t);
+        }
+        let in_fault_phase = self.cluster_ready && !self.fault_phase_end;
+        let after_view_change = self
+            .view_change_ns
+            .is_some_and(|at| t.saturating_sub(at) <= VIEW_CHANGE_WINDOW_NS);
+        if in_fault_phase && (!self.has_primary() || after_view_change) {
+            self.hits[RESTART_VIEW_CHANGE].record(t);
+        }
+    }
+
+    fn log_line(&mut self, t: u64, node: String, pattern: &str) {
+        match pattern {
+            "repairing" => {
+                self.repairing.insert(node, t);
+            }
+            "repaired" => {
+                self.repairing.remove(&node);
+            }
+            "view-change" => {
+                self.view_change_ns = Some(t);
+                self.repair_interrupted(t);
+            }
+            _ => {}
+        }
+    }
+
+    /// Every open repair was overtaken by a view change: each counts once and is closed.
+    fn repair_interrupted(&mut self, t: u64) {
+        for _ in 0..self.repairing.len() {
+            self.hits[VIEW_CHANGE_REPAIRING].record(t);
+        }
+        self.repairing.clear();
+    }
+
+    fn check_majority_down(&mut self, t: u64) {
+        let in_fault_phase = self.cluster_ready && !self.fault_phase_end;
+        let majority = self.nodes > 0 && self.down.len() > self.nodes / 2;
+        let now = in_fault_phase && majority;
+        if now && !self.majority_down {
+            self.hits[MAJORITY_DOWN].record(t);
+        }
+        self.majority_down = now;
+    }
+
+    fn has_primary(&self) -> bool {
+        self.status.keys().any(|node| self.is_primary(node))
+    }
+
+    fn is_primary(&self, node: &str) -> bool {
+        self.status
+            .get(node)
+            .is_some_and(|s| s["role"].as_str() == Some("primary"))
+    }
+
+    fn other_lagging(&self, primary: &str) -> bool {
+        self.status
+            .iter()
+            .any(|(node, s)| node != primary && s["lagging"].as_bool() == Some(true))
+    }
+}
+
+/// False when the event records a failure: an `error` on the event, in its value, or in the power loss's `lost`.
+fn succeeded(event: &Event) -> bool {
+    event.error.is_none() && event.value.get("error").is_none() && event.value["lost"].get("error").is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Name;
+    use serde_json::json;
+
+    fn at(ms: u64, name: impl Into<Name>, node: Option<&str>, value: Value) -> Event {
+        let mut event = Event::named(name, node.map(str::to_string), value);
+        event.time_ns = ms * 1_000_000;
+        event
+    }
+
+    fn status(ms: u64, node: &str, role: &str, lagging: bool) -> Event {
+        at(
+            ms,
+            Observation::Status,
+            Some(node),
+            json!({"role": role, "view": 1, "lagging": lagging}),
+        )
+    }
+
+    fn log(ms: u64, node: &str, pattern: &str) -> Event {
+        at(
+            ms,
+            Observation::Log,
+            Some(node),
+            json!({"pattern": pattern, "line": "x"}),
+        )
+    }
+
+    fn kill(ms: u64, node: &str, fault_id: u64) -> Event {
+        at(
+            ms,
+            Nemesis::Kill,
+            Some(node),
+            json!({"fault_id": fault_id, "target": node, "source": "flap"}),
+        )
+    }
+
+    fn power_loss(ms: u64, node: &str, fault_id: u64) -> Event {
+        at(
+            ms,
+            Nemesis::PowerLoss,
+            Some(node),
+            json!({"fault_id": fault_id, "target": "all", "source": "flap"}),
+        )
+    }
+
+    fn restart(ms: u64, node: &str) -> Event {
+        at(ms, Nemesis::Start, Some(node), json!({"fault_id": 1}))
+    }
+
+    fn boot_ok(ms: u64, node: &str) -> Event {
+        at(ms, Lifecycle::BootOk, Some(node), json!({}))
+    }
+
+    /// Three nodes started and ready, n1 primary, at 100 ms; then `rest`.
+    fn run(rest: Vec<Event>) -> Coverage {
+        let mut events = Vec::new();
+        for node in ["n1", "n2", "n3"] {
+            events.push(at(0, Lifecycle::Start, Some(node), json!({"pid": 1})));
+        }
+        events.push(at(50, Lifecycle::ClusterReady, None, json!({})));
+        events.push(status(100, "n1", "primary", false));
+        events.push(status(100, "n2", "backup", false));
+        events.push(status(100, "n3", "backup", false));
+        events.extend(rest);
+        for (index, event) in events.iter_mut().enumerate() {
+            event.index = index as u64;
+        }
+        coverage(&History {
+            events,
+            truncated_tail: false,
+        })
+    }
+
+    fn reached(coverage: &Coverage, name: &str) -> (bool, u64, Option<u64>) {
+        let state = coverage.state(name).expect("every state is listed");
+        (state.reached, state.count, state.first_ms)
+    }
+
+    #[test]
+    fn given_any_history_when_covered_should_list_every_state_in_order() {
+        let names: Vec<String> = run(vec![]).states.into_iter().map(|s| s.name).collect();
+        assert_eq!(names, STATES.map(|(name, _)| name.to_string()));
+        assert!(run(vec![])
+            .states
+            .iter()
+            .all(|s| !s.reached && s.count == 0 && s.first_ms.is_none()));
+    }
+
+    #[test]
+    fn given_the_primary_killed_while_a_backup_lagged_should_reach_primary_killed_while_backup_lagged() {
+        let c = run(vec![status(1000, "n3", "backup", true), kill(2000, "n1", 1)]);
+        assert_eq!(reached(&c, "primary-killed-while-backup-lagged"), (true, 1, Some(2000)));
+    }
+
+    #[test]
+    fn given_a_backup_killed_or_a_lagging_node_down_or_a_failed_kill_should_not_reach_primary_killed() {
+        let backup_killed = run(vec![status(1000, "n3", "backup", true), kill(2000, "n2", 1)]);
+        let lagger_down = run(vec![
+            status(1000, "n3", "backup", true),
+            kill(1500, "n3", 1),
+            kill(2000, "n1", 2),
+        ]);
+        let mut failed = kill(2000, "n1", 1);
+        failed.value["error"] = json!("no such process");
+        let failed = run(vec![status(1000, "n3", "backup", true), failed]);
+        for c in [backup_killed, lagger_down, failed] {
+            assert!(!reached(&c, "primary-killed-while-backup-lagged").0);
+        }
+    }
+
+    #[test]
+    fn given_a_view_change_while_a_node_repairs_should_reach_view_change_while_repairing() {
+        let c = run(vec![log(1000, "n3", "repairing"), log(3000, "n2", "view-change")]);
+        assert_eq!(reached(&c, "view-change-while-repairing"), (true, 1, Some(3000)));
+        let lost_primary = run(vec![log(1000, "n3", "repairing"), kill(2000, "n1", 1)]);
+        assert_eq!(
+            reached(&lost_primary, "view-change-while-repairing"),
+            (true, 1, Some(2000))
+        );
+    }
+
+    #[test]
+    fn given_a_view_change_after_the_repair_ended_or_expired_should_not_reach_view_change_while_repairing() {
+        let repaired = run(vec![
+            log(1000, "n3", "repairing"),
+            log(2000, "n3", "repaired"),
+            log(3000, "n2", "view-change"),
+        ]);
+        let expired = run(vec![log(1000, "n3", "repairing"), log(6500, "n2", "view-change")]);
+        let repairer_down = run(vec![
+            log(1000, "n3", "repairing"),
+            kill(2000, "n3", 1),
+            log(3000, "n2", "view-change"),
+        ]);
+        for c in [repaired, expired, repairer_down] {
+            assert!(!reached(&c, "view-change-while-repairing").0);
+        }
+    }
+
+    #[test]
+    fn given_a_boot_while_the_cluster_has_no_primary_should_reach_restart_during_view_change() {
+        let c = run(vec![
+            kill(1000, "n2", 1),
+            kill(2000, "n1", 2),
+            restart(2500, "n2"),
+            boot_ok(3000, "n2"),
+        ]);
+        assert_eq!(reached(&c, "restart-during-view-change"), (true, 1, Some(3000)));
+        // A primary is still reported, but a view change began 1 s before the boot and no primary has reported since.
+        let c = run(vec![
+            kill(1000, "n2", 1),
+            log(2000, "n3", "view-change"),
+            restart(2500, "n2"),
+            boot_ok(3000, "n2"),
+        ]);
+        assert_eq!(reached(&c, "restart-during-view-change"), (true, 1, Some(3000)));
+    }
+
+    #[test]
+    fn given_a_boot_with_a_primary_or_after_the_fault_phase_should_not_reach_restart_during_view_change() {
+        let with_primary = run(vec![kill(1000, "n2", 1), restart(2500, "n2"), boot_ok(3000, "n2")]);
+        let view_change_settled = run(vec![
+            kill(1000, "n2", 1),
+            log(2000, "n3", "view-change"),
+            status(2200, "n3", "primary", false),
+            restart(2500, "n2"),
+            boot_ok(3000, "n2"),
+        ]);
+        let after_faults = run(vec![
+            kill(1000, "n1", 1),
+            at(1500, Lifecycle::FaultPhaseEnd, None, json!({})),
+            restart(2500, "n1"),
+            boot_ok(3000, "n1"),
+        ]);
+        for c in [with_primary, view_change_settled, after_faults] {
+            assert!(!reached(&c, "restart-during-view-change").0);
+        }
+    }
+
+    #[test]
+    fn given_two_of_three_nodes_down_in_the_fault_phase_should_reach_majority_down_once_per_entry() {
+        let c = run(vec![
+            kill(1000, "n1", 1),
+            at(1100, Lifecycle::Crashed, Some("n2"), json!({})),
+            restart(1200, "n2"),
+            kill(1300, "n3", 2),
+        ]);
+        assert_eq!(reached(&c, "majority-down"), (true, 2, Some(1100)));
+    }
+
+    #[test]
+    fn given_one_node_down_or_a_majority_down_after_the_fault_phase_should_not_reach_majority_down() {
+        let one = run(vec![kill(1000, "n1", 1), restart(1100, "n1"), kill(1200, "n2", 2)]);
+        let final_phase = run(vec![
+            at(900, Lifecycle::FaultPhaseEnd, None, json!({})),
+            at(1000, Lifecycle::Kill, Some("n1"), json!({"pid": 1})),
+            at(1000, Lifecycle::Kill, Some("n2"), json!({"pid": 2})),
+        ]);
+        for c in [one, final_phase] {
+            assert!(!reached(&c, "majority-down").0);
+        }
+    }
+
+    #[test]
+    fn given_one_power_loss_fault_on_every_node_should_reach_all_lost_power() {
+        let c = run(vec![
+            power_loss(1000, "n1", 7),
+            power_loss(1000, "n2", 7),
+            power_loss(1001, "n3", 7),
+        ]);
+        assert_eq!(reached(&c, "all-lost-power"), (true, 1, Some(1001)));
+    }
+
+    #[test]
+    fn given_the_final_phase_power_loss_of_every_node_should_reach_all_lost_power() {
+        let mut rest = vec![
+            at(900, Lifecycle::FaultPhaseEnd, None, json!({})),
+            at(1000, Lifecycle::RestartAll, None, json!({})),
+        ];
+        for node in ["n1", "n2", "n3"] {
+            rest.push(at(1000, Lifecycle::Kill, Some(node), json!({"pid": 1})));
+        }
+        for node in ["n1", "n2", "n3"] {
+            rest.push(at(
+                1010,
+                Nemesis::PowerLoss,
+                Some(node),
+                json!({"source": "restart-all", "lost": {}}),
+            ));
+        }
+        assert_eq!(reached(&run(rest), "all-lost-power"), (true, 1, Some(1010)));
+    }
+
+    #[test]
+    fn given_power_losses_of_different_faults_or_one_failed_should_not_reach_all_lost_power() {
+        let split = run(vec![
+            power_loss(1000, "n1", 7),
+            power_loss(1000, "n2", 7),
+            power_loss(1001, "n3", 8),
+        ]);
+        let mut failed = power_loss(1001, "n3", 7);
+        failed.value["error"] = json!("kill failed");
+        let failed = run(vec![power_loss(1000, "n1", 7), power_loss(1000, "n2", 7), failed]);
+        for c in [split, failed] {
+            assert!(!reached(&c, "all-lost-power").0);
+        }
+    }
+
+    #[test]
+    fn given_a_refused_node_wiped_and_booted_should_reach_refused_wiped_rejoined() {
+        let c = run(vec![
+            at(1000, Lifecycle::BootRefused, Some("n2"), json!({"line": "refusing"})),
+            at(1100, Lifecycle::Wipe, Some("n2"), json!({})),
+            at(1200, Lifecycle::Start, Some("n2"), json!({"pid": 3})),
+            boot_ok(1300, "n2"),
+        ]);
+        assert_eq!(reached(&c, "refused-wiped-rejoined"), (true, 1, Some(1300)));
+    }
+
+    #[test]
+    fn given_a_refused_node_booted_without_a_wipe_should_not_reach_refused_wiped_rejoined() {
+        let c = run(vec![
+            at(1000, Lifecycle::BootRefused, Some("n2"), json!({"line": "refusing"})),
+            at(1100, Lifecycle::Wipe, Some("n3"), json!({})),
+            boot_ok(1300, "n2"),
+        ]);
+        assert!(!reached(&c, "refused-wiped-rejoined").0);
+    }
+
+    #[test]
+    fn given_trigger_events_when_covered_should_count_fired_declined_and_skipped_per_trigger() {
+        let trigger = |ms, index, extra: Value| {
+            let mut value = json!({"trigger": index, "condition": "lagging", "subject": "n2", "action": "kill",
+                "delay_ms": 0});
+            if let (Some(value), Value::Object(extra)) = (value.as_object_mut(), extra) {
+                value.extend(extra);
+            }
+            at(ms, Nemesis::Trigger, Some("n2"), value)
+        };
+        let c = run(vec![
+            trigger(1000, 1, json!({"fault_id": 9})),
+            trigger(1100, 0, json!({"declined": true})),
+            trigger(1200, 1, json!({"skipped": "node already down"})),
+            trigger(1300, 1, json!({"fault_id": 10})),
+        ]);
+        let rows: Vec<(u64, &str, &str, u64, u64, u64)> = c
+            .triggers
+            .iter()
+            .map(|t| {
+                (
+                    t.trigger,
+                    t.condition.as_str(),
+                    t.action.as_str(),
+                    t.fired,
+                    t.declined,
+                    t.skipped,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![(0, "lagging", "kill", 0, 1, 0), (1, "lagging", "kill", 2, 0, 1)]
+        );
+        assert!(run(vec![]).triggers.is_empty());
+    }
+
+    #[test]
+    fn given_a_coverage_when_serialized_should_round_trip() {
+        let c = run(vec![status(1000, "n3", "backup", true), kill(2000, "n1", 1)]);
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Coverage>(&text).unwrap(), c);
+    }
+}
