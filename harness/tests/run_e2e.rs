@@ -111,7 +111,10 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
         .iter()
         .filter(|e| e["f"] == "trigger" && e["value"]["condition"] == "restarted" && e["value"]["fault_id"].is_u64())
         .collect();
-    assert!(!fired.is_empty(), "timed kills restart backups, so the restart trigger fires");
+    assert!(
+        !fired.is_empty(),
+        "timed kills restart backups, so the restart trigger fires"
+    );
     for firing in &fired {
         let value = &firing["value"];
         let subject = value["subject"].as_str().unwrap();
@@ -126,12 +129,17 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
         // The subject became ready before the kill, at least the drawn delay before it.
         let boot = events
             .iter()
-            .filter(|e| e["f"] == "boot-ok" && e["node"] == subject && e["index"].as_u64() < kill["index"].as_u64())
-            .last()
+            .rev()
+            .find(|e| e["f"] == "boot-ok" && e["node"] == subject && e["index"].as_u64() < kill["index"].as_u64())
             .expect("a boot-ok of the subject before the triggered kill");
         let delay = value["delay_ms"].as_u64().unwrap();
         assert!((200..=400).contains(&delay), "{value}");
-        assert!(ms(kill) >= ms(boot) + delay, "kill at {} ms, boot-ok at {} ms, delay {delay}", ms(kill), ms(boot));
+        assert!(
+            ms(kill) >= ms(boot) + delay,
+            "kill at {} ms, boot-ok at {} ms, delay {delay}",
+            ms(kill),
+            ms(boot)
+        );
     }
     assert!(fired.len() <= 3, "max_fires: {}", fired.len());
     let results = results(&run.run_dir);
@@ -287,9 +295,12 @@ fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting
             "restartd",
         ),
         (
-            default_plan().replace("do: {kind: pause, targets: one,", "do: {kind: pause, shape: bridge, targets: one,"),
-            "`shape` is for partition",
-            "shape: bridge",
+            default_plan().replace(
+                "do: {kind: pause, targets: one,",
+                "do: {kind: pause, shape: bridge, targets: one,",
+            ),
+            "nemesis.triggers[3]: `shape` is for partition",
+            "- when: {view-change: any}", // a trigger's mistakes are reported at the trigger
         ),
     ];
     for (text, message, line_with) in cases {
