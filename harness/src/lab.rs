@@ -345,7 +345,7 @@ impl Lab {
             .system
             .log_patterns()
             .iter()
-            .filter(|(_, needle)| line.contains(needle))
+            .filter(|(_, needle)| line.contains(needle.as_ref()))
             .map(|(name, _)| *name)
             .collect();
         for pattern in &patterns {

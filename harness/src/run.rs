@@ -265,8 +265,9 @@ async fn fault_phase(
             stop_rx.clone(),
         ));
     }
-    // Subscribed before the phase starts, so the triggers see its first observations.
-    let facts = lab.facts();
+    // Subscribed before the phase starts, so the triggers see its first observations; without triggers nobody
+    // listens, and the observer sends nothing.
+    let facts = (!plan.nemesis.triggers.is_empty()).then(|| lab.facts());
     let triggers: Vec<TriggerSpec> = plan.nemesis.triggers.iter().map(|t| t.value.clone()).collect();
     let stable = plan.nemesis.process.as_ref().and_then(|p| p.value.stable.clone());
     let phase_start = tokio::time::Instant::now();
@@ -281,14 +282,14 @@ async fn fault_phase(
                 .map(|network| NetworkFaults::shared(network, lab, &network_schedule, holds.1.clone())),
             io: IoFaults::new(lab, &io_windows),
         };
-        if triggers.is_empty() {
-            families.run(phase_start, nemesis_stop).await;
-        } else {
+        if let Some(facts) = facts {
             let mut triggers = Triggers::new(lab, &triggers, seed, nemesis_network.as_ref(), holds, stable, phase_ms);
             tokio::join!(
                 families.run(phase_start, nemesis_stop.clone()),
                 triggers.run(phase_start, nemesis_stop, facts),
             );
+        } else {
+            families.run(phase_start, nemesis_stop).await;
         }
     });
     let progress = crate::progress::Progress::new(quiet, phase_ms);

@@ -441,8 +441,8 @@ impl System for EtcdSystem {
     }
 
     /// raft's own lines: a member that starts an election (pre-vote or vote) is etcd's view change.
-    fn log_patterns(&self) -> &[(&'static str, &str)] {
-        &[("view-change", "became candidate at term")]
+    fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
+        &[("view-change", std::borrow::Cow::Borrowed("became candidate at term"))]
     }
 
     fn next_primary(&self, _primary: usize) -> Option<usize> {

@@ -90,6 +90,11 @@ pub struct ExecConfig {
     /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<RecoveredLine>,
+    /// Text of the node's own log lines that say what it is doing, for triggers and coverage: `repairing` (it
+    /// started repairing its log), `repaired` (done), `view-change` (a view change or election started). Each is a
+    /// substring of the line, e.g. `{repairing: "repair start", view-change: "became candidate"}`.
+    #[serde(default, skip_serializing_if = "LogLines::is_empty")]
+    pub log_lines: LogLines,
     /// The client process.
     pub client: ClientSpec,
     /// Port bases: node i listens on `client + i` and `peer + i`; the proxy of link i->j on `proxy + 10 i + j`.
@@ -153,6 +158,39 @@ pub struct StatusProbe {
     /// only what it fsynced; etcd-like systems that apply before their WAL write finishes need about a second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable_settle: Option<faultline_faults::units::Millis>,
+}
+
+/// The exec section's `log_lines` (see [`ExecConfig::log_lines`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LogLines {
+    /// A node started repairing its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repairing: Option<String>,
+    /// It finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<String>,
+    /// A view change (an election) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_change: Option<String>,
+}
+
+impl LogLines {
+    fn is_empty(&self) -> bool {
+        self.repairing.is_none() && self.repaired.is_none() && self.view_change.is_none()
+    }
+
+    /// As [`System::log_patterns`] gives them.
+    fn patterns(&self) -> Vec<(&'static str, std::borrow::Cow<'static, str>)> {
+        [
+            ("repairing", &self.repairing),
+            ("repaired", &self.repaired),
+            ("view-change", &self.view_change),
+        ]
+        .into_iter()
+        .filter_map(|(name, text)| Some((name, std::borrow::Cow::Owned(text.clone()?))))
+        .collect()
+    }
 }
 
 /// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
@@ -292,7 +330,7 @@ impl AdapterSpec for ExecConfig {
             durable_progress: self.status.durable.is_some() && self.recovered.is_some(),
             // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
-            repairing_pattern: false,
+            repairing_pattern: self.log_lines.repairing.is_some(),
         }
     }
 
@@ -452,6 +490,7 @@ impl AdapterSpec for ExecConfig {
                 .pool_max_idle_per_host(2)
                 .build()
                 .context("building the status probe's HTTP client")?,
+            log_patterns: self.log_lines.patterns(),
         };
         let program = system.node_vars(0).expand(&self.start[0].value);
         Ok(Built {
@@ -499,6 +538,8 @@ pub struct ExecSystem {
     faultline: PathBuf,
     clients: Arc<client::ClientLog>,
     http: reqwest::Client,
+    /// `log_lines` as [`System::log_patterns`] gives them.
+    log_patterns: Vec<(&'static str, std::borrow::Cow<'static, str>)>,
 }
 
 impl ExecSystem {
@@ -715,6 +756,10 @@ impl System for ExecSystem {
         self.config.recovered.as_ref()?.read(boot_log)
     }
 
+    fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
+        &self.log_patterns
+    }
+
     fn kind(&self) -> &'static str {
         "exec"
     }
@@ -876,13 +921,17 @@ mod tests {
         before + section.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
     }
 
-    const GOOD: &str = "system:\n  kind: exec\n  nodes: 3\n  start: [sh, -c, \"exec sleep 1000\", \"{id}\"]\n  status: {http: \"http://{client_addr}/status\", role: /role, primary_when: [leader], commit_point: [/commit]}\n  client: {command: [sh]}\n";
+    const GOOD: &str = "system:\n  kind: exec\n  nodes: 3\n  start: [sh, -c, \"exec sleep 1000\", \"{id}\"]\n  status: {http: \"http://{client_addr}/status\", role: /role, primary_when: [leader], commit_point: [/commit]}\n  log_lines: {repairing: \"repair start\", view-change: \"view change started\"}\n  client: {command: [sh]}\n";
 
     #[test]
     fn given_a_complete_exec_section_when_parsed_should_be_valid() {
         let plan = config(GOOD).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(plan.system.kind(), "exec");
         assert!(plan.system.adapter().capabilities().primary_probe);
+        assert!(
+            plan.system.adapter().capabilities().repairing_pattern,
+            "log_lines names `repairing`"
+        );
         let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(again.to_yaml(), plan.to_yaml());
     }
@@ -959,6 +1008,7 @@ mod tests {
             faultline: "/usr/bin/faultline".into(),
             clients: client::ClientLog::disabled(),
             http: reqwest::Client::new(),
+            log_patterns: exec.log_lines.patterns(),
         }
     }
 

@@ -368,7 +368,7 @@ pub trait System: Send + Sync {
     /// Named log patterns the observer watches for (a substring of a node's log line), recorded as `observation`
     /// `log` events and fed to triggers and coverage: `repairing` (a node started repairing its log), `repaired`
     /// (it finished), `view-change` (a node started a view change or election). None by default.
-    fn log_patterns(&self) -> &[(&'static str, &str)] {
+    fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
         &[]
     }
     /// The node that becomes primary in the next view, given the current primary, if the system can tell.

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use faultline_workloads::models::cas_register::CAS_MISMATCH_ERROR;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -352,11 +353,11 @@ impl System for ReferenceSystem {
     }
 
     /// The replica's own log lines (nodes/src/replica/repair.rs, view_change.rs).
-    fn log_patterns(&self) -> &[(&'static str, &str)] {
+    fn log_patterns(&self) -> &[(&'static str, Cow<'static, str>)] {
         &[
-            ("repairing", "repair start"),
-            ("repaired", "repair done"),
-            ("view-change", "view change started"),
+            ("repairing", Cow::Borrowed("repair start")),
+            ("repaired", Cow::Borrowed("repair done")),
+            ("view-change", Cow::Borrowed("view change started")),
         ]
     }
 
