@@ -760,6 +760,11 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                         for held in self.observe(&fact) {
                             self.hold(held);
                         }
+                        // A firing without delay acts now, not at the timer's next tick (about a millisecond).
+                        let now = Instant::now();
+                        if self.states.iter().any(|s| s.pending.as_ref().is_some_and(|p| p.due <= now)) {
+                            self.due(phase_start).await;
+                        }
                     }
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "the trigger engine fell behind the observations");
