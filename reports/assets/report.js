@@ -365,6 +365,10 @@
       ctx.fillStyle = SEV[m.sev] || '#6b7280';
       if (m.sev === 'bad') {
         ctx.beginPath(); ctx.moveTo(x - 6, yy + 1); ctx.lineTo(x + 6, yy + 1); ctx.lineTo(x, yy + TL.nodeH - 2); ctx.fill();
+      } else if (m.f === 'trigger') {
+        // A trigger's condition, observed here: a hollow diamond (filled amber when it fired a fault).
+        ctx.beginPath(); ctx.moveTo(x, yy + 3); ctx.lineTo(x + 4, yy + 9); ctx.lineTo(x, yy + 15); ctx.lineTo(x - 4, yy + 9); ctx.closePath();
+        if (m.sev === 'warn') { ctx.fill(); } else { ctx.strokeStyle = SEV[m.sev] || '#6b7280'; ctx.lineWidth = 1; ctx.stroke(); }
       } else if (m.f === 'disk-surgery') {
         ctx.beginPath(); ctx.moveTo(x, yy + 2); ctx.lineTo(x + 5, yy + 9); ctx.lineTo(x, yy + 16); ctx.lineTo(x - 5, yy + 9); ctx.fill();
       } else {

@@ -314,7 +314,7 @@ fn charts(has_observations: bool) -> Markup {
                 (swatch("#f59e0b", "info (unknown)")) (swatch("#9ca3af", "never completed"))
                 (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause"))
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
-                span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event" }
+                span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault; hollow: declined or skipped)" }
             }
             @if has_observations {
                 div class="legend" {

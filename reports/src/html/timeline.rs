@@ -119,6 +119,13 @@ pub fn build(history: &History) -> Timeline {
         if event.is(Lifecycle::RestartAll) {
             restart_all = true;
         }
+        if event.is(Nemesis::Trigger) {
+            // At its node's row, at the time the condition was observed (not as a run-wide phase line).
+            if let Some(marker) = trigger_marker(event) {
+                timeline.markers.push(marker);
+            }
+            continue;
+        }
         let Some(node) = event.node.clone() else {
             network_window(&mut timeline, &mut open, event);
             timeline.markers.push(marker(event, phase_label(event)));
@@ -148,7 +155,10 @@ pub fn build(history: &History) -> Timeline {
                 timeline.faults[i].t1 = Some(ms(event.time_ns));
             }
         }
-        if let Some((kind, label)) = window {
+        if let Some((kind, mut label)) = window {
+            if let Some(trigger) = event.value.get("trigger").and_then(Value::as_u64) {
+                label.push_str(&format!(" (trigger #{trigger})"));
+            }
             open.insert(node.clone(), timeline.faults.len());
             timeline.faults.push(FaultWindow {
                 kind,
@@ -205,6 +215,42 @@ fn network_window(timeline: &mut Timeline, open: &mut BTreeMap<String, usize>, e
     } else if let Some(i) = open.remove(&key) {
         timeline.faults[i].t1 = Some(ms(event.time_ns));
     }
+}
+
+/// A trigger's firing as a marker on its subject's row, at the time its condition was observed (the event is
+/// recorded after the fault it caused: `applied_ms`, the drawn `delay_ms` and the reaction `latency_ms` earlier).
+/// Firings without a subject have no row; the Coverage section counts them.
+fn trigger_marker(event: &Event) -> Option<Marker> {
+    let v = &event.value;
+    event.node.as_ref()?;
+    let number = |field: &str| v[field].as_u64().unwrap_or(0);
+    let before = (number("applied_ms") + number("delay_ms") + number("latency_ms")) as f64;
+    let head = format!(
+        "trigger #{}: {} {}",
+        number("trigger"),
+        v["condition"].as_str().unwrap_or("?"),
+        v["subject"].as_str().unwrap_or("")
+    );
+    let action = v["action"].as_str().unwrap_or("?");
+    let (label, sev) = if v["declined"] == true {
+        (format!("{head}: declined ({action}, by its probability)"), "info")
+    } else if let Some(why) = v["skipped"].as_str() {
+        (format!("{head}: {action} skipped: {why}"), "info")
+    } else {
+        (
+            format!(
+                "{head} → {action} (fault {}) after {} ms, reaction {} ms",
+                number("fault_id"),
+                number("delay_ms"),
+                number("latency_ms")
+            ),
+            "warn",
+        )
+    };
+    let mut marker = marker(event, label);
+    marker.t = (marker.t - before).max(0.0);
+    marker.sev = sev;
+    Some(marker)
 }
 
 fn marker(event: &Event, label: String) -> Marker {
@@ -292,6 +338,61 @@ mod tests {
             value,
             error: None,
         }
+    }
+
+    #[test]
+    fn given_trigger_firings_when_built_should_mark_the_subject_at_the_observation_and_name_the_trigger_on_its_fault() {
+        let kill = json!({"fault_id": 1_000_000, "source": "triggered", "trigger": 0});
+        let fired = json!({"trigger": 0, "condition": "restarted", "subject": "n2", "action": "kill",
+            "delay_ms": 300, "latency_ms": 1, "applied_ms": 4, "fault_id": 1_000_000});
+        let declined =
+            json!({"trigger": 1, "condition": "lagging", "subject": "n3", "action": "pause", "declined": true});
+        let mut no_subject = event(
+            4,
+            6000,
+            EventKind::Nemesis,
+            "trigger",
+            "n1",
+            json!({"trigger": 2, "skipped": "x"}),
+        );
+        no_subject.node = None;
+        let history = History {
+            events: vec![
+                event(0, 2000, EventKind::Nemesis, "kill", "n2", kill),
+                event(1, 2005, EventKind::Nemesis, "trigger", "n2", fired),
+                event(
+                    2,
+                    3000,
+                    EventKind::Nemesis,
+                    "start",
+                    "n2",
+                    json!({"fault_id": 1_000_000}),
+                ),
+                event(3, 5000, EventKind::Nemesis, "trigger", "n3", declined),
+                no_subject,
+            ],
+            truncated_tail: false,
+        };
+        let timeline = build(&history);
+        assert_eq!(timeline.faults[0].label, "kill n2 (trigger #0)");
+        let triggers: Vec<&Marker> = timeline.markers.iter().filter(|m| m.f == "trigger").collect();
+        assert_eq!(triggers.len(), 2, "a firing without a subject has no row: {triggers:?}");
+        assert_eq!(triggers[0].node.as_deref(), Some("n2"));
+        assert_eq!(
+            triggers[0].t,
+            2005.0 - 4.0 - 300.0 - 1.0,
+            "at the observation, not at the record"
+        );
+        assert!(
+            triggers[0].label.contains("restarted n2 → kill") && triggers[0].sev == "warn",
+            "{:?}",
+            triggers[0]
+        );
+        assert!(
+            triggers[1].label.contains("declined") && triggers[1].sev == "info",
+            "{:?}",
+            triggers[1]
+        );
     }
 
     #[test]
