@@ -151,10 +151,13 @@ fn given_the_scripted_stale_primary_plan_when_the_node_is_correct_should_be_vali
     }
 }
 
-/// `truncate-on-boot` drops up to three intact entries at its WAL's tail at every boot, as if torn. The peers hold
-/// them and the node repairs them, so linearizability, boot and convergence see nothing; the durability check sees
-/// each restarted node boot below the commit it had reported right before its kill. A short `default` run restarts
-/// every node at least once (the restart-all), most of them more often (kills, flaps).
+/// `truncate-on-boot` drops up to three intact entries at its WAL's tail at every boot, as if torn. While the peers
+/// hold them the node repairs them, so without other faults linearizability, boot and convergence see nothing; the
+/// durability check sees each restarted node boot below the commit it had reported right before its kill, whatever
+/// else happens. A short `default` run restarts every node at least once (the restart-all), most of them more often
+/// (kills, flaps). Its triggers kill the primary right after a restart, so the node that forgot may lead: then the
+/// forgotten entries are lost for good and other checks see it too (lost writes, a replica's assertion), in some
+/// seeds and not others; only the durability verdict is asserted.
 #[test]
 fn given_the_default_plan_when_the_node_has_truncate_on_boot_should_be_caught_by_the_durability_check() {
     let _one = one_cluster();
@@ -176,11 +179,6 @@ fn given_the_default_plan_when_the_node_has_truncate_on_boot_should_be_caught_by
         assert!(
             reason.contains(" applied ") && reason.contains("forgotten, no surgery recorded"),
             "seed {seed}: {reason}"
-        );
-        assert_eq!(
-            check(&results, "boot")["verdict"],
-            "valid",
-            "seed {seed}: the mutant never makes a node refuse to boot"
         );
     }
 }
