@@ -236,7 +236,8 @@ pub enum TriggeredKind {
 }
 
 impl TriggeredKind {
-    fn name(self) -> &'static str {
+    /// Its name, as plans write it.
+    pub fn name(self) -> &'static str {
         match self {
             TriggeredKind::Kill => "kill",
             TriggeredKind::Pause => "pause",

@@ -340,6 +340,10 @@ impl Lab {
 
     /// One new line of a node's log: recorded when it matches an adapter pattern, sent to listeners.
     fn note_log_line(&self, node: usize, line: String) {
+        let listened = self.facts.receiver_count() > 0;
+        if !listened && self.system.log_patterns().is_empty() {
+            return;
+        }
         let line = crate::analyze::strip_ansi(&line);
         let patterns: Vec<&'static str> = self
             .system
@@ -356,7 +360,7 @@ impl Lab {
                 json!({"pattern": pattern, "line": shown}),
             );
         }
-        if self.facts.receiver_count() > 0 {
+        if listened {
             let _ = self.facts.send(Fact::Log {
                 node,
                 at: tokio::time::Instant::now(),
@@ -372,9 +376,9 @@ impl Lab {
         }
         let progress = self.system.progress(status);
         let role = match status.role {
-            Role::Primary if status.primary.is_none_or(|p| p == node) => FactRole::Primary,
-            Role::Primary | Role::Other => FactRole::Other,
+            _ if claims_primary(status, node) => FactRole::Primary,
             Role::Backup => FactRole::Backup,
+            Role::Primary | Role::Other => FactRole::Other,
         };
         let _ = self.facts.send(Fact::Status {
             node,
@@ -443,10 +447,7 @@ impl Lab {
         statuses
             .iter()
             .enumerate()
-            .find(|(node, s)| {
-                s.as_ref()
-                    .is_ok_and(|s| s.role == Role::Primary && s.primary.is_none_or(|p| p == *node))
-            })
+            .find(|(node, s)| s.as_ref().is_ok_and(|s| claims_primary(s, *node)))
             .map(|(node, _)| node)
     }
 
@@ -479,6 +480,11 @@ impl Lab {
             let _ = self.kill_node_for(node, None).await;
         }
     }
+}
+
+/// Whether `node`'s status says it is the primary, and names no other node as primary.
+fn claims_primary(status: &NodeStatus, node: usize) -> bool {
+    status.role == Role::Primary && status.primary.is_none_or(|p| p == node)
 }
 
 /// Takes one status answer: keeps its durable value (with when) and records an `observation` `status` event when the
@@ -580,10 +586,8 @@ impl LogFollower {
         if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
             return Vec::new();
         }
-        let mut bytes = Vec::new();
-        let read = file.take(Self::CHUNK).read_to_end(&mut bytes).unwrap_or(0);
+        let read = file.take(Self::CHUNK).read_to_end(&mut self.partial).unwrap_or(0);
         self.offset += read as u64;
-        self.partial.extend_from_slice(&bytes[..read]);
         let Some(last_newline) = self.partial.iter().rposition(|&b| b == b'\n') else {
             return Vec::new();
         };

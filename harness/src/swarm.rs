@@ -58,11 +58,7 @@ pub fn configure(plan: &Plan, seed: u64) -> Plan {
         candidates.push((
             "trigger",
             index,
-            format!(
-                "trigger {index} ({} -> {})",
-                spec.when.name(),
-                name_of(&spec.action.kind)
-            ),
+            format!("trigger {index} ({} -> {})", spec.when.name(), spec.action.kind.name()),
         ));
     }
     let keep: Vec<bool> = candidates.iter().map(|_| rng.gen_bool(0.5)).collect();
