@@ -25,6 +25,7 @@
 //! - `view-change: any|nX`: no up node reports itself primary any more (the subject: the primary that was);
 //! - `primary-changed: any|nX`: a different node is now primary (the subject: the new one);
 //! - `repairing: any|nX`: a node logged the adapter's `repairing` pattern (the subject);
+//! - `repaired: any|nX`: a node logged the adapter's `repaired` pattern: it caught up (the subject);
 //! - `log: REGEX` or `log: {pattern: REGEX, node: nX}`: a node logged a matching line (the subject).
 //!
 //! A status older than [`FRESH`] does not count (a paused node answers nothing, so a paused primary is no primary).
@@ -32,7 +33,7 @@
 //! A firing is **recorded** as a `nemesis` `trigger` event (condition, subject, drawn delay, the latency from the
 //! observation to the fault, the fault id, or why it was skipped), and the fault's own events carry
 //! `source: triggered` and the trigger's index. **Limits** keep a run making progress: a trigger waits `cooldown`
-//! (default 2 s) after it fired or declined, fires at most `max_fires` times (default 10), has at most one firing
+//! (default 2 s) after it fired or declined (not after a skip), fires at most `max_fires` times (default 10), has at most one firing
 //! pending, never fires inside the plan's process stable windows, and its fault ends by the next stable window and
 //! by the end of the phase. Triggered faults share the timed schedule's holds ([`NodeHolds`], [`NetworkHolds`]): a
 //! kill of a node another fault holds is skipped, one partition is in force at a time.
@@ -199,6 +200,8 @@ pub enum Condition {
     PrimaryChanged(NodeFilter),
     /// A node logged the adapter's `repairing` pattern.
     Repairing(NodeFilter),
+    /// A node logged the adapter's `repaired` pattern.
+    Repaired(NodeFilter),
     /// A node logged a matching line.
     Log(LogCondition),
 }
@@ -212,6 +215,7 @@ impl Condition {
             Condition::ViewChange(_) => "view-change",
             Condition::PrimaryChanged(_) => "primary-changed",
             Condition::Repairing(_) => "repairing",
+            Condition::Repaired(_) => "repaired",
             Condition::Log(_) => "log",
         }
     }
@@ -415,6 +419,8 @@ pub struct TriggerCapabilities {
     pub durable_progress: bool,
     /// Whether the adapter names a `repairing` log pattern.
     pub repairing_pattern: bool,
+    /// Whether the adapter names a `repaired` log pattern.
+    pub repaired_pattern: bool,
 }
 
 impl TriggerSpec {
@@ -429,7 +435,9 @@ impl TriggerSpec {
             _ => Ok(()),
         };
         match &self.when {
-            Condition::Restarted(filter) | Condition::Repairing(filter) => node_ok(*filter)?,
+            Condition::Restarted(filter) | Condition::Repairing(filter) | Condition::Repaired(filter) => {
+                node_ok(*filter)?
+            }
             Condition::ViewChange(filter) | Condition::PrimaryChanged(filter) => {
                 node_ok(*filter)?;
                 if !caps.primary_probe {
@@ -459,6 +467,9 @@ impl TriggerSpec {
         }
         if matches!(self.when, Condition::Repairing(_)) && !caps.repairing_pattern {
             return Err("`repairing` needs an adapter that names a repairing log pattern; use `log: REGEX`".into());
+        }
+        if matches!(self.when, Condition::Repaired(_)) && !caps.repaired_pattern {
+            return Err("`repaired` needs an adapter that names a repaired log pattern; use `log: REGEX`".into());
         }
         if let Some(p) = self.probability {
             if !(p > 0.0 && p <= 1.0) {
@@ -825,6 +836,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 for (trigger, spec) in self.specs.iter().enumerate() {
                     let fires = match &spec.when {
                         Condition::Repairing(filter) => filter.admits(*node) && patterns.contains(&"repairing"),
+                        Condition::Repaired(filter) => filter.admits(*node) && patterns.contains(&"repaired"),
                         Condition::Log(log) => {
                             log.node.admits(*node)
                                 && self.states[trigger].regex.as_ref().is_some_and(|r| r.is_match(line))
@@ -1018,7 +1030,12 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 value["duration_ms"] = json!(duration_ms);
                 value["applied_ms"] = json!(started.elapsed().as_millis() as u64);
             }
-            Err(why) => value["skipped"] = Value::from(why),
+            Err(why) => {
+                // Nothing happened, so nothing to recover from: no cooldown (a state that lasts milliseconds, such
+                // as a backup that just filled a gap, may hold again right after a skip).
+                self.states[trigger].quiet_until = None;
+                value["skipped"] = Value::from(why);
+            }
         }
         self.record(pending.subject, value);
     }
@@ -1420,26 +1437,22 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn given_a_stable_window_when_a_trigger_holds_inside_it_should_skip_and_clip_faults_before_it() {
         let lab = FakeLab::default();
-        let specs =
-            specs("- {when: {restarted: any}, cooldown: 10ms, do: {kind: kill, targets: subject, duration: 5s}}");
+        let specs = specs("- {when: {restarted: any}, cooldown: 1s, do: {kind: kill, targets: subject, duration: 5s}}");
         let stable = StableSpec {
             every: Millis(10_000),
             duration: Millis(4000),
         };
-        run(
-            &lab,
-            &specs,
-            Some(stable),
-            10_000,
-            vec![(5000, ready(0)), (7000, ready(1))],
-        )
-        .await;
+        let script = vec![(5000, ready(0)), (7000, ready(1)), (9800, ready(2)), (10_200, ready(1))];
+        run(&lab, &specs, Some(stable), 20_000, script).await;
         let fired = lab.triggers();
+        assert_eq!(fired.len(), 4, "{fired:?}");
         assert_eq!(fired[0]["duration_ms"], 1000, "clipped to the window at 6 s: {fired:?}");
-        assert!(
-            fired[1]["skipped"].as_str().unwrap().contains("stable window"),
-            "{fired:?}"
-        );
+        for skipped in &fired[1..3] {
+            assert!(skipped["skipped"].as_str().unwrap().contains("stable window"), "{fired:?}");
+        }
+        // A skipped firing did nothing, so it starts no cooldown: 400 ms after one, the trigger fires.
+        assert_eq!(fired[3]["subject"], "n2");
+        assert_eq!(fired[3]["duration_ms"], 5000, "{fired:?}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -1464,6 +1477,32 @@ mod tests {
         assert_eq!(fired[0]["subject"], "n3");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn given_adapter_patterns_when_a_node_caught_up_should_fire_repaired_not_repairing_on_that_node() {
+        let lab = FakeLab::default();
+        let specs = specs("- {when: {repaired: n2}, do: {kind: kill, targets: not-subject, duration: 100ms}}");
+        let line = |node: usize, text: &str, patterns: &[&'static str]| Fact::Log {
+            node,
+            at: Instant::now(),
+            line: text.into(),
+            patterns: patterns.to_vec(),
+        };
+        let script = vec![
+            (10, line(1, "INFO repair start from_op=7", &["repairing"])),
+            (20, line(2, "INFO repair done op=9", &["repaired"])),
+            (30, line(1, "INFO repair done op=9", &["repaired"])),
+        ];
+        run(&lab, &specs, None, 1000, script).await;
+        let fired = lab.triggers();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0]["subject"], "n2");
+        assert_eq!(fired[0]["condition"], "repaired");
+        let mut no_pattern = caps();
+        no_pattern.repaired_pattern = false;
+        let error = specs[0].validate(&no_pattern).unwrap_err();
+        assert!(error.contains("`repaired` needs an adapter"), "{error}");
+    }
+
     fn caps() -> TriggerCapabilities {
         TriggerCapabilities {
             node_count: 3,
@@ -1472,6 +1511,7 @@ mod tests {
             primary_probe: true,
             durable_progress: true,
             repairing_pattern: true,
+            repaired_pattern: true,
         }
     }
 

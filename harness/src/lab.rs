@@ -33,6 +33,8 @@ const PROGRESS_RECORD_INTERVAL: Duration = Duration::from_secs(1);
 /// A node whose durable progress trails the highest fresh one by this much is recorded as `lagging` (coverage's
 /// measure; a trigger's `lagging: {by}` has its own): above what probe skew gives at a few hundred ops/s.
 const LAG_RECORDED: u64 = 20;
+/// How often node logs are followed while triggers listen (see [`Lab::observe`]).
+const LOG_FOLLOW_INTERVAL: Duration = Duration::from_millis(5);
 /// How many observations the trigger engine may fall behind before it misses some.
 const FACTS_CAPACITY: usize = 4096;
 
@@ -303,22 +305,46 @@ impl Lab {
     /// `observation` `status` events (see [`note_status`]); and every new line of its log, recorded as an
     /// `observation` `log` event when it matches one of the adapter's [`System::log_patterns`]. Everything seen goes
     /// to the [`Lab::facts`] listeners (the trigger engine).
+    ///
+    /// The log is followed on its own clock, apart from the probe (which may wait [`OBSERVE_TIMEOUT`] on a paused
+    /// node): every [`LOG_FOLLOW_INTERVAL`] while triggers listen, since a state a log line announces may last only
+    /// until the node's next message (a backup that just caught up is a candidate primary until the next prepare,
+    /// ~10 ms away at 100 ops/s), else at the probe's pace.
     pub async fn observe(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
+        let probe_every = self.system.observe_interval().min(Duration::from_millis(100));
         for node in 0..self.node_count() {
-            let (lab, mut stop) = (self.clone(), stop.clone());
+            let (lab, mut stop_follow) = (self.clone(), stop.clone());
             tasks.spawn(async move {
-                let mut tick = tokio::time::interval(lab.system.observe_interval().min(Duration::from_millis(100)));
+                let mut tick = tokio::time::interval(LOG_FOLLOW_INTERVAL);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 let mut log = LogFollower::default();
+                let mut next_follow = tokio::time::Instant::now();
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stop_follow.wait_for(|stop| *stop) => return,
+                    }
+                    // Triggers subscribe once the fault phase starts: ask on every tick.
+                    let now = tokio::time::Instant::now();
+                    if lab.facts.receiver_count() == 0 && now < next_follow {
+                        continue;
+                    }
+                    next_follow = now + probe_every;
+                    for line in log.new_lines(&lab.log_paths[node]) {
+                        lab.note_log_line(node, line);
+                    }
+                }
+            });
+            let (lab, mut stop) = (self.clone(), stop.clone());
+            tasks.spawn(async move {
+                let mut tick = tokio::time::interval(probe_every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 let mut next_probe = tokio::time::Instant::now();
                 loop {
                     tokio::select! {
                         _ = tick.tick() => {}
                         _ = stop.wait_for(|stop| *stop) => return,
-                    }
-                    for line in log.new_lines(&lab.log_paths[node]) {
-                        lab.note_log_line(node, line);
                     }
                     let now = tokio::time::Instant::now();
                     if lab.boot_state(node) != BootState::Ready || now < next_probe {

@@ -628,6 +628,7 @@ impl Plan {
                 primary_probe: capabilities.primary_probe,
                 durable_progress: capabilities.durable_progress,
                 repairing_pattern: capabilities.repairing_pattern,
+                repaired_pattern: capabilities.repaired_pattern,
             };
             for (index, trigger) in self.nemesis.triggers.iter().enumerate() {
                 trigger

@@ -89,6 +89,7 @@ impl AdapterSpec for EtcdConfig {
             // etcd 3.4 takes interior damage that looks torn (a zeroed block, a length flip) for a torn write.
             refuses_interior_damage: false,
             repairing_pattern: false,
+            repaired_pattern: false,
         }
     }
 

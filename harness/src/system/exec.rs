@@ -331,6 +331,7 @@ impl AdapterSpec for ExecConfig {
             // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
             repairing_pattern: self.log_lines.repairing.is_some(),
+            repaired_pattern: self.log_lines.repaired.is_some(),
         }
     }
 

@@ -110,6 +110,7 @@ impl AdapterSpec for IggyConfig {
             durable_progress: false,
             refuses_interior_damage: false,
             repairing_pattern: false,
+            repaired_pattern: false,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Capabilities {
     pub refuses_interior_damage: bool,
     /// Its [`System::log_patterns`] include `repairing` (the `repairing` trigger condition needs it).
     pub repairing_pattern: bool,
+    /// Its [`System::log_patterns`] include `repaired` (the `repaired` trigger condition needs it).
+    pub repaired_pattern: bool,
 }
 
 /// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.

@@ -53,6 +53,7 @@ impl AdapterSpec for ReferenceConfig {
             // Its boot scan truncates only a torn last entry and refuses anything else that does not chain.
             refuses_interior_damage: true,
             repairing_pattern: true,
+            repaired_pattern: true,
         }
     }
 
