@@ -245,12 +245,24 @@
       ctx.font = '11px ui-monospace, monospace'; ctx.textAlign = 'right'; ctx.fillStyle = '#374151';
       ctx.fillText(lane.node, MARGIN_L - 8, y + TL.obsH / 2 + 4);
       ctx.fillStyle = '#f8fafc'; ctx.fillRect(MARGIN_L, top, w - MARGIN_L - MARGIN_R, bottom - top);
+      drawLagging(ctx, w, lane.lagging || [], top, bottom);
       drawRoles(ctx, w, lane.roles, y + 1, right);
       drawDurable(ctx, w, lane.durable, yOf, right);
       drawPoints(ctx, w, lane.points, yOf);
       ctx.strokeStyle = '#e5e7eb'; ctx.beginPath(); ctx.moveTo(MARGIN_L, y + TL.obsH - 0.5); ctx.lineTo(w - MARGIN_R, y + TL.obsH - 0.5); ctx.stroke();
     }
     drawDrops(ctx, w, range);
+  }
+
+  // Where the node reported itself lagging (behind the highest durable progress by the harness's threshold).
+  function drawLagging(ctx, w, spans, top, bottom) {
+    ctx.fillStyle = 'rgba(245, 158, 11, 0.22)';
+    for (var i = 0; i < spans.length; i++) {
+      var s = spans[i];
+      if (s[1] < view.t0 || s[0] > view.t1) continue;
+      var x0 = Math.max(MARGIN_L, xOf(s[0], w)), x1 = Math.min(w - MARGIN_R, xOf(s[1], w));
+      ctx.fillRect(x0, top, Math.max(2, x1 - x0), bottom - top);
+    }
   }
 
   function drawRoles(ctx, w, roles, y, right) {
@@ -335,6 +347,10 @@
       head += role[1] + (role[2] !== null ? ', view ' + role[2] : '') + (role[3] !== null ? ', primary ' + role[3] : '');
     } else head += role ? 'stopped' : 'no status yet';
     if (durable !== null) head += ' · durable ' + durable;
+    var lag = lane.lagging || [];
+    for (var g = 0; g < lag.length; g++) {
+      if (t >= lag[g][0] && t <= lag[g][1]) { head += ' · lagging (' + fmtDur(lag[g][1] - lag[g][0]) + ')'; break; }
+    }
     lines.push(head);
     for (var i = 0; i < lane.points.length; i++) {
       var p = lane.points[i];
@@ -358,6 +374,7 @@
       var label = f.label + (f.t1 === null ? ' (until the end)' : '');
       if (x1 - x0 > ctx.measureText(label).width + 6) { ctx.fillStyle = '#fff'; ctx.fillText(label, x0 + 3, y + 13); }
     }
+    drawTriggerLinks(ctx, w);
     for (var j = 0; j < D.markers.length; j++) {
       var m = D.markers[j], row = nodeRows.indexOf(m.node);
       if (row < 0 || m.t < view.t0 || m.t > view.t1) continue;
@@ -375,6 +392,26 @@
         ctx.fillRect(x - 1, yy + 4, 2, TL.nodeH - 8);
       }
     }
+  }
+
+  // Each fired trigger: an amber line from its condition (the diamond on the subject's row) to the start of the
+  // fault window it caused (on the faulted node's row or the network row), with an arrowhead at the fault.
+  function drawTriggerLinks(ctx, w) {
+    var links = D.links || [];
+    ctx.strokeStyle = '#d97706'; ctx.fillStyle = '#d97706'; ctx.lineWidth = 1.25;
+    for (var i = 0; i < links.length; i++) {
+      var k = links[i], r0 = nodeRows.indexOf(k.from), r1 = nodeRows.indexOf(k.to);
+      if (r0 < 0 || r1 < 0 || k.t1 < view.t0 || k.t0 > view.t1) continue;
+      var x0 = xOf(k.t0, w), x1 = xOf(k.t1, w);
+      var y0 = TL.nodesY + r0 * TL.nodeH + 9, y1 = TL.nodesY + r1 * TL.nodeH + (r1 === r0 ? 3 : 9);
+      if (r1 === r0) y0 = y1; // same row: along the top edge, above the window it leads to
+      ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
+      var a = Math.atan2(y1 - y0, x1 - x0);
+      ctx.beginPath(); ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 6 * Math.cos(a - 0.45), y1 - 6 * Math.sin(a - 0.45));
+      ctx.lineTo(x1 - 6 * Math.cos(a + 0.45), y1 - 6 * Math.sin(a + 0.45)); ctx.closePath(); ctx.fill();
+    }
+    ctx.lineWidth = 1;
   }
 
   function drawLane(ctx, w, l, y) {

@@ -28,6 +28,13 @@ pub struct NodeLane {
     pub roles: Vec<(f64, Option<String>, Value, Value)>,
     /// The `last-durable` and `recovered` points.
     pub points: Vec<Point>,
+    /// Spans `[t0_ms, t1_ms]` in which the node reported itself `lagging` (its durable progress trailing the highest
+    /// fresh one by the harness's lag threshold), drawn as an amber band on its lane; an open span ends at the node's
+    /// next report that does not lag, or at its stop.
+    pub lagging: Vec<(f64, f64)>,
+    /// Start of the lagging span still open while building.
+    #[serde(skip)]
+    lag_open: Option<f64>,
 }
 
 /// A `last-durable` or `recovered` value, drawn as a dot on the line.
@@ -106,6 +113,12 @@ pub fn build(history: &History, results: &Results) -> Lanes {
     for dropped in &drops {
         lane(&mut by_node, &dropped.node);
     }
+    let end = history.events.last().map_or(0.0, |e| t_ms(e.time_ns));
+    for lane in by_node.values_mut() {
+        if let Some(t0) = lane.lag_open.take() {
+            lane.lagging.push((t0, end.max(t0)));
+        }
+    }
     let order = super::nodes::sorted_nodes(by_node.keys());
     let nodes = order.iter().filter_map(|n| by_node.remove(n)).collect();
     Lanes { nodes, drops }
@@ -121,6 +134,15 @@ fn lane<'a>(by_node: &'a mut BTreeMap<String, NodeLane>, node: &str) -> &'a mut 
 fn status(lane: &mut NodeLane, event: &Event) {
     let v = &event.value;
     let t = t_ms(event.time_ns);
+    let lagging = v["lagging"].as_bool() == Some(true);
+    match (lane.lag_open, lagging) {
+        (None, true) => lane.lag_open = Some(t),
+        (Some(t0), false) => {
+            lane.lagging.push((t0, t));
+            lane.lag_open = None;
+        }
+        _ => {}
+    }
     if let Some(durable) = v["durable"].as_u64() {
         if lane.durable.last().map(|&(_, d)| d) != Some(Some(durable)) {
             lane.durable.push((t, Some(durable)));
@@ -160,6 +182,9 @@ fn last_durable(lane: &mut NodeLane, event: &Event) {
     });
     if let Some(d) = durable {
         lane.durable.push((t, Some(d)));
+    }
+    if let Some(t0) = lane.lag_open.take() {
+        lane.lagging.push((t0, t));
     }
     lane.durable.push((t, None));
     lane.roles.push((t, None, Value::Null, Value::Null));
@@ -285,6 +310,37 @@ mod tests {
             size_bytes < 100_000,
             "the embedded lanes stay small: {size_bytes} bytes"
         );
+    }
+
+    #[test]
+    fn given_lagging_reports_when_built_should_span_each_lag_until_a_report_without_it_the_stop_or_the_end() {
+        let lagging = |index: u64, time_ms: u64, node: &str, lags: bool| {
+            let mut event = status(index, time_ms, node, 10, "backup");
+            event.value["lagging"] = json!(lags);
+            event
+        };
+        let mut stop = status(5, 500, "n2", 10, "backup");
+        stop.f = Observation::LastDurable.as_str().into();
+        stop.value = json!({"durable": 10, "cause": "kill"});
+        let events = vec![
+            lagging(0, 0, "n2", false),
+            lagging(1, 100, "n2", true),
+            lagging(2, 200, "n2", true),
+            lagging(3, 300, "n2", false),
+            lagging(4, 400, "n2", true),
+            stop,
+            lagging(6, 600, "n3", true),
+            lagging(7, 900, "n2", false),
+        ];
+        let history = History {
+            events,
+            truncated_tail: false,
+        };
+        let lanes = build(&history, &results());
+        assert_eq!(lanes.nodes[0].lagging, vec![(100.0, 300.0), (400.0, 500.0)]);
+        assert_eq!(lanes.nodes[1].lagging, vec![(600.0, 900.0)], "open until the history ends");
+        let json = serde_json::to_value(&lanes).unwrap();
+        assert!(json["nodes"][0].get("lag_open").is_none(), "{json}");
     }
 
     #[test]

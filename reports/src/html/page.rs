@@ -122,6 +122,10 @@ fn page_data(table: &OpTable, timeline: &Timeline, lanes: &Lanes, end_ms: f64) -
         "faults": timeline.faults,
         "markers": timeline.markers,
     });
+    // Likewise only a run with fired triggers has their links.
+    if !timeline.links.is_empty() {
+        data["links"] = json!(timeline.links);
+    }
     // Only a history with observations gets the key, so an old run's page data is what it was.
     if !lanes.is_empty() {
         data["obs"] = json!(lanes);
@@ -314,13 +318,14 @@ fn charts(has_observations: bool) -> Markup {
                 (swatch("#f59e0b", "info (unknown)")) (swatch("#9ca3af", "never completed"))
                 (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause"))
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
-                span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault; hollow: declined or skipped)" }
+                span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault, drawn by an amber arrow to that fault; hollow: declined or skipped)" }
             }
             @if has_observations {
                 div class="legend" {
                     (swatch("#0f766e", "primary")) (swatch("#94a3b8", "backup")) (swatch("#c4b5fd", "other role"))
                     (swatch("#0f172a", "durable progress")) span { "○ last durable before a stop · ● booted with" }
                     (swatch("#b91c1c", "forgotten / booted on damage")) (swatch("#d97706", "damage truncated"))
+                    (swatch("rgba(245, 158, 11, 0.35)", "lagging"))
                 }
             }
             p class="hint" {

@@ -23,6 +23,25 @@ pub struct FaultWindow {
     pub detail: String,
     /// History index of the event that began it.
     pub index: u64,
+    /// The nemesis fault id, when the fault had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_id: Option<u64>,
+}
+
+/// A trigger drawn from its condition to its fault: from the diamond on the subject's row at the time the condition
+/// was observed to the start of the fault window it caused (on the faulted node's row, or the network row).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TriggerLink {
+    /// When the condition was observed, ms since the run started.
+    pub t0: f64,
+    /// The row of the trigger's subject.
+    pub from: String,
+    /// When the fault began, ms since the run started.
+    pub t1: f64,
+    /// The row of the fault window.
+    pub to: String,
+    /// The trigger's index in the plan.
+    pub trigger: u64,
 }
 
 /// A point event on the timeline.
@@ -50,6 +69,8 @@ pub struct Timeline {
     pub faults: Vec<FaultWindow>,
     /// Markers, by time.
     pub markers: Vec<Marker>,
+    /// Each fired trigger, from its condition to each window of the fault it caused.
+    pub links: Vec<TriggerLink>,
 }
 
 /// Milliseconds since the run started.
@@ -108,6 +129,8 @@ pub fn build(history: &History) -> Timeline {
     // node -> index into `faults` of the window still open on it.
     let mut open: BTreeMap<String, usize> = BTreeMap::new();
     let mut restart_all = false;
+    // Fired triggers: their marker, the fault id they caused, their index.
+    let mut fired: Vec<(Marker, u64, u64)> = Vec::new();
     for event in &history.events {
         let is_fault_or_node = matches!(event.kind, EventKind::Nemesis | EventKind::Lifecycle);
         if event.is(Meta::Interrupted) {
@@ -122,6 +145,9 @@ pub fn build(history: &History) -> Timeline {
         if event.is(Nemesis::Trigger) {
             // At its node's row, at the time the condition was observed (not as a run-wide phase line).
             if let Some(marker) = trigger_marker(event) {
+                if let (Some(id), true) = (event.value["fault_id"].as_u64(), marker.sev == "warn") {
+                    fired.push((marker.clone(), id, event.value["trigger"].as_u64().unwrap_or(0)));
+                }
                 timeline.markers.push(marker);
             }
             continue;
@@ -168,10 +194,23 @@ pub fn build(history: &History) -> Timeline {
                 t1: None,
                 detail: fault_detail(event),
                 index: event.index,
+                fault_id: event.value["fault_id"].as_u64(),
             });
         }
         let label = format!("{} {node}{}", event.f, suffix(event));
         timeline.markers.push(marker(event, label));
+    }
+    for (marker, id, trigger) in fired {
+        let windows = timeline.faults.iter().filter(|f| f.fault_id == Some(id));
+        for window in windows {
+            timeline.links.push(TriggerLink {
+                t0: marker.t,
+                from: marker.node.clone().unwrap_or_default(),
+                t1: window.t0,
+                to: window.node.clone(),
+                trigger,
+            });
+        }
     }
     timeline
 }
@@ -211,6 +250,7 @@ fn network_window(timeline: &mut Timeline, open: &mut BTreeMap<String, usize>, e
             t1: None,
             detail: fault_detail(event),
             index: event.index,
+            fault_id: Some(id),
         });
     } else if let Some(i) = open.remove(&key) {
         timeline.faults[i].t1 = Some(ms(event.time_ns));
@@ -356,6 +396,17 @@ mod tests {
             json!({"trigger": 2, "skipped": "x"}),
         );
         no_subject.node = None;
+        let mut partition = event(
+            5,
+            7001,
+            EventKind::Nemesis,
+            "partition-start",
+            "n1",
+            json!({"fault_id": 1_000_001, "label": "isolate n1", "source": "triggered", "trigger": 3}),
+        );
+        partition.node = None;
+        let isolated = json!({"trigger": 3, "condition": "lagging", "subject": "n3", "action": "partition",
+            "delay_ms": 0, "latency_ms": 1, "applied_ms": 2, "fault_id": 1_000_001});
         let history = History {
             events: vec![
                 event(0, 2000, EventKind::Nemesis, "kill", "n2", kill),
@@ -370,13 +421,35 @@ mod tests {
                 ),
                 event(3, 5000, EventKind::Nemesis, "trigger", "n3", declined),
                 no_subject,
+                partition,
+                event(6, 7003, EventKind::Nemesis, "trigger", "n3", isolated),
             ],
             truncated_tail: false,
         };
         let timeline = build(&history);
+        assert_eq!(
+            timeline.links,
+            vec![
+                TriggerLink {
+                    t0: 1700.0,
+                    from: "n2".into(),
+                    t1: 2000.0,
+                    to: "n2".into(),
+                    trigger: 0
+                },
+                TriggerLink {
+                    t0: 7000.0,
+                    from: "n3".into(),
+                    t1: 7001.0,
+                    to: NETWORK_ROW.into(),
+                    trigger: 3
+                },
+            ],
+            "fired triggers only, each to the window of its fault"
+        );
         assert_eq!(timeline.faults[0].label, "kill n2 (trigger #0)");
         let triggers: Vec<&Marker> = timeline.markers.iter().filter(|m| m.f == "trigger").collect();
-        assert_eq!(triggers.len(), 2, "a firing without a subject has no row: {triggers:?}");
+        assert_eq!(triggers.len(), 3, "a firing without a subject has no row: {triggers:?}");
         assert_eq!(triggers[0].node.as_deref(), Some("n2"));
         assert_eq!(
             triggers[0].t,
