@@ -23,7 +23,8 @@
 //! - `convergence`: `[{converge_ms, commit_point}]`, or on timeout `{timeout_ms, commit_points{node: point}}`;
 //! - `set`: a `faultline_workloads::SetCheckResult` (`verdict`, `reason`, `stats`, `anomalies[{element, kind, add_outcome,
 //!   acked_ns?, last_seen_ns?, first_missing_ns?, first_missing_node?, missing_reads, description, ...}]`);
-//! - `log-patterns`: `[{node, line_number, pattern, line}]` (null when nothing matched);
+//! - `log-patterns`: `[{node, line_number, pattern, line, next?}]` (`next`: the message line after a matched line
+//!   that ends with `:`, as a Rust panic prints it; null when nothing matched);
 //! - `durability`: `{nodes{<node>{restarts[{stop_index, stop_ns, cause, durable, boot_index, boot_ns, recovered,
 //!   forgotten, judgement, surgery?{op, file, offset, length}, text}]}}}` (`judgement` `forgotten` and
 //!   `booted-on-damage` are drawn bad, `damage-truncated` a warning).

@@ -3,10 +3,17 @@
 //! Each log is read line by line, in node-name order, after stripping ANSI colour codes: a colour code between the
 //! words of a line must not hide a pattern. A line counts once, for the first pattern it contains. Any hit is
 //! `invalid`, with the first hit as the reason; the details list every hit.
+//!
+//! A matched line that ends with `:` announces its message on the next line, as a Rust panic does since 1.73
+//! (`thread 'shard-0' panicked at core/consensus/src/impls.rs:1494:9:` then `commit_min must advance ...`): that
+//! line is kept as the hit's `next` and ends the reason, since the message is what tells two panics apart.
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
+
+/// Characters of a hit's `next` line kept.
+const NEXT_LINE_CHARS_MAX: usize = 400;
 
 /// Checks node logs for failure patterns.
 #[derive(Debug, Clone, Default)]
@@ -24,9 +31,14 @@ impl Checker for LogPatterns {
         let mut hits = Vec::new();
         for (node, text) in input.node_logs {
             let text = strip_ansi(text);
-            for (number, line) in text.lines().enumerate() {
+            let lines: Vec<&str> = text.lines().collect();
+            for (number, line) in lines.iter().enumerate() {
                 if let Some(pattern) = self.patterns.iter().find(|p| line.contains(p.as_str())) {
-                    hits.push(json!({"node": node, "line_number": number + 1, "pattern": pattern, "line": line}));
+                    let mut hit = json!({"node": node, "line_number": number + 1, "pattern": pattern, "line": line});
+                    if let Some(next) = message_line(line, lines.get(number + 1).copied()) {
+                        hit["next"] = json!(next);
+                    }
+                    hits.push(hit);
                 }
             }
         }
@@ -41,16 +53,33 @@ impl Checker for LogPatterns {
                 self.name(),
                 Verdict::Invalid,
                 format!(
-                    "{} log line {} matches `{}`: {}",
+                    "{} log line {} matches `{}`: {}{}",
                     first["node"].as_str().unwrap_or("?"),
                     first["line_number"],
                     first["pattern"].as_str().unwrap_or("?"),
-                    first["line"].as_str().unwrap_or("")
+                    first["line"].as_str().unwrap_or(""),
+                    first["next"]
+                        .as_str()
+                        .map(|next| format!(" {next}"))
+                        .unwrap_or_default()
                 ),
                 json!(hits),
             ),
         }
     }
+}
+
+/// The line after a matched `line` when `line` ends with `:` (its message follows), trimmed and cut; none when it
+/// is blank or is the panic hook's backtrace note rather than a message.
+fn message_line(line: &str, next: Option<&str>) -> Option<String> {
+    if !line.trim_end().ends_with(':') {
+        return None;
+    }
+    let next = next?.trim();
+    if next.is_empty() || next.starts_with("note: run with `RUST_BACKTRACE") || next == "stack backtrace:" {
+        return None;
+    }
+    Some(next.chars().take(NEXT_LINE_CHARS_MAX).collect())
 }
 
 /// `text` without ANSI escape sequences: CSI (`ESC [ ... final`, colours and cursor moves), OSC (`ESC ] ... BEL` or
@@ -150,6 +179,46 @@ mod tests {
         assert_eq!(
             result.reason,
             "n2 log line 2 matches `panicked at`: panicked at x.rs:1:2"
+        );
+        assert!(
+            result.details[0].get("next").is_none(),
+            "a line that does not end with `:` has no message after it"
+        );
+    }
+
+    #[test]
+    fn given_a_panic_whose_message_is_on_the_next_line_when_checked_should_keep_it_as_next_and_in_the_reason() {
+        let logs = BTreeMap::from([(
+            "n3".to_string(),
+            "thread 'shard-0' panicked at core/consensus/src/impls.rs:1494:9:\n\
+             commit_min must advance sequentially: commit_min=41, op=43\n\
+             note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\
+             thread 'shard-1' panicked at core/x.rs:7:1:\n\
+             note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+                .to_string(),
+        )]);
+        let checker = LogPatterns {
+            patterns: vec!["panicked at".into()],
+        };
+        let h = history(vec![]);
+        let result = checker.check(&CheckInput {
+            history: &h,
+            node_logs: &logs,
+        });
+        assert_eq!(
+            result.details[0]["next"],
+            "commit_min must advance sequentially: commit_min=41, op=43"
+        );
+        assert!(
+            result
+                .reason
+                .ends_with("impls.rs:1494:9: commit_min must advance sequentially: commit_min=41, op=43"),
+            "{}",
+            result.reason
+        );
+        assert!(
+            result.details[1].get("next").is_none(),
+            "the backtrace note is not a message"
         );
     }
 }
