@@ -52,7 +52,14 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         node_logs: &node_logs,
     };
     let composed = check_all(&checkers(&plan), &input);
-    let (verdict, reason, checks) = (composed.verdict, composed.reason, composed.checks);
+    let system = plan.system.kind().to_string();
+    // The headline is the most severe failing check (a refusal to boot before the stale read it causes), not the
+    // first in check order.
+    let reason = match faultline_reports::triage::headline_check(&system, composed.verdict, &composed.checks) {
+        Some(check) => format!("{}: {}", check.name, check.reason),
+        None => composed.reason,
+    };
+    let (verdict, checks) = (composed.verdict, composed.checks);
     let start = history.events.iter().find(|e| e.is(Meta::RunStart));
     let meta = start.map(|e| e.value.clone()).unwrap_or(Value::Null);
     let duration_ms = history.events.last().map(|e| e.time_ns / 1_000_000).unwrap_or(0);
@@ -62,7 +69,7 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         verdict,
         reason,
         plan: plan.name.0.clone(),
-        system: plan.system.kind().to_string(),
+        system,
         seed: plan.seed.unwrap_or(0),
         started_at: meta["wall_clock_start"].as_str().unwrap_or("").to_string(),
         duration_ms,

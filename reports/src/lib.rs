@@ -7,7 +7,7 @@
 //!   the store's seed database ([`seeds`]) when it has one.
 //!
 //! Campaigns append to the seed database with [`seeds::append_seed`]; certifications render their report with
-//! [`certification`].
+//! [`certification`]. [`triage`] turns a run's failing checks into findings, ordered by severity.
 
 mod campaign_view;
 pub mod certification;
@@ -19,6 +19,7 @@ pub mod matrix;
 mod pages;
 pub mod results;
 pub mod seeds;
+pub mod triage;
 
 pub use error::ReportError;
 pub use html::write_report;

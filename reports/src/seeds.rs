@@ -118,7 +118,7 @@ pub struct SeedRow {
     pub shard: Option<String>,
     /// The first run's verdict (a harness error is `unknown` with failing check `harness`).
     pub verdict: Verdict,
-    /// The check whose verdict made the run's verdict, when not valid.
+    /// The check whose verdict made the run's verdict, when not valid: the one with the most severe findings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_check: Option<String>,
     /// The first line of that check's reason (or of the harness error).
@@ -194,13 +194,10 @@ pub fn failing_checks(results: &Results) -> Vec<String> {
         .collect()
 }
 
-/// The check that decided a run's verdict (the first with that verdict) and the first line of its reason; none for a
-/// valid run.
+/// The run's headline check (among those with its verdict, the one with the most severe findings; see
+/// [`crate::triage::headline_check`]) and the first line of its reason; none for a valid run.
 pub fn failure_of(results: &Results) -> Option<(String, String)> {
-    if results.verdict == Verdict::Valid {
-        return None;
-    }
-    let check = results.checks.iter().find(|c| c.verdict == results.verdict)?;
+    let check = crate::triage::headline_check(&results.system, results.verdict, &results.checks)?;
     let line = check.reason.lines().next().unwrap_or("").to_string();
     Some((check.name.clone(), line))
 }

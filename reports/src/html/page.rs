@@ -7,7 +7,7 @@ use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
 use super::{anchor_offset_ns, checks, coverage, linearizability, RunInputs};
-use crate::results::{Results, Verdict};
+use crate::results::{CheckResult, Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
 use maud::{html, Markup, PreEscaped};
@@ -254,16 +254,24 @@ fn coverage_section(inputs: &RunInputs) -> Markup {
     html! { section class="card" id="coverage" { h2 { "Coverage" } (coverage::render(shown, recomputed)) } }
 }
 
-/// The list at the top: each failing or inconclusive check in one line, linked to its evidence.
+/// The list at the top: each failing or inconclusive check in one line, linked to its evidence; those with the run's
+/// verdict first, the most severe first (see `crate::triage::Severity`), then in check order.
 fn problems(results: &Results, history: &History) -> Markup {
     if results.verdict == Verdict::Valid {
         return html! {};
     }
+    let mut failing: Vec<&CheckResult> = results.checks.iter().filter(|c| c.verdict != Verdict::Valid).collect();
+    failing.sort_by_key(|c| {
+        (
+            c.verdict != results.verdict,
+            crate::triage::check_severity(&results.system, c),
+        )
+    });
     html! {
         section class={ "card problems " (results.verdict) } {
             h2 { "What went wrong" }
             ul {
-                @for check in results.checks.iter().filter(|c| c.verdict != Verdict::Valid) {
+                @for check in &failing {
                     li {
                         (checks::pill(check.verdict)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
                         a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }

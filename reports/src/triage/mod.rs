@@ -1,0 +1,21 @@
+//! Triage: one bug, one failure class, across seeds and nights.
+//!
+//! A nightly campaign that reports "5 new failure classes" when three bugs failed seven seeds teaches a team to skim
+//! the page. So a failure is not "this plan's first failing check and its first error line", but what identifies the
+//! bug:
+//!
+//! 1. [`finding`]: each failing check of a run yields findings, each with a [`Signature`]: the system, the check,
+//!    the kind of anomaly (lost, stale, refused on a clean disk, a log pattern, ...) and a key line where the kind
+//!    alone does not identify the bug: the node's refusal line, a panic's `file.rs:LINE` and message, the matched log
+//!    line, each masked by [`mask`] (numbers, hashes, offsets, paths, node names, durations, timestamps).
+//! 2. Severity orders everything: a refusal to boot on a clean disk, lost or corrupted acknowledged data, not
+//!    linearizable or stale reads, no recovery, no convergence, log patterns, then the rest ([`Severity`]). A run's
+//!    headline is its most severe check ([`headline_check`]).
+
+pub mod finding;
+pub mod mask;
+
+pub use finding::{
+    check_findings, check_severity, findings, harness_finding, headline_check, Finding, FindingKind, Severity,
+    Signature,
+};
