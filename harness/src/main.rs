@@ -879,6 +879,7 @@ fn campaign_summary(outcome: &faultline::campaign::Outcome, code: u8) -> Value {
         "pruned": outcome.pruned,
         "index": outcome.index.display().to_string(),
         "seeds": seeds,
+        "classes": outcome.triage,
     })
 }
 

@@ -174,6 +174,7 @@ mod tests {
             verdict,
             failing_check: (verdict != Verdict::Valid).then(|| "boot".to_string()),
             also_failing: Vec::new(),
+            findings: Vec::new(),
             first_error: (verdict != Verdict::Valid).then(|| "n2 refused".to_string()),
             duration_ms: 1000,
             store_dir: Some(rel),

@@ -332,6 +332,7 @@ mod tests {
             failing_checks: vec!["linearizability".into(), "boot".into()],
             duration_ms: 1,
             store_dir: None,
+            classes: Vec::new(),
         }];
         let rows = vec![
             row("c1", "2026-01-01T00:00:01Z", "canary", 0, boot),

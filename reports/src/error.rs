@@ -18,6 +18,14 @@ pub enum ReportError {
     /// The run's history could not be read.
     #[error("report: {0}")]
     History(#[from] faultline_workloads::HistoryError),
+    /// `triage-notes.yaml` is not a mapping of class ids to notes.
+    #[error("report: cannot use {path}: {message}")]
+    Notes {
+        /// The notes file.
+        path: PathBuf,
+        /// What was wrong.
+        message: String,
+    },
     /// `results.json` is missing or is not a results document.
     #[error("report: cannot use {path}: {message} (run `faultline analyze {run_dir}` to write it)")]
     Results {

@@ -7,7 +7,8 @@
 //!   the store's seed database ([`seeds`]) when it has one.
 //!
 //! Campaigns append to the seed database with [`seeds::append_seed`]; certifications render their report with
-//! [`certification`]. [`triage`] turns a run's failing checks into findings, ordered by severity.
+//! [`certification`]. [`triage`] turns a run's failing checks into findings and the seed database into failure
+//! classes across seeds and nights (`faultline triage`, and the campaign view of the index).
 
 mod campaign_view;
 pub mod certification;

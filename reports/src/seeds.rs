@@ -1,16 +1,21 @@
 //! `store/seeds.jsonl`: the seed database. One JSON object per line, one line per finished (plan, seed) of a campaign
-//! or certification: the verdict, the failing check and its first error line, the duration, the system build that
-//! ran, the repro command and what reruns of a failing seed said.
+//! or certification: the verdict, the failing check and its first error line, every finding of the run (see
+//! [`crate::triage`]), the duration, the system build that ran, the repro command and what reruns of a failing seed
+//! said.
 //!
-//! Failures are grouped into classes by [`FailureKey`]: (plan, failing check, first error line with numbers, hex and
-//! paths normalized), so "n2 booted on a WAL refused at offset 4517 in /tmp/x/wal" and the same failure at another
-//! offset in another folder are one class. A class is `new` in a campaign when no earlier campaign's row has it.
+//! Failures are grouped into classes by their findings' signatures (system, check, kind, masked key line), across
+//! plans: the same stale read under two plans is one class, and a run that shows three bugs is in three classes. A
+//! row recorded before findings existed has none; its class is its [`FailureKey`]: (plan, failing check, first error
+//! line with numbers, hex and paths normalized), so "n2 booted on a WAL refused at offset 4517 in /tmp/x/wal" and the
+//! same failure at another offset in another folder are one class, as they always were. A class is `new` in a
+//! campaign when no earlier campaign's row has it.
 //!
 //! Lines are appended with one `write` each (O_APPEND), so a crash leaves at worst one torn last line; readers skip
 //! lines they cannot parse and say how many.
 
 use crate::error::ReportError;
 use crate::results::{Results, Verdict};
+use crate::triage::{ClassKey, Finding};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -92,6 +97,9 @@ pub struct Rerun {
     /// Its run folder, relative to the store root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_dir: Option<String>,
+    /// The ids of the failure classes it showed (none for a valid rerun, and for reruns recorded before findings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<String>,
 }
 
 /// One finished (plan, seed) of a campaign: a line of `seeds.jsonl`.
@@ -127,6 +135,10 @@ pub struct SeedRow {
     /// The other checks that failed in the first run (a boot refusal behind a stale read is the real finding).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_failing: Vec<String>,
+    /// Every finding of the first run, most severe first (empty for a valid run, and for rows recorded before
+    /// findings existed: those classify by their [`FailureKey`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
     /// Length of the first run.
     pub duration_ms: u64,
     /// The first run's folder, relative to the store root (none when the harness failed before creating it).
@@ -175,6 +187,25 @@ impl SeedRow {
         })
     }
 
+    /// The failure classes the row shows: one per distinct signature of its findings, or, for a failing row recorded
+    /// before findings existed, its [`FailureKey`]. None for a valid row.
+    pub fn class_keys(&self) -> Vec<ClassKey> {
+        if self.verdict == Verdict::Valid {
+            return Vec::new();
+        }
+        if self.findings.is_empty() {
+            return self.failure_key().map(ClassKey::Legacy).into_iter().collect();
+        }
+        let mut keys: Vec<ClassKey> = self
+            .findings
+            .iter()
+            .map(|f| ClassKey::Signature(f.signature.clone()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
     /// Identifies the work item a row finishes within its campaign (resume skips these).
     pub fn cell(&self) -> (String, u64, Option<u64>) {
         (self.plan.clone(), self.seed_index, self.nodes)
@@ -202,7 +233,8 @@ pub fn failure_of(results: &Results) -> Option<(String, String)> {
     Some((check.name.clone(), line))
 }
 
-/// A failure class: same plan, same failing check, same normalized first error line.
+/// The failure class of a row recorded before findings existed: same plan, same failing check, same normalized first
+/// error line.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct FailureKey {
     /// Plan name.
@@ -213,7 +245,7 @@ pub struct FailureKey {
     pub line: String,
 }
 
-/// Whether a failure class was seen in an earlier campaign.
+/// Whether a failure class was seen in an earlier campaign, and whether it still shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureClass {
@@ -221,6 +253,9 @@ pub enum FailureClass {
     New,
     /// An earlier campaign had it.
     Known,
+    /// An earlier campaign had it and this one, which ran a plan that showed it, did not (only a class is gone: a
+    /// row is new or known).
+    Gone,
 }
 
 impl std::fmt::Display for FailureClass {
@@ -228,6 +263,7 @@ impl std::fmt::Display for FailureClass {
         f.write_str(match self {
             FailureClass::New => "new",
             FailureClass::Known => "known",
+            FailureClass::Gone => "gone",
         })
     }
 }
@@ -378,28 +414,29 @@ pub fn campaign_order(rows: &[SeedRow]) -> Vec<String> {
     order.into_iter().map(|(_, id)| id.to_string()).collect()
 }
 
-/// Classifies every failing row: `known` when a campaign before its own (in [`campaign_order`]) had a row of the same
-/// [`FailureKey`], else `new`. Valid rows get `None`.
+/// Classifies every failing row: `new` when one of its classes ([`SeedRow::class_keys`]) no campaign before its own
+/// (in [`campaign_order`]) had, else `known`. Valid rows get `None`.
 pub fn classify(rows: &[SeedRow]) -> Vec<Option<FailureClass>> {
     let order = campaign_order(rows);
     let rank: BTreeMap<&str, usize> = order.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
-    let mut first_seen: BTreeMap<FailureKey, usize> = BTreeMap::new();
-    for row in rows {
-        if let Some(key) = row.failure_key() {
-            let r = rank[row.campaign.as_str()];
+    let keys: Vec<Vec<ClassKey>> = rows.iter().map(SeedRow::class_keys).collect();
+    let mut first_seen: BTreeMap<&ClassKey, usize> = BTreeMap::new();
+    for (row, keys) in rows.iter().zip(&keys) {
+        let r = rank[row.campaign.as_str()];
+        for key in keys {
             let seen = first_seen.entry(key).or_insert(r);
             *seen = (*seen).min(r);
         }
     }
     rows.iter()
-        .map(|row| {
-            let key = row.failure_key()?;
-            let earliest = first_seen[&key];
-            Some(if earliest < rank[row.campaign.as_str()] {
-                FailureClass::Known
-            } else {
-                FailureClass::New
-            })
+        .zip(&keys)
+        .map(|(row, keys)| {
+            if row.verdict == Verdict::Valid {
+                return None;
+            }
+            let own = rank[row.campaign.as_str()];
+            let new = keys.iter().any(|key| first_seen[key] >= own);
+            Some(if new { FailureClass::New } else { FailureClass::Known })
         })
         .collect()
 }
@@ -439,6 +476,7 @@ pub(crate) mod tests {
             failing_check: failure.map(|(c, _)| c.to_string()),
             first_error: failure.map(|(_, e)| e.to_string()),
             also_failing: Vec::new(),
+            findings: Vec::new(),
             duration_ms: 4000,
             store_dir: Some(format!("{plan}/20260101T000000Z-seed{}", 1000 + index)),
             repro: format!("faultline run {plan} --seed {}", 1000 + index),

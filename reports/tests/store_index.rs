@@ -60,6 +60,7 @@ fn given_a_store_with_a_seed_database_when_indexed_should_put_the_campaign_view_
         verdict: Verdict::Invalid,
         failing_check: Some("boot".into()),
         also_failing: vec!["linearizability".into()],
+        findings: Vec::new(),
         first_error: Some(REFUSAL_LINE.into()),
         duration_ms: 5000,
         store_dir: Some("default/20260102T000000Z-seed99".into()),

@@ -9,6 +9,7 @@
 
 use faultline_reports::results::{Results, Verdict};
 use faultline_reports::seeds::{failing_checks, failure_of, BuildIdentity};
+use faultline_reports::triage::{findings, harness_finding, Finding};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -83,6 +84,8 @@ pub struct RunResult {
     pub failure: Option<(String, String)>,
     /// Every check with the run's non-valid verdict (`harness` when the run did not finish).
     pub failing_checks: Vec<String>,
+    /// What the failing checks found, most severe first (the harness error when the run did not finish).
+    pub findings: Vec<Finding>,
     /// Run length (from its results, else wall time).
     pub duration_ms: u64,
     /// The run folder, relative to the store root.
@@ -110,6 +113,7 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
             verdict: results.verdict,
             failure: failure_of(&results),
             failing_checks: failing_checks(&results),
+            findings: findings(&results),
             duration_ms: results.duration_ms,
             complete: results
                 .checks
@@ -118,15 +122,19 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
             store_dir,
             build,
         },
-        _ => RunResult {
-            verdict: Verdict::Unknown,
-            failure: Some(("harness".to_string(), harness_error(status, &log))),
-            failing_checks: vec!["harness".to_string()],
-            duration_ms: wall_ms,
-            store_dir,
-            build,
-            complete: false,
-        },
+        _ => {
+            let error = harness_error(status, &log);
+            RunResult {
+                verdict: Verdict::Unknown,
+                findings: vec![harness_finding(&error)],
+                failure: Some(("harness".to_string(), error)),
+                failing_checks: vec!["harness".to_string()],
+                duration_ms: wall_ms,
+                store_dir,
+                build,
+                complete: false,
+            }
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use crate::plan::{Plan, PlanError};
 use anyhow::Context;
 use faultline_faults::units::Millis;
 use faultline_reports::seeds::{self, CampaignKind, SeedRow};
+use faultline_reports::triage::{self, Triage};
 use schedule::{Cell, Ending, PlanRef, Settings};
 use space::{seed_at, Shard};
 use state::{CampaignState, PlanSource, Status};
@@ -109,6 +110,8 @@ pub struct Outcome {
     pub ending: Ending,
     /// Every row of the campaign (all invocations), with its failure class.
     pub rows: Vec<(SeedRow, Option<seeds::FailureClass>)>,
+    /// The failure classes as of this campaign (none when it recorded no seed).
+    pub triage: Option<Triage>,
     /// Wall time of this invocation.
     pub elapsed: Duration,
     /// Passing run folders pruned by retention.
@@ -392,7 +395,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
     finish(state, ending, started.elapsed(), &options.store_root)
 }
 
-/// Retention, the index, and the campaign's rows for the summary.
+/// Retention, the index, and the campaign's rows and failure classes for the summary.
 fn finish(
     state: CampaignState,
     ending: Ending,
@@ -405,6 +408,11 @@ fn finish(
     };
     let index = faultline_reports::write_index(store_root)?;
     let file = seeds::read_seeds(store_root)?;
+    let notes = triage::read_notes(store_root).unwrap_or_else(|e| {
+        tracing::warn!("the class table shows no notes: {e}");
+        triage::Notes::new()
+    });
+    let triage = triage::triage(&file.rows, Some(&state.id), &notes);
     let classes = seeds::classify(&file.rows);
     let rows: Vec<(SeedRow, Option<seeds::FailureClass>)> = file
         .rows
@@ -417,6 +425,7 @@ fn finish(
         state,
         ending,
         rows,
+        triage,
         elapsed,
         pruned,
         index,
@@ -505,6 +514,16 @@ mod tests {
             xml.contains("<property name=\"repro\" value=\"faultline run default --seed 502\"/>"),
             "{xml}"
         );
-        assert!(outcome.render_summary().contains("junit: "));
+        let summary = outcome.render_summary();
+        assert!(summary.contains("junit: "));
+        let triage = outcome.triage.as_ref().expect("the campaign recorded seeds");
+        assert_eq!(triage.campaign, "s11", "classes as of this campaign, not the other one");
+        // `another-campaign` recorded the same failure at the same time and orders first by name: the class is known.
+        assert!(
+            summary
+                .contains("faultline triage: campaign s11: 3 seed(s), 2 failing; 1 class(es): 0 new, 1 known, 0 gone"),
+            "{summary}"
+        );
+        assert!(summary.contains("repro: faultline run default --seed 501"), "{summary}");
     }
 }

@@ -322,9 +322,11 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 // Nothing ran: record it as a harness error, so the campaign does not spin on it.
                 self.view
                     .finish(line, &format!("faultline campaign: cannot start a run: {e}"), true);
+                let error = format!("cannot start `faultline run`: {e}");
                 let result = RunResult {
                     verdict: Verdict::Unknown,
-                    failure: Some(("harness".into(), format!("cannot start `faultline run`: {e}"))),
+                    findings: vec![faultline_reports::triage::harness_finding(&error)],
+                    failure: Some(("harness".into(), error)),
                     failing_checks: vec!["harness".into()],
                     duration_ms: 0,
                     store_dir: None,
@@ -445,6 +447,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 .filter(|c| first.failure.as_ref().is_none_or(|(check, _)| check != *c))
                 .cloned()
                 .collect(),
+            findings: first.findings.clone(),
             duration_ms: first.duration_ms,
             store_dir: first.store_dir.clone(),
             repro: child::shell_line(&words),
@@ -462,6 +465,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                     failing_checks: r.failing_checks.clone(),
                     duration_ms: r.duration_ms,
                     store_dir: r.store_dir.clone(),
+                    classes: class_ids(&r.findings),
                 })
                 .collect(),
             finished_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
@@ -491,6 +495,18 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     }
 }
 
+/// The distinct class ids of a run's findings, in order.
+fn class_ids(findings: &[faultline_reports::triage::Finding]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for finding in findings {
+        let id = finding.signature.id();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
 /// Whether a rerun failed like the first run: the same verdict, and a check that failed in the first run fails
 /// again. Which checks a bug trips varies from run to run (the canary's accepted corrupt boot always fails `boot`,
 /// and only sometimes also `linearizability`, which is reported first), so any shared failing check counts.
@@ -518,6 +534,7 @@ mod tests {
             verdict,
             failure: checks.first().map(|c| (c.to_string(), "why".to_string())),
             failing_checks: checks.iter().map(|c| c.to_string()).collect(),
+            findings: Vec::new(),
             duration_ms: 1,
             store_dir: None,
             build: Default::default(),

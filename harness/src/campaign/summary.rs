@@ -1,5 +1,6 @@
 //! The end of a campaign on the terminal: a table of its seeds (failures first, each with its class, what its reruns
-//! said and its repro command), its counts per plan, and one closing line; and the exit code.
+//! said and its repro command), its counts per plan, its failure classes (as `faultline triage` prints them), and one
+//! closing line; and the exit code.
 
 use super::schedule::Ending;
 use super::Outcome;
@@ -59,6 +60,9 @@ impl Outcome {
             let _ = writeln!(out, "  ({} valid seeds not listed)", rows.len() - listed.len());
         }
         out.push_str(&plan_table(&rows));
+        if let Some(triage) = &self.triage {
+            out.push_str(&faultline_reports::triage::render_text(triage));
+        }
         if self.pruned > 0 {
             let _ = writeln!(out, "  retention: pruned {} older passing run folder(s)", self.pruned);
         }
