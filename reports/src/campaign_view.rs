@@ -1,14 +1,17 @@
 //! The campaign view at the top of `store/index.html`, drawn from `store/seeds.jsonl` (and, for coverage, each seed's
-//! results.json): the newest campaign's failures (new before known, each with its reproducibility and repro command),
-//! its pass/fail counts per plan (failing plans first) and the share of its seeds that reached each named coverage
-//! state, the trend of every plan across campaigns, and a line per campaign.
+//! results.json): the newest campaign's failure classes (most severe first; new, known or gone; the seeds that show
+//! each with their repro commands, when each was first and last seen, how reruns went, a person's note), its failing
+//! seeds (most severe first, then new before known, each with its reproducibility and repro command), its pass/fail
+//! counts per plan (failing plans first) and the share of its seeds that reached each named coverage state, the trend
+//! of every plan across campaigns, and a line per campaign.
 
 use crate::pages;
 use crate::results::{shout, Coverage, Results, Verdict};
-use crate::seeds::{campaign_order, classify, FailureClass, FailureKey, SeedRow};
+use crate::seeds::{campaign_order, classify, FailureClass, SeedRow};
+use crate::triage::{self, Class, Severity, Triage};
 use maud::{html, Markup};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Campaigns the trend table shows (the newest ones).
@@ -17,6 +20,8 @@ const TREND_CAMPAIGNS_MAX: usize = 12;
 const FAILURES_SHOWN_MAX: usize = 200;
 /// Characters of a first error line shown in a cell (the whole line is its title).
 const ERROR_SHOWN_CHARS_MAX: usize = 160;
+/// Seeds listed per failure class (with their repro commands); the rest are counted.
+const CLASS_SEEDS_SHOWN_MAX: usize = 5;
 
 /// Verdict counts of a set of rows.
 #[derive(Debug, Default, Clone, Copy)]
@@ -63,27 +68,28 @@ pub(crate) fn render(rows: &[SeedRow], store_root: &Path) -> Markup {
         .zip(classes.iter().copied())
         .filter(|(row, _)| &row.campaign == newest)
         .collect();
+    let (notes, notes_error) = match triage::read_notes(store_root) {
+        Ok(notes) => (notes, None),
+        Err(e) => (triage::Notes::new(), Some(e.to_string())),
+    };
+    let triage = triage::triage(rows, Some(newest), &notes).expect("the newest campaign is in the database");
     html! {
         section #campaigns {
-            (render_newest(newest, &newest_rows, store_root))
+            (render_newest(newest, &newest_rows, &triage, store_root))
+            @if let Some(error) = notes_error { p.note { (error) } }
             (render_trend(rows, &order))
             (render_campaign_list(rows, &classes, &order))
         }
     }
 }
 
-fn render_newest(id: &str, rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path) -> Markup {
+fn render_newest(id: &str, rows: &[(&SeedRow, Option<FailureClass>)], triage: &Triage, store_root: &Path) -> Markup {
     let mut tally = Tally::default();
     for (row, _) in rows {
         tally.add(row.verdict);
     }
     let failures = rows.iter().filter(|(_, c)| c.is_some()).count();
-    let new_classes: BTreeSet<FailureKey> = rows
-        .iter()
-        .filter(|(_, c)| *c == Some(FailureClass::New))
-        .filter_map(|(r, _)| r.failure_key())
-        .collect();
-    let new = new_classes.len();
+    let new = triage.count(FailureClass::New);
     let mut shards: Vec<&str> = rows.iter().filter_map(|(r, _)| r.shard.as_deref()).collect();
     shards.sort_unstable();
     shards.dedup();
@@ -96,9 +102,11 @@ fn render_newest(id: &str, rows: &[(&SeedRow, Option<FailureClass>)], store_root
             (tally.runs()) " seed(s): " (pages::pill("valid", &format!("{} valid", tally.valid))) " "
             (pages::pill("invalid", &format!("{} invalid", tally.invalid))) " "
             (pages::pill("unknown", &format!("{} unknown", tally.unknown)))
-            " · " (failures) " failure(s) in " (new) " new failure class(es) · build " (builds.join(", "))
+            " · " (failures) " failure(s) in " (new) " new failure class(es) (" (triage.count(FailureClass::Known))
+            " known, " (triage.count(FailureClass::Gone)) " gone) · build " (builds.join(", "))
             @if !shards.is_empty() { " · shards " (shards.join(", ")) }
         }
+        (render_classes(triage, store_root))
         (render_failures(rows, store_root))
         (render_plan_counts(rows))
         (render_coverage(rows, store_root))
@@ -124,9 +132,10 @@ fn render_failures(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path)
     if failures.is_empty() {
         return html! { p { "No failures." } };
     }
-    // New classes first, then invalid before unknown, then by plan and seed order.
+    // The most severe first, then new classes, then invalid before unknown, then by plan and seed order.
     failures.sort_by_key(|(row, class)| {
         (
+            row_severity(row),
             *class != Some(FailureClass::New),
             row.verdict != Verdict::Invalid,
             row.plan.clone(),
@@ -140,8 +149,7 @@ fn render_failures(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path)
         p.note {
             "Real processes are not deterministic: a seed fixes the workload and the fault schedule, not timing, so a \
              failing seed is rerun. " b { "reproducible" } ": a rerun failed the same check again; " b { "flaky" }
-            ": no rerun did. " b { "new" } ": no earlier campaign failed this plan's check with the same first error \
-             line (numbers, hex and paths ignored)."
+            ": no rerun did. " b { "new" } ": the seed shows a failure class no earlier campaign showed (see above)."
         }
         table.failures {
             thead { tr {
@@ -156,20 +164,83 @@ fn render_failures(rows: &[(&SeedRow, Option<FailureClass>)], store_root: &Path)
     }
 }
 
+/// The severity of a row's worst class.
+fn row_severity(row: &SeedRow) -> Severity {
+    row.class_keys()
+        .iter()
+        .map(triage::ClassKey::severity)
+        .min()
+        .unwrap_or(Severity::Other)
+}
+
 fn failure_row(row: &SeedRow, class: Option<FailureClass>, store_root: &Path) -> Markup {
     let class = class.expect("failures have a class");
     let error = row.first_error.as_deref().unwrap_or("");
+    let ids: Vec<String> = row.class_keys().iter().map(triage::ClassKey::id).collect();
     html! {
         tr class=(row.verdict) {
             td { (pages::pill(&row.verdict.to_string(), shout(row.verdict))) }
             td { (row.plan) }
             td { (row.seed) @if let Some(n) = row.nodes { " (" (n) " nodes)" } }
             td { (row.checks_text()) }
-            td { span class={ "c " (class) } { (class) } }
+            td { span class={ "c " (class) } { (class) } " " small { (ids.join(" ")) } }
             td { (reruns_text(row)) }
             td.reason title=(error) { (clip(error, ERROR_SHOWN_CHARS_MAX)) }
             td { code { (row.repro) } }
             td { (run_link(row.store_dir.as_deref(), store_root)) }
+        }
+    }
+}
+
+/// The campaign's failure classes, most severe first.
+fn render_classes(triage: &Triage, store_root: &Path) -> Markup {
+    if triage.classes.is_empty() {
+        return html! {};
+    }
+    html! {
+        h3 { "Failure classes" }
+        p.note {
+            "A class is what identifies a bug: the system, the check, the kind of finding and a key line (a refusal \
+             line, a panic's file:line and message, a matched log line) with numbers, hashes, offsets, paths and node \
+             names masked; a seed is in every class it shows. " b { "new" } ": no earlier campaign showed it; "
+            b { "gone" } ": an earlier campaign showed it and this one, running a plan that had, did not. Notes come \
+             from " code { (triage::NOTES_FILE) } " in the store (" code { "class-id: note" } " lines)."
+        }
+        table.classes {
+            thead { tr {
+                th { "severity" } th { "class" } th { "status" } th { "what" } th { "seeds" } th { "plans" }
+                th { "first seen" } th { "last seen" } th { "reruns" } th { "note" }
+            } }
+            tbody { @for class in &triage.classes { (class_row(class, store_root)) } }
+        }
+    }
+}
+
+fn class_row(class: &Class, store_root: &Path) -> Markup {
+    let shown = class.seeds.len().min(CLASS_SEEDS_SHOWN_MAX);
+    let row_class = match class.status {
+        FailureClass::Gone => "valid",
+        _ => "invalid",
+    };
+    html! {
+        tr class=(row_class) {
+            td { (class.severity.label()) }
+            td { code { (class.id) } }
+            td { span class={ "c " (class.status) } { (class.status) } }
+            td.reason title=(class.example) { (clip(&class.title, ERROR_SHOWN_CHARS_MAX)) }
+            td {
+                @if class.status == FailureClass::Gone { "none now; last: " }
+                (class.seeds.len()) " seed(s)"
+                @for seed in &class.seeds[..shown] {
+                    br; code { (seed.repro) } " " (run_link(seed.store_dir.as_deref(), store_root))
+                }
+                @if shown < class.seeds.len() { br; "+" (class.seeds.len() - shown) " more" }
+            }
+            td { (class.plans.join(", ")) }
+            td title=(class.first_seen.at) { (short(&class.first_seen.campaign)) }
+            td title=(class.last_seen.at) { (short(&class.last_seen.campaign)) }
+            td { (class.reruns.reproduced) "/" (class.reruns.runs) " reproduced" }
+            td { (class.note.as_deref().unwrap_or("")) }
         }
     }
 }
@@ -384,6 +455,60 @@ mod tests {
         assert!(
             render(&[], dir.path()).into_string().is_empty(),
             "no seed database, no view"
+        );
+    }
+
+    #[test]
+    fn given_findings_over_two_campaigns_and_a_note_when_rendered_should_list_classes_most_severe_first() {
+        use crate::triage::finding::tests::{iggy_panic_check, iggy_refusal_check, results, set_check};
+        let dir = tempfile::tempdir().unwrap();
+        let seed = |campaign: &str, at: &str, index: u64, checks: Vec<crate::results::CheckResult>| {
+            let run = results("iggy", checks);
+            let (check, line) = crate::seeds::failure_of(&run).unwrap();
+            let mut row = row(campaign, at, "iggy-mixed", index, Some((&check, &line)));
+            row.findings = triage::findings(&run);
+            row
+        };
+        let rows = vec![
+            seed("c1", "2026-01-01T00:00:01Z", 0, vec![iggy_panic_check("n1", 3, 5)]),
+            seed(
+                "c2",
+                "2026-01-02T00:00:01Z",
+                0,
+                vec![set_check(&["e1"], &[]), iggy_refusal_check(77)],
+            ),
+            seed("c2", "2026-01-02T00:00:02Z", 1, vec![set_check(&["e2"], &[])]),
+        ];
+        let refusal_id = rows[1].findings[0].signature.id();
+        std::fs::write(
+            dir.path().join(triage::NOTES_FILE),
+            format!("{refusal_id}: \"upstream <issue> 12\"\n"),
+        )
+        .unwrap();
+        let page = render(&rows, dir.path()).into_string();
+        let classes = &page
+            [page.find("<h3>Failure classes</h3>").expect("a class table")..page.find("<h3>Failures</h3>").unwrap()];
+        let at = |needle: &str| classes.find(needle).unwrap_or_else(|| panic!("{needle} in {classes}"));
+        assert!(
+            at("refused to boot on a clean disk") < at("stale reads"),
+            "severity first"
+        );
+        assert!(at("stale reads") < at("log pattern"), "{classes}");
+        assert!(
+            classes.contains("upstream &lt;issue&gt; 12"),
+            "the note, escaped: {classes}"
+        );
+        assert!(
+            classes.contains("<span class=\"c gone\">gone</span>"),
+            "the panic is gone: {classes}"
+        );
+        assert!(
+            classes.contains("2 seed(s)"),
+            "both stale seeds in one class: {classes}"
+        );
+        assert!(
+            page.contains("2 failure(s) in 2 new failure class(es) (0 known, 1 gone)"),
+            "classes, not rows: {page}"
         );
     }
 
