@@ -26,7 +26,7 @@ const EXIT_HARNESS_ERROR: u8 = 255;
 const EXIT_CODES: &str = "\
 Exit codes:
   0    valid (campaign, certify: every seed valid; matrix: every mutant caught, no false alarm)
-  1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged)
+  1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged; triage: a new failure class)
   2    unknown: a check could not decide, or nothing ran
   130  interrupted (campaign, certify)
   254  bad input: arguments, plan, suite, history file, or a folder that is not a run or store
@@ -104,6 +104,20 @@ enum Command {
         #[arg(long)]
         quiet: bool,
         /// Print the certification (certification.json) on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the failure classes of the store's latest campaign, most severe first: each new, known or gone, with the
+    /// seeds that show it and their repro commands, when it was first and last seen, how reruns went and its note
+    /// (from STORE/triage-notes.yaml). Exit 1 when a class is new.
+    Triage {
+        /// The store (the folder that holds seeds.jsonl).
+        #[arg(default_value = "store")]
+        store: PathBuf,
+        /// As of this campaign instead of the latest.
+        #[arg(long)]
+        campaign: Option<String>,
+        /// Print the classes as one JSON object on stdout (human output goes to stderr).
         #[arg(long)]
         json: bool,
     },
@@ -450,6 +464,7 @@ impl Command {
             | Command::Certify { json, .. }
             | Command::Matrix { json, .. }
             | Command::Analyze { json, .. }
+            | Command::Triage { json, .. }
             | Command::Check { json, .. } => *json,
             Command::Campaign(args) => args.json,
             Command::Merge { .. }
@@ -498,6 +513,11 @@ fn dispatch(command: Command) -> Outcome {
             quiet,
         }),
         Command::Merge { stores, store } => merge_command(&store, &stores),
+        Command::Triage {
+            store,
+            campaign,
+            json: _,
+        } => triage_command(&store, campaign.as_deref()),
         Command::Plan {
             print_default,
             check,
@@ -914,6 +934,42 @@ struct WithDir<'a, T> {
     #[serde(flatten)]
     inner: &'a T,
     dir: String,
+}
+
+/// `faultline triage`: the class table (stdout, or stderr with `--json`), exit 1 when a class is new.
+fn triage_command(store: &Path, campaign: Option<&str>) -> Outcome {
+    use faultline_reports::seeds::{read_seeds, FailureClass, SEEDS_FILE};
+    use faultline_reports::triage;
+    if !store.join(SEEDS_FILE).is_file() {
+        return Err(Failed::bad_input(format!(
+            "faultline triage: {} has no {SEEDS_FILE}: not a store a campaign has recorded seeds in (run `faultline \
+             campaign PLAN... --store {}` first)",
+            store.display(),
+            store.display()
+        )));
+    }
+    let file = read_seeds(store).map_err(|e| Failed::harness(format!("faultline triage: {e}")))?;
+    if !file.bad_lines.is_empty() {
+        eprintln!(
+            "faultline triage: skipped {} line(s) of {SEEDS_FILE} that are not seed rows (first: line {}: {})",
+            file.bad_lines.len(),
+            file.bad_lines[0].0,
+            file.bad_lines[0].1
+        );
+    }
+    let notes = triage::read_notes(store).map_err(|e| match e {
+        faultline_reports::ReportError::Notes { .. } => Failed::bad_input(format!("faultline triage: {e}")),
+        e => Failed::harness(format!("faultline triage: {e}")),
+    })?;
+    let Some(classes) = triage::triage(&file.rows, campaign, &notes) else {
+        return Err(Failed::bad_input(match campaign {
+            Some(id) => format!("faultline triage: {SEEDS_FILE} has no campaign `{id}`"),
+            None => format!("faultline triage: {SEEDS_FILE} has no seed rows yet"),
+        }));
+    };
+    print!("{}", triage::render_text(&classes));
+    let code = u8::from(classes.count(FailureClass::New) > 0);
+    Ok(Ended::with(code, &classes))
 }
 
 fn merge_command(into: &Path, stores: &[PathBuf]) -> Outcome {

@@ -340,3 +340,92 @@ fn given_campaign_dry_run_json_when_run_should_print_the_planned_runs_as_one_obj
         "the human list went to stderr:\n{stderr}"
     );
 }
+
+/// A seed row of `campaign` for `iggy-mixed` seed `seed`, failing with findings of these (kind, key) when given.
+fn triage_row(campaign: &str, at: &str, seed: u64, findings: &[(&str, &str, &str)]) -> String {
+    let findings: Vec<Value> = findings
+        .iter()
+        .map(|(check, kind, key)| {
+            serde_json::json!({"signature": {"system": "iggy", "check": check, "kind": kind, "key": key},
+                "example": format!("{check}: {kind}")})
+        })
+        .collect();
+    let failing = !findings.is_empty();
+    let mut row = serde_json::json!({"campaign": campaign, "plan": "iggy-mixed", "plan_source": "iggy-mixed",
+        "seed": seed, "seed_index": seed, "verdict": if failing { "invalid" } else { "valid" }, "duration_ms": 1,
+        "repro": format!("faultline run iggy-mixed --seed {seed}"), "finished_at": at});
+    if failing {
+        row["failing_check"] = findings[0]["signature"]["check"].clone();
+        row["first_error"] = "why".into();
+        row["findings"] = Value::Array(findings);
+    }
+    format!("{row}\n")
+}
+
+#[test]
+fn given_a_store_when_triaged_should_exit_1_on_a_new_class_0_otherwise_and_254_without_seeds() {
+    let store = tempfile::tempdir().unwrap();
+    let triage = |extra: &[&str]| {
+        faultline()
+            .arg("triage")
+            .arg(store.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let missing = triage(&[]);
+    assert_eq!(missing.status.code(), Some(254), "{}", explain(&missing));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("has no seeds.jsonl"),
+        "{}",
+        explain(&missing)
+    );
+    let refusal = (
+        "boot",
+        "refused-clean-disk",
+        "iggy refused to boot: op N does not chain to op N",
+    );
+    let stale = ("set", "stale", "");
+    let seeds = store.path().join("seeds.jsonl");
+    let night_one = triage_row("c1", "2026-12-01T02:00:00Z", 1, &[refusal, stale])
+        + &triage_row("c1", "2026-12-01T02:00:01Z", 2, &[]);
+    std::fs::write(&seeds, &night_one).unwrap();
+    let first = triage(&[]);
+    assert_eq!(first.status.code(), Some(1), "two new classes: {}", explain(&first));
+    let table = stdout(&first);
+    assert!(
+        table.starts_with("faultline triage: campaign c1: 2 seed(s), 1 failing; 2 class(es): 2 new"),
+        "{table}"
+    );
+    assert!(
+        table.find("refusal on clean disk").unwrap() < table.find("consistency").unwrap(),
+        "most severe first:\n{table}"
+    );
+    let night_two = triage_row("c2", "2026-12-02T02:00:00Z", 1, &[stale]);
+    std::fs::write(&seeds, night_one + &night_two).unwrap();
+    let second = triage(&["--json"]);
+    assert_eq!(second.status.code(), Some(0), "nothing new: {}", explain(&second));
+    let classes = only_json_object(&second);
+    assert_eq!(classes["campaign"], "c2", "{classes:#}");
+    let statuses: Vec<(&str, &str)> = classes["classes"]
+        .as_array()
+        .expect("a list of classes")
+        .iter()
+        .map(|c| (c["signature"]["kind"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![("refused-clean-disk", "gone"), ("stale", "known")],
+        "{classes:#}"
+    );
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("faultline triage: campaign c2"),
+        "the table went to stderr: {}",
+        explain(&second)
+    );
+    let as_of_c1 = triage(&["--campaign", "c1"]);
+    assert_eq!(as_of_c1.status.code(), Some(1), "{}", explain(&as_of_c1));
+    std::fs::write(store.path().join("triage-notes.yaml"), "- not\n- a mapping\n").unwrap();
+    let bad_notes = triage(&[]);
+    assert_eq!(bad_notes.status.code(), Some(254), "{}", explain(&bad_notes));
+}

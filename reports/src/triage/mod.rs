@@ -17,7 +17,8 @@
 //!    linearizable or stale reads, no recovery, no convergence, log patterns, then the rest ([`Severity`]). A run's
 //!    headline is its most severe check ([`headline_check`]).
 //!
-//! The end of `faultline campaign` prints [`text::render_text`].
+//! `faultline triage STORE [--json]` and the end of `faultline campaign` print [`text::render_text`] (or the
+//! [`Triage`] as JSON); the store index shows the same classes in its campaign view.
 
 pub mod classes;
 pub mod finding;
