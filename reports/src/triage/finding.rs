@@ -502,28 +502,34 @@ fn log(system: &str, check: &CheckResult) -> Vec<Finding> {
     found
 }
 
-/// `durability`: each bad restart, keyed on how the node stopped.
+/// `durability`: each bad restart. A forgotten restart is keyed on how the node stopped: a kill -9 (the restart-all's
+/// too), a power loss, a crash (forgetting across a power loss is an fsync bug, across a kill -9 another one); a boot
+/// on damage is not, since the damage was the plan's.
 fn durability(system: &str, check: &CheckResult) -> Vec<Finding> {
     let mut found = Vec::new();
     let nodes = check.details["nodes"].as_object();
     for node in nodes.into_iter().flat_map(|n| n.values()) {
         for restart in node["restarts"].as_array().into_iter().flatten() {
-            let kind = match restart["judgement"].as_str() {
-                Some("forgotten") => FindingKind::Forgotten,
-                Some("booted-on-damage") => FindingKind::BootedOnDamage,
+            let text = restart["text"].as_str().unwrap_or("");
+            let (kind, key) = match restart["judgement"].as_str() {
+                Some("forgotten") => (FindingKind::Forgotten, stop_cause(restart["cause"].as_str(), text)),
+                Some("booted-on-damage") => (FindingKind::BootedOnDamage, String::new()),
                 _ => continue,
             };
-            let cause = restart["cause"].as_str().unwrap_or("").to_string();
-            found.push(Finding::new(
-                system,
-                &check.name,
-                kind,
-                cause,
-                restart["text"].as_str().unwrap_or(""),
-            ));
+            found.push(Finding::new(system, &check.name, kind, key, text));
         }
     }
     found
+}
+
+/// `kill`, `power-loss`, `crashed` or the recorded cause. The details record a power loss only in the restart's
+/// sentence (`before the power loss at ...`), so that is where it is read.
+fn stop_cause(cause: Option<&str>, text: &str) -> String {
+    match cause.unwrap_or("") {
+        "kill" | "restart-all" if text.contains("the power loss") => "power-loss".into(),
+        "kill" | "restart-all" => "kill".into(),
+        other => other.into(),
+    }
 }
 
 /// `log-patterns`: each distinct matched line, keyed on [`log_line_key`].
@@ -914,8 +920,12 @@ pub(crate) mod tests {
             Verdict::Invalid,
             "n2 applied 717 before the kill -9 at 31.2 s and booted at 519".into(),
             json!({"nodes": {"n2": {"restarts": [
-                {"judgement": "forgotten", "cause": "kill", "text": "n2 applied 717 ..."},
-                {"judgement": "ok", "cause": "restart-all", "text": "fine"}
+                {"judgement": "forgotten", "cause": "restart-all",
+                 "text": "n2 applied 717 before the restart-all's kill -9 at 31.2 s and booted at 519"},
+                {"judgement": "ok", "cause": "kill", "text": "fine"}
+            ]}, "n3": {"restarts": [
+                {"judgement": "forgotten", "cause": "kill", "text": "n3 applied 9 before the power loss at 2.0 s"},
+                {"judgement": "booted-on-damage", "cause": "kill", "text": "n3 booted after flip-bits ..."}
             ]}}}),
         );
         let liveness = CheckResult::new(
@@ -934,9 +944,12 @@ pub(crate) mod tests {
             pairs,
             vec![
                 (FindingKind::Forgotten, "kill"),
+                (FindingKind::Forgotten, "power-loss"),
+                (FindingKind::BootedOnDamage, ""),
                 (FindingKind::NoRecovery, "restart-all"),
                 (FindingKind::NoConvergence, ""),
-            ]
+            ],
+            "the restart-all's kill -9 is a kill -9; a power loss is not"
         );
     }
 

@@ -3,7 +3,9 @@
 //!
 //! What is masked, in this order:
 //! - ANSI escape sequences are stripped (Iggy colours its stdout);
-//! - timestamps are removed (`2026-08-21T14:45:52.123456Z`, `2026-08-21 14:45:52,123`, `14:45:52.1`);
+//! - timestamps are removed (`2026-08-21T14:45:52.123456Z`, `2026-08-21 14:45:52,123`, `14:45:52.1`), and so is a
+//!   log level that starts the line (`ERROR`, `[warn]`): the reference node's refusal reads `... ERROR wal ...` in
+//!   its log and `wal ...` from its offline verifier, and both are one refusal;
 //! - paths become their last component (`/tmp/s/iggy/…/nodes/n2/data/wal-000001` -> `wal-N`): a run folder is not
 //!   the bug, the file's name may be;
 //! - node names become `nX` (`n2` -> `nX`): which node hit a bug is the schedule's doing;
@@ -23,6 +25,11 @@ use serde_json::Value;
 /// Characters of a key line kept; a longer line is cut there (the cut is deterministic, so keys stay equal).
 pub const KEY_CHARS_MAX: usize = 240;
 
+/// Log levels a line may start with (compared without case and brackets).
+const LEVELS: &[&str] = &[
+    "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic", "critical",
+];
+
 /// Units a number may carry to be a duration.
 const DURATION_UNITS: &[&str] = &["ns", "us", "µs", "ms", "s", "sec", "secs", "m", "min", "h"];
 
@@ -31,12 +38,17 @@ pub fn mask_line(text: &str) -> String {
     let stripped = strip_ansi(text);
     let line = stripped.lines().next().unwrap_or("");
     let line = remove_timestamps(line);
-    let words: Vec<String> = line
-        .split_whitespace()
-        .map(mask_word)
-        .filter(|w| !w.is_empty())
-        .collect();
+    let mut words = line.split_whitespace().peekable();
+    // One level word at most: in `error: error in wal` the second is the message's.
+    let _level = words.next_if(|w| is_level(w));
+    let words: Vec<String> = words.map(mask_word).filter(|w| !w.is_empty()).collect();
     cut(&words.join(" "))
+}
+
+/// `ERROR`, `[warn]`, `INFO:`: a log level word.
+fn is_level(word: &str) -> bool {
+    let word = word.trim_matches(|c| matches!(c, '[' | ']' | ':'));
+    LEVELS.iter().any(|level| word.eq_ignore_ascii_case(level))
 }
 
 /// The key of a log line a pattern matched: a panic's location and message, a JSON line's level, caller and message,
@@ -315,8 +327,19 @@ mod tests {
         assert_eq!(masked[0], masked[1]);
         assert_eq!(
             masked[0],
-            "ERROR wal wal at offset N (op N does not chain to op N at offset N): entry does not chain (parent): \
+            "wal wal at offset N (op N does not chain to op N at offset N): entry does not chain (parent): \
              expected H, actual H; refusing to boot"
+        );
+        let verifier = REFERENCE_REFUSALS[0].split_once(" ERROR ").expect("a level").1;
+        assert_eq!(
+            mask_line(verifier),
+            masked[0],
+            "its offline verifier prints the refusal without time and level"
+        );
+        assert_eq!(
+            mask_line("error: error in wal"),
+            "error in wal",
+            "one level word is dropped, not the message"
         );
     }
 
