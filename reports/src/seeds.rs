@@ -361,7 +361,28 @@ pub fn read_seeds(store_root: &Path) -> Result<SeedsFile, ReportError> {
             Err(e) => file.bad_lines.push((i + 1, e.to_string())),
         }
     }
+    for row in &mut file.rows {
+        backfill_findings(store_root, row);
+    }
     Ok(file)
+}
+
+/// A failing row recorded before findings existed gets them from its run's `results.json`, when the run folder is
+/// still in the store, so an upgraded store triages its old campaigns by bug too (the file is not rewritten). A row
+/// whose run is gone keeps its legacy [`FailureKey`] class.
+fn backfill_findings(store_root: &Path, row: &mut SeedRow) {
+    if row.verdict == Verdict::Valid || !row.findings.is_empty() {
+        return;
+    }
+    let Some(dir) = &row.store_dir else {
+        return;
+    };
+    let Ok(text) = std::fs::read_to_string(store_root.join(dir).join("results.json")) else {
+        return;
+    };
+    if let Ok(results) = serde_json::from_str::<Results>(&text) {
+        row.findings = crate::triage::findings(&results);
+    }
 }
 
 /// Appends one row to `store_root/seeds.jsonl` with a single write, and syncs it.
@@ -554,6 +575,32 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(campaign_order(&rows), vec!["c1".to_string(), "c2".to_string()]);
+    }
+
+    #[test]
+    fn given_an_old_failing_row_whose_run_is_in_the_store_when_read_should_take_its_findings_from_results_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = row("c1", "2026-01-01T00:00:01Z", "default", 0, Some(("liveness", "no write")));
+        assert!(old.findings.is_empty());
+        let gone = row("c1", "2026-01-01T00:00:02Z", "default", 1, Some(("liveness", "no write")));
+        append_seed(dir.path(), &old).unwrap();
+        append_seed(dir.path(), &gone).unwrap();
+        let run = dir.path().join(old.store_dir.as_deref().unwrap());
+        std::fs::create_dir_all(&run).unwrap();
+        let results = serde_json::json!({"schema_version": 1, "faultline_version": "t", "verdict": "invalid",
+            "reason": "no write", "plan": "default", "system": "reference", "seed": 1, "started_at": "",
+            "duration_ms": 0, "store_dir": "", "repro": "",
+            "checks": [{"name": "liveness", "verdict": "invalid",
+                        "reason": "the cluster did not accept a write within 30000 ms after heal",
+                        "details": {"timeout": {"after": "heal"}}}],
+            "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0, "open": 0, "nemesis": 0, "lifecycle": 0}});
+        std::fs::write(run.join("results.json"), results.to_string()).unwrap();
+        let read = read_seeds(dir.path()).unwrap();
+        assert_eq!(read.rows[0].findings.len(), 1, "{:?}", read.rows[0]);
+        assert_eq!(read.rows[0].findings[0].signature.check, "liveness");
+        assert!(read.rows[1].findings.is_empty(), "its run folder is gone: it keeps its old class");
+        let text = std::fs::read_to_string(dir.path().join(SEEDS_FILE)).unwrap();
+        assert!(!text.contains("findings\":[{"), "the file is not rewritten: {text}");
     }
 
     #[test]
