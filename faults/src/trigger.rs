@@ -1448,7 +1448,10 @@ mod tests {
         assert_eq!(fired.len(), 4, "{fired:?}");
         assert_eq!(fired[0]["duration_ms"], 1000, "clipped to the window at 6 s: {fired:?}");
         for skipped in &fired[1..3] {
-            assert!(skipped["skipped"].as_str().unwrap().contains("stable window"), "{fired:?}");
+            assert!(
+                skipped["skipped"].as_str().unwrap().contains("stable window"),
+                "{fired:?}"
+            );
         }
         // A skipped firing did nothing, so it starts no cooldown: 400 ms after one, the trigger fires.
         assert_eq!(fired[3]["subject"], "n2");

@@ -580,9 +580,21 @@ pub(crate) mod tests {
     #[test]
     fn given_an_old_failing_row_whose_run_is_in_the_store_when_read_should_take_its_findings_from_results_json() {
         let dir = tempfile::tempdir().unwrap();
-        let old = row("c1", "2026-01-01T00:00:01Z", "default", 0, Some(("liveness", "no write")));
+        let old = row(
+            "c1",
+            "2026-01-01T00:00:01Z",
+            "default",
+            0,
+            Some(("liveness", "no write")),
+        );
         assert!(old.findings.is_empty());
-        let gone = row("c1", "2026-01-01T00:00:02Z", "default", 1, Some(("liveness", "no write")));
+        let gone = row(
+            "c1",
+            "2026-01-01T00:00:02Z",
+            "default",
+            1,
+            Some(("liveness", "no write")),
+        );
         append_seed(dir.path(), &old).unwrap();
         append_seed(dir.path(), &gone).unwrap();
         let run = dir.path().join(old.store_dir.as_deref().unwrap());
@@ -598,7 +610,10 @@ pub(crate) mod tests {
         let read = read_seeds(dir.path()).unwrap();
         assert_eq!(read.rows[0].findings.len(), 1, "{:?}", read.rows[0]);
         assert_eq!(read.rows[0].findings[0].signature.check, "liveness");
-        assert!(read.rows[1].findings.is_empty(), "its run folder is gone: it keeps its old class");
+        assert!(
+            read.rows[1].findings.is_empty(),
+            "its run folder is gone: it keeps its old class"
+        );
         let text = std::fs::read_to_string(dir.path().join(SEEDS_FILE)).unwrap();
         assert!(!text.contains("findings\":[{"), "the file is not rewritten: {text}");
     }

@@ -338,7 +338,11 @@ mod tests {
         };
         let lanes = build(&history, &results());
         assert_eq!(lanes.nodes[0].lagging, vec![(100.0, 300.0), (400.0, 500.0)]);
-        assert_eq!(lanes.nodes[1].lagging, vec![(600.0, 900.0)], "open until the history ends");
+        assert_eq!(
+            lanes.nodes[1].lagging,
+            vec![(600.0, 900.0)],
+            "open until the history ends"
+        );
         let json = serde_json::to_value(&lanes).unwrap();
         assert!(json["nodes"][0].get("lag_open").is_none(), "{json}");
     }
