@@ -299,7 +299,7 @@ fn given_bad_plans_when_run_should_exit_254_with_line_and_column_before_starting
                 "do: {kind: pause, targets: one,",
                 "do: {kind: pause, shape: bridge, targets: one,",
             ),
-            "nemesis.triggers[3]: `shape` is for partition",
+            "nemesis.triggers[4]: `shape` is for partition",
             "- when: {view-change: any}", // a trigger's mistakes are reported at the trigger
         ),
     ];
