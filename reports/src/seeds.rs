@@ -377,11 +377,38 @@ fn backfill_findings(store_root: &Path, row: &mut SeedRow) {
     let Some(dir) = &row.store_dir else {
         return;
     };
-    let Ok(text) = std::fs::read_to_string(store_root.join(dir).join("results.json")) else {
+    let run_dir = store_root.join(dir);
+    let Ok(text) = std::fs::read_to_string(run_dir.join("results.json")) else {
         return;
     };
-    if let Ok(results) = serde_json::from_str::<Results>(&text) {
+    if let Ok(mut results) = serde_json::from_str::<Results>(&text) {
+        add_message_lines(&run_dir, &mut results);
         row.findings = crate::triage::findings(&results);
+    }
+}
+
+/// A log-patterns hit recorded before hits kept their `next` line (a Rust panic's message) gets it from the node's
+/// log in the run folder, so a panic found then keys the same as the same panic found now.
+fn add_message_lines(run_dir: &Path, results: &mut Results) {
+    let checks = results.checks.iter_mut().filter(|c| c.name == "log-patterns");
+    for hit in checks.flat_map(|c| c.details.as_array_mut().into_iter().flatten()) {
+        let (Some(node), Some(number)) = (hit["node"].as_str(), hit["line_number"].as_u64()) else {
+            continue;
+        };
+        if hit.get("next").is_some() {
+            continue;
+        }
+        let Ok(log) = std::fs::read_to_string(run_dir.join("nodes").join(node).join("node.log")) else {
+            continue;
+        };
+        let log = faultline_workloads::checker::strip_ansi(&log);
+        let mut lines = log.lines().skip(number.saturating_sub(1) as usize);
+        let (Some(line), next) = (lines.next(), lines.next()) else {
+            continue;
+        };
+        if let Some(next) = faultline_workloads::checker::message_line(line, next) {
+            hit["next"] = next.into();
+        }
     }
 }
 
@@ -604,12 +631,27 @@ pub(crate) mod tests {
             "duration_ms": 0, "store_dir": "", "repro": "",
             "checks": [{"name": "liveness", "verdict": "invalid",
                         "reason": "the cluster did not accept a write within 30000 ms after heal",
-                        "details": {"timeout": {"after": "heal"}}}],
+                        "details": {"timeout": {"after": "heal"}}},
+                       {"name": "log-patterns", "verdict": "invalid", "reason": "n2 log line 2 matches",
+                        "details": [{"node": "n2", "line_number": 2, "pattern": "panicked at",
+                                     "line": "thread 'shard-0' panicked at core/x.rs:10:5:"}]}],
             "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0, "open": 0, "nemesis": 0, "lifecycle": 0}});
         std::fs::write(run.join("results.json"), results.to_string()).unwrap();
+        std::fs::create_dir_all(run.join("nodes/n2")).unwrap();
+        let log = "starting\n\u{1b}[31mthread 'shard-0' panicked at core/x.rs:10:5:\u{1b}[0m\nboom at op 42\n";
+        std::fs::write(run.join("nodes/n2/node.log"), log).unwrap();
         let read = read_seeds(dir.path()).unwrap();
-        assert_eq!(read.rows[0].findings.len(), 1, "{:?}", read.rows[0]);
-        assert_eq!(read.rows[0].findings[0].signature.check, "liveness");
+        let checks: Vec<&str> = read.rows[0]
+            .findings
+            .iter()
+            .map(|f| f.signature.check.as_str())
+            .collect();
+        assert_eq!(checks, ["liveness", "log-patterns"], "{:?}", read.rows[0]);
+        let panic = &read.rows[0].findings[1].signature.key;
+        assert!(
+            panic.contains("x.rs:10") && panic.contains("boom at op N"),
+            "the message line comes from the node's log, as a new run records it: {panic}"
+        );
         assert!(
             read.rows[1].findings.is_empty(),
             "its run folder is gone: it keeps its old class"

@@ -71,7 +71,7 @@ impl Checker for LogPatterns {
 
 /// The line after a matched `line` when `line` ends with `:` (its message follows), trimmed and cut; none when it
 /// is blank or is the panic hook's backtrace note rather than a message.
-fn message_line(line: &str, next: Option<&str>) -> Option<String> {
+pub fn message_line(line: &str, next: Option<&str>) -> Option<String> {
     if !line.trim_end().ends_with(':') {
         return None;
     }

@@ -35,7 +35,7 @@ pub use convergence::Convergence;
 pub use durability::{interior_damage, Durability};
 pub use linearizability::Linearizability;
 pub use liveness::Liveness;
-pub use log_patterns::{strip_ansi, LogPatterns};
+pub use log_patterns::{message_line, strip_ansi, LogPatterns};
 pub use log_workload::LogWorkload;
 pub use set_workload::SetWorkload;
 
