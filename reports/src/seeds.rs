@@ -308,14 +308,7 @@ fn normalize_word(word: &str) -> String {
 
 /// One alphanumeric run: a hex number becomes `X`, each decimal digit run `N`.
 fn normalize_run(run: &str) -> String {
-    let prefixed_hex = (run.starts_with("0x") || run.starts_with("0X"))
-        && run.len() > 2
-        && run[2..].chars().all(|c| c.is_ascii_hexdigit());
-    let bare_hex = run.len() >= 4
-        && run.chars().all(|c| c.is_ascii_hexdigit())
-        && run.chars().any(|c| c.is_ascii_digit())
-        && run.chars().any(|c| c.is_ascii_alphabetic());
-    if prefixed_hex || bare_hex {
+    if crate::triage::mask::is_hex_run(run) {
         return "X".to_string();
     }
     let mut out = String::with_capacity(run.len());

@@ -30,6 +30,19 @@ const LEVELS: &[&str] = &[
     "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic", "critical",
 ];
 
+/// Whether an alphanumeric run is a hex number: `0x` and hex digits, or 4+ hex digits mixing digits and letters
+/// (checksums, ids; a word such as `face` or a number such as `1234` is not).
+pub(crate) fn is_hex_run(run: &str) -> bool {
+    let prefixed_hex = (run.starts_with("0x") || run.starts_with("0X"))
+        && run.len() > 2
+        && run[2..].chars().all(|c| c.is_ascii_hexdigit());
+    let bare_hex = run.len() >= 4
+        && run.chars().all(|c| c.is_ascii_hexdigit())
+        && run.chars().any(|c| c.is_ascii_digit())
+        && run.chars().any(|c| c.is_ascii_alphabetic());
+    prefixed_hex || bare_hex
+}
+
 /// Units a number may carry to be a duration.
 const DURATION_UNITS: &[&str] = &["ns", "us", "µs", "ms", "s", "sec", "secs", "m", "min", "h"];
 
@@ -269,14 +282,7 @@ fn mask_run(run: &str) -> String {
     if number_len > 0 && DURATION_UNITS.contains(&&run[number_len..]) {
         return "D".to_string();
     }
-    let prefixed_hex = (run.starts_with("0x") || run.starts_with("0X"))
-        && run.len() > 2
-        && run[2..].chars().all(|c| c.is_ascii_hexdigit());
-    let bare_hex = run.len() >= 4
-        && run.chars().all(|c| c.is_ascii_hexdigit())
-        && run.chars().any(|c| c.is_ascii_digit())
-        && run.chars().any(|c| c.is_ascii_alphabetic());
-    if prefixed_hex || bare_hex {
+    if is_hex_run(run) {
         return "H".to_string();
     }
     let mut out = String::with_capacity(run.len());
