@@ -210,16 +210,16 @@ pub struct StableSpec {
 #[serde(deny_unknown_fields)]
 pub struct ProcessNemesisSpec {
     /// Mean gap between targeted faults (exponential); required when `faults` is not empty.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Millis>,
     /// Targeted faults, chosen by weight.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<TargetedFaultSpec>,
     /// Per-node crash/restart flaps.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaps: Option<FlapSpec>,
     /// Stable periods.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable: Option<StableSpec>,
     /// Faults at fixed times, for scripted scenarios (they ignore stable periods).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

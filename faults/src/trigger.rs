@@ -90,6 +90,13 @@ pub struct TriggerSpec {
     /// Quiet time after a firing (acted or declined) before the next (default 2 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooldown: Option<Millis>,
+    /// The condition counts only when observed at or after this offset of the fault phase (a replayed fault's
+    /// anchor: "the first restart of n2 after 4 s").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<Millis>,
+    /// The condition counts only when observed before this offset of the fault phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Millis>,
     /// The fault.
     #[serde(rename = "do")]
     pub action: TriggeredFaultSpec,
@@ -388,9 +395,12 @@ pub struct TriggeredFaultSpec {
     /// Who it hits (process and I/O faults; default `subject`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<TriggerTarget>,
-    /// The partition (kind `partition`).
+    /// The partition (kind `partition`): a shape ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<TriggerShape>,
+    /// ... or exactly these directed links cut (`[n1->n2, n3->n2]`: n2 hears neither), as a replay records them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<Link>,
     /// The link fault (kind `link`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<LinkFault>,
@@ -479,6 +489,14 @@ impl TriggerSpec {
         if self.max_fires == Some(0) {
             return Err("`max_fires: 0` never fires; remove the trigger instead".into());
         }
+        if let (Some(from), Some(until)) = (self.not_before, self.not_after) {
+            if from.0 >= until.0 {
+                return Err(format!(
+                    "`not_before: {}ms` is not before `not_after: {}ms`: the trigger could never fire",
+                    from.0, until.0
+                ));
+            }
+        }
         let action = &self.action;
         let kind = action.kind.name();
         let only = |present: bool, field: &str, kinds: &str| {
@@ -500,6 +518,11 @@ impl TriggerSpec {
         only(
             action.shape.is_some() && action.kind != TriggeredKind::Partition,
             "shape",
+            "partition",
+        )?;
+        only(
+            !action.cut.is_empty() && action.kind != TriggeredKind::Partition,
+            "cut",
             "partition",
         )?;
         only(
@@ -537,8 +560,20 @@ impl TriggerSpec {
                     "a `{kind}` trigger needs a network backend (`network: {{backend: ...}}`)"
                 ));
             }
+            TriggeredKind::Partition if !action.cut.is_empty() => {
+                if action.shape.is_some() {
+                    return Err("a `partition` trigger takes `shape` or `cut`, not both".into());
+                }
+                if let Some(bad) = action.cut.iter().find(|l| l.from >= n || l.to >= n || l.from == l.to) {
+                    return Err(format!(
+                        "cut link {bad} is not a link between two nodes of this {n}-node cluster"
+                    ));
+                }
+            }
             TriggeredKind::Partition => {
-                let shape = action.shape.ok_or("a `partition` trigger needs `shape`")?;
+                let shape = action
+                    .shape
+                    .ok_or("a `partition` trigger needs `shape` (or `cut: [n1->n2, ...]`)")?;
                 if let TriggerShape::Shape(shape) = shape {
                     if n < shape.min_nodes() {
                         return Err(format!("shape `{shape}` needs at least {} nodes", shape.min_nodes()));
@@ -692,6 +727,8 @@ pub struct Triggers<'a, L> {
     next_id: u64,
     active: Vec<(Instant, Active)>,
     rng: ChaCha8Rng,
+    /// When the fault phase began (set by [`Triggers::run`]; `not_before`/`not_after` count from it).
+    phase_start: Option<Instant>,
 }
 
 impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
@@ -740,6 +777,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             next_id: TRIGGER_FAULT_ID_BASE,
             active: Vec::new(),
             rng: crate::rng::stream(seed, "trigger-targets"),
+            phase_start: None,
         }
     }
 
@@ -751,6 +789,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         mut facts: broadcast::Receiver<Fact>,
     ) {
         let mut facts_open = true;
+        self.phase_start = Some(phase_start);
         loop {
             let next = self
                 .states
@@ -949,7 +988,13 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         let spec = &self.specs[held.trigger];
         let state = &mut self.states[held.trigger];
         let now = held.observed;
-        if state.pending.is_some()
+        let offset_ms = self
+            .phase_start
+            .map_or(0, |start| now.saturating_duration_since(start).as_millis() as u64);
+        let outside = spec.not_before.is_some_and(|from| offset_ms < from.0)
+            || spec.not_after.is_some_and(|until| offset_ms >= until.0);
+        if outside
+            || state.pending.is_some()
             || state.fires >= spec.max_fires.unwrap_or(DEFAULT_MAX_FIRES)
             || state.quiet_until.is_some_and(|until| now < until)
         {
@@ -1101,7 +1146,16 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 self.active.push((end, Active::Process(id)));
             }
             TriggeredKind::Partition | TriggeredKind::Link => {
-                let action = if spec.kind == TriggeredKind::Partition {
+                let action = if spec.kind == TriggeredKind::Partition && !spec.cut.is_empty() {
+                    let mut grudge = crate::network::grudge::Grudge::none(n);
+                    for &link in &spec.cut {
+                        grudge.cut(link);
+                    }
+                    NetworkAction::Partition {
+                        shape: Shape::OneWay,
+                        grudge: Some(grudge),
+                    }
+                } else if spec.kind == TriggeredKind::Partition {
                     match spec.shape.expect("validated") {
                         TriggerShape::IsolateSubject => NetworkAction::Partition {
                             shape: Shape::IsolateOne,
@@ -1456,6 +1510,48 @@ mod tests {
         // A skipped firing did nothing, so it starts no cooldown: 400 ms after one, the trigger fires.
         assert_eq!(fired[3]["subject"], "n2");
         assert_eq!(fired[3]["duration_ms"], 5000, "{fired:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_an_anchor_window_when_the_condition_holds_before_and_in_it_should_fire_only_inside_it_once() {
+        let lab = FakeLab::default();
+        // A replayed fault: the second restart of n2, seen about 4 s into the phase.
+        let specs = specs(
+            "- {when: {restarted: n2}, after: 300ms, max_fires: 1, not_before: 3s, not_after: 6s, \
+             do: {kind: kill, targets: [n3], duration: 500ms}}",
+        );
+        let script = vec![(1000, ready(1)), (2000, ready(2)), (4200, ready(1)), (5000, ready(1))];
+        run(&lab, &specs, None, 8000, script).await;
+        let fired = lab.triggers();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0]["subject"], "n2");
+        assert_eq!(lab.names(), ["killn3", "triggern2", "startn3"]);
+    }
+
+    #[test]
+    fn given_an_anchor_window_that_never_opens_when_validated_should_say_why() {
+        let caps = TriggerCapabilities {
+            node_count: 3,
+            backends: &[BackendKind::Proxy],
+            fault_fs: false,
+            primary_probe: true,
+            durable_progress: true,
+            repairing_pattern: true,
+            repaired_pattern: true,
+        };
+        let bad = &specs("- {when: {restarted: n2}, not_before: 6s, not_after: 3s, do: {kind: kill, duration: 1s}}")[0];
+        assert!(bad.validate(&caps).unwrap_err().contains("could never fire"));
+        let both = &specs(
+            "- {when: {restarted: n2}, do: {kind: partition, shape: isolate-subject, cut: [n1->n2], duration: 1s}}",
+        )[0];
+        assert!(both.validate(&caps).unwrap_err().contains("not both"));
+        let misplaced = &specs("- {when: {restarted: n2}, do: {kind: kill, cut: [n1->n2], duration: 1s}}")[0];
+        assert!(misplaced
+            .validate(&caps)
+            .unwrap_err()
+            .contains("`cut` is for partition"));
+        let cut = &specs("- {when: {restarted: n2}, do: {kind: partition, cut: [n1->n2, n3->n2], duration: 1s}}")[0];
+        assert_eq!(cut.validate(&caps), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,7 +28,7 @@ Exit codes:
   0    valid (campaign, certify: every seed valid; matrix: every mutant caught, no false alarm)
   1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged; triage: a new failure class)
   2    unknown: a check could not decide, or nothing ran
-  130  interrupted (campaign, certify)
+  130  interrupted (campaign, certify, shrink)
   254  bad input: arguments, plan, suite, history file, or a folder that is not a run or store
   255  harness error: the harness failed at its own work (I/O, a process it could not start)
 
@@ -79,6 +79,42 @@ enum Command {
         #[arg(long)]
         quiet: bool,
         /// Print the run's results.json on stdout at the end (human output goes to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Rerun exactly the faults recorded in this run's history (not regenerated from the seed): timed faults at
+        /// their recorded offsets, triggered ones after the observation that fired them.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["plan", "nodes"])]
+        replay: Option<PathBuf>,
+    },
+    /// Shrink a failing run to the smallest scripted plan that still fails the same way (delta debugging over its
+    /// recorded faults, then their durations, the workload and the phase length); writes RUN_DIR/shrink/shrunk.yaml,
+    /// shrink.json and shrink.html. Ctrl-C keeps the best plan found so far.
+    Shrink {
+        /// The failing run's folder (e.g. store/default/<time>-seed<N>).
+        run_dir: PathBuf,
+        /// Wall-clock budget, confirmation runs included, e.g. 30m.
+        #[arg(long, default_value = "30m", value_parser = parse_millis)]
+        budget: Millis,
+        /// Runs per candidate before it counts as passing (real processes are not deterministic).
+        #[arg(long, default_value_t = 5)]
+        tries: u32,
+        /// Runs at once (the tries of a candidate run in parallel).
+        #[arg(long, default_value_t = 1)]
+        parallel: usize,
+        /// Fresh runs of the shrunk plan that measure how often it reproduces.
+        #[arg(long, default_value_t = 10)]
+        confirm: u32,
+        /// Store for the candidates' runs (default: the run's own store).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Keep failing with this failure class (its id, e.g. c3fa81c02, as `faultline triage` shows it) instead of
+        /// the run's most severe finding.
+        #[arg(long)]
+        class: Option<String>,
+        /// No progress line.
+        #[arg(long)]
+        quiet: bool,
+        /// Print shrink.json on stdout at the end (human output goes to stderr).
         #[arg(long)]
         json: bool,
     },
@@ -317,6 +353,13 @@ struct CampaignArgs {
     /// Retention: keep the newest N passing runs per plan, prune older passing runs (never failing ones).
     #[arg(long)]
     keep_passing: Option<u64>,
+    /// After the campaign, shrink one seed of each new failure class to a minimal repro (`faultline shrink`), all
+    /// within --shrink-budget; the campaign view lists each shrunk repro beside its seed's.
+    #[arg(long)]
+    shrink_failures: bool,
+    /// Total wall-clock budget of --shrink-failures, shared by the new classes.
+    #[arg(long, default_value = "1h", value_parser = parse_millis)]
+    shrink_budget: Millis,
     /// Continue a stopped campaign (the latest unfinished one, or ID).
     #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ID")]
     resume: Option<String>,
@@ -465,6 +508,7 @@ impl Command {
             | Command::Matrix { json, .. }
             | Command::Analyze { json, .. }
             | Command::Triage { json, .. }
+            | Command::Shrink { json, .. }
             | Command::Check { json, .. } => *json,
             Command::Campaign(args) => args.json,
             Command::Merge { .. }
@@ -487,16 +531,43 @@ fn dispatch(command: Command) -> Outcome {
             store,
             quiet,
             json: _,
+            replay,
         } => run_command(
             plan,
             RunOverrides {
                 time_limit,
                 seed,
                 nodes,
+                replay,
             },
             store,
             quiet,
         ),
+        Command::Shrink {
+            run_dir,
+            budget,
+            tries,
+            parallel,
+            confirm,
+            store,
+            class,
+            quiet,
+            json: _,
+        } => shrink_command(faultline::shrink::ShrinkOptions {
+            class,
+            store_root: store.unwrap_or_else(|| {
+                run_dir
+                    .parent()
+                    .and_then(Path::parent)
+                    .map_or_else(|| PathBuf::from("store"), Path::to_path_buf)
+            }),
+            run_dir,
+            budget: budget.duration(),
+            tries: tries.max(1),
+            parallel: parallel.max(1),
+            confirm,
+            quiet,
+        }),
         Command::Campaign(args) => campaign_command(args),
         Command::Certify {
             suite,
@@ -628,6 +699,7 @@ struct RunOverrides {
     time_limit: Option<Millis>,
     seed: Option<u64>,
     nodes: Option<u64>,
+    replay: Option<PathBuf>,
 }
 
 fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathBuf, quiet: bool) -> Outcome {
@@ -635,14 +707,50 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
         time_limit,
         seed,
         nodes,
+        replay,
     } = overrides;
-    let loaded = match &plan_path {
-        Some(path) if path.exists() => Plan::load(path),
-        // Not a file: a built-in plan's name (`faultline run canary`).
-        Some(path) => faultline::builtin::load(&path.display().to_string()),
-        None => Ok(Plan::default_plan()),
+    let loaded = match (&replay, &plan_path) {
+        (Some(run_dir), _) => {
+            return replay_plan(run_dir).and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
+        }
+        (None, plan_path) => match plan_path {
+            Some(path) if path.exists() => Plan::load(path),
+            // Not a file: a built-in plan's name (`faultline run canary`).
+            Some(path) => faultline::builtin::load(&path.display().to_string()),
+            None => Ok(Plan::default_plan()),
+        },
     };
-    let mut plan = loaded.map_err(plan_error)?;
+    let plan = loaded.map_err(plan_error)?;
+    finish_run_command(plan, time_limit, seed, nodes, store, quiet)
+}
+
+/// The scripted plan that replays `run_dir`'s recorded faults.
+fn replay_plan(run_dir: &Path) -> Result<Plan, Failed> {
+    let (base, recorded) =
+        faultline::replay::load(run_dir).map_err(|e| Failed::bad_input(format!("faultline run --replay: {e:#}")))?;
+    let anchored = recorded.faults.iter().filter(|f| f.anchor.is_some()).count();
+    eprintln!(
+        "faultline: replaying the {} faults recorded in {} ({anchored} anchored to what the cluster did, the rest at \
+         their recorded offsets), seed {}",
+        recorded.faults.len(),
+        run_dir.display(),
+        recorded.seed
+    );
+    let origin = format!("replay of {}", run_dir.display());
+    let plan = faultline::replay::scripted_plan(&base, &recorded.faults, recorded.seed, origin);
+    // What runs must be a plan the harness accepts, exactly as it is stored.
+    Plan::parse(&plan.to_yaml(), &format!("the replay of {}", run_dir.display())).map_err(plan_error)?;
+    Ok(plan)
+}
+
+fn finish_run_command(
+    mut plan: Plan,
+    time_limit: Option<Millis>,
+    seed: Option<u64>,
+    nodes: Option<u64>,
+    store: PathBuf,
+    quiet: bool,
+) -> Outcome {
     if let Some(limit) = time_limit {
         if limit.0 == 0 {
             return Err(Failed::bad_input("faultline: --time-limit must be > 0"));
@@ -682,6 +790,26 @@ fn run_command(plan_path: Option<PathBuf>, overrides: RunOverrides, store: PathB
             faultline::supervisor::kill_all_spawned();
             Err(Failed::harness(format!("faultline: harness error: {e:#}")))
         }
+    }
+}
+
+fn shrink_command(options: faultline::shrink::ShrinkOptions) -> Outcome {
+    match faultline::shrink::shrink(options) {
+        Ok(report) => {
+            let dir = Path::new(&report.source).join("shrink");
+            println!("faultline shrink: {}", report.summary());
+            for fault in &report.shrunk {
+                println!("  {fault}");
+            }
+            println!("  plan: {}", dir.join("shrunk.yaml").display());
+            println!("  steps: {}", dir.join("shrink.html").display());
+            let code = match report.stopped.as_deref() {
+                Some("interrupted") => 130,
+                _ => 0,
+            };
+            Ok(Ended::with(code, &report))
+        }
+        Err(e) => Err(Failed::harness(format!("faultline shrink: {e:#}"))),
     }
 }
 
@@ -866,6 +994,24 @@ fn campaign_command(args: CampaignArgs) -> Outcome {
     }
     let outcome = faultline::campaign::run_campaign(&options).map_err(|e| campaign_error("campaign", e))?;
     print!("{}", outcome.render_summary());
+    if args.shrink_failures && outcome.ending != faultline::campaign::schedule::Ending::Interrupted {
+        let parallel = options.parallel.unwrap_or_else(faultline::campaign::default_parallel);
+        for (class, result) in faultline::campaign::shrink_new_classes(
+            &outcome,
+            &options.store_root,
+            args.shrink_budget.duration(),
+            parallel,
+        ) {
+            match result {
+                Ok(report) => println!(
+                    "faultline campaign: class {class} shrunk: {} — {}/shrink/shrunk.yaml",
+                    report.summary(),
+                    report.source
+                ),
+                Err(e) => println!("faultline campaign: class {class} not shrunk: {e:#}"),
+            }
+        }
+    }
     let code = outcome.exit_code();
     Ok(Ended::with(code, &campaign_summary(&outcome, code)))
 }

@@ -32,6 +32,9 @@ pub struct Plan {
     /// Run seed; omitted = random (printed and stored, so the run can be repeated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Where a generated plan came from (`replay of store/default/...`, `shrunk from ...`); set by the harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Length of the fault phase (the final phase comes after it).
     pub time_limit: Millis,
     /// The system under test.

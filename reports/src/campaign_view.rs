@@ -271,6 +271,10 @@ fn run_link(store_dir: Option<&str>, store_root: &Path) -> Markup {
         @match store_dir {
             Some(dir) if store_root.join(dir).join("report.html").is_file() => {
                 a href={ (crate::index::href(dir)) "/report.html" } { "report" }
+                @if let Some(shrink) = crate::shrink::read(&store_root.join(dir)) {
+                    br; "shrunk repro: " a href={ (crate::index::href(dir)) "/shrink/shrink.html" } { (shrink.summary()) }
+                    " " code { "faultline run " (store_root.join(dir).join("shrink").join("shrunk.yaml").display().to_string()) }
+                }
             }
             Some(dir) if store_root.join(dir).is_dir() => a href={ (crate::index::href(dir)) "/" } { "folder" },
             Some(_) => "pruned",

@@ -21,6 +21,8 @@ struct Row {
     rel: String,
     results: Result<Results, String>,
     has_report: bool,
+    /// The summary of its shrink (`shrink/shrink.json`), if it was shrunk.
+    shrink: Option<String>,
 }
 
 /// Scans `store_root` and writes `store_root/index.html` atomically; returns its path.
@@ -80,6 +82,7 @@ fn scan(store_root: &Path) -> Result<Vec<Row>, ReportError> {
                 rel,
                 results,
                 has_report: run_dir.join("report.html").is_file(),
+                shrink: crate::shrink::read(&run_dir).map(|s| s.summary()),
             });
         }
     }
@@ -193,6 +196,9 @@ fn run_row(row: &Row) -> Markup {
             a href={ (href(&row.rel)) "/report.html" } { "report" }
         } @else {
             a href={ (href(&row.rel)) "/" } { "folder" }
+        }
+        @if let Some(summary) = &row.shrink {
+            " · " a href={ (href(&row.rel)) "/shrink/shrink.html" } title=(summary) { "shrunk" }
         }
     };
     match &row.results {

@@ -20,6 +20,7 @@ pub mod matrix;
 mod pages;
 pub mod results;
 pub mod seeds;
+pub mod shrink;
 pub mod triage;
 
 pub use error::ReportError;

@@ -108,6 +108,15 @@ impl Grudge {
         self.deaf[link.to].insert(link.from);
     }
 
+    /// Every cut directed link (`from` not heard by `to`), in node order.
+    pub fn links(&self) -> Vec<Link> {
+        self.deaf
+            .iter()
+            .enumerate()
+            .flat_map(|(to, froms)| froms.iter().map(move |&from| Link::new(from, to)))
+            .collect()
+    }
+
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
         self.deaf.len()

@@ -131,16 +131,16 @@ impl<'de> Deserialize<'de> for LinkTarget {
 #[serde(deny_unknown_fields)]
 pub struct NetworkNemesisSpec {
     /// Mean gap between partitions (exponential); required when `partitions` is not empty.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Millis>,
     /// Partitions, chosen by weight, one at a time.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<PartitionFaultSpec>,
     /// Mean gap between link faults (exponential); required when `links` is not empty.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_interval: Option<Millis>,
     /// Link faults, chosen by weight; they may overlap.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkFaultSpec>,
     /// Faults at fixed times, for scripted scenarios: cuts (`{at: 3s, cut: [n1->n2], duration: 300ms}`) and link
     /// faults (`{at: 3s, links: [n1->n2], fault: {kind: reset}, duration: 300ms}`). Scripted cuts must not overlap

@@ -38,6 +38,11 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP_SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
+/// How many SIGINT/SIGTERM this process received since [`install_stop_signals`].
+pub fn stop_signals() -> usize {
+    STOP_SIGNALS.load(Ordering::SeqCst)
+}
+
 /// Makes SIGINT and SIGTERM ask the scheduler to stop instead of killing the process.
 pub fn install_stop_signals() {
     let action = SigAction::new(

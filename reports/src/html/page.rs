@@ -46,10 +46,10 @@ pub fn render(inputs: &RunInputs) -> String {
         results.seed
     );
     let body = html! {
-        (banner(results, history, &table, &timeline))
+        (banner(inputs, &table, &timeline))
         (toc(explanation.is_some()))
         main {
-            (problems(results, history))
+            (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
             (coverage_section(inputs))
             (charts(!lanes.is_empty()))
@@ -133,7 +133,8 @@ fn page_data(table: &OpTable, timeline: &Timeline, lanes: &Lanes, end_ms: f64) -
     data
 }
 
-fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Timeline) -> Markup {
+fn banner(inputs: &RunInputs, table: &OpTable, timeline: &Timeline) -> Markup {
+    let (results, history) = (&inputs.results, &inputs.history);
     let c = &results.counts;
     let meta = history
         .events
@@ -175,12 +176,41 @@ fn banner(results: &Results, history: &History, table: &OpTable, timeline: &Time
                 code id="repro" { (Shown(&results.repro)) }
                 button id="copy-repro" type="button" { "copy" }
             }
+            (provenance(inputs))
             @if !meta.is_null() {
                 div class="hashes" {
                     "faultline " (hash("faultline_version")) " (xxh3 " (hash("faultline_binary_xxh3"))
                     ") · node binary " code { (hash("node_binary")) } " (xxh3 " (hash("node_binary_xxh3"))
                     ") · plan digest " (hash("plan_digest"))
                 }
+            }
+        }
+    }
+}
+
+/// Where the run's plan came from (a replay, a shrink step) and, for a shrunk failing run, its minimal repro.
+fn provenance(inputs: &RunInputs) -> Markup {
+    let origin = inputs
+        .plan_yaml
+        .as_deref()
+        .and_then(|plan| plan.lines().find_map(|l| l.strip_prefix("origin: ")))
+        .map(|o| o.trim_matches(|c| c == '\'' || c == '"'));
+    let shrink = crate::shrink::read(&inputs.run_dir);
+    let failing = inputs.results.verdict != Verdict::Valid;
+    html! {
+        @if let Some(origin) = origin {
+            div class="repro" { span { "from" } code { (Shown(origin)) } }
+        }
+        @if let Some(shrink) = &shrink {
+            div class="repro" {
+                span { "shrunk" }
+                a href="shrink/shrink.html" { (Shown(&shrink.summary())) }
+                " · " a href="shrink/shrunk.yaml" { "shrunk.yaml" }
+            }
+        } @else if failing {
+            div class="repro" {
+                span { "shrink" }
+                code { "faultline shrink " (Shown(&inputs.run_dir.display().to_string())) }
             }
         }
     }
@@ -256,7 +286,7 @@ fn coverage_section(inputs: &RunInputs) -> Markup {
 
 /// The list at the top: each failing or inconclusive check in one line, linked to its evidence; those with the run's
 /// verdict first, the most severe first (see `crate::triage::Severity`), then in check order.
-fn problems(results: &Results, history: &History) -> Markup {
+fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup {
     if results.verdict == Verdict::Valid {
         return html! {};
     }
@@ -275,6 +305,9 @@ fn problems(results: &Results, history: &History) -> Markup {
                     li {
                         (checks::pill(check.verdict)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
                         a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
+                        @if let Some(ns) = check.evidence_ns {
+                            br; span class="hint" { (Shown(&faults_at(timeline, ms(ns)))) }
+                        }
                     }
                 }
                 @if history.truncated_tail {
@@ -282,6 +315,34 @@ fn problems(results: &Results, history: &History) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// Which fault windows were open at the first evidence of a failure (`t_ms`), or which one closed last before it: a
+/// person reading a failure starts from the faults around it.
+fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
+    let faults = timeline
+        .faults
+        .iter()
+        .filter(|f| !matches!(f.kind, "crash" | "refused"));
+    let open: Vec<&str> = faults
+        .clone()
+        .filter(|f| f.t0 <= t_ms && f.t1.is_none_or(|t1| t1 >= t_ms))
+        .map(|f| f.label.as_str())
+        .collect();
+    let at = format!("first evidence at {:.1} s", t_ms / 1000.0);
+    if !open.is_empty() {
+        return format!("{at}, during: {}", open.join(", "));
+    }
+    let last = faults
+        .filter_map(|f| f.t1.filter(|t1| *t1 < t_ms).map(|t1| (t1, f.label.as_str())))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match last {
+        Some((t1, label)) => format!(
+            "{at}, no fault open then (the last to end: {label}, {:.1} s before)",
+            (t_ms - t1) / 1000.0
+        ),
+        None => format!("{at}, before any fault"),
     }
 }
 

@@ -1,0 +1,672 @@
+//! `faultline shrink RUN_DIR`: from a failing run to the smallest scripted plan that still fails the same way.
+//!
+//! Real processes are not deterministic, so "still fails" is a measurement: a candidate plan runs up to `tries`
+//! times and counts as failing when any try fails with the **same failure class** as the original run (its most
+//! severe finding's signature, the class the seed database and `faultline triage` use). A candidate that fails some
+//! other way does not count: shrinking must not wander from one bug to another.
+//!
+//! The search (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002):
+//! 1. the exact replay of every recorded fault ([`crate::replay`]) must fail, else there is nothing to shrink;
+//! 2. the fault phase is cut to just after the last fault (runs get shorter for every step after);
+//! 3. ddmin over the faults: remove chunks of the list (complements first, since the failure usually needs few
+//!    faults), halving the chunk size when no chunk can go;
+//! 4. each remaining fault's duration is halved while that still fails;
+//! 5. the workload is made smaller (clients, rate, keys), each halving kept when it still fails;
+//! 6. the result is run `confirm` more times, fresh, for its reproduction rate.
+//!
+//! Every candidate is a child `faultline run` (as in campaigns: the run's own lifecycle, parent-death signals, its
+//! own folder in the store under `<plan>-shrink`). The search stops when the budget would be overrun by the next
+//! candidate (keeping the time the confirmation needs), and on Ctrl-C, keeping the best plan found so far.
+//! It writes, in `RUN_DIR/shrink/`: `shrunk.yaml` (a scripted plan a person can read and edit), `shrink.json` and
+//! `shrink.html` (every step: the faults kept, each try and its result).
+
+use crate::campaign::child::{self, RunRequest};
+use crate::campaign::schedule::{install_stop_signals, stop_signals};
+use crate::plan::Plan;
+use crate::replay::{self, RecordedFault};
+use faultline_reports::results::Results;
+use faultline_reports::shrink::{ShrinkReport, Step, Try};
+use faultline_reports::triage::{findings, Signature};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Before a candidate has run once, a run is expected to take its fault phase plus this.
+const RUN_OVERHEAD_MS: u64 = 20_000;
+/// How long after its last fault a shrunk phase runs on (the failure may show a little after the fault).
+const PHASE_TAIL_MS: u64 = 3000;
+/// A fault shorter than this is not halved further.
+const MIN_DURATION_MS: u64 = 200;
+
+/// What to shrink and how hard.
+#[derive(Debug, Clone)]
+pub struct ShrinkOptions {
+    /// The failing run's folder.
+    pub run_dir: PathBuf,
+    /// Where the candidates' runs go.
+    pub store_root: PathBuf,
+    /// Wall-clock budget of the search (the confirmation runs are inside it too).
+    pub budget: Duration,
+    /// Runs per candidate before it counts as passing.
+    pub tries: u32,
+    /// Runs at once (tries of one candidate run in parallel).
+    pub parallel: usize,
+    /// Fresh runs of the result that measure its reproduction rate.
+    pub confirm: u32,
+    /// Keep failing with this class (its id, `c...`) instead of the run's most severe finding.
+    pub class: Option<String>,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// A candidate: a list of faults and the knobs the search turns.
+#[derive(Debug, Clone)]
+struct Candidate {
+    faults: Vec<RecordedFault>,
+    phase_ms: u64,
+    concurrency: u64,
+    rate: f64,
+    keys: u64,
+}
+
+/// Why a search stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Budget,
+    Interrupted,
+}
+
+struct Search {
+    options: ShrinkOptions,
+    base: Plan,
+    seed: u64,
+    target: Signature,
+    shrink_dir: PathBuf,
+    started: Instant,
+    steps: Vec<Step>,
+    best: Candidate,
+    run_wall_ms: Vec<u64>,
+    bar: ProgressBar,
+    stopped: Option<Stop>,
+    original_faults: usize,
+}
+
+/// Shrinks the failing run `options.run_dir`; returns the report (also written to its `shrink/` folder).
+pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
+    let (base, recorded) = replay::load(&options.run_dir)?;
+    let results: Results =
+        serde_json::from_slice(&std::fs::read(options.run_dir.join("results.json")).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: no results.json ({e}); run `faultline analyze` on it first",
+                options.run_dir.display()
+            )
+        })?)?;
+    let found = findings(&results);
+    anyhow::ensure!(
+        !found.is_empty(),
+        "{} passed every check: there is no failure to shrink",
+        options.run_dir.display()
+    );
+    let target = match &options.class {
+        None => found[0].signature.clone(),
+        Some(id) => found
+            .iter()
+            .map(|f| &f.signature)
+            .find(|s| &s.id() == id)
+            .cloned()
+            .ok_or_else(|| {
+                let ids: Vec<String> = found
+                    .iter()
+                    .map(|f| format!("{} ({})", f.signature.id(), f.signature.title()))
+                    .collect();
+                anyhow::anyhow!(
+                    "class {id} is not among the findings of {}: {}",
+                    options.run_dir.display(),
+                    ids.join("; ")
+                )
+            })?,
+    };
+    anyhow::ensure!(
+        !recorded.faults.is_empty(),
+        "{} applied no fault in its fault phase: there is nothing to shrink (its plan alone fails)",
+        options.run_dir.display()
+    );
+    let shrink_dir = options.run_dir.join("shrink");
+    std::fs::create_dir_all(shrink_dir.join("candidates"))?;
+    install_stop_signals();
+    let bar = if options.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("static template"));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    };
+    let best = Candidate {
+        faults: recorded.faults.clone(),
+        phase_ms: base.time_limit.0,
+        concurrency: base.workload.concurrency.0,
+        rate: base.workload.rate.0,
+        keys: base.workload.keys.0,
+    };
+    let mut search = Search {
+        original_faults: recorded.faults.len(),
+        options,
+        base,
+        seed: recorded.seed,
+        target,
+        shrink_dir,
+        started: Instant::now(),
+        steps: Vec::new(),
+        best,
+        run_wall_ms: Vec::new(),
+        bar,
+        stopped: None,
+    };
+    search.say(&format!(
+        "shrinking {} ({} faults) while it fails with {} [{}]",
+        search.options.run_dir.display(),
+        search.original_faults,
+        search.target.title(),
+        search.target.id()
+    ));
+    let report = search.run();
+    search.bar.finish_and_clear();
+    report
+}
+
+impl Search {
+    fn run(&mut self) -> anyhow::Result<ShrinkReport> {
+        let replay = self.best.clone();
+        let reproduces = self.test(
+            "replay",
+            format!("replay of all {} recorded faults", replay.faults.len()),
+            &replay,
+        )?;
+        if reproduces != Some(true) {
+            let no_replay = reproduces == Some(false);
+            let report = self.finish(0, 0, no_replay)?;
+            if no_replay {
+                anyhow::bail!(
+                    "the exact replay of {} did not fail with {} in {} tries, so there is no failing plan to shrink \
+                     (the failure depends on timing the replay did not meet); try more --tries. Steps: {}",
+                    self.options.run_dir.display(),
+                    self.target.id(),
+                    self.options.tries,
+                    self.shrink_dir.join("shrink.html").display()
+                );
+            }
+            return Ok(report);
+        }
+        self.shorten_phase()?;
+        self.ddmin()?;
+        self.halve_durations()?;
+        self.shrink_workload()?;
+        self.shorten_phase()?;
+        let (reproduced, runs) = if self.stopped == Some(Stop::Interrupted) {
+            (0, 0)
+        } else {
+            self.confirm()?
+        };
+        self.finish(reproduced, runs, false)
+    }
+
+    /// Runs `candidate` up to `tries` times; `Some(true)` when a try failed the same way (it becomes the best),
+    /// `Some(false)` when none did, `None` when the budget or a Ctrl-C stopped it first.
+    fn test(&mut self, stage: &str, change: String, candidate: &Candidate) -> anyhow::Result<Option<bool>> {
+        if self.stopped.is_some() {
+            return Ok(None);
+        }
+        let number = self.steps.len() + 1;
+        let plan_file = format!("candidates/{number:03}.yaml");
+        self.write_plan(
+            candidate,
+            &self.shrink_dir.join(&plan_file),
+            &format!("shrink step {number}"),
+        )?;
+        let label = format!(
+            "step {number} ({stage}: {change}) · best so far: {} faults, {} phase",
+            self.best.faults.len(),
+            replay::seconds(self.best.phase_ms)
+        );
+        let tries = self.run_plan(&plan_file, candidate, self.options.tries, true, &label)?;
+        let failed = tries.iter().any(|t| t.reproduced);
+        self.say(&format!(
+            "step {number} {stage}: {change} — {} ({} tr{})",
+            if failed {
+                "still fails"
+            } else if tries.is_empty() {
+                "not run"
+            } else {
+                "passes"
+            },
+            tries.len(),
+            if tries.len() == 1 { "y" } else { "ies" }
+        ));
+        let complete = !tries.is_empty() && (failed || tries.len() as u32 >= self.options.tries);
+        self.steps.push(Step {
+            number,
+            stage: stage.to_string(),
+            change,
+            faults: candidate.faults.len(),
+            phase_ms: candidate.phase_ms,
+            plan: plan_file,
+            tries,
+            failed,
+        });
+        if failed {
+            self.best = candidate.clone();
+            self.write_best()?;
+        }
+        Ok(if failed {
+            Some(true)
+        } else if complete {
+            Some(false)
+        } else {
+            None
+        })
+    }
+
+    /// Cuts the phase to just after the last fault.
+    fn shorten_phase(&mut self) -> anyhow::Result<()> {
+        let last_end = self
+            .best
+            .faults
+            .iter()
+            .map(|f| match &f.anchor {
+                Some(anchor) => (anchor.observed_ms + 2000).max(f.start_ms) + f.duration_ms,
+                None => f.start_ms + f.duration_ms,
+            })
+            .max()
+            .unwrap_or(0);
+        let phase_ms = (last_end + PHASE_TAIL_MS).max(5000);
+        if phase_ms + 1000 < self.best.phase_ms {
+            let mut candidate = self.best.clone();
+            candidate.phase_ms = phase_ms;
+            let change = format!(
+                "fault phase {} -> {}",
+                replay::seconds(self.best.phase_ms),
+                replay::seconds(phase_ms)
+            );
+            self.test("phase", change, &candidate)?;
+        }
+        Ok(())
+    }
+
+    /// ddmin over the fault list: try without each chunk (complements), halving the chunk size when none can go.
+    fn ddmin(&mut self) -> anyhow::Result<()> {
+        let mut granularity = 2usize;
+        while self.best.faults.len() >= 2 && self.stopped.is_none() {
+            let faults = self.best.faults.clone();
+            let chunks = split(faults.len(), granularity);
+            let mut reduced = false;
+            for (from, to) in &chunks {
+                let mut candidate = self.best.clone();
+                candidate.faults = faults[..*from].iter().chain(&faults[*to..]).cloned().collect();
+                let removed: Vec<String> = faults[*from..*to].iter().map(ToString::to_string).collect();
+                let change = if removed.len() == 1 {
+                    format!("without {}", removed[0])
+                } else {
+                    format!("without faults {}..{} of {}", from + 1, to, faults.len())
+                };
+                if self.test("faults", change, &candidate)? == Some(true) {
+                    granularity = (granularity - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+                if self.stopped.is_some() {
+                    return Ok(());
+                }
+            }
+            if !reduced {
+                if granularity >= faults.len() {
+                    break;
+                }
+                granularity = (granularity * 2).min(faults.len());
+            }
+        }
+        // A single fault: does the bug need it at all?
+        if self.best.faults.len() == 1 {
+            let mut candidate = self.best.clone();
+            candidate.faults.clear();
+            self.test("faults", "without any fault".to_string(), &candidate)?;
+        }
+        Ok(())
+    }
+
+    fn halve_durations(&mut self) -> anyhow::Result<()> {
+        for index in 0..self.best.faults.len() {
+            loop {
+                let Some(fault) = self.best.faults.get(index) else {
+                    return Ok(());
+                };
+                let halved = fault.duration_ms / 2;
+                if halved < MIN_DURATION_MS || self.stopped.is_some() {
+                    break;
+                }
+                let change = format!("{} for {}", fault, replay::seconds(halved));
+                let mut candidate = self.best.clone();
+                candidate.faults[index].duration_ms = halved;
+                if self.test("durations", change, &candidate)? != Some(true) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn shrink_workload(&mut self) -> anyhow::Result<()> {
+        let knobs: [(&str, fn(&mut Candidate) -> Option<String>); 3] = [
+            ("clients", |c| {
+                (c.concurrency > 1).then(|| {
+                    c.concurrency = (c.concurrency / 2).max(1);
+                    format!("{} clients", c.concurrency)
+                })
+            }),
+            ("rate", |c| {
+                (c.rate > 10.0).then(|| {
+                    c.rate = (c.rate / 2.0).round();
+                    format!("{} ops/s", c.rate)
+                })
+            }),
+            ("keys", |c| {
+                (c.keys > 1).then(|| {
+                    c.keys = (c.keys / 2).max(1);
+                    format!("{} keys", c.keys)
+                })
+            }),
+        ];
+        for (_, knob) in knobs {
+            loop {
+                let mut candidate = self.best.clone();
+                let Some(change) = knob(&mut candidate) else {
+                    break;
+                };
+                if self.test("workload", change, &candidate)? != Some(true) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the best plan `confirm` times, fresh; returns (reproductions, runs done).
+    fn confirm(&mut self) -> anyhow::Result<(u32, u32)> {
+        let plan_file = "shrunk.yaml".to_string();
+        let best = self.best.clone();
+        let label = format!("confirming the shrunk plan ({} faults)", best.faults.len());
+        // The confirmation may use what the budget kept for it, and never stops at the first failure.
+        let reserved = self.stopped;
+        self.stopped = None;
+        let tries = self.run_plan(&plan_file, &best, self.options.confirm, false, &label)?;
+        let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
+        let runs = tries.len() as u32;
+        self.say(&format!(
+            "confirmation: the shrunk plan failed with {} in {reproduced} of {runs} fresh runs",
+            self.target.id()
+        ));
+        self.steps.push(Step {
+            number: self.steps.len() + 1,
+            stage: "confirm".into(),
+            change: format!("{runs} fresh runs of shrunk.yaml"),
+            faults: best.faults.len(),
+            phase_ms: best.phase_ms,
+            plan: plan_file,
+            tries,
+            failed: reproduced > 0,
+        });
+        if self.stopped.is_none() {
+            self.stopped = reserved;
+        }
+        Ok((reproduced, runs))
+    }
+
+    /// Runs `plan_file` (relative to the shrink folder) up to `tries` times, `parallel` at once; with `stop_early`,
+    /// no new try starts once one reproduced.
+    fn run_plan(
+        &mut self,
+        plan_file: &str,
+        candidate: &Candidate,
+        tries: u32,
+        stop_early: bool,
+        label: &str,
+    ) -> anyhow::Result<Vec<Try>> {
+        // The confirmation runs in the time the budget kept for it.
+        let confirming = !stop_early;
+        let request = RunRequest {
+            plan_arg: self.shrink_dir.join(plan_file).display().to_string(),
+            seed: self.seed,
+            time_limit: None,
+            nodes: None,
+        };
+        let mut done: Vec<Try> = Vec::new();
+        let mut running: Vec<(std::process::Child, PathBuf, Instant)> = Vec::new();
+        let mut started = 0u32;
+        let logs = self.shrink_dir.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let mut interrupted_at: Option<Instant> = None;
+        loop {
+            let reproduced = done.iter().any(|t| t.reproduced);
+            let may_start = self.stopped.is_none()
+                && started < tries
+                && running.len() < self.options.parallel.max(1)
+                && !(stop_early && reproduced);
+            if may_start {
+                if !confirming && !self.fits_budget(candidate) {
+                    self.stopped = Some(Stop::Budget);
+                } else {
+                    started += 1;
+                    let log = logs.join(format!("{}-{started}.log", plan_file.replace(['/', '.'], "-")));
+                    let child = child::spawn(&request, &self.options.store_root, &log)?;
+                    running.push((child, log, Instant::now()));
+                    continue;
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            if stop_signals() > 0 && self.stopped != Some(Stop::Interrupted) {
+                self.stopped = Some(Stop::Interrupted);
+                interrupted_at = Some(Instant::now());
+                self.say("interrupted: stopping the runs in flight; the best plan so far is kept");
+                for (child, ..) in &running {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGINT,
+                    );
+                }
+            }
+            if interrupted_at.is_some_and(|at| at.elapsed() > Duration::from_secs(60)) || stop_signals() > 1 {
+                for (child, ..) in &mut running {
+                    let _ = child.kill();
+                }
+            }
+            let mut i = 0;
+            while i < running.len() {
+                match running[i].0.try_wait()? {
+                    None => i += 1,
+                    Some(status) => {
+                        let (_, log, at) = running.swap_remove(i);
+                        let wall_ms = at.elapsed().as_millis() as u64;
+                        let result = child::result_of(status, &log, &self.options.store_root, wall_ms);
+                        if self.stopped != Some(Stop::Interrupted) {
+                            self.run_wall_ms.push(wall_ms);
+                        }
+                        let target = self.target.id();
+                        let reproduced = result.findings.iter().any(|f| f.signature.id() == target);
+                        done.push(Try {
+                            run: result.store_dir,
+                            verdict: result.verdict,
+                            reproduced,
+                            finding: result.findings.first().map(|f| f.signature.title()),
+                            wall_ms,
+                        });
+                    }
+                }
+            }
+            self.bar.set_message(format!(
+                "{label} · try {}/{tries}{}",
+                started,
+                if done.iter().any(|t| t.reproduced) {
+                    " · reproduced"
+                } else {
+                    ""
+                }
+            ));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(done)
+    }
+
+    /// Whether one more run of `candidate` ends within the budget, keeping time for the confirmation.
+    fn fits_budget(&self, candidate: &Candidate) -> bool {
+        let expected_ms = self.expected_run_ms(candidate);
+        let reserve_ms = if self.steps.is_empty() {
+            0
+        } else {
+            expected_ms * u64::from(self.options.confirm) / self.options.parallel.max(1) as u64
+        };
+        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        elapsed_ms + expected_ms + reserve_ms <= self.options.budget.as_millis() as u64
+    }
+
+    /// The mean wall time of the runs so far, scaled to `candidate`'s phase; before any, its phase plus overhead.
+    fn expected_run_ms(&self, candidate: &Candidate) -> u64 {
+        if self.run_wall_ms.is_empty() {
+            return candidate.phase_ms + RUN_OVERHEAD_MS;
+        }
+        let mean = self.run_wall_ms.iter().sum::<u64>() / self.run_wall_ms.len() as u64;
+        // Runs so far had longer phases; the overhead (boot, final phase, checks) stays.
+        let longest_phase = self
+            .steps
+            .iter()
+            .map(|s| s.phase_ms)
+            .max()
+            .unwrap_or(candidate.phase_ms);
+        mean.saturating_sub(longest_phase.saturating_sub(candidate.phase_ms))
+            .max(candidate.phase_ms + 5000)
+    }
+
+    /// The candidate as a plan.
+    fn plan_of(&self, candidate: &Candidate, origin: &str) -> Plan {
+        let mut plan = replay::scripted_plan(&self.base, &candidate.faults, self.seed, origin.to_string());
+        plan.name.0 = format!("{}-shrink", self.base.name.0.trim_end_matches("-shrink"));
+        plan.time_limit.0 = candidate.phase_ms;
+        plan.workload.concurrency.0 = candidate.concurrency;
+        plan.workload.rate.0 = candidate.rate;
+        plan.workload.keys.0 = candidate.keys;
+        plan
+    }
+
+    fn write_plan(&self, candidate: &Candidate, path: &Path, what: &str) -> anyhow::Result<()> {
+        let origin = format!("{what} of {}", self.options.run_dir.display());
+        let plan = self.plan_of(candidate, &origin);
+        let mut text = String::new();
+        text.push_str(&format!(
+            "# {what}: {} fault(s) of {} recorded in {}, failing with {} [{}]\n",
+            candidate.faults.len(),
+            self.original_faults,
+            self.options.run_dir.display(),
+            self.target.title(),
+            self.target.id()
+        ));
+        for fault in &candidate.faults {
+            text.push_str(&format!("#   {fault}\n"));
+        }
+        text.push_str(&plan.to_yaml());
+        // What the run will load must parse and validate: a candidate the harness rejects is a harness bug.
+        Plan::parse(&text, &path.display().to_string())
+            .map_err(|e| anyhow::anyhow!("a shrink candidate is not a valid plan: {e}"))?;
+        std::fs::write(path, text)?;
+        Ok(())
+    }
+
+    fn write_best(&self) -> anyhow::Result<()> {
+        self.write_plan(&self.best, &self.shrink_dir.join("shrunk.yaml"), "shrunk plan")
+    }
+
+    fn finish(&mut self, reproduced: u32, runs: u32, no_replay: bool) -> anyhow::Result<ShrinkReport> {
+        let report = ShrinkReport {
+            source: self.options.run_dir.display().to_string(),
+            class: self.target.id(),
+            class_title: self.target.title(),
+            original_faults: self.original_faults,
+            shrunk_faults: self.best.faults.len(),
+            shrunk: self.best.faults.iter().map(ToString::to_string).collect(),
+            phase_ms: self.best.phase_ms,
+            steps: self.steps.clone(),
+            reproduced,
+            confirm_runs: runs,
+            stopped: match (no_replay, self.stopped) {
+                (true, _) => Some("no-replay".to_string()),
+                (false, Some(Stop::Budget)) => Some("budget".to_string()),
+                (false, Some(Stop::Interrupted)) => Some("interrupted".to_string()),
+                (false, None) => None,
+            },
+            wall_s: self.started.elapsed().as_secs(),
+            store_href: store_href(&self.options.run_dir, &self.options.store_root),
+        };
+        faultline_reports::write_atomic(
+            &self.shrink_dir.join("shrink.json"),
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+        )?;
+        faultline_reports::write_atomic(
+            &self.shrink_dir.join("shrink.html"),
+            faultline_reports::shrink::render(&report).as_bytes(),
+        )?;
+        // The run's report and its store's index link the shrink.
+        if let Err(e) = faultline_reports::write_report(&self.options.run_dir) {
+            tracing::warn!(error = %e, "could not re-render the run's report with the shrink link");
+        }
+        if let Some(store) = self.options.run_dir.parent().and_then(Path::parent) {
+            if let Err(e) = faultline_reports::write_index(store) {
+                tracing::warn!(error = %e, "could not rewrite the store index with the shrink link");
+            }
+        }
+        Ok(report)
+    }
+
+    fn say(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("faultline shrink: {line}"));
+    }
+}
+
+/// How links from `RUN_DIR/shrink/shrink.html` reach the candidates' store: `../../../` when it is the run's own
+/// store (`STORE/<plan>/<run>/shrink/`), else its absolute path.
+fn store_href(run_dir: &Path, store_root: &Path) -> String {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let run_store = run_dir.parent().and_then(Path::parent).map(canonical);
+    let store = canonical(store_root);
+    if run_store.as_deref() == Some(store.as_path()) {
+        "../../../".to_string()
+    } else {
+        format!("file://{}/", store.display())
+    }
+}
+
+/// `len` items in `n` contiguous chunks, as (from, to) ranges.
+fn split(len: usize, n: usize) -> Vec<(usize, usize)> {
+    let n = n.clamp(1, len.max(1));
+    (0..n)
+        .map(|i| (i * len / n, (i + 1) * len / n))
+        .filter(|(a, b)| a < b)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_covers_every_item_once() {
+        for len in 1..20 {
+            for n in 1..=len {
+                let chunks = split(len, n);
+                assert_eq!(chunks.len(), n);
+                assert_eq!(chunks[0].0, 0);
+                assert_eq!(chunks.last().unwrap().1, len);
+                assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0));
+            }
+        }
+    }
+}

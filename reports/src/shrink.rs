@@ -1,0 +1,211 @@
+//! `shrink.html` and `shrink.json` of `faultline shrink`: how a failing run became its smallest repro, step by step
+//! (the faults each candidate kept, every try and whether it failed the same way), and how often the result fails.
+
+use crate::pages;
+use crate::results::Verdict;
+use maud::html;
+use serde::{Deserialize, Serialize};
+
+/// One run of a candidate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Try {
+    /// Its folder, relative to the store.
+    pub run: Option<String>,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// Whether it failed with the original's class.
+    pub reproduced: bool,
+    /// Its most severe finding, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<String>,
+    /// Wall time.
+    pub wall_ms: u64,
+}
+
+/// One step of the search.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based.
+    pub number: usize,
+    /// `replay`, `phase`, `faults`, `durations`, `workload`, `confirm`.
+    pub stage: String,
+    /// What the candidate changed.
+    pub change: String,
+    /// Faults in the candidate.
+    pub faults: usize,
+    /// Its fault phase.
+    pub phase_ms: u64,
+    /// The candidate plan (relative to the shrink folder).
+    pub plan: String,
+    /// Its runs.
+    pub tries: Vec<Try>,
+    /// Whether it failed the same way (and so became the best).
+    pub failed: bool,
+}
+
+/// How a shrink ended (`shrink/shrink.json` of the run).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShrinkReport {
+    /// The original run's folder.
+    pub source: String,
+    /// The class it must keep failing with.
+    pub class: String,
+    /// Its title.
+    pub class_title: String,
+    /// Faults the original run applied.
+    pub original_faults: usize,
+    /// Faults in the result.
+    pub shrunk_faults: usize,
+    /// The result's faults, as a person reads them.
+    pub shrunk: Vec<String>,
+    /// Its fault phase.
+    pub phase_ms: u64,
+    /// Every step.
+    pub steps: Vec<Step>,
+    /// Reproductions over the confirmation runs.
+    pub reproduced: u32,
+    /// Confirmation runs done.
+    pub confirm_runs: u32,
+    /// Why the search ended early (`budget`, `interrupted`, `no-replay`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Seconds it took.
+    pub wall_s: u64,
+    /// How links from `shrink.html` reach the store root (`../../../`).
+    pub store_href: String,
+}
+
+impl ShrinkReport {
+    /// `4 faults of 23, fails in 9 of 10 fresh runs`.
+    pub fn summary(&self) -> String {
+        let rate = if self.confirm_runs > 0 {
+            format!(", fails in {} of {} fresh runs", self.reproduced, self.confirm_runs)
+        } else {
+            String::new()
+        };
+        let stopped = match self.stopped.as_deref() {
+            Some("budget") => " (the budget ended the search)",
+            Some("interrupted") => " (interrupted: the best plan found so far)",
+            Some("no-replay") => " (the replay did not fail: nothing shrunk)",
+            _ => "",
+        };
+        format!(
+            "{} fault{} of {}{rate}{stopped}",
+            self.shrunk_faults,
+            if self.shrunk_faults == 1 { "" } else { "s" },
+            self.original_faults
+        )
+    }
+}
+
+/// Reads `run_dir/shrink/shrink.json`, if the run was shrunk.
+pub fn read(run_dir: &std::path::Path) -> Option<ShrinkReport> {
+    let bytes = std::fs::read(run_dir.join("shrink").join("shrink.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The page.
+pub fn render(report: &ShrinkReport) -> String {
+    let good = report.stopped.as_deref() != Some("no-replay") && report.reproduced > 0;
+    let runs = report.steps.iter().map(|s| s.tries.len()).sum::<usize>();
+    let header = html! {
+        h1 { "Shrink: " (report.summary()) }
+        p {
+            "Source run: " a href="../report.html" { (report.source) } ". "
+            "Kept failing with " code { (report.class) } " " (report.class_title) ". "
+            (report.steps.len()) " steps, " (runs) " runs, " (report.wall_s / 60) " min " (report.wall_s % 60) " s."
+        }
+    };
+    let main = html! {
+        h2 { "The shrunk plan" }
+        p { a href="shrunk.yaml" { "shrunk.yaml" } " — fault phase " (report.phase_ms / 1000) " s; run it with "
+            code { "faultline run " (report.source) "/shrink/shrunk.yaml" } }
+        @if report.shrunk.is_empty() {
+            p { "No fault: the plan fails without any." }
+        } @else {
+            ol { @for fault in &report.shrunk { li { (fault) } } }
+        }
+        h2 { "Steps" }
+        table.matrix {
+            thead { tr { th { "#" } th { "stage" } th { "candidate" } th { "faults" } th { "phase" } th { "tries" } th { "result" } } }
+            tbody {
+                @for step in &report.steps {
+                    tr class=(if step.failed { "bad" } else { "good" }) {
+                        td { (step.number) }
+                        td { (step.stage) }
+                        td { a href=(step.plan) { (step.change) } }
+                        td { (step.faults) }
+                        td { (step.phase_ms / 1000) " s" }
+                        td {
+                            @for (i, t) in step.tries.iter().enumerate() {
+                                @if i > 0 { " " }
+                                @let mark = if t.reproduced { "✗" } else if t.verdict == Verdict::Valid { "✓" } else { "?" };
+                                @match &t.run {
+                                    Some(run) => a href={ (report.store_href) (run) "/report.html" }
+                                        title=(t.finding.as_deref().unwrap_or("valid")) { (mark) },
+                                    None => span title="the run did not start or left no folder" { (mark) },
+                                }
+                            }
+                        }
+                        td {
+                            @if step.stage == "confirm" {
+                                (step.tries.iter().filter(|t| t.reproduced).count()) " of " (step.tries.len()) " failed"
+                            } @else if step.failed { "still fails (kept)" }
+                            @else if step.tries.is_empty() { "not run" }
+                            @else { "passes (rejected)" }
+                        }
+                    }
+                }
+            }
+        }
+        p { "✗ failed with the same class · ✓ valid · ? failed some other way (does not count)" }
+    };
+    pages::page("faultline shrink", if good { "bad" } else { "good" }, header, main)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_a_shrink_when_rendered_should_link_every_try_and_escape_text() {
+        let report = ShrinkReport {
+            source: "store/default/x-seed1".into(),
+            class: "c12345678".into(),
+            class_title: "reference boot: refused to boot on a clean disk: <does not chain>".into(),
+            original_faults: 12,
+            shrunk_faults: 2,
+            shrunk: vec!["kill [n1] at 3s for 1s".into(), "cut n1->n2 at 4s for 2s".into()],
+            phase_ms: 9000,
+            steps: vec![Step {
+                number: 1,
+                stage: "replay".into(),
+                change: "replay of all 12 recorded faults".into(),
+                faults: 12,
+                phase_ms: 30000,
+                plan: "candidates/001.yaml".into(),
+                tries: vec![Try {
+                    run: Some("default-shrink/y-seed1".into()),
+                    verdict: Verdict::Invalid,
+                    reproduced: true,
+                    finding: Some("boot".into()),
+                    wall_ms: 40000,
+                }],
+                failed: true,
+            }],
+            reproduced: 9,
+            confirm_runs: 10,
+            stopped: None,
+            wall_s: 600,
+            store_href: "../../../".into(),
+        };
+        let page = render(&report);
+        assert!(page.contains("2 faults of 12, fails in 9 of 10 fresh runs"), "{page}");
+        assert!(
+            page.contains("href=\"../../../default-shrink/y-seed1/report.html\""),
+            "{page}"
+        );
+        assert!(page.contains("&lt;does not chain&gt;"), "{page}");
+        assert!(!page.contains("<does not chain>"));
+    }
+}
