@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 const RUN_OVERHEAD_MS: u64 = 20_000;
 /// How long after its last fault a shrunk phase runs on (the failure may show a little after the fault).
 const PHASE_TAIL_MS: u64 = 3000;
+/// How early in the phase a shrunk schedule may start (the cluster has some traffic behind it by then).
+const EARLIEST_FAULT_MS: u64 = 3000;
 /// A fault shorter than this is not halved further.
 const MIN_DURATION_MS: u64 = 200;
 
@@ -200,6 +202,8 @@ impl Search {
         }
         self.shorten_phase()?;
         self.ddmin()?;
+        self.start_earlier()?;
+        self.shorten_phase()?;
         self.halve_durations()?;
         self.shrink_workload()?;
         self.shorten_phase()?;
@@ -267,6 +271,29 @@ impl Search {
         })
     }
 
+    /// Moves every fault earlier, so the first starts [`EARLIEST_FAULT_MS`] into the phase, and the phase as much
+    /// shorter (a failure that needs a few faults rarely needs the half minute of traffic before them).
+    fn start_earlier(&mut self) -> anyhow::Result<()> {
+        let Some(first) = self.best.faults.iter().map(|f| f.start_ms).min() else {
+            return Ok(());
+        };
+        let shift = first.saturating_sub(EARLIEST_FAULT_MS);
+        if shift < 2000 {
+            return Ok(());
+        }
+        let mut candidate = self.best.clone();
+        for fault in &mut candidate.faults {
+            fault.start_ms -= shift;
+            if let Some(anchor) = &mut fault.anchor {
+                anchor.observed_ms = anchor.observed_ms.saturating_sub(shift);
+            }
+        }
+        candidate.phase_ms = candidate.phase_ms.saturating_sub(shift).max(5000);
+        let change = format!("every fault {} earlier", replay::seconds(shift));
+        self.test("phase", change, &candidate)?;
+        Ok(())
+    }
+
     /// Cuts the phase to just after the last fault.
     fn shorten_phase(&mut self) -> anyhow::Result<()> {
         let last_end = self
@@ -293,39 +320,18 @@ impl Search {
         Ok(())
     }
 
-    /// ddmin over the fault list: try without each chunk (complements), halving the chunk size when none can go.
+    /// ddmin over the fault list ([`ddmin`]); then, with one fault left, whether the failure needs any.
     fn ddmin(&mut self) -> anyhow::Result<()> {
-        let mut granularity = 2usize;
-        while self.best.faults.len() >= 2 && self.stopped.is_none() {
-            let faults = self.best.faults.clone();
-            let chunks = split(faults.len(), granularity);
-            let mut reduced = false;
-            for (from, to) in &chunks {
-                let mut candidate = self.best.clone();
-                candidate.faults = faults[..*from].iter().chain(&faults[*to..]).cloned().collect();
-                let removed: Vec<String> = faults[*from..*to].iter().map(ToString::to_string).collect();
-                let change = if removed.len() == 1 {
-                    format!("without {}", removed[0])
-                } else {
-                    format!("without faults {}..{} of {}", from + 1, to, faults.len())
-                };
-                if self.test("faults", change, &candidate)? == Some(true) {
-                    granularity = (granularity - 1).max(2);
-                    reduced = true;
-                    break;
-                }
-                if self.stopped.is_some() {
-                    return Ok(());
-                }
-            }
-            if !reduced {
-                if granularity >= faults.len() {
-                    break;
-                }
-                granularity = (granularity * 2).min(faults.len());
-            }
-        }
-        // A single fault: does the bug need it at all?
+        let faults = self.best.faults.clone();
+        ddmin(faults.len(), |kept, removed| {
+            let mut candidate = self.best.clone();
+            candidate.faults = kept.iter().map(|&i| faults[i].clone()).collect();
+            let change = match removed {
+                [one] => format!("without {}", faults[*one]),
+                more => format!("without {} faults ({} left)", more.len(), kept.len()),
+            };
+            self.test("faults", change, &candidate)
+        })?;
         if self.best.faults.len() == 1 {
             let mut candidate = self.best.clone();
             candidate.faults.clear();
@@ -586,6 +592,13 @@ impl Search {
     }
 
     fn finish(&mut self, reproduced: u32, runs: u32, no_replay: bool) -> anyhow::Result<ShrinkReport> {
+        let shrunk = self.shrink_dir.join("shrunk.yaml");
+        if runs > 0 {
+            if let Ok(text) = std::fs::read_to_string(&shrunk) {
+                let rate = format!("# it failed the same way in {reproduced} of {runs} fresh runs\n");
+                std::fs::write(&shrunk, rate + &text)?;
+            }
+        }
         let report = ShrinkReport {
             source: self.options.run_dir.display().to_string(),
             class: self.target.id(),
@@ -644,6 +657,37 @@ fn store_href(run_dir: &Path, store_root: &Path) -> String {
     }
 }
 
+/// Delta debugging (ddmin, complements first) over items `0..len`: `test(kept, removed)` says whether the items
+/// `kept` still fail (`Some(true)`), pass (`Some(false)`), or that the search must stop (`None`: budget, Ctrl-C).
+/// Returns the smallest failing set found, in order; the full set is assumed to fail.
+fn ddmin<E>(len: usize, mut test: impl FnMut(&[usize], &[usize]) -> Result<Option<bool>, E>) -> Result<Vec<usize>, E> {
+    let mut current: Vec<usize> = (0..len).collect();
+    let mut granularity = 2usize;
+    while current.len() >= 2 {
+        let mut reduced = false;
+        for (from, to) in split(current.len(), granularity) {
+            let kept: Vec<usize> = current[..from].iter().chain(&current[to..]).copied().collect();
+            match test(&kept, &current[from..to])? {
+                Some(true) => {
+                    current = kept;
+                    granularity = (granularity - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+                Some(false) => {}
+                None => return Ok(current),
+            }
+        }
+        if !reduced {
+            if granularity >= current.len() {
+                break;
+            }
+            granularity = (granularity * 2).min(current.len());
+        }
+    }
+    Ok(current)
+}
+
 /// `len` items in `n` contiguous chunks, as (from, to) ranges.
 fn split(len: usize, n: usize) -> Vec<(usize, usize)> {
     let n = n.clamp(1, len.max(1));
@@ -656,6 +700,42 @@ fn split(len: usize, n: usize) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ddmin with a failure that needs items `needed` (any superset fails); returns the result and the tests run.
+    fn minimize(len: usize, needed: &[usize]) -> (Vec<usize>, usize) {
+        let mut tests = 0;
+        let result = ddmin::<()>(len, |kept, _| {
+            tests += 1;
+            Ok(Some(needed.iter().all(|n| kept.contains(n))))
+        })
+        .unwrap();
+        (result, tests)
+    }
+
+    #[test]
+    fn given_a_failure_that_needs_two_of_forty_faults_when_minimized_should_find_exactly_them() {
+        let (result, tests) = minimize(40, &[7, 31]);
+        assert_eq!(result, [7, 31]);
+        assert!(tests < 60, "{tests} tests");
+        assert_eq!(minimize(38, &[37]).0, [37]);
+        assert_eq!(minimize(5, &[0, 1, 2, 3, 4]).0, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn given_a_stop_when_minimizing_should_keep_the_best_set_so_far() {
+        let mut tests = 0;
+        let result = ddmin::<()>(16, |kept, _| {
+            tests += 1;
+            // The first halving fails; then the budget runs out.
+            Ok(if tests == 1 { Some(kept.contains(&12)) } else { None })
+        })
+        .unwrap();
+        assert_eq!(
+            result,
+            (8..16).collect::<Vec<_>>(),
+            "the first half went; the rest is kept as it was"
+        );
+    }
 
     #[test]
     fn split_covers_every_item_once() {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{
-    check, explain, faultline, fuse_ready, history, netns_ready, one_cluster, repo_plan_text, results, run_text,
-    tagged_processes, with_bug, write_plan,
+    check, explain, faultline, fuse_ready, history, latest, netns_ready, one_cluster, repo_plan_text, results,
+    run_text, tagged_processes, with_bug, write_plan,
 };
 
 fn default_plan() -> String {
@@ -144,6 +144,61 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
     assert!(fired.len() <= 3, "max_fires: {}", fired.len());
     let results = results(&run.run_dir);
     assert_eq!(results["verdict"], "valid", "{results:#}");
+
+    // Its exact replay: the recorded timed faults at their recorded offsets, and each firing as a one-shot trigger
+    // anchored to the condition (and subject) that fired it.
+    let (_, recorded) = faultline::replay::load(&run.run_dir).unwrap();
+    let timed: Vec<_> = recorded.faults.iter().filter(|f| f.anchor.is_none()).collect();
+    let anchored: Vec<_> = recorded.faults.iter().filter_map(|f| f.anchor.as_ref()).collect();
+    assert_eq!(anchored.len(), fired.len(), "every firing is anchored: {recorded:?}");
+    let store = run.run_dir.parent().unwrap().parent().unwrap();
+    let output = faultline()
+        .args(["run", "--quiet", "--store"])
+        .arg(store)
+        .arg("--replay")
+        .arg(&run.run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let replay_dir = latest(store);
+    assert_ne!(replay_dir, run.run_dir);
+    let text = std::fs::read_to_string(replay_dir.join("plan.yaml")).unwrap();
+    assert!(
+        text.contains(&format!("origin: replay of {}", run.run_dir.display())),
+        "{text}"
+    );
+    let plan = faultline::plan::Plan::load(&replay_dir.join("plan.yaml")).unwrap();
+    let script = plan
+        .nemesis
+        .process
+        .as_ref()
+        .map(|p| p.value.script.clone())
+        .unwrap_or_default();
+    let scripted: Vec<(u64, u64)> = script.iter().map(|s| (s.at.0, s.duration.0)).collect();
+    let want: Vec<(u64, u64)> = timed.iter().map(|f| (f.start_ms, f.duration_ms)).collect();
+    assert_eq!(scripted, want);
+    assert!(
+        plan.nemesis.process.as_ref().is_some_and(|p| p.value.faults.is_empty()),
+        "nothing random is left"
+    );
+    assert_eq!(plan.nemesis.triggers.len(), anchored.len());
+    for (trigger, anchor) in plan.nemesis.triggers.iter().zip(&anchored) {
+        assert_eq!(trigger.value.when, anchor.condition);
+        assert_eq!(trigger.value.max_fires, Some(1));
+        assert!(trigger.value.not_before.unwrap().0 <= anchor.observed_ms);
+        assert!(anchor.observed_ms < trigger.value.not_after.unwrap().0);
+    }
+    // What the replay applied: timed faults at scripted offsets (a role resolves when the fault starts, so the node
+    // may differ, and a fault whose targets are all down is skipped; the first finds every node up).
+    let (_, replayed) = faultline::replay::load(&replay_dir).unwrap();
+    let applied: Vec<_> = replayed.faults.iter().filter(|f| f.anchor.is_none()).collect();
+    assert!(!applied.is_empty(), "{replayed:?}");
+    for fault in applied {
+        assert!(
+            timed.iter().any(|t| t.start_ms.abs_diff(fault.start_ms) < 1000),
+            "{fault} is not a scripted fault: {timed:?}"
+        );
+    }
 }
 
 /// Kills the child if the test panics before it does.
