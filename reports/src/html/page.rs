@@ -494,6 +494,42 @@ mod tests {
 
     const HOSTILE: &str = "</script><img src=x onerror=\"alert(1)\">&";
 
+    #[test]
+    fn given_a_first_evidence_when_described_should_name_the_open_faults_or_the_last_to_close() {
+        let window = |kind: &'static str, label: &str, t0: f64, t1: Option<f64>| timeline::FaultWindow {
+            kind,
+            node: "n1".into(),
+            label: label.into(),
+            t0,
+            t1,
+            detail: String::new(),
+            index: 0,
+            fault_id: None,
+        };
+        let timeline = Timeline {
+            faults: vec![
+                window("kill", "kill n1", 1000.0, Some(3000.0)),
+                window("pause", "pause n2", 2000.0, Some(2500.0)),
+                window("crash", "n3 crashed", 2100.0, Some(2200.0)),
+                window("partition", "partition {n1} | {n2,n3}", 2400.0, None),
+            ],
+            ..Timeline::default()
+        };
+        assert_eq!(
+            faults_at(&timeline, 2450.0),
+            "first evidence at 2.5 s, during: kill n1, pause n2, partition {n1} | {n2,n3}"
+        );
+        let closed = Timeline {
+            faults: timeline.faults[..3].to_vec(),
+            ..Timeline::default()
+        };
+        assert_eq!(
+            faults_at(&closed, 7000.0),
+            "first evidence at 7.0 s, no fault open then (the last to end: kill n1, 4.0 s before)"
+        );
+        assert_eq!(faults_at(&closed, 500.0), "first evidence at 0.5 s, before any fault");
+    }
+
     fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {
         Event {
             index,
