@@ -809,6 +809,7 @@ fn shrink_command(options: faultline::shrink::ShrinkOptions) -> Outcome {
             };
             Ok(Ended::with(code, &report))
         }
+        Err(e) if e.is::<faultline::shrink::BadInput>() => Err(Failed::bad_input(format!("faultline shrink: {e:#}"))),
         Err(e) => Err(Failed::harness(format!("faultline shrink: {e:#}"))),
     }
 }

@@ -93,22 +93,31 @@ struct Search {
     original_faults: usize,
 }
 
-/// Shrinks the failing run `options.run_dir`; returns the report (also written to its `shrink/` folder).
-pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
-    let (base, recorded) = replay::load(&options.run_dir)?;
-    let results: Results =
-        serde_json::from_slice(&std::fs::read(options.run_dir.join("results.json")).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: no results.json ({e}); run `faultline analyze` on it first",
-                options.run_dir.display()
-            )
-        })?)?;
+/// What is wrong with the run a shrink was given (not a run, passed, no faults, unknown class): exit 254.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// The run's plan, its recorded faults and the class to keep failing with, or why it cannot be shrunk.
+fn prepare(options: &ShrinkOptions) -> Result<(Plan, replay::Recorded, Signature), BadInput> {
+    let run_dir = options.run_dir.display();
+    let (base, recorded) = replay::load(&options.run_dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let bytes = std::fs::read(options.run_dir.join("results.json")).map_err(|e| {
+        BadInput(format!(
+            "{run_dir}: no results.json ({e}); run `faultline analyze {run_dir}` first"
+        ))
+    })?;
+    let results: Results = serde_json::from_slice(&bytes).map_err(|e| {
+        BadInput(format!(
+            "{run_dir}/results.json does not parse ({e}); run `faultline analyze {run_dir}`"
+        ))
+    })?;
     let found = findings(&results);
-    anyhow::ensure!(
-        !found.is_empty(),
-        "{} passed every check: there is no failure to shrink",
-        options.run_dir.display()
-    );
+    if found.is_empty() {
+        return Err(BadInput(format!(
+            "{run_dir} passed every check: there is no failure to shrink"
+        )));
+    }
     let target = match &options.class {
         None => found[0].signature.clone(),
         Some(id) => found
@@ -121,18 +130,24 @@ pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
                     .iter()
                     .map(|f| format!("{} ({})", f.signature.id(), f.signature.title()))
                     .collect();
-                anyhow::anyhow!(
-                    "class {id} is not among the findings of {}: {}",
-                    options.run_dir.display(),
+                BadInput(format!(
+                    "class {id} is not among the findings of {run_dir}: {}",
                     ids.join("; ")
-                )
+                ))
             })?,
     };
-    anyhow::ensure!(
-        !recorded.faults.is_empty(),
-        "{} applied no fault in its fault phase: there is nothing to shrink (its plan alone fails)",
-        options.run_dir.display()
-    );
+    if recorded.faults.is_empty() {
+        return Err(BadInput(format!(
+            "{run_dir} applied no fault in its fault phase: there is nothing to shrink (its plan fails without faults)"
+        )));
+    }
+    Ok((base, recorded, target))
+}
+
+/// Shrinks the failing run `options.run_dir`; returns the report (also written to its `shrink/` folder). A run that
+/// cannot be shrunk is a [`BadInput`] error.
+pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
+    let (base, recorded, target) = prepare(&options)?;
     let shrink_dir = options.run_dir.join("shrink");
     std::fs::create_dir_all(shrink_dir.join("candidates"))?;
     install_stop_signals();

@@ -208,10 +208,30 @@ fn given_inputs_that_are_not_what_a_command_needs_when_run_should_exit_254() {
         ),
         (vec!["plan"], "plan with nothing to show"),
         (vec!["matrix", "--mutant", "no-such-mutant"], "an unknown mutant"),
+        (vec!["shrink", "/nonexistent/run"], "shrink of a missing folder"),
+        (
+            vec!["run", "--replay", "/nonexistent/run"],
+            "replay of a missing folder",
+        ),
+        (
+            vec!["run", "--replay", "/nonexistent/run", "plans/default.yaml"],
+            "--replay with a plan",
+        ),
     ];
     for (args, what) in cases {
         let output = faultline().args(&args).current_dir(empty.path()).output().unwrap();
         assert_eq!(output.status.code(), Some(254), "{what}: {}", explain(&output));
+    }
+    for command in ["shrink", "run --replay"] {
+        let output = faultline().args(command.split(' ')).arg(empty.path()).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(254),
+            "{command} of a folder that is not a run: {}",
+            explain(&output)
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is not a run folder"), "{command}: {stderr}");
     }
     let analyze_empty = faultline().arg("analyze").arg(empty.path()).output().unwrap();
     assert_eq!(
