@@ -69,6 +69,8 @@ struct Candidate {
     concurrency: u64,
     rate: f64,
     keys: u64,
+    /// How much earlier than recorded everything happens (the workload's quiet windows move with the faults).
+    shift_ms: u64,
 }
 
 /// Why a search stopped before its end.
@@ -165,6 +167,7 @@ pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
         concurrency: base.workload.concurrency.0,
         rate: base.workload.rate.0,
         keys: base.workload.keys.0,
+        shift_ms: 0,
     };
     let mut search = Search {
         original_faults: recorded.faults.len(),
@@ -304,6 +307,7 @@ impl Search {
             }
         }
         candidate.phase_ms = candidate.phase_ms.saturating_sub(shift).max(5000);
+        candidate.shift_ms += shift;
         let change = format!("every fault {} earlier", replay::seconds(shift));
         self.test("phase", change, &candidate)?;
         Ok(())
@@ -576,6 +580,15 @@ impl Search {
         plan.workload.concurrency.0 = candidate.concurrency;
         plan.workload.rate.0 = candidate.rate;
         plan.workload.keys.0 = candidate.keys;
+        let shift = candidate.shift_ms;
+        plan.workload
+            .quiet
+            .retain(|quiet| quiet.at.0 + quiet.duration.0 > shift);
+        for quiet in &mut plan.workload.quiet {
+            let end = quiet.at.0 + quiet.duration.0 - shift;
+            quiet.at.0 = quiet.at.0.saturating_sub(shift);
+            quiet.duration.0 = end - quiet.at.0;
+        }
         plan
     }
 
