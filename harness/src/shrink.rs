@@ -253,19 +253,21 @@ impl Search {
         );
         let tries = self.run_plan(&plan_file, candidate, self.options.tries, true, &label)?;
         let failed = tries.iter().any(|t| t.reproduced);
+        let complete = !tries.is_empty() && (failed || tries.len() as u32 >= self.options.tries);
         self.say(&format!(
             "step {number} {stage}: {change} — {} ({} tr{})",
             if failed {
                 "still fails"
             } else if tries.is_empty() {
                 "not run"
+            } else if !complete {
+                "passed the tries it had before the search stopped"
             } else {
                 "passes"
             },
             tries.len(),
             if tries.len() == 1 { "y" } else { "ies" }
         ));
-        let complete = !tries.is_empty() && (failed || tries.len() as u32 >= self.options.tries);
         self.steps.push(Step {
             number,
             stage: stage.to_string(),
@@ -275,6 +277,7 @@ impl Search {
             plan: plan_file,
             tries,
             failed,
+            cut_short: !failed && !complete,
         });
         if failed {
             self.best = candidate.clone();
@@ -439,6 +442,7 @@ impl Search {
             plan: plan_file,
             tries,
             failed: reproduced > 0,
+            cut_short: false,
         });
         if self.stopped.is_none() {
             self.stopped = reserved;

@@ -41,6 +41,9 @@ pub struct Step {
     pub tries: Vec<Try>,
     /// Whether it failed the same way (and so became the best).
     pub failed: bool,
+    /// It passed the tries it had, but the budget or a Ctrl-C ended it before all of them ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
 }
 
 /// How a shrink ended (`shrink/shrink.json` of the run).
@@ -152,6 +155,7 @@ pub fn render(report: &ShrinkReport) -> String {
                                 (step.tries.iter().filter(|t| t.reproduced).count()) " of " (step.tries.len()) " failed"
                             } @else if step.failed { "still fails (kept)" }
                             @else if step.tries.is_empty() { "not run" }
+                            @else if step.cut_short { "passed the tries it had (stopped)" }
                             @else { "passes (rejected)" }
                         }
                     }
@@ -192,6 +196,7 @@ mod tests {
                     wall_ms: 40000,
                 }],
                 failed: true,
+                cut_short: false,
             }],
             reproduced: 9,
             confirm_runs: 10,
