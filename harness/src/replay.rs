@@ -134,7 +134,7 @@ impl fmt::Display for RecordedFault {
 pub fn seconds(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}s", (ms as f64 / 1000.0 * 100.0).round() / 100.0)

@@ -73,6 +73,9 @@ struct Candidate {
     shift_ms: u64,
 }
 
+/// A workload change: makes a candidate smaller and says how, or `None` when it cannot get smaller.
+type Knob = fn(&mut Candidate) -> Option<String>;
+
 /// Why a search stopped before its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -384,27 +387,27 @@ impl Search {
     }
 
     fn shrink_workload(&mut self) -> anyhow::Result<()> {
-        let knobs: [(&str, fn(&mut Candidate) -> Option<String>); 3] = [
-            ("clients", |c| {
+        let knobs: [Knob; 3] = [
+            |c| {
                 (c.concurrency > 1).then(|| {
                     c.concurrency = (c.concurrency / 2).max(1);
                     format!("{} clients", c.concurrency)
                 })
-            }),
-            ("rate", |c| {
+            },
+            |c| {
                 (c.rate > 10.0).then(|| {
                     c.rate = (c.rate / 2.0).round();
                     format!("{} ops/s", c.rate)
                 })
-            }),
-            ("keys", |c| {
+            },
+            |c| {
                 (c.keys > 1).then(|| {
                     c.keys = (c.keys / 2).max(1);
                     format!("{} keys", c.keys)
                 })
-            }),
+            },
         ];
-        for (_, knob) in knobs {
+        for knob in knobs {
             loop {
                 let mut candidate = self.best.clone();
                 let Some(change) = knob(&mut candidate) else {
