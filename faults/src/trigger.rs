@@ -1530,15 +1530,7 @@ mod tests {
 
     #[test]
     fn given_an_anchor_window_that_never_opens_when_validated_should_say_why() {
-        let caps = TriggerCapabilities {
-            node_count: 3,
-            backends: &[BackendKind::Proxy],
-            fault_fs: false,
-            primary_probe: true,
-            durable_progress: true,
-            repairing_pattern: true,
-            repaired_pattern: true,
-        };
+        let caps = caps();
         let bad = &specs("- {when: {restarted: n2}, not_before: 6s, not_after: 3s, do: {kind: kill, duration: 1s}}")[0];
         assert!(bad.validate(&caps).unwrap_err().contains("could never fire"));
         let both = &specs(
