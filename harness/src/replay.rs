@@ -10,7 +10,9 @@
 //! - a fault a trigger fired is **anchored** to what fired it: a one-shot trigger with the same condition, pinned to
 //!   the recorded subject (`{restarted: n2}`, `{log: {pattern: ..., node: n3}}`), counting only within a window
 //!   around the recorded observation, after the recorded delay. On a slower or faster machine it still follows the
-//!   event it followed ("1.2 s after n2 became ready").
+//!   event it followed ("1.2 s after n2 became ready");
+//! - so does a timed fault that started within [`RESTART_ANCHOR_MS`] of a node becoming ready again: it follows that
+//!   restart (`{restarted: n2}` + the recorded gap), since how long a restart takes is what varies most between runs.
 //!
 //! Targets: a role the plan wrote (`primary`, `backup`, `next-primary`, `subject`, `not-subject`) is intent and stays
 //! a role; a random pick (`one`, `minority`, a flap's node) was the seed's accident and becomes the nodes it hit.
@@ -73,11 +75,18 @@ pub enum Action {
     },
 }
 
-/// What fired a triggered fault, as the replay looks for it again.
+/// A timed fault that started this soon after a node became ready again is anchored to that restart: it was the
+/// last thing the cluster did before the fault, and a restart's length varies from run to run (a node replaying a
+/// longer WAL boots later), so the offset alone would move the fault to before or long after it.
+const RESTART_ANCHOR_MS: u64 = 2000;
+
+/// What a fault followed, as the replay looks for it again: the observation that fired a trigger, or the restart a
+/// timed fault came right after.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Anchor {
-    /// The trigger's index in the recorded plan.
-    pub trigger: u64,
+    /// The trigger's index in the recorded plan (none: a timed fault anchored to a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<u64>,
     /// Its condition, pinned to the recorded subject.
     pub condition: Condition,
     /// When the condition was observed (offset from the start of the fault phase).
@@ -229,9 +238,16 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
     let node_count = plan.system.nodes();
     let mut open: BTreeMap<String, Open> = BTreeMap::new();
     let mut fired: BTreeMap<u64, Value> = BTreeMap::new();
+    let mut ready: Vec<(u64, usize)> = Vec::new();
     for event in &events[phase_start..] {
         if event.is(Lifecycle::FaultPhaseEnd) {
             break;
+        }
+        if event.is(Lifecycle::BootOk) {
+            if let Some(node) = event.node.as_deref().and_then(parse_node_name) {
+                ready.push((event.time_ns.saturating_sub(start_ns) / 1_000_000, node));
+            }
+            continue;
         }
         let Some(faultline_workloads::history::Name::Nemesis(name)) = event.name() else {
             continue;
@@ -375,13 +391,14 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
         let start_ms = offset_ms(entry.start_ns);
         let end_ms = offset_ms(entry.end_ns.unwrap_or(phase_end_ns));
         let id: u64 = key[1..].parse().unwrap_or(u64::MAX);
-        let anchor = if key.starts_with('w') {
+        let triggered = if key.starts_with('w') {
             None
         } else {
             fired
                 .get(&id)
                 .and_then(|value| anchor_of(plan, value, start_ms, node_count))
         };
+        let anchor = triggered.or_else(|| restart_before(&ready, start_ms));
         faults.push(RecordedFault {
             start_ms,
             duration_ms: end_ms.saturating_sub(start_ms).max(1),
@@ -425,10 +442,24 @@ fn anchor_of(plan: &Plan, value: &Value, start_ms: u64, node_count: usize) -> Op
         .and_then(parse_node_name)
         .filter(|&n| n < node_count);
     Some(Anchor {
-        trigger,
+        trigger: Some(trigger),
         condition: pin(&spec.value.when, subject),
         observed_ms: start_ms.saturating_sub(delay_ms + latency_ms),
         delay_ms,
+    })
+}
+
+/// The last restart (`ready`: offset, node) at most [`RESTART_ANCHOR_MS`] before `start_ms`, as an anchor.
+fn restart_before(ready: &[(u64, usize)], start_ms: u64) -> Option<Anchor> {
+    let &(observed_ms, node) = ready
+        .iter()
+        .rev()
+        .find(|&&(at, _)| at <= start_ms && start_ms - at <= RESTART_ANCHOR_MS)?;
+    Some(Anchor {
+        trigger: None,
+        condition: Condition::Restarted(NodeFilter::Node(node)),
+        observed_ms,
+        delay_ms: start_ms - observed_ms,
     })
 }
 
@@ -609,6 +640,8 @@ mod tests {
         };
         let mut events = vec![
             at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
+            // The cluster's first boot is before the fault phase: nothing follows it.
+            at(900, Lifecycle::BootOk.into(), Some("n1"), json!({})),
             at(1000, Meta::Schedule.into(), None, json!({})),
             at(
                 2000,
@@ -638,6 +671,8 @@ mod tests {
                 json!({"trigger": 1, "skipped": "held"}),
             ),
             at(6000, Nemesis::Start.into(), Some("n2"), json!({"fault_id": 1_000_000})),
+            // n2 is ready again; the partition 500 ms later follows it, and so does the link fault 1.5 s later.
+            at(6500, Lifecycle::BootOk.into(), Some("n2"), json!({})),
             at(
                 7000,
                 Nemesis::PartitionStart.into(),
@@ -685,11 +720,14 @@ mod tests {
             [
                 "kill primary at 1s for 1.5s",
                 "kill [n2] at 4s for 1s (after restarted n3 + 200ms)",
-                "cut n2->n1, n3->n1, n1->n2, n1->n3 at 6s for 2s",
-                "link reset on n1->n2 at 7s for 300ms",
+                "cut n2->n1, n3->n1, n1->n2, n1->n3 at 6s for 2s (after restarted n2 + 500ms)",
+                "link reset on n1->n2 at 7s for 300ms (after restarted n2 + 1.5s)",
             ]
         );
-        assert_eq!(recorded.faults[1].anchor.as_ref().unwrap().observed_ms, 3797);
+        let anchor = recorded.faults[1].anchor.as_ref().unwrap();
+        assert_eq!((anchor.trigger, anchor.observed_ms), (Some(0), 3797));
+        let anchor = recorded.faults[2].anchor.as_ref().unwrap();
+        assert_eq!((anchor.trigger, anchor.observed_ms), (None, 5500));
     }
 
     #[test]
@@ -705,16 +743,25 @@ mod tests {
         assert!(process.faults.is_empty() && process.flaps.is_none());
         assert_eq!(process.script.len(), 1);
         assert_eq!(process.script[0].targets.value, Target::Primary);
-        let network = &back.nemesis.network.as_ref().unwrap().value;
-        assert!(network.partitions.is_empty() && network.links.is_empty());
-        assert_eq!(network.script.len(), 2);
-        assert_eq!(back.nemesis.triggers.len(), 1);
+        // Both network faults followed n2's restart: they are triggers now, and nothing network is timed.
+        assert!(back.nemesis.network.is_none());
+        assert_eq!(back.nemesis.triggers.len(), 3);
         let trigger = &back.nemesis.triggers[0].value;
         assert_eq!(trigger.when, Condition::Restarted(NodeFilter::Node(2)));
         assert_eq!(trigger.max_fires, Some(1));
         assert_eq!(trigger.not_before, Some(Millis(1797)));
         assert_eq!(trigger.not_after, Some(Millis(5797)));
         assert_eq!(trigger.after, Some(exactly(200)));
+        let partition = &back.nemesis.triggers[1].value;
+        assert_eq!(partition.when, Condition::Restarted(NodeFilter::Node(1)));
+        assert_eq!(partition.after, Some(exactly(500)));
+        assert_eq!(partition.action.kind, TriggeredKind::Partition);
+        assert_eq!(partition.action.cut.len(), 4);
+        let link = &back.nemesis.triggers[2].value;
+        assert_eq!(
+            (link.action.kind, link.after),
+            (TriggeredKind::Link, Some(exactly(1500)))
+        );
         assert!(!back.nemesis.swarm);
     }
 
