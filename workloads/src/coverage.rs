@@ -45,7 +45,7 @@ const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
 const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
 
 /// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
-pub const STATES: [(&str, &str); 6] = [
+pub const STATES: [(&str, &str); 7] = [
     (
         "primary-killed-while-backup-lagged",
         "the primary was killed or lost power while another node reported lagging",
@@ -66,6 +66,10 @@ pub const STATES: [(&str, &str); 6] = [
     (
         "refused-wiped-rejoined",
         "a node refused to boot, was wiped and booted again",
+    ),
+    (
+        "two-primaries",
+        "two nodes claimed to be primary at once (one cut off or paused in an older view) during the fault phase",
     ),
 ];
 
@@ -212,6 +216,7 @@ const RESTART_VIEW_CHANGE: usize = 2;
 const MAJORITY_DOWN: usize = 3;
 const ALL_LOST_POWER: usize = 4;
 const REFUSED_WIPED_REJOINED: usize = 5;
+const TWO_PRIMARIES: usize = 6;
 
 /// Where a refused node is on its way back (state 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +228,7 @@ enum Rejoin {
 /// The cluster as the history has told it so far, walked one event at a time.
 struct Walk {
     nodes: usize,
-    hits: [Hit; 6],
+    hits: [Hit; 7],
     /// Nodes that went down and have not started since.
     down: BTreeSet<String>,
     /// Current status of each up node that has reported since it (re)started.
@@ -239,13 +244,14 @@ struct Walk {
     cluster_ready: bool,
     fault_phase_end: bool,
     majority_down: bool,
+    two_primaries: bool,
 }
 
 impl Walk {
     fn new(nodes: usize) -> Walk {
         Walk {
             nodes,
-            hits: [Hit::default(); 6],
+            hits: [Hit::default(); 7],
             down: BTreeSet::new(),
             status: BTreeMap::new(),
             repairing: BTreeMap::new(),
@@ -256,6 +262,7 @@ impl Walk {
             cluster_ready: false,
             fault_phase_end: false,
             majority_down: false,
+            two_primaries: false,
         }
     }
 
@@ -313,6 +320,7 @@ impl Walk {
             self.repair_interrupted(t);
         }
         self.check_majority_down(t);
+        self.check_two_primaries(t);
     }
 
     fn go_down(&mut self, node: &str) {
@@ -382,6 +390,26 @@ impl Walk {
             self.hits[MAJORITY_DOWN].record(t);
         }
         self.majority_down = now;
+    }
+
+    /// Two up nodes report the primary role in different views (or without views): one of them is stale.
+    fn check_two_primaries(&mut self, t: u64) {
+        let in_fault_phase = self.cluster_ready && !self.fault_phase_end;
+        let views: Vec<Option<u64>> = self
+            .status
+            .iter()
+            .filter(|(node, _)| self.is_primary(node))
+            .map(|(_, s)| s["view"].as_u64())
+            .collect();
+        let stale = views
+            .iter()
+            .enumerate()
+            .any(|(i, a)| views[i + 1..].iter().any(|b| a.is_none() || b.is_none() || a != b));
+        let now = in_fault_phase && stale;
+        if now && !self.two_primaries {
+            self.hits[TWO_PRIMARIES].record(t);
+        }
+        self.two_primaries = now;
     }
 
     fn has_primary(&self) -> bool {
@@ -609,6 +637,37 @@ mod tests {
         ]);
         for c in [one, final_phase] {
             assert!(!reached(&c, "majority-down").0);
+        }
+    }
+
+    fn in_view(ms: u64, node: &str, role: &str, view: u64) -> Event {
+        at(ms, Observation::Status, Some(node), json!({"role": role, "view": view}))
+    }
+
+    #[test]
+    fn given_a_cut_off_primary_and_a_new_primary_in_a_later_view_should_reach_two_primaries_once_per_entry() {
+        let c = run(vec![
+            in_view(1000, "n1", "primary", 1),
+            in_view(2000, "n2", "primary", 2),
+            in_view(2500, "n3", "backup", 2),
+            // n1 hears of view 2: one primary again; later n2 is stale and n3 leads view 3.
+            in_view(3000, "n1", "backup", 2),
+            in_view(4000, "n3", "primary", 3),
+        ]);
+        assert_eq!(reached(&c, "two-primaries"), (true, 2, Some(2000)));
+    }
+
+    #[test]
+    fn given_a_primary_killed_before_the_next_one_or_two_primaries_after_the_fault_phase_should_not_reach_two_primaries(
+    ) {
+        let killed = run(vec![kill(1000, "n1", 1), in_view(2000, "n2", "primary", 2)]);
+        let same_view = run(vec![in_view(1000, "n2", "primary", 1)]);
+        let final_phase = run(vec![
+            at(900, Lifecycle::FaultPhaseEnd, None, json!({})),
+            in_view(1000, "n2", "primary", 2),
+        ]);
+        for c in [killed, same_view, final_phase] {
+            assert!(!reached(&c, "two-primaries").0);
         }
     }
 
