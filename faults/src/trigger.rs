@@ -36,7 +36,10 @@
 //! (default 2 s) after it fired or declined (not after a skip), fires at most `max_fires` times (default 10), has at most one firing
 //! pending, never fires inside the plan's process stable windows, and its fault ends by the next stable window and
 //! by the end of the phase. Triggered faults share the timed schedule's holds ([`NodeHolds`], [`NetworkHolds`]): a
-//! kill of a node another fault holds is skipped, one partition is in force at a time.
+//! kill of a node another fault holds is skipped, one partition is in force at a time. A partition trigger with
+//! `takeover: true` replaces the partition in force instead of being skipped (the old grudge is lifted and the new
+//! one applied in one step): "the partition moves onto the new primary", so the node it had cut off rejoins just as
+//! the one that replaced it is cut off, and neither hears the other first.
 //!
 //! Determinism: each trigger draws from its own seeded stream (`trigger-<i>`), so the same observations give the
 //! same firings; real processes make the observations themselves vary from run to run.
@@ -401,6 +404,10 @@ pub struct TriggeredFaultSpec {
     /// ... or exactly these directed links cut (`[n1->n2, n3->n2]`: n2 hears neither), as a replay records them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut: Vec<Link>,
+    /// A partition in force (timed or triggered) is replaced by this one in the same step, instead of this one being
+    /// skipped (kind `partition`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub takeover: bool,
     /// The link fault (kind `link`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<LinkFault>,
@@ -523,6 +530,11 @@ impl TriggerSpec {
         only(
             !action.cut.is_empty() && action.kind != TriggeredKind::Partition,
             "cut",
+            "partition",
+        )?;
+        only(
+            action.takeover && action.kind != TriggeredKind::Partition,
+            "takeover",
             "partition",
         )?;
         only(
@@ -1191,7 +1203,12 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     duration_ms,
                     action,
                 };
-                if !network.start_fault(&fault).await {
+                let started = if spec.takeover {
+                    network.take_over_partition(&fault).await
+                } else {
+                    network.start_fault(&fault).await
+                };
+                if !started {
                     return Err("another partition is in force, its links are held, or it failed".into());
                 }
                 self.active.push((end, Active::Network(id)));
@@ -1544,6 +1561,15 @@ mod tests {
             .contains("`cut` is for partition"));
         let cut = &specs("- {when: {restarted: n2}, do: {kind: partition, cut: [n1->n2, n3->n2], duration: 1s}}")[0];
         assert_eq!(cut.validate(&caps), Ok(()));
+        let takeover = &specs("- {when: {restarted: n2}, do: {kind: kill, takeover: true, duration: 1s}}")[0];
+        assert!(takeover
+            .validate(&caps)
+            .unwrap_err()
+            .contains("`takeover` is for partition"));
+        let takeover = &specs(
+            "- {when: {primary-changed: any}, do: {kind: partition, shape: isolate-subject, takeover: true, duration: 1s}}",
+        )[0];
+        assert_eq!(takeover.validate(&caps), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -58,6 +58,9 @@ pub enum Action {
     Cut {
         /// The cut links.
         links: Vec<Link>,
+        /// It replaced the partition in force (a `takeover` trigger).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        takeover: bool,
     },
     /// A link fault (delay, loss, reset ...).
     Link {
@@ -114,7 +117,15 @@ impl fmt::Display for RecordedFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.action {
             Action::Process { kind, targets } => format!("{} {targets}", process_name(*kind)),
-            Action::Cut { links } => format!("cut {}", links_text(links)),
+            Action::Cut { links, takeover } => format!(
+                "cut {}{}",
+                links_text(links),
+                if *takeover {
+                    " (replacing the partition in force)"
+                } else {
+                    ""
+                }
+            ),
             Action::Link { fault, links } => format!("link {} on {}", link_fault_name(fault), links_text(links)),
             Action::Io { nodes, .. } => format!(
                 "io faults on {}",
@@ -299,7 +310,10 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     Open {
                         start_ns: event.time_ns,
                         end_ns: None,
-                        action: Action::Cut { links: grudge.links() },
+                        action: Action::Cut {
+                            links: grudge.links(),
+                            takeover: value.get("replaced").is_some(),
+                        },
                         trigger: None,
                     },
                 );
@@ -538,7 +552,7 @@ pub fn scripted_plan(base: &Plan, faults: &[RecordedFault], seed: u64, origin: S
                 targets: spanned(target(targets)),
                 duration,
             }),
-            Action::Cut { links } => network.script.push(ScriptedNetworkFault {
+            Action::Cut { links, .. } => network.script.push(ScriptedNetworkFault {
                 at,
                 cut: links.clone(),
                 links: Vec::new(),
@@ -579,6 +593,7 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
         targets: None,
         shape: None,
         cut: Vec::new(),
+        takeover: false,
         fault: None,
         links: None,
         faults: None,
@@ -597,9 +612,10 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
                 other => TriggerTarget::Target(target(other)),
             });
         }
-        Action::Cut { links } => {
+        Action::Cut { links, takeover } => {
             action.kind = TriggeredKind::Partition;
             action.cut = links.clone();
+            action.takeover = *takeover;
         }
         Action::Link { fault, links } => {
             action.kind = TriggeredKind::Link;
@@ -763,6 +779,73 @@ mod tests {
             (TriggeredKind::Link, Some(exactly(1500)))
         );
         assert!(!back.nemesis.swarm);
+    }
+
+    #[test]
+    fn given_a_triggered_partition_that_took_over_when_replayed_should_take_over_again() {
+        let at = |ms: u64, name: Name, node: Option<&str>, value: Value| {
+            let mut event = Event::named(name, node.map(str::to_string), value);
+            event.time_ns = ms * 1_000_000;
+            event
+        };
+        let mut events = vec![
+            at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
+            at(1000, Meta::Schedule.into(), None, json!({})),
+            at(
+                2000,
+                Nemesis::PartitionStart.into(),
+                None,
+                json!({"fault_id": 2, "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}),
+            ),
+            // n2 became primary; the trigger moved the partition onto it.
+            at(
+                4000,
+                Nemesis::PartitionStop.into(),
+                None,
+                json!({"fault_id": 2, "replaced_by": 1_000_000}),
+            ),
+            at(
+                4000,
+                Nemesis::PartitionStart.into(),
+                None,
+                json!({"fault_id": 1_000_000, "replaced": 2,
+                       "grudge": {"n2": ["n1", "n3"], "n1": ["n2"], "n3": ["n2"]}}),
+            ),
+            at(
+                4001,
+                Nemesis::Trigger.into(),
+                Some("n2"),
+                json!({"trigger": 6, "condition": "primary-changed", "subject": "n2", "delay_ms": 500,
+                       "latency_ms": 1, "fault_id": 1_000_000}),
+            ),
+            at(
+                7000,
+                Nemesis::PartitionStop.into(),
+                None,
+                json!({"fault_id": 1_000_000}),
+            ),
+            at(9000, Lifecycle::FaultPhaseEnd.into(), None, json!({})),
+        ];
+        for (i, event) in events.iter_mut().enumerate() {
+            event.index = i as u64;
+        }
+        let plan = Plan::default_plan();
+        let recorded = recorded_faults(&plan, &events).unwrap();
+        let shown: Vec<String> = recorded.faults.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "cut n2->n1, n3->n1, n1->n2, n1->n3 at 1s for 2s",
+                "cut n2->n1, n1->n2, n3->n2, n2->n3 (replacing the partition in force) at 3s for 3s \
+                 (after primary-changed to n2 + 500ms)",
+            ]
+        );
+        let scripted = scripted_plan(&plan, &recorded.faults, 5, "replay".into());
+        let back = Plan::parse(&scripted.to_yaml(), "the replay").unwrap();
+        assert_eq!(back.nemesis.network.as_ref().unwrap().value.script.len(), 1);
+        let trigger = &back.nemesis.triggers[0].value;
+        assert_eq!(trigger.when, Condition::PrimaryChanged(NodeFilter::Node(1)));
+        assert!(trigger.action.takeover && trigger.action.kind == TriggeredKind::Partition);
     }
 
     #[test]

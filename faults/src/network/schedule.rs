@@ -560,6 +560,43 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         }
     }
 
+    /// Starts the partition `fault` (its grudge resolved), replacing the partition in force if there is one: the old
+    /// one's `partition-stop` (with `replaced_by`) and the new one's `partition-start` (with `replaced`) are recorded
+    /// at the same instant, and the network goes from one grudge to the other without healing in between. The fault
+    /// that held the old partition no longer holds anything: its own stop does nothing.
+    pub async fn take_over_partition(&mut self, fault: &ScheduledNetworkFault) -> bool {
+        let (network, lab) = (self.network, self.lab);
+        let NetworkAction::Partition {
+            shape,
+            grudge: Some(grudge),
+        } = &fault.action
+        else {
+            return self.start_fault(fault).await;
+        };
+        let replaced = self.holds.lock().partition.replace((fault.id, *shape));
+        let mut value = json!({
+            "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
+            "backend": network.kind(),
+        });
+        let applied = match network.apply(grudge).await {
+            Ok(()) => true,
+            Err(error) => {
+                self.holds.lock().partition = None;
+                value["error"] = Value::from(error.to_string());
+                false
+            }
+        };
+        if let Some((old, old_shape)) = replaced {
+            lab.record(
+                Nemesis::PartitionStop,
+                json!({"fault_id": old, "shape": old_shape, "replaced_by": fault.id}),
+            );
+            value["replaced"] = Value::from(old);
+        }
+        lab.record(Nemesis::PartitionStart, value);
+        applied
+    }
+
     async fn start_link_fault(&mut self, fault_id: u64, fault: &LinkFault, links: &[Link]) {
         let (network, lab) = (self.network, self.lab);
         let mut applied = Vec::new();
@@ -830,5 +867,53 @@ mod tests {
         assert_eq!(events[0].1["grudge"]["n3"], json!(["n1", "n2"]));
         let Network::Proxy(mesh) = &network else { unreachable!() };
         assert!(mesh.grudge().is_empty(), "everything healed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_partition_in_force_when_another_takes_over_should_replace_it_in_one_step() {
+        let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
+            .await
+            .unwrap();
+        let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let lab = RecordingLab {
+            events: Default::default(),
+        };
+        let holds = NetworkHolds::default();
+        let mut faults = NetworkFaults::shared(&network, &lab, &[], holds.clone());
+        let partition = |id: u64, node: usize| ScheduledNetworkFault {
+            id,
+            start_ms: 0,
+            duration_ms: 1000,
+            action: NetworkAction::Partition {
+                shape: Shape::IsolateOne,
+                grudge: Some(isolate(3, node)),
+            },
+        };
+        assert!(faults.start_fault(&partition(1, 0)).await);
+        assert!(!faults.start_fault(&partition(2, 1)).await, "one partition at a time");
+        assert!(faults.take_over_partition(&partition(3, 1)).await);
+        let Network::Proxy(mesh) = &network else { unreachable!() };
+        assert_eq!(mesh.grudge(), isolate(3, 1), "n2 is cut off, n1 is back");
+        // The replaced fault's own stop does nothing; the new holder's heals.
+        faults.stop_fault(1).await;
+        assert_eq!(mesh.grudge(), isolate(3, 1));
+        faults.stop_fault(3).await;
+        assert!(mesh.grudge().is_empty());
+        let events = lab.events.lock().unwrap().clone();
+        let shown: Vec<String> = events.iter().map(|(f, v)| format!("{f} {}", v["fault_id"])).collect();
+        assert_eq!(
+            shown,
+            [
+                "partition-start 1",
+                "partition-stop 1",
+                "partition-start 3",
+                "partition-stop 3"
+            ]
+        );
+        assert_eq!(events[1].1["replaced_by"], 3);
+        assert_eq!(events[2].1["replaced"], 1);
+        // With nothing in force, a takeover is an ordinary partition.
+        assert!(faults.take_over_partition(&partition(4, 2)).await);
+        assert!(lab.events.lock().unwrap().last().unwrap().1.get("replaced").is_none());
     }
 }
