@@ -11,8 +11,9 @@
 //!   the recorded subject (`{restarted: n2}`, `{log: {pattern: ..., node: n3}}`), counting only within a window
 //!   around the recorded observation, after the recorded delay. On a slower or faster machine it still follows the
 //!   event it followed ("1.2 s after n2 became ready");
-//! - so does a timed fault that started within [`RESTART_ANCHOR_MS`] of a node becoming ready again: it follows that
-//!   restart (`{restarted: n2}` + the recorded gap), since how long a restart takes is what varies most between runs.
+//! - so does a timed kill, pause or power loss of a node within [`RESTART_ANCHOR_MS`] of that node becoming ready
+//!   again: it follows the restart (`{restarted: n2}` + the recorded gap), since how long a restart takes is what
+//!   varies most between runs.
 //!
 //! Targets: a role the plan wrote (`primary`, `backup`, `next-primary`, `subject`, `not-subject`) is intent and stays
 //! a role; a random pick (`one`, `minority`, a flap's node) was the seed's accident and becomes the nodes it hit.
@@ -78,9 +79,9 @@ pub enum Action {
     },
 }
 
-/// A timed fault that started this soon after a node became ready again is anchored to that restart: it was the
-/// last thing the cluster did before the fault, and a restart's length varies from run to run (a node replaying a
-/// longer WAL boots later), so the offset alone would move the fault to before or long after it.
+/// A timed process fault on a node this soon after that node became ready again is anchored to the restart: a
+/// restart's length varies from run to run (a node replaying a longer WAL boots later), so the offset alone would
+/// move the fault to before or long after it.
 const RESTART_ANCHOR_MS: u64 = 2000;
 
 /// What a fault followed, as the replay looks for it again: the observation that fired a trigger, or the restart a
@@ -226,6 +227,8 @@ struct Open {
     end_ns: Option<u64>,
     action: Action,
     trigger: Option<u64>,
+    /// The nodes a process fault hit (a role keeps only its name in `action`).
+    hit: Vec<usize>,
 }
 
 /// The faults of a history's fault phase (from the `schedule` event to `fault-phase-end`), in start order.
@@ -285,7 +288,9 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                         targets: String::new(),
                     },
                     trigger: value["trigger"].as_u64(),
+                    hit: Vec::new(),
                 });
+                entry.hit.push(node);
                 if let Action::Process { targets, .. } = &mut entry.action {
                     let role = value["target"].as_str().unwrap_or("");
                     *targets = match role {
@@ -315,6 +320,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                             takeover: value.get("replaced").is_some(),
                         },
                         trigger: None,
+                        hit: Vec::new(),
                     },
                 );
             }
@@ -336,6 +342,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                         end_ns: None,
                         action: Action::Link { fault, links },
                         trigger: None,
+                        hit: Vec::new(),
                     },
                 );
             }
@@ -364,6 +371,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                         faults,
                     },
                     trigger: value["trigger"].as_u64(),
+                    hit: Vec::new(),
                 });
                 if let Action::Io { nodes, .. } = &mut entry.action {
                     nodes.push(node);
@@ -412,7 +420,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                 .get(&id)
                 .and_then(|value| anchor_of(plan, value, start_ms, node_count))
         };
-        let anchor = triggered.or_else(|| restart_before(&ready, start_ms));
+        let anchor = triggered.or_else(|| restart_before(&ready, start_ms, &entry.hit));
         faults.push(RecordedFault {
             start_ms,
             duration_ms: end_ms.saturating_sub(start_ms).max(1),
@@ -463,12 +471,15 @@ fn anchor_of(plan: &Plan, value: &Value, start_ms: u64, node_count: usize) -> Op
     })
 }
 
-/// The last restart (`ready`: offset, node) at most [`RESTART_ANCHOR_MS`] before `start_ms`, as an anchor.
-fn restart_before(ready: &[(u64, usize)], start_ms: u64) -> Option<Anchor> {
+/// The last restart (`ready`: offset, node) of a node the process fault hit (`hit`) at most [`RESTART_ANCHOR_MS`]
+/// before `start_ms`, as an anchor. Only a fault on the node that restarted follows its restart: a fault elsewhere
+/// anchored to it would be lost whenever the replay does not restart that node in time (and everything anchored
+/// to *its* restarts with it), where at its offset it still runs.
+fn restart_before(ready: &[(u64, usize)], start_ms: u64, hit: &[usize]) -> Option<Anchor> {
     let &(observed_ms, node) = ready
         .iter()
         .rev()
-        .find(|&&(at, _)| at <= start_ms && start_ms - at <= RESTART_ANCHOR_MS)?;
+        .find(|&&(at, node)| at <= start_ms && start_ms - at <= RESTART_ANCHOR_MS && hit.contains(&node))?;
     Some(Anchor {
         trigger: None,
         condition: Condition::Restarted(NodeFilter::Node(node)),
@@ -687,8 +698,16 @@ mod tests {
                 json!({"trigger": 1, "skipped": "held"}),
             ),
             at(6000, Nemesis::Start.into(), Some("n2"), json!({"fault_id": 1_000_000})),
-            // n2 is ready again; the partition 500 ms later follows it, and so does the link fault 1.5 s later.
+            // n2 is ready again: the kill of n2 1 s later follows that restart; the partition does not (it is not
+            // a fault on n2).
             at(6500, Lifecycle::BootOk.into(), Some("n2"), json!({})),
+            at(
+                7500,
+                Nemesis::Kill.into(),
+                Some("n2"),
+                json!({"fault_id": 5, "target": "one"}),
+            ),
+            at(7800, Nemesis::Start.into(), Some("n2"), json!({"fault_id": 5})),
             at(
                 7000,
                 Nemesis::PartitionStart.into(),
@@ -736,13 +755,14 @@ mod tests {
             [
                 "kill primary at 1s for 1.5s",
                 "kill [n2] at 4s for 1s (after restarted n3 + 200ms)",
-                "cut n2->n1, n3->n1, n1->n2, n1->n3 at 6s for 2s (after restarted n2 + 500ms)",
-                "link reset on n1->n2 at 7s for 300ms (after restarted n2 + 1.5s)",
+                "cut n2->n1, n3->n1, n1->n2, n1->n3 at 6s for 2s",
+                "kill [n2] at 6.5s for 300ms (after restarted n2 + 1s)",
+                "link reset on n1->n2 at 7s for 300ms",
             ]
         );
         let anchor = recorded.faults[1].anchor.as_ref().unwrap();
         assert_eq!((anchor.trigger, anchor.observed_ms), (Some(0), 3797));
-        let anchor = recorded.faults[2].anchor.as_ref().unwrap();
+        let anchor = recorded.faults[3].anchor.as_ref().unwrap();
         assert_eq!((anchor.trigger, anchor.observed_ms), (None, 5500));
     }
 
@@ -759,26 +779,24 @@ mod tests {
         assert!(process.faults.is_empty() && process.flaps.is_none());
         assert_eq!(process.script.len(), 1);
         assert_eq!(process.script[0].targets.value, Target::Primary);
-        // Both network faults followed n2's restart: they are triggers now, and nothing network is timed.
-        assert!(back.nemesis.network.is_none());
-        assert_eq!(back.nemesis.triggers.len(), 3);
+        let network = &back.nemesis.network.as_ref().unwrap().value;
+        assert!(network.partitions.is_empty() && network.links.is_empty());
+        assert_eq!(network.script.len(), 2);
+        assert_eq!(back.nemesis.triggers.len(), 2);
         let trigger = &back.nemesis.triggers[0].value;
         assert_eq!(trigger.when, Condition::Restarted(NodeFilter::Node(2)));
         assert_eq!(trigger.max_fires, Some(1));
         assert_eq!(trigger.not_before, Some(Millis(1797)));
         assert_eq!(trigger.not_after, Some(Millis(5797)));
         assert_eq!(trigger.after, Some(exactly(200)));
-        let partition = &back.nemesis.triggers[1].value;
-        assert_eq!(partition.when, Condition::Restarted(NodeFilter::Node(1)));
-        assert_eq!(partition.after, Some(exactly(500)));
-        assert_eq!(partition.action.kind, TriggeredKind::Partition);
-        assert_eq!(partition.action.cut.len(), 4);
-        let link = &back.nemesis.triggers[2].value;
+        let kill = &back.nemesis.triggers[1].value;
+        assert_eq!(kill.when, Condition::Restarted(NodeFilter::Node(1)));
+        assert_eq!(kill.after, Some(exactly(1000)));
+        assert_eq!(kill.action.kind, TriggeredKind::Kill);
         assert_eq!(
-            (link.action.kind, link.after),
-            (TriggeredKind::Link, Some(exactly(1500)))
+            kill.action.targets,
+            Some(TriggerTarget::Target(Target::Nodes(vec!["n2".into()])))
         );
-        assert!(!back.nemesis.swarm);
     }
 
     #[test]
