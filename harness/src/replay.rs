@@ -659,12 +659,14 @@ mod tests {
     use faultline_workloads::history::Name;
     use serde_json::json;
 
+    /// A history event `ms` after the run started.
+    fn at(ms: u64, name: Name, node: Option<&str>, value: Value) -> Event {
+        let mut event = Event::named(name, node.map(str::to_string), value);
+        event.time_ns = ms * 1_000_000;
+        event
+    }
+
     fn history() -> Vec<Event> {
-        let at = |ms: u64, name: Name, node: Option<&str>, value: Value| {
-            let mut event = Event::named(name, node.map(str::to_string), value);
-            event.time_ns = ms * 1_000_000;
-            event
-        };
         let mut events = vec![
             at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
             // The cluster's first boot is before the fault phase: nothing follows it.
@@ -702,18 +704,18 @@ mod tests {
             // a fault on n2).
             at(6500, Lifecycle::BootOk.into(), Some("n2"), json!({})),
             at(
+                7000,
+                Nemesis::PartitionStart.into(),
+                None,
+                json!({"fault_id": 2, "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}),
+            ),
+            at(
                 7500,
                 Nemesis::Kill.into(),
                 Some("n2"),
                 json!({"fault_id": 5, "target": "one"}),
             ),
             at(7800, Nemesis::Start.into(), Some("n2"), json!({"fault_id": 5})),
-            at(
-                7000,
-                Nemesis::PartitionStart.into(),
-                None,
-                json!({"fault_id": 2, "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}),
-            ),
             at(
                 8000,
                 Nemesis::LinkFault.into(),
@@ -801,11 +803,6 @@ mod tests {
 
     #[test]
     fn given_a_triggered_partition_that_took_over_when_replayed_should_take_over_again() {
-        let at = |ms: u64, name: Name, node: Option<&str>, value: Value| {
-            let mut event = Event::named(name, node.map(str::to_string), value);
-            event.time_ns = ms * 1_000_000;
-            event
-        };
         let mut events = vec![
             at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
             at(1000, Meta::Schedule.into(), None, json!({})),
