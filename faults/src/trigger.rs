@@ -23,7 +23,11 @@
 //! - `lagging: {by: N, number?: NAME, node?: any|nX}`: an up node's progress number (default: the adapter's durable
 //!   number) fell at least N behind the highest fresh one; fires when it starts lagging (the subject);
 //! - `view-change: any|nX`: no up node reports itself primary any more (the subject: the primary that was);
-//! - `primary-changed: any|nX`: a different node is now primary (the subject: the new one);
+//! - `primary-changed: any|nX`: a different node is now primary (the subject: the new one); the primary is the node
+//!   that claims it in the newest view reported;
+//! - `two-primaries: any|nX`: two up nodes claim to be primary at once, a stale one cut off (or paused) in an older
+//!   view and the one the others elected since (the subject: the newer one). The stale one may hold a longer log
+//!   of ops it never committed: the state in which a view change that compares log lengths loses data;
 //! - `repairing: any|nX`: a node logged the adapter's `repairing` pattern (the subject);
 //! - `repaired: any|nX`: a node logged the adapter's `repaired` pattern: it caught up (the subject);
 //! - `log: REGEX` or `log: {pattern: REGEX, node: nX}`: a node logged a matching line (the subject).
@@ -208,6 +212,8 @@ pub enum Condition {
     ViewChange(NodeFilter),
     /// A different node became primary.
     PrimaryChanged(NodeFilter),
+    /// A second node claims to be primary (a newer view's, while a stale one still claims an older view).
+    TwoPrimaries(NodeFilter),
     /// A node logged the adapter's `repairing` pattern.
     Repairing(NodeFilter),
     /// A node logged the adapter's `repaired` pattern.
@@ -224,6 +230,7 @@ impl Condition {
             Condition::Lagging(_) => "lagging",
             Condition::ViewChange(_) => "view-change",
             Condition::PrimaryChanged(_) => "primary-changed",
+            Condition::TwoPrimaries(_) => "two-primaries",
             Condition::Repairing(_) => "repairing",
             Condition::Repaired(_) => "repaired",
             Condition::Log(_) => "log",
@@ -455,7 +462,7 @@ impl TriggerSpec {
             Condition::Restarted(filter) | Condition::Repairing(filter) | Condition::Repaired(filter) => {
                 node_ok(*filter)?
             }
-            Condition::ViewChange(filter) | Condition::PrimaryChanged(filter) => {
+            Condition::ViewChange(filter) | Condition::PrimaryChanged(filter) | Condition::TwoPrimaries(filter) => {
                 node_ok(*filter)?;
                 if !caps.primary_probe {
                     return Err(format!(
@@ -648,6 +655,9 @@ pub enum Fact {
         at: Instant,
         /// Its role.
         role: FactRole,
+        /// The view (term, epoch) it is in, if the adapter reads one: of two nodes that claim to be primary, the one
+        /// in the newer view is the primary (the other is a stale primary cut off from the cluster).
+        view: Option<u64>,
         /// The durable number, if the adapter reads one.
         durable: Option<u64>,
         /// Every progress number by name.
@@ -680,8 +690,27 @@ pub enum Fact {
     },
 }
 
-/// A node's latest status: when, role, durable number, every number.
-type SeenStatus = (Instant, FactRole, Option<u64>, Vec<(String, u64)>);
+/// Of the nodes that claim to be primary (with the view each reports), the one in the newest view; on a tie or
+/// without views, the first. Shared with the harness's own `primary` target, so both agree on who leads.
+pub fn newest_claimant(claims: impl IntoIterator<Item = (usize, Option<u64>)>) -> Option<usize> {
+    claims
+        .into_iter()
+        .fold(None, |best: Option<(usize, Option<u64>)>, (node, view)| match best {
+            Some((_, best_view)) if view <= best_view => best,
+            _ => Some((node, view)),
+        })
+        .map(|(node, _)| node)
+}
+
+/// A node's latest status.
+#[derive(Debug, Clone)]
+struct SeenStatus {
+    at: Instant,
+    role: FactRole,
+    view: Option<u64>,
+    durable: Option<u64>,
+    numbers: Vec<(String, u64)>,
+}
 
 /// What the cluster looked like, as far as the engine knows.
 #[derive(Debug, Clone, Default)]
@@ -732,6 +761,8 @@ pub struct Triggers<'a, L> {
     /// The primary the cluster had when it last had one, and whether it has one now.
     last_primary: Option<usize>,
     has_primary: bool,
+    /// Whether two up nodes claimed to be primary at the last look.
+    two_primaries: bool,
     process: ProcessFaults<'a, L>,
     network: Option<NetworkFaults<'a, L>>,
     stable: Option<StableSpec>,
@@ -782,6 +813,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             nodes: vec![model; n],
             last_primary: None,
             has_primary: false,
+            two_primaries: false,
             process: ProcessFaults::shared(lab, &[], holds.0),
             network: network.map(|network| NetworkFaults::shared(network, lab, &[], holds.1)),
             stable,
@@ -870,11 +902,18 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 node,
                 at,
                 role,
+                view,
                 durable,
                 numbers,
             } => {
                 if self.nodes[*node].up {
-                    self.nodes[*node].status = Some((*at, *role, *durable, numbers.clone()));
+                    self.nodes[*node].status = Some(SeenStatus {
+                        at: *at,
+                        role: *role,
+                        view: *view,
+                        durable: *durable,
+                        numbers: numbers.clone(),
+                    });
                 }
                 held.extend(self.lagging(*at));
             }
@@ -919,13 +958,13 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 continue;
             };
             let value = |model: &NodeModel| -> Option<u64> {
-                let (at, _, durable, numbers) = model.status.as_ref()?;
-                if !model.up || now.saturating_duration_since(*at) > FRESH {
+                let status = model.status.as_ref()?;
+                if !model.up || now.saturating_duration_since(status.at) > FRESH {
                     return None;
                 }
                 match &lagging.number {
-                    None => *durable,
-                    Some(name) => numbers.iter().find(|(n, _)| n == name).map(|(_, v)| *v),
+                    None => status.durable,
+                    Some(name) => status.numbers.iter().find(|(n, _)| n == name).map(|(_, v)| *v),
                 }
             };
             let values: Vec<Option<u64>> = self.nodes.iter().map(value).collect();
@@ -947,14 +986,23 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         held
     }
 
-    /// `view-change` and `primary-changed` conditions, from the fresh statuses of the up nodes.
+    /// `view-change`, `primary-changed` and `two-primaries` conditions, from the fresh statuses of the up nodes. The
+    /// primary is the node that claims it in the newest view: a primary cut off from the others keeps claiming its
+    /// old view while they elect a new one, and the new one is the change a trigger waits for.
     fn primary_transitions(&mut self, now: Instant) -> Vec<Held> {
-        let primary = self.nodes.iter().position(|model| {
-            model.up
-                && model.status.as_ref().is_some_and(|(at, role, ..)| {
-                    *role == FactRole::Primary && now.saturating_duration_since(*at) <= FRESH
-                })
-        });
+        let claims: Vec<(usize, Option<u64>)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(node, model)| {
+                let status = model.status.as_ref().filter(|s| {
+                    model.up && s.role == FactRole::Primary && now.saturating_duration_since(s.at) <= FRESH
+                })?;
+                Some((node, status.view))
+            })
+            .collect();
+        let primary = newest_claimant(claims.iter().copied());
+        let two = claims.len() >= 2;
         let mut held = Vec::new();
         let mut push = |want: fn(&Condition) -> Option<NodeFilter>, subject: usize| {
             for (trigger, spec) in self.specs.iter().enumerate() {
@@ -988,6 +1036,18 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             ),
             _ => {}
         }
+        if two && !self.two_primaries {
+            if let Some(newest) = primary {
+                push(
+                    |c| match c {
+                        Condition::TwoPrimaries(f) => Some(*f),
+                        _ => None,
+                    },
+                    newest,
+                );
+            }
+        }
+        self.two_primaries = two;
         self.has_primary = primary.is_some();
         if primary.is_some() {
             self.last_primary = primary;
@@ -1359,8 +1419,20 @@ mod tests {
             node,
             at: Instant::now(),
             role,
+            view: None,
             durable: Some(op),
             numbers: vec![("op".into(), op)],
+        }
+    }
+
+    fn status_in_view(node: usize, role: FactRole, view: u64) -> Fact {
+        Fact::Status {
+            node,
+            at: Instant::now(),
+            role,
+            view: Some(view),
+            durable: Some(10),
+            numbers: vec![("op".into(), 10)],
         }
     }
 
@@ -1385,6 +1457,7 @@ mod tests {
                     Fact::Status {
                         node,
                         role,
+                        view,
                         durable,
                         numbers,
                         ..
@@ -1392,6 +1465,7 @@ mod tests {
                         node,
                         at: Instant::now(),
                         role,
+                        view,
                         durable,
                         numbers,
                     },
@@ -1479,6 +1553,55 @@ mod tests {
             names.starts_with(&["pausen2".into(), "pausen3".into(), "triggern1".into()]),
             "{names:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_stale_primary_cut_off_when_a_newer_view_elects_one_should_fire_primary_changed_and_two_primaries_for_it(
+    ) {
+        let lab = FakeLab::default();
+        let specs = specs(
+            "- {when: {primary-changed: any}, do: {kind: kill, targets: subject, duration: 100ms}}\n\
+             - {when: {two-primaries: any}, do: {kind: pause, targets: not-subject, duration: 100ms}}",
+        );
+        // n1 leads view 0; cut off, it keeps claiming view 0 (its probe still answers) while n2 and n3 go through
+        // a view change and n2 leads view 1. n1 is the first node, so a first-claimant rule never sees n2 lead.
+        let mut script = vec![
+            (0, status_in_view(0, FactRole::Primary, 0)),
+            (0, status_in_view(1, FactRole::Backup, 0)),
+            (0, status_in_view(2, FactRole::Backup, 0)),
+            (400, status_in_view(1, FactRole::Other, 1)),
+            (400, status_in_view(2, FactRole::Other, 1)),
+            (800, status_in_view(2, FactRole::Backup, 1)),
+        ];
+        for at in (100..=1500).step_by(100) {
+            script.push((at, status_in_view(0, FactRole::Primary, 0)));
+        }
+        script.push((900, status_in_view(1, FactRole::Primary, 1)));
+        script.sort_by_key(|(at, _)| *at);
+        run(&lab, &specs, None, 2000, script).await;
+        let fired = lab.triggers();
+        let mut seen: Vec<(String, String)> = fired
+            .iter()
+            .map(|f| {
+                (
+                    f["condition"].as_str().unwrap().into(),
+                    f["subject"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        seen.sort();
+        let want = [("primary-changed", "n2"), ("two-primaries", "n2")].map(|(c, n)| (c.to_string(), n.to_string()));
+        assert_eq!(seen, want, "{fired:?}");
+    }
+
+    #[test]
+    fn given_claims_to_lead_when_choosing_the_primary_should_take_the_newest_view_then_the_first_node() {
+        assert_eq!(newest_claimant([]), None);
+        assert_eq!(newest_claimant([(0, Some(4)), (1, Some(5))]), Some(1));
+        assert_eq!(newest_claimant([(0, Some(6)), (2, Some(5))]), Some(0));
+        assert_eq!(newest_claimant([(1, Some(5)), (2, Some(5))]), Some(1));
+        assert_eq!(newest_claimant([(0, None), (2, None)]), Some(0));
+        assert_eq!(newest_claimant([(0, None), (2, Some(0))]), Some(2));
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,7 +8,7 @@ use crate::system::{NodeStatus, Role, System};
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
-use faultline_faults::trigger::{Fact, FactRole};
+use faultline_faults::trigger::{newest_claimant, Fact, FactRole};
 use faultline_workloads::history::{Lifecycle, Nemesis, Observation};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -410,6 +410,7 @@ impl Lab {
             node,
             at: tokio::time::Instant::now(),
             role,
+            view: progress.view,
             durable: progress.durable,
             numbers: progress
                 .numbers
@@ -466,15 +467,16 @@ impl Lab {
         self.boot_rx[node].borrow().clone()
     }
 
-    /// The primary most nodes agree on, asking every node.
+    /// The node that claims to be primary in the newest view, asking every node.
     pub async fn find_primary(&self) -> Option<usize> {
         let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
         let statuses = futures::future::join_all(probes).await;
-        statuses
-            .iter()
-            .enumerate()
-            .find(|(node, s)| s.as_ref().is_ok_and(|s| claims_primary(s, *node)))
-            .map(|(node, _)| node)
+        // A primary cut off from the others keeps claiming its old view while they elect a new primary: the one in
+        // the newest view leads.
+        newest_claimant(statuses.iter().enumerate().filter_map(|(node, s)| {
+            let s = s.as_ref().ok().filter(|s| claims_primary(s, node))?;
+            Some((node, self.system.progress(s).view))
+        }))
     }
 
     /// Every node's commit point (`None` for nodes that do not answer).

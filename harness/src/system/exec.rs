@@ -149,6 +149,10 @@ pub struct StatusProbe {
     pub primary: Option<Spanned<String>>,
     /// JSON pointers whose values, joined, are equal on two nodes exactly when they have converged.
     pub commit_point: Vec<Spanned<String>>,
+    /// JSON pointer to the view, term or epoch the node is in (a number, or a string of digits): of two nodes that
+    /// claim to lead, the one in the newer view is the primary (the other was cut off and does not know yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Spanned<String>>,
     /// JSON pointer to a durable lower bound (a number, or a string of digits): a value the node can only have
     /// reached after persisting everything up to it (e.g. its commit or applied index). With `recovered`, it turns
     /// on the durability check.
@@ -385,7 +389,8 @@ impl AdapterSpec for ExecConfig {
             .chain(&self.status.primary)
             .chain(&self.status.commit_point)
             .chain(&self.status.primary_if_equal)
-            .chain(&self.status.durable);
+            .chain(&self.status.durable)
+            .chain(&self.status.view);
         for pointer in pointers {
             if !pointer.value.is_empty() && !pointer.value.starts_with('/') {
                 return Err(at(
@@ -729,18 +734,18 @@ fn append(path: &Path, text: &str) {
 #[async_trait]
 impl System for ExecSystem {
     fn progress(&self, status: &NodeStatus) -> Progress {
-        let durable =
-            self.config
-                .status
-                .durable
+        let number = |pointer: &Option<Spanned<String>>| {
+            pointer
                 .as_ref()
                 .and_then(|pointer| match status.raw.pointer(&pointer.value)? {
                     Value::Number(number) => number.as_u64(),
                     Value::String(text) => text.parse().ok(),
                     _ => None,
-                });
+                })
+        };
+        let durable = number(&self.config.status.durable);
         Progress {
-            view: None,
+            view: number(&self.config.status.view),
             durable,
             numbers: durable.map(|d| ("durable", d)).into_iter().collect(),
         }
@@ -1028,6 +1033,7 @@ mod tests {
             backup_when: vec!["follower".into()],
             primary: Some(spanned("/raft/leader")),
             commit_point: vec![spanned("/commit"), spanned("/head")],
+            view: None,
             durable: None,
             durable_settle: None,
         });
@@ -1045,6 +1051,37 @@ mod tests {
     }
 
     #[test]
+    fn given_a_view_pointer_when_reading_progress_should_give_the_view_as_a_number_or_digits() {
+        let probe = |view: Option<&str>| StatusProbe {
+            http: spanned("http://{client_addr}/status"),
+            post: None,
+            primary_if_equal: vec![],
+            role: Some(spanned("/role")),
+            primary_when: vec!["leader".into()],
+            backup_when: vec![],
+            primary: None,
+            commit_point: vec![spanned("/commit")],
+            view: view.map(spanned),
+            durable: None,
+            durable_settle: None,
+        };
+        let with_view = system(probe(Some("/raft/term")));
+        let number = with_view
+            .read_status(serde_json::json!({"role": "leader", "commit": 7, "raft": {"term": 12}}))
+            .unwrap();
+        assert_eq!(with_view.progress(&number).view, Some(12));
+        let digits = with_view
+            .read_status(serde_json::json!({"role": "leader", "commit": 7, "raft": {"term": "13"}}))
+            .unwrap();
+        assert_eq!(with_view.progress(&digits).view, Some(13));
+        let without = system(probe(None));
+        let status = without
+            .read_status(serde_json::json!({"role": "leader", "commit": 7, "raft": {"term": 12}}))
+            .unwrap();
+        assert_eq!(without.progress(&status).view, None);
+    }
+
+    #[test]
     fn given_leader_and_own_ids_when_read_with_primary_if_equal_should_tell_leader_from_follower() {
         let system = system(StatusProbe {
             http: spanned("http://{client_addr}/status"),
@@ -1055,6 +1092,7 @@ mod tests {
             backup_when: vec![],
             primary: None,
             commit_point: vec![spanned("/raftIndex")],
+            view: None,
             durable: None,
             durable_settle: None,
         });
@@ -1075,6 +1113,7 @@ mod tests {
             backup_when: vec![],
             primary: None,
             commit_point: vec![spanned("/commit_index")],
+            view: None,
             durable: None,
             durable_settle: None,
         });
