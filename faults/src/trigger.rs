@@ -25,9 +25,9 @@
 //! - `view-change: any|nX`: no up node reports itself primary any more (the subject: the primary that was);
 //! - `primary-changed: any|nX`: a different node is now primary (the subject: the new one); the primary is the node
 //!   that claims it in the newest view reported;
-//! - `two-primaries: any|nX`: two up nodes claim to be primary at once, a stale one cut off (or paused) in an older
-//!   view and the one the others elected since (the subject: the newer one). The stale one may hold a longer log
-//!   of ops it never committed: the state in which a view change that compares log lengths loses data;
+//! - `stale-primary: any|nX`: a node still claims to be primary in an older view than another claimant: it was cut
+//!   off (or paused) while the others elected a new primary (the subject: the stale one). It may hold a longer log of
+//!   ops it never committed, the state in which a view change that compares log lengths loses data;
 //! - `repairing: any|nX`: a node logged the adapter's `repairing` pattern (the subject);
 //! - `repaired: any|nX`: a node logged the adapter's `repaired` pattern: it caught up (the subject);
 //! - `log: REGEX` or `log: {pattern: REGEX, node: nX}`: a node logged a matching line (the subject).
@@ -212,8 +212,8 @@ pub enum Condition {
     ViewChange(NodeFilter),
     /// A different node became primary.
     PrimaryChanged(NodeFilter),
-    /// A second node claims to be primary (a newer view's, while a stale one still claims an older view).
-    TwoPrimaries(NodeFilter),
+    /// A node claims to be primary in an older view than another claimant (the stale one).
+    StalePrimary(NodeFilter),
     /// A node logged the adapter's `repairing` pattern.
     Repairing(NodeFilter),
     /// A node logged the adapter's `repaired` pattern.
@@ -230,7 +230,7 @@ impl Condition {
             Condition::Lagging(_) => "lagging",
             Condition::ViewChange(_) => "view-change",
             Condition::PrimaryChanged(_) => "primary-changed",
-            Condition::TwoPrimaries(_) => "two-primaries",
+            Condition::StalePrimary(_) => "stale-primary",
             Condition::Repairing(_) => "repairing",
             Condition::Repaired(_) => "repaired",
             Condition::Log(_) => "log",
@@ -365,11 +365,15 @@ impl<'de> Deserialize<'de> for TriggerShape {
     }
 }
 
-/// Which links a triggered link fault hits: the subject's (both ways) or a link target of the timed schedule.
+/// Which links a triggered link fault hits: the subject's or the primary's (both ways), or a link target of the timed
+/// schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TriggerLinks {
     /// Every link to and from the subject.
     Subject,
+    /// Every link to and from the primary when the fault starts (e.g. the new primary, when a stale one is the
+    /// subject).
+    Primary,
     /// As in the timed schedule.
     Links(LinkTarget),
 }
@@ -378,6 +382,7 @@ impl Serialize for TriggerLinks {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             TriggerLinks::Subject => s.serialize_str("subject"),
+            TriggerLinks::Primary => s.serialize_str("primary"),
             TriggerLinks::Links(links) => links.serialize(s),
         }
     }
@@ -389,9 +394,12 @@ impl<'de> Deserialize<'de> for TriggerLinks {
         if value == "subject" {
             return Ok(TriggerLinks::Subject);
         }
+        if value == "primary" {
+            return Ok(TriggerLinks::Primary);
+        }
         serde_json::from_value(value)
             .map(TriggerLinks::Links)
-            .map_err(|e| serde::de::Error::custom(format!("{e} (or `subject`)")))
+            .map_err(|e| serde::de::Error::custom(format!("{e} (or `subject`, `primary`)")))
     }
 }
 
@@ -462,7 +470,7 @@ impl TriggerSpec {
             Condition::Restarted(filter) | Condition::Repairing(filter) | Condition::Repaired(filter) => {
                 node_ok(*filter)?
             }
-            Condition::ViewChange(filter) | Condition::PrimaryChanged(filter) | Condition::TwoPrimaries(filter) => {
+            Condition::ViewChange(filter) | Condition::PrimaryChanged(filter) | Condition::StalePrimary(filter) => {
                 node_ok(*filter)?;
                 if !caps.primary_probe {
                     return Err(format!(
@@ -616,6 +624,9 @@ impl TriggerSpec {
                         return Err(format!("link {bad} is outside the cluster of {n} nodes"));
                     }
                 }
+                if action.links == Some(TriggerLinks::Primary) && !caps.primary_probe {
+                    return Err("`links: primary` needs a system that can tell its primary".into());
+                }
             }
             TriggeredKind::Io => {
                 action
@@ -761,8 +772,8 @@ pub struct Triggers<'a, L> {
     /// The primary the cluster had when it last had one, and whether it has one now.
     last_primary: Option<usize>,
     has_primary: bool,
-    /// Whether two up nodes claimed to be primary at the last look.
-    two_primaries: bool,
+    /// Per node: whether it claimed to be primary beside a newer claimant at the last look.
+    stale: Vec<bool>,
     process: ProcessFaults<'a, L>,
     network: Option<NetworkFaults<'a, L>>,
     stable: Option<StableSpec>,
@@ -813,7 +824,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             nodes: vec![model; n],
             last_primary: None,
             has_primary: false,
-            two_primaries: false,
+            stale: vec![false; n],
             process: ProcessFaults::shared(lab, &[], holds.0),
             network: network.map(|network| NetworkFaults::shared(network, lab, &[], holds.1)),
             stable,
@@ -986,7 +997,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         held
     }
 
-    /// `view-change`, `primary-changed` and `two-primaries` conditions, from the fresh statuses of the up nodes. The
+    /// `view-change`, `primary-changed` and `stale-primary` conditions, from the fresh statuses of the up nodes. The
     /// primary is the node that claims it in the newest view: a primary cut off from the others keeps claiming its
     /// old view while they elect a new one, and the new one is the change a trigger waits for.
     fn primary_transitions(&mut self, now: Instant) -> Vec<Held> {
@@ -1002,7 +1013,6 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             })
             .collect();
         let primary = newest_claimant(claims.iter().copied());
-        let two = claims.len() >= 2;
         let mut held = Vec::new();
         let mut push = |want: fn(&Condition) -> Option<NodeFilter>, subject: usize| {
             for (trigger, spec) in self.specs.iter().enumerate() {
@@ -1036,18 +1046,19 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             ),
             _ => {}
         }
-        if two && !self.two_primaries {
-            if let Some(newest) = primary {
+        for node in 0..self.stale.len() {
+            let stale = primary.is_some_and(|p| p != node) && claims.iter().any(|(claimant, _)| *claimant == node);
+            if stale && !self.stale[node] {
                 push(
                     |c| match c {
-                        Condition::TwoPrimaries(f) => Some(*f),
+                        Condition::StalePrimary(f) => Some(*f),
                         _ => None,
                     },
-                    newest,
+                    node,
                 );
             }
+            self.stale[node] = stale;
         }
-        self.two_primaries = two;
         self.has_primary = primary.is_some();
         if primary.is_some() {
             self.last_primary = primary;
@@ -1239,13 +1250,17 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                         },
                     }
                 } else {
+                    let node_links = |node: usize| -> Vec<Link> {
+                        (0..n)
+                            .filter(|&other| other != node)
+                            .flat_map(|other| [Link::new(node, other), Link::new(other, node)])
+                            .collect()
+                    };
                     let links: Vec<Link> = match spec.links.clone().unwrap_or(TriggerLinks::Subject) {
-                        TriggerLinks::Subject => {
-                            let subject = need_subject()?;
-                            (0..n)
-                                .filter(|&other| other != subject)
-                                .flat_map(|other| [Link::new(subject, other), Link::new(other, subject)])
-                                .collect()
+                        TriggerLinks::Subject => node_links(need_subject()?),
+                        TriggerLinks::Primary => {
+                            let primary = Lab::primary(self.lab).await.ok_or("no node is primary")?;
+                            node_links(primary)
                         }
                         TriggerLinks::Links(target) => resolve_links(&target, n, &mut self.rng),
                     };
@@ -1444,11 +1459,23 @@ mod tests {
         phase_ms: u64,
         script: Vec<(u64, Fact)>,
     ) {
+        run_on(lab, None, specs, stable, phase_ms, script).await
+    }
+
+    /// [`run`] with a network backend.
+    async fn run_on(
+        lab: &FakeLab,
+        network: Option<&Network>,
+        specs: &[TriggerSpec],
+        stable: Option<StableSpec>,
+        phase_ms: u64,
+        script: Vec<(u64, Fact)>,
+    ) {
         let (facts_tx, facts_rx) = broadcast::channel(64);
         let (stop_tx, stop_rx) = watch::channel(false);
         let start = Instant::now();
         let holds = (NodeHolds::new(3), NetworkHolds::default());
-        let mut engine = Triggers::new(lab, specs, 7, None, holds, stable, phase_ms);
+        let mut engine = Triggers::new(lab, specs, 7, network, holds, stable, phase_ms);
         let feed = async move {
             for (at, fact) in script {
                 tokio::time::sleep_until(start + Duration::from_millis(at)).await;
@@ -1556,12 +1583,12 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn given_a_stale_primary_cut_off_when_a_newer_view_elects_one_should_fire_primary_changed_and_two_primaries_for_it(
-    ) {
+    async fn given_a_stale_primary_cut_off_when_a_newer_view_elects_one_should_fire_primary_changed_and_stale_primary()
+    {
         let lab = FakeLab::default();
         let specs = specs(
             "- {when: {primary-changed: any}, do: {kind: kill, targets: subject, duration: 100ms}}\n\
-             - {when: {two-primaries: any}, do: {kind: pause, targets: not-subject, duration: 100ms}}",
+             - {when: {stale-primary: any}, do: {kind: pause, targets: subject, duration: 100ms}}",
         );
         // n1 leads view 0; cut off, it keeps claiming view 0 (its probe still answers) while n2 and n3 go through
         // a view change and n2 leads view 1. n1 is the first node, so a first-claimant rule never sees n2 lead.
@@ -1590,8 +1617,40 @@ mod tests {
             })
             .collect();
         seen.sort();
-        let want = [("primary-changed", "n2"), ("two-primaries", "n2")].map(|(c, n)| (c.to_string(), n.to_string()));
+        let want = [("primary-changed", "n2"), ("stale-primary", "n1")].map(|(c, n)| (c.to_string(), n.to_string()));
         assert_eq!(seen, want, "{fired:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_stale_primary_when_a_trigger_faults_the_primary_links_should_hit_the_newer_primary_not_the_subject(
+    ) {
+        let mesh = crate::network::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
+            .await
+            .unwrap();
+        let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let lab = FakeLab::default(); // its primary is n1
+        let specs = specs(
+            "- {when: {stale-primary: any}, do: {kind: link, links: primary, fault: {kind: delay, latency: 400ms}, \
+             duration: 300ms}}",
+        );
+        // n2 still claims view 3 while n1 leads view 4.
+        let mut script = vec![(0, status_in_view(2, FactRole::Backup, 4))];
+        for at in (0..=600).step_by(100) {
+            script.push((at, status_in_view(1, FactRole::Primary, 3)));
+        }
+        script.push((200, status_in_view(0, FactRole::Primary, 4)));
+        script.sort_by_key(|(at, _)| *at);
+        run_on(&lab, Some(&network), &specs, None, 1000, script).await;
+        let fired = lab.triggers();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0]["subject"], "n2");
+        let log = lab.log.lock().unwrap();
+        let fault = log
+            .iter()
+            .find(|(name, ..)| name == "link-fault")
+            .expect("a link fault");
+        assert_eq!(fault.2["links"], json!(["n1->n2", "n2->n1", "n1->n3", "n3->n1"]));
+        assert!(log.iter().any(|(name, ..)| name == "link-heal"));
     }
 
     #[test]

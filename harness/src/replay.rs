@@ -188,7 +188,7 @@ pub fn condition_text(condition: &Condition) -> String {
         Condition::Lagging(l) => format!("lagging by {} on {}", l.by, l.node),
         Condition::ViewChange(f) => format!("view-change (primary was {f})"),
         Condition::PrimaryChanged(f) => format!("primary-changed to {f}"),
-        Condition::TwoPrimaries(f) => format!("two-primaries, the newer {f}"),
+        Condition::StalePrimary(f) => format!("stale-primary {f}"),
         Condition::Repairing(f) => format!("repairing {f}"),
         Condition::Repaired(f) => format!("repaired {f}"),
         Condition::Log(l) => format!("log \"{}\" on {}", l.pattern, l.node),
@@ -499,7 +499,7 @@ fn pin(condition: &Condition, subject: Option<usize>) -> Condition {
         Condition::Restarted(_) => Condition::Restarted(only),
         Condition::ViewChange(_) => Condition::ViewChange(only),
         Condition::PrimaryChanged(_) => Condition::PrimaryChanged(only),
-        Condition::TwoPrimaries(_) => Condition::TwoPrimaries(only),
+        Condition::StalePrimary(_) => Condition::StalePrimary(only),
         Condition::Repairing(_) => Condition::Repairing(only),
         Condition::Repaired(_) => Condition::Repaired(only),
         Condition::Lagging(l) => {
