@@ -17,6 +17,10 @@ pub const PLANS: &[(&str, &str)] = &[
     ),
     ("reference-mixed", include_str!("../../plans/reference-mixed.yaml")),
     ("reference-swarm", include_str!("../../plans/reference-swarm.yaml")),
+    (
+        "reference-partition",
+        include_str!("../../plans/reference-partition.yaml"),
+    ),
     ("reference-log", include_str!("../../plans/reference-log.yaml")),
     (
         "reference-checkpoint",

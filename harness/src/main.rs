@@ -182,7 +182,8 @@ enum Command {
         #[arg(long = "mutant", value_parser = mutant_names())]
         mutants: Vec<String>,
         /// Run every mutant (and the correct node) against the general plans (default, reference-mixed,
-        /// reference-swarm: nothing scripted for a bug) instead of the plans written to expose each.
+        /// reference-swarm, reference-partition: nothing scripted for a bug) instead of the plans written to expose
+        /// each.
         #[arg(long)]
         general: bool,
         /// Store folder.

@@ -27,7 +27,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
 /// detection with these only, since a user's own bug has no scripted plan.
-pub const GENERAL_PLANS: &[&str] = &["default", "reference-mixed", "reference-swarm"];
+pub const GENERAL_PLANS: &[&str] = &["default", "reference-mixed", "reference-swarm", "reference-partition"];
 
 /// What to run.
 pub struct MatrixOptions {

@@ -517,15 +517,8 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         let (network, lab) = (self.network, self.lab);
         match &fault.action {
             NetworkAction::Partition { shape, grudge } => {
-                let grudge = match grudge {
-                    Some(grudge) => grudge.clone(),
-                    None => match lab.primary().await {
-                        Some(primary) => isolate(network.node_count(), primary),
-                        None => {
-                            tracing::warn!(fault_id = fault.id, "isolate-primary: no primary known; skipped");
-                            return false;
-                        }
-                    },
+                let Some(grudge) = self.grudge_of(fault.id, grudge.as_ref()).await else {
+                    return false;
                 };
                 {
                     let mut held = self.holds.lock();
@@ -566,13 +559,13 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
     /// that held the old partition no longer holds anything: its own stop does nothing.
     pub async fn take_over_partition(&mut self, fault: &ScheduledNetworkFault) -> bool {
         let (network, lab) = (self.network, self.lab);
-        let NetworkAction::Partition {
-            shape,
-            grudge: Some(grudge),
-        } = &fault.action
-        else {
+        let NetworkAction::Partition { shape, grudge } = &fault.action else {
             return self.start_fault(fault).await;
         };
+        let Some(grudge) = self.grudge_of(fault.id, grudge.as_ref()).await else {
+            return false;
+        };
+        let grudge = &grudge;
         let replaced = self.holds.lock().partition.replace((fault.id, *shape));
         let mut value = json!({
             "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
@@ -595,6 +588,21 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         }
         lab.record(Nemesis::PartitionStart, value);
         applied
+    }
+
+    /// A partition's grudge: drawn when scheduled, or (isolate-primary) the primary's isolation now; `None` when no
+    /// primary is known.
+    async fn grudge_of(&self, fault_id: u64, grudge: Option<&Grudge>) -> Option<Grudge> {
+        match grudge {
+            Some(grudge) => Some(grudge.clone()),
+            None => match self.lab.primary().await {
+                Some(primary) => Some(isolate(self.network.node_count(), primary)),
+                None => {
+                    tracing::warn!(fault_id, "isolate-primary: no primary known; skipped");
+                    None
+                }
+            },
+        }
     }
 
     async fn start_link_fault(&mut self, fault_id: u64, fault: &LinkFault, links: &[Link]) {
@@ -915,5 +923,20 @@ mod tests {
         // With nothing in force, a takeover is an ordinary partition.
         assert!(faults.take_over_partition(&partition(4, 2)).await);
         assert!(lab.events.lock().unwrap().last().unwrap().1.get("replaced").is_none());
+        // isolate-primary finds its grudge when it starts (the lab's primary is n3), also when it takes over.
+        let isolate_primary = ScheduledNetworkFault {
+            id: 5,
+            start_ms: 0,
+            duration_ms: 1000,
+            action: NetworkAction::Partition {
+                shape: Shape::IsolatePrimary,
+                grudge: None,
+            },
+        };
+        faults.stop_fault(4).await;
+        assert!(faults.start_fault(&partition(6, 0)).await);
+        assert!(faults.take_over_partition(&isolate_primary).await);
+        assert_eq!(mesh.grudge(), isolate(3, 2), "the primary n3 is cut off, n1 is back");
+        assert_eq!(lab.events.lock().unwrap().last().unwrap().1["replaced"], 6);
     }
 }
