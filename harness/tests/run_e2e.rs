@@ -494,6 +494,81 @@ fn given_the_primary_isolated_by_a_partition_when_run_should_time_out_its_writes
     assert_eq!(convergence["verdict"], "valid", "{convergence:#}");
 }
 
+/// The primary isolated by partitions, with split-brain triggers: while the cut-off primary still claims its old
+/// view, `stale-primary` names it, `links: primary` slows the new primary's links (not the stale one's) and an
+/// `isolate-primary` takeover cuts the new primary off.
+fn stale_primary_plan(seed: u64) -> String {
+    partition_plan("isolate-primary", seed).replace(
+        "final_phase:",
+        "  triggers:\n\
+         \x20   - when: {stale-primary: any}\n      max_fires: 2\n\
+         \x20     do: {kind: link, links: primary, fault: {kind: delay, latency: 50ms}, duration: 1s}\n\
+         \x20   - when: {stale-primary: any}\n      after: 300ms\n      max_fires: 2\n\
+         \x20     do: {kind: partition, shape: isolate-primary, takeover: true, duration: 1s}\n\
+         final_phase:",
+    )
+}
+
+#[test]
+fn given_a_stale_primary_when_triggered_should_name_it_and_fault_the_new_primary_instead() {
+    let _one = one_cluster();
+    let run = run_text(&stale_primary_plan(5), &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let fired: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["f"] == "trigger" && e["value"]["condition"] == "stale-primary" && e["value"]["fault_id"].is_u64()
+        })
+        .collect();
+    assert!(
+        fired.iter().any(|f| f["value"]["trigger"] == 0),
+        "a primary cut off for 3 s keeps claiming its view while the others elect a new one"
+    );
+    for firing in &fired {
+        let value = &firing["value"];
+        let subject = value["subject"].as_str().unwrap();
+        let fault = events
+            .iter()
+            .find(|e| {
+                (e["f"] == "link-fault" || e["f"] == "partition-start") && e["value"]["fault_id"] == value["fault_id"]
+            })
+            .unwrap_or_else(|| panic!("no fault for {firing}"));
+        // The node the fault is about: the one every faulted link touches, or the one the partition cuts off.
+        let faulted = if fault["f"] == "link-fault" {
+            let links: Vec<&str> = fault["value"]["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap())
+                .collect();
+            assert_eq!(links.len(), 4, "{fault}");
+            let node = links[0]
+                .split("->")
+                .find(|n| links.iter().all(|l| l.split("->").any(|m| m == *n)));
+            node.expect("links to and from one node").to_string()
+        } else {
+            let grudge = fault["value"]["grudge"].as_object().unwrap();
+            let cut = grudge
+                .iter()
+                .find(|(_, deaf_to)| deaf_to.as_array().unwrap().len() == 2);
+            cut.map(|(node, _)| node.clone())
+                .expect("isolate-primary cuts one node from both others")
+        };
+        assert_ne!(
+            faulted, subject,
+            "the stale primary is the subject; the fault hits the newer one: {fault}"
+        );
+    }
+    assert_eq!(results["verdict"], "valid", "{results:#}");
+}
+
 #[test]
 fn given_one_way_partitions_when_run_should_end_valid() {
     let _one = one_cluster();
