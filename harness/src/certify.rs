@@ -215,6 +215,7 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyOutcome, CampaignError
         let plan = load_plan(source, suite.time_limit, None)?;
         plans.push(PlanRef {
             name: plan.name.0.clone(),
+            label: plan.name.0.clone(),
             source: source.clone(),
             time_limit_ms: plan.time_limit.0,
         });
@@ -223,6 +224,7 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyOutcome, CampaignError
     let dir = options.store_root.join("certify").join(&id);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let settings = Settings {
+        command: "certify",
         id: id.clone(),
         kind: CampaignKind::Certify,
         store_root: options.store_root.clone(),

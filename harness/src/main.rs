@@ -28,7 +28,7 @@ Exit codes:
   0    valid (campaign, certify: every seed valid; matrix: every mutant caught, no false alarm)
   1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged; triage: a new failure class)
   2    unknown: a check could not decide, or nothing ran
-  130  interrupted (campaign, certify, shrink)
+  130  interrupted (campaign, certify, shrink, matrix)
   254  bad input: arguments, plan, suite, history file, or a folder that is not a run or store
   255  harness error: the harness failed at its own work (I/O, a process it could not start)
 
@@ -186,9 +186,16 @@ enum Command {
         /// each.
         #[arg(long)]
         general: bool,
+        /// Runs at once (each run is a child `faultline run`; a reference cluster at the general plans' rates keeps
+        /// well under one core busy).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+        parallel: u64,
         /// Store folder.
         #[arg(long, default_value = "store")]
         store: PathBuf,
+        /// No progress view.
+        #[arg(long)]
+        quiet: bool,
         /// Print the detection matrix (matrix.json's cells) on stdout at the end (human output goes to stderr).
         #[arg(long)]
         json: bool,
@@ -614,7 +621,9 @@ fn dispatch(command: Command) -> Outcome {
             first_seed,
             mutants,
             general,
+            parallel,
             store,
+            quiet,
             json: _,
         } => matrix_command(&faultline::matrix::MatrixOptions {
             seeds,
@@ -623,6 +632,8 @@ fn dispatch(command: Command) -> Outcome {
             only: mutants,
             first_seed,
             general,
+            parallel: parallel as usize,
+            quiet,
         }),
         Command::Report { dir } => report_command(&dir),
         Command::Check {
@@ -874,28 +885,27 @@ fn analyze_command(dir: &Path) -> Outcome {
 }
 
 fn matrix_command(options: &faultline::matrix::MatrixOptions) -> Outcome {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("building the tokio runtime");
-    match runtime.block_on(faultline::matrix::run_matrix(options)) {
-        Ok((cells, dir)) => {
-            print!("{}", faultline::matrix::render_table(&cells));
-            println!("faultline matrix: {}", dir.join("matrix.html").display());
+    match faultline::matrix::run_matrix(options) {
+        Ok(outcome) => {
+            let cells = &outcome.cells;
+            print!("{}", faultline::matrix::render_table(cells));
+            println!("faultline matrix: {}", outcome.dir.join("matrix.html").display());
             let missed = cells.iter().any(|c| c.mutant != "correct" && c.detected == 0);
             let false_alarm = cells.iter().any(|c| c.mutant == "correct" && c.detected > 0);
             let summary = json!({
-                "dir": dir.display().to_string(),
+                "dir": outcome.dir.display().to_string(),
+                "interrupted": outcome.interrupted,
                 "missed": missed,
                 "false_alarm": false_alarm,
                 "cells": cells,
             });
+            if outcome.interrupted {
+                eprintln!("faultline matrix: interrupted; the matrix holds the runs that finished");
+                return Ok(Ended::with(130, &summary));
+            }
             Ok(Ended::with(u8::from(missed || false_alarm), &summary))
         }
-        Err(e) => {
-            faultline::supervisor::kill_all_spawned();
-            Err(Failed::harness(format!("faultline matrix: harness error: {e:#}")))
-        }
+        Err(e) => Err(Failed::harness(format!("faultline matrix: harness error: {e:#}"))),
     }
 }
 

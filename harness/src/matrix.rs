@@ -2,13 +2,20 @@
 //! node against the same plans, over several seeds. It answers "does a green nightly mean anything?": each mutant must
 //! be caught, the correct node never (no false alarms).
 //!
-//! Runs are sequential (a 2-core machine runs one cluster well, not several) and land in the store like any run;
-//! the matrix itself is written as `matrix.json` and `matrix.html` under `store/matrix/<UTC time>/`.
+//! Each (mutant, plan) pair is written as a plan file (the built-in plan with `--bug MUTANT` and the time limit) under
+//! `store/matrix/<UTC time>/plans/`, and its seeds run as child `faultline run` processes through the campaign
+//! scheduler: `--parallel K` at once (default 1), Ctrl-C stops the runs in flight, and a run that ends in a harness
+//! error counts as `unknown` in its cell instead of ending the matrix. Runs land in the store like any run; the matrix
+//! itself is written as `matrix.json` and `matrix.html` beside the plans, also when interrupted.
 
 use crate::builtin;
-use crate::run::{run, RunOptions};
+use crate::campaign::schedule::{self, Ending, PlanRef, Settings};
+use crate::campaign::space::Shard;
+use crate::campaign::state::PlanSource;
+use anyhow::Context;
 use faultline_faults::units::Millis;
 use faultline_reports::results::{Results, Verdict};
+use faultline_reports::seeds::{CampaignKind, SeedRow};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -43,13 +50,27 @@ pub struct MatrixOptions {
     pub first_seed: u64,
     /// Every mutant against the [`GENERAL_PLANS`] instead of the plans written to expose it.
     pub general: bool,
+    /// Runs at once.
+    pub parallel: usize,
+    /// No progress view.
+    pub quiet: bool,
 }
 
 pub use faultline_reports::matrix::Cell;
 
-/// Runs the matrix and writes it; returns the cells.
-pub async fn run_matrix(options: &MatrixOptions) -> anyhow::Result<(Vec<Cell>, PathBuf)> {
-    let mut cells = Vec::new();
+/// What a matrix did.
+pub struct MatrixOutcome {
+    /// The cells, mutants first, then the correct node per plan.
+    pub cells: Vec<Cell>,
+    /// Where matrix.json and matrix.html are.
+    pub dir: PathBuf,
+    /// Ctrl-C stopped it: the cells hold the runs that finished.
+    pub interrupted: bool,
+}
+
+/// The (mutant, plan) pairs to run, mutants first, then the correct node (`None`) against every plan they use.
+pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str)> {
+    let mut pairs = Vec::new();
     let mut all_plans: Vec<&str> = Vec::new();
     for (mutant, plans) in MUTANTS
         .iter()
@@ -60,56 +81,123 @@ pub async fn run_matrix(options: &MatrixOptions) -> anyhow::Result<(Vec<Cell>, P
             if !all_plans.contains(plan) {
                 all_plans.push(plan);
             }
-            cells.push(run_cell(options, Some(mutant), plan).await?);
+            pairs.push((Some(*mutant), *plan));
         }
     }
-    for plan in all_plans {
-        cells.push(run_cell(options, None, plan).await?);
-    }
-    let dir = write_matrix(&options.store_root, &cells)?;
-    Ok((cells, dir))
+    pairs.extend(all_plans.into_iter().map(|plan| (None, plan)));
+    pairs
 }
 
-async fn run_cell(options: &MatrixOptions, mutant: Option<&str>, plan_name: &str) -> anyhow::Result<Cell> {
-    let name = mutant.unwrap_or("correct");
-    let mut cell = Cell {
-        mutant: name.to_string(),
-        plan: plan_name.to_string(),
-        runs: 0,
-        detected: 0,
-        unknown: 0,
-        median_detection_ms: None,
-        caught_by: BTreeMap::new(),
-        store_dirs: Vec::new(),
-    };
-    let mut detection_ms = Vec::new();
-    for i in 0..options.seeds {
+/// Runs the matrix and writes it.
+pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
+    let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let dir = options.store_root.join("matrix").join(&stamp);
+    let plans_dir = dir.join("plans");
+    std::fs::create_dir_all(&plans_dir).with_context(|| format!("cannot create {}", plans_dir.display()))?;
+    let pairs = pairs(options);
+    let mut cells = Vec::new();
+    let mut refs = Vec::new();
+    for (mutant, plan_name) in &pairs {
         let mut plan = builtin::load(plan_name).map_err(|e| anyhow::anyhow!("{e}"))?;
-        plan.seed = Some(options.first_seed + i);
         plan.time_limit = Millis(plan.time_limit.0.min(options.time_limit.0));
         if let Some(bug) = mutant {
             let args = plan.system.adapter_mut().node_args_mut();
             let args = args.ok_or_else(|| anyhow::anyhow!("{plan_name} takes no node arguments for --bug"))?;
             args.extend(["--bug".to_string(), bug.to_string()]);
         }
-        eprintln!(
-            "faultline matrix: {name} x {plan_name}, seed {} ({}/{})",
-            options.first_seed + i,
-            i + 1,
-            options.seeds
-        );
-        let outcome = run(RunOptions {
-            plan,
-            store_root: options.store_root.clone(),
-            quiet: true,
-        })
-        .await?;
-        tally(&mut cell, &mut detection_ms, &outcome.results);
-        cell.store_dirs.push(outcome.store_dir.display().to_string());
+        let name = mutant.unwrap_or("correct");
+        let file = plans_dir.join(format!("{plan_name}+{name}.yaml"));
+        std::fs::write(&file, plan.to_yaml()).with_context(|| format!("cannot write {}", file.display()))?;
+        refs.push(PlanRef {
+            name: plan.name.0.clone(),
+            label: format!("{plan_name}+{name}"),
+            source: PlanSource::resolve(&file.display().to_string()),
+            time_limit_ms: plan.time_limit.0,
+        });
+        cells.push(Cell {
+            mutant: name.to_string(),
+            plan: plan_name.to_string(),
+            runs: 0,
+            detected: 0,
+            unknown: 0,
+            median_detection_ms: None,
+            caught_by: BTreeMap::new(),
+            store_dirs: Vec::new(),
+        });
     }
-    detection_ms.sort_unstable();
-    cell.median_detection_ms = detection_ms.get(detection_ms.len() / 2).copied();
-    Ok(cell)
+    let jobs: Vec<schedule::Cell> = (0..refs.len())
+        .flat_map(|plan| {
+            (0..options.seeds).map(move |i| schedule::Cell {
+                plan,
+                seed_index: i,
+                seed: options.first_seed + i,
+                nodes: None,
+            })
+        })
+        .collect();
+    let settings = Settings {
+        command: "matrix",
+        id: format!("matrix-{stamp}"),
+        // Only the rows' tag, and the rows are not recorded in seeds.jsonl: a matrix is a measurement, not a
+        // campaign whose failures the store should triage.
+        kind: CampaignKind::Campaign,
+        store_root: options.store_root.clone(),
+        log_dir: dir.join("logs"),
+        parallel: options.parallel.max(1),
+        retry_failed: 0,
+        stop_on_fail: false,
+        deadline: None,
+        time_limit: None,
+        shard: Shard::ALL,
+        git_rev: None,
+        quiet: options.quiet,
+        title: "matrix".to_string(),
+        total: Some(jobs.len() as u64),
+    };
+    schedule::install_stop_signals();
+    let mut detection_ms: Vec<Vec<u64>> = vec![Vec::new(); cells.len()];
+    let store_root = options.store_root.clone();
+    let ending = schedule::execute(&settings, &refs, jobs.into_iter(), &mut |row| {
+        let index = refs
+            .iter()
+            .position(|r| r.source.source == row.plan_source)
+            .context("a run of a plan the matrix did not start")?;
+        tally_row(&mut cells[index], &mut detection_ms[index], row, &store_root);
+        Ok(())
+    })?;
+    for (cell, ms) in cells.iter_mut().zip(&mut detection_ms) {
+        ms.sort_unstable();
+        cell.median_detection_ms = ms.get(ms.len() / 2).copied();
+    }
+    write_matrix(&dir, &cells)?;
+    Ok(MatrixOutcome {
+        cells,
+        dir,
+        interrupted: ending == Ending::Interrupted,
+    })
+}
+
+/// Counts one finished run: its results.json when it has one (the checks that caught it, the first evidence), else
+/// the scheduler's row (a harness error is `unknown`).
+fn tally_row(cell: &mut Cell, detection_ms: &mut Vec<u64>, row: &SeedRow, store_root: &Path) {
+    if let Some(dir) = &row.store_dir {
+        cell.store_dirs.push(store_root.join(dir).display().to_string());
+    }
+    let results = row.store_dir.as_ref().and_then(|dir| {
+        let text = std::fs::read_to_string(store_root.join(dir).join("results.json")).ok()?;
+        serde_json::from_str::<Results>(&text).ok()
+    });
+    match results {
+        Some(results) if row.verdict != Verdict::Unknown => tally(cell, detection_ms, &results),
+        _ => {
+            cell.runs += 1;
+            cell.unknown += 1;
+        }
+    }
 }
 
 fn tally(cell: &mut Cell, detection_ms: &mut Vec<u64>, results: &Results) {
@@ -159,18 +247,61 @@ pub fn render_table(cells: &[Cell]) -> String {
     out
 }
 
-fn write_matrix(store_root: &Path, cells: &[Cell]) -> anyhow::Result<PathBuf> {
-    let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
-    let dir = store_root.join("matrix").join(stamp);
-    std::fs::create_dir_all(&dir)?;
+fn write_matrix(dir: &Path, cells: &[Cell]) -> anyhow::Result<()> {
     faultline_reports::write_atomic(&dir.join("matrix.json"), &serde_json::to_vec_pretty(cells)?)?;
     faultline_reports::write_atomic(
         &dir.join("matrix.html"),
         faultline_reports::matrix::render_html(cells).as_bytes(),
     )?;
-    Ok(dir)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(general: bool, only: &[&str]) -> MatrixOptions {
+        MatrixOptions {
+            seeds: 5,
+            time_limit: Millis(40_000),
+            store_root: PathBuf::from("store"),
+            only: only.iter().map(|m| m.to_string()).collect(),
+            first_seed: 1,
+            general,
+            parallel: 2,
+            quiet: true,
+        }
+    }
+
+    #[test]
+    fn given_general_when_paired_should_run_every_mutant_on_every_general_plan_and_the_correct_node_once_per_plan() {
+        let pairs = pairs(&options(true, &[]));
+        assert_eq!(pairs.len(), (MUTANTS.len() + 1) * GENERAL_PLANS.len());
+        for (mutant, _) in MUTANTS {
+            for plan in GENERAL_PLANS {
+                assert!(pairs.contains(&(Some(*mutant), *plan)), "{mutant} x {plan}");
+            }
+        }
+        let correct: Vec<_> = pairs.iter().filter(|(m, _)| m.is_none()).map(|(_, p)| *p).collect();
+        assert_eq!(correct, GENERAL_PLANS, "the correct node runs last, once per plan");
+        // Runs in parallel tell their logs and plan files apart by (plan, mutant).
+        let mut labels: Vec<_> = pairs.iter().map(|(m, p)| (*p, m.unwrap_or("correct"))).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(labels.len(), pairs.len());
+    }
+
+    #[test]
+    fn given_one_mutant_when_paired_should_use_the_plans_written_to_expose_it() {
+        let pairs = pairs(&options(false, &["commit-without-quorum"]));
+        assert_eq!(
+            pairs,
+            vec![
+                (Some("commit-without-quorum"), "default"),
+                (Some("commit-without-quorum"), "reference-power-loss"),
+                (None, "default"),
+                (None, "reference-power-loss"),
+            ]
+        );
+    }
 }

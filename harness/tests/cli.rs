@@ -208,6 +208,7 @@ fn given_inputs_that_are_not_what_a_command_needs_when_run_should_exit_254() {
         ),
         (vec!["plan"], "plan with nothing to show"),
         (vec!["matrix", "--mutant", "no-such-mutant"], "an unknown mutant"),
+        (vec!["matrix", "--parallel", "0"], "a matrix with no runs at once"),
         (vec!["shrink", "/nonexistent/run"], "shrink of a missing folder"),
         (
             vec!["run", "--replay", "/nonexistent/run"],

@@ -162,6 +162,7 @@ fn plan_refs(state: &CampaignState) -> Result<Vec<PlanRef>, CampaignError> {
         }
         refs.push(PlanRef {
             name: plan.name.0.clone(),
+            label: plan.name.0.clone(),
             source: source.clone(),
             time_limit_ms: plan.time_limit.0,
         });
@@ -363,6 +364,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
     let left_ms = state.budget.map(|b| b.0.saturating_sub(state.spent_ms));
     let started = Instant::now();
     let settings = Settings {
+        command: "campaign",
         id: state.id.clone(),
         kind: CampaignKind::Campaign,
         store_root: options.store_root.clone(),

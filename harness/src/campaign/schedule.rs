@@ -61,6 +61,9 @@ pub fn install_stop_signals() {
 pub struct PlanRef {
     /// Plan name.
     pub name: String,
+    /// What progress lines and log files call it: the plan name, or e.g. `default+no-fsync` in a matrix, where one
+    /// plan runs once per mutant.
+    pub label: String,
     /// Where it comes from.
     pub source: PlanSource,
     /// Its fault phase (after any override), for budget estimates and the progress view.
@@ -82,6 +85,8 @@ pub struct Cell {
 
 /// What the scheduler needs to know.
 pub struct Settings {
+    /// The command, for its lines (`faultline campaign: ...`).
+    pub command: &'static str,
     /// Campaign id (tags rows).
     pub id: String,
     /// Campaign or certification.
@@ -255,7 +260,10 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 break;
             };
             if !self.fits(cell.plan) {
-                self.view.say("faultline campaign: the budget is spent; no new runs");
+                self.view.say(&format!(
+                    "faultline {}: the budget is spent; no new runs",
+                    self.settings.command
+                ));
                 self.no_more_new = Some(Ending::BudgetSpent);
                 break;
             }
@@ -292,7 +300,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
 
     fn label(&self, job: Job) -> String {
         let cell = &self.tasks[job.task].cell;
-        let mut label = format!("{} seed {}", self.plans[cell.plan].name, cell.seed);
+        let mut label = format!("{} seed {}", self.plans[cell.plan].label, cell.seed);
         if let Some(nodes) = cell.nodes {
             label.push_str(&format!(" ({nodes} nodes)"));
         }
@@ -307,7 +315,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
         let request = self.request(&cell);
         let log_path = self.settings.log_dir.join(format!(
             "{}-i{}{}-a{}.log",
-            self.plans[cell.plan].name,
+            self.plans[cell.plan].label,
             cell.seed_index,
             cell.nodes.map(|n| format!("-n{n}")).unwrap_or_default(),
             job.attempt
@@ -325,8 +333,11 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             }),
             Err(e) => {
                 // Nothing ran: record it as a harness error, so the campaign does not spin on it.
-                self.view
-                    .finish(line, &format!("faultline campaign: cannot start a run: {e}"), true);
+                self.view.finish(
+                    line,
+                    &format!("faultline {}: cannot start a run: {e}", self.settings.command),
+                    true,
+                );
                 let error = format!("cannot start `faultline run`: {e}");
                 let result = RunResult {
                     verdict: Verdict::Unknown,
@@ -362,7 +373,8 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             let plan = self.tasks[done.job.task].cell.plan;
             self.observed_ms[plan] = Some(self.observed_ms[plan].unwrap_or(0).max(wall_ms));
             let message = format!(
-                "faultline campaign: {} {} ({:.1} s){}",
+                "faultline {}: {} {} ({:.1} s){}",
+                self.settings.command,
                 faultline_reports::results::shout(result.verdict),
                 self.label(done.job),
                 wall_ms as f64 / 1000.0,
@@ -381,8 +393,14 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     fn handle(&mut self, job: Job, result: RunResult) -> anyhow::Result<()> {
         if self.stopping.is_some() && !result.complete {
             let label = self.label(job);
+            let again = if self.settings.command == "campaign" {
+                " (--resume runs it again)"
+            } else {
+                ""
+            };
             self.view.say(&format!(
-                "faultline campaign: {label} was interrupted; not recorded (--resume runs it again)"
+                "faultline {}: {label} was interrupted; not recorded{again}",
+                self.settings.command
             ));
             return Ok(());
         }
@@ -392,8 +410,10 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
         if job.attempt == 0 {
             task.first = Some(result);
             if failed && self.settings.stop_on_fail && self.no_more_new.is_none() {
-                self.view
-                    .say("faultline campaign: a seed failed and --stop-on-fail is set; no new seeds");
+                self.view.say(&format!(
+                    "faultline {}: a seed failed and --stop-on-fail is set; no new seeds",
+                    self.settings.command
+                ));
                 self.no_more_new = Some(Ending::StoppedOnFail);
             }
             if failed && retry > 0 {
@@ -481,8 +501,9 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     fn stop(&mut self) {
         self.stopping = Some(Instant::now());
         self.view.say(&format!(
-            "faultline campaign: stopping; waiting for {} running test(s) to stop their clusters (Ctrl-C again to \
-             kill them now)",
+            "faultline {}: stopping; waiting for {} running test(s) to stop their clusters (Ctrl-C again to kill \
+             them now)",
+            self.settings.command,
             self.running.len()
         ));
         for running in &self.running {
