@@ -3,12 +3,13 @@
 //!
 //! - stderr, human format, printed above the progress bar (the bar is suspended while a line is written, so the two
 //!   never interleave);
-//! - `faultline.log` in the store folder of the run in progress (one run at a time per process: `faultline run`, or
-//!   `faultline matrix`, which runs its cells one after another), without colours, with UTC timestamps.
+//! - `faultline.log` in the store folder of the run in progress (one run at a time per process: `faultline run`;
+//!   campaigns, matrices and shrinks run each run as a child `faultline run`), without colours, with UTC timestamps.
 //!
 //! The filter is `FAULTLINE_LOG`, else `RUST_LOG` (`tracing_subscriber::EnvFilter` syntax, e.g. `info` or
 //! `warn,faultline_faults=debug`); without either, stderr shows warnings and errors and `faultline.log` also keeps
-//! `info`. The embedded reference node (`faultline node ...`) installs its own subscriber instead of this one.
+//! `info` (both without the fault filesystem library's expected complaints, see [`STDERR_DEFAULT`]). The embedded
+//! reference node (`faultline node ...`) installs its own subscriber instead of this one.
 
 use indicatif::ProgressBar;
 use std::fs::File;
@@ -23,11 +24,15 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// The filter variables, in the order they are looked up.
 pub const FILTER_VARIABLES: [&str; 2] = ["FAULTLINE_LOG", "RUST_LOG"];
 
-/// What stderr shows without a filter variable.
-const STDERR_DEFAULT: &str = "warn";
+/// What stderr shows without a filter variable. The fault filesystem's library is held to errors, and its reply
+/// errors are off: under kill -9 they are expected, not news. A node killed in the middle of a write makes the kernel
+/// drop its request, so the reply fails with ENOENT (`Failed to send FUSE reply`); the harness unmounts lazily before
+/// the session ends, so the library's own unmount finds nothing (`Unmount failed: Invalid argument`); and the
+/// kernel's first `getxattr(security.capability)` gets ENOSYS on purpose, so it stops asking (`[Not Implemented]`).
+const STDERR_DEFAULT: &str = "warn,fuser=error,fuser::reply=off";
 
-/// What `faultline.log` keeps without a filter variable.
-const RUN_LOG_DEFAULT: &str = "info";
+/// What `faultline.log` keeps without a filter variable (the same fault filesystem noise left out).
+const RUN_LOG_DEFAULT: &str = "info,fuser=error,fuser::reply=off";
 
 /// The progress bar being drawn on stderr now, if any: log lines are written while it is suspended.
 static PROGRESS_BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
@@ -138,5 +143,67 @@ impl Write for RunLogWriter {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex as StdMutex};
+
+    /// Collects formatted lines.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<StdMutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What the default filter `directives` lets through of the fault filesystem's expected complaints and of a
+    /// harness warning.
+    fn shown(directives: &str) -> String {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_env_filter(EnvFilter::new(directives))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(target: "fuser::reply", "Failed to send FUSE reply: No such file or directory");
+            tracing::warn!(target: "fuser::mnt", "Unmount failed: Invalid argument");
+            tracing::warn!(target: "fuser", "[Not Implemented] getxattr");
+            tracing::warn!(target: "faultline_faults::network::schedule", "isolate-primary: no primary known");
+            tracing::error!(target: "fuser::session", "the session failed");
+        });
+        let text = lines.0.lock().unwrap().clone();
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn given_the_default_filters_when_the_fault_filesystem_complains_as_expected_should_show_only_real_problems() {
+        for directives in [STDERR_DEFAULT, RUN_LOG_DEFAULT] {
+            let text = shown(directives);
+            assert!(
+                text.contains("no primary known"),
+                "{directives}: a harness warning is shown: {text}"
+            );
+            assert!(
+                text.contains("the session failed"),
+                "{directives}: a fuser error is shown: {text}"
+            );
+            for noise in ["Failed to send FUSE reply", "Unmount failed", "Not Implemented"] {
+                assert!(
+                    !text.contains(noise),
+                    "{directives}: {noise:?} is expected under faults: {text}"
+                );
+            }
+        }
     }
 }
