@@ -22,7 +22,7 @@
 
 use super::{
     error_chain, transport_outcome, AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus,
-    Outcome, ProbeError, Role, SetClient, System,
+    Outcome, ProbeError, Progress, Role, SetClient, System,
 };
 use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -353,6 +353,15 @@ impl System for IggySystem {
     /// every node would be a load of its own, and its status names no progress number to follow closely.
     fn observe_interval(&self) -> Duration {
         Duration::from_secs(1)
+    }
+
+    /// The view of the node's stream-list answer (`iggy-view`): with it the trigger engine and the `primary` target
+    /// tell a new primary from an old one still claiming its view behind a partition (`stale-primary`).
+    fn progress(&self, status: &NodeStatus) -> Progress {
+        Progress {
+            view: status.raw["view"].as_str().and_then(|view| view.trim().parse().ok()),
+            ..Progress::default()
+        }
     }
 
     fn kind(&self) -> &'static str {
@@ -884,6 +893,23 @@ mod tests {
             json!({"from": 0, "entries": [[0, "p1"]], "end": 1})
         );
         assert_eq!(polled_entries(&empty, 1).unwrap()["end"], 1);
+    }
+
+    #[test]
+    fn given_a_status_with_a_serving_view_when_read_should_report_that_view() {
+        let status = |view: Value| NodeStatus {
+            role: Role::Primary,
+            primary: Some(0),
+            commit_point: String::new(),
+            raw: json!({"http_status": 200, "view": view, "role": "Primary"}),
+        };
+        assert_eq!(system().progress(&status(json!("7"))).view, Some(7));
+        assert_eq!(
+            system().progress(&status(Value::Null)).view,
+            None,
+            "an answer without the header"
+        );
+        assert_eq!(system().progress(&status(json!("seven"))).view, None);
     }
 
     #[test]
