@@ -160,6 +160,8 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
     };
     schedule::install_stop_signals();
     let mut detection_ms: Vec<Vec<u64>> = vec![Vec::new(); cells.len()];
+    // Runs end in any order when several run at once; the report lists each cell's runs by seed.
+    let mut dirs: Vec<Vec<(u64, String)>> = vec![Vec::new(); cells.len()];
     let store_root = options.store_root.clone();
     let ending = schedule::execute(&settings, &refs, jobs.into_iter(), &mut |row| {
         let index = refs
@@ -167,11 +169,16 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
             .position(|r| r.source.source == row.plan_source)
             .context("a run of a plan the matrix did not start")?;
         tally_row(&mut cells[index], &mut detection_ms[index], row, &store_root);
+        if let Some(dir) = &row.store_dir {
+            dirs[index].push((row.seed, store_root.join(dir).display().to_string()));
+        }
         Ok(())
     })?;
-    for (cell, ms) in cells.iter_mut().zip(&mut detection_ms) {
+    for ((cell, ms), mut dirs) in cells.iter_mut().zip(&mut detection_ms).zip(dirs) {
         ms.sort_unstable();
         cell.median_detection_ms = ms.get(ms.len() / 2).copied();
+        dirs.sort_unstable();
+        cell.store_dirs = dirs.into_iter().map(|(_, dir)| dir).collect();
     }
     write_matrix(&dir, &cells)?;
     Ok(MatrixOutcome {
@@ -184,9 +191,6 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
 /// Counts one finished run: its results.json when it has one (the checks that caught it, the first evidence), else
 /// the scheduler's row (a harness error is `unknown`).
 fn tally_row(cell: &mut Cell, detection_ms: &mut Vec<u64>, row: &SeedRow, store_root: &Path) {
-    if let Some(dir) = &row.store_dir {
-        cell.store_dirs.push(store_root.join(dir).display().to_string());
-    }
     let results = row.store_dir.as_ref().and_then(|dir| {
         let text = std::fs::read_to_string(store_root.join(dir).join("results.json")).ok()?;
         serde_json::from_str::<Results>(&text).ok()
