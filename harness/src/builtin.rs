@@ -41,6 +41,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-mixed", include_str!("../../plans/etcd-mixed.yaml")),
     ("iggy-kill", include_str!("../../plans/iggy-kill.yaml")),
     ("iggy-partition", include_str!("../../plans/iggy-partition.yaml")),
+    ("iggy-split-brain", include_str!("../../plans/iggy-split-brain.yaml")),
     ("iggy-disk", include_str!("../../plans/iggy-disk.yaml")),
     ("iggy-mixed", include_str!("../../plans/iggy-mixed.yaml")),
     ("iggy-messages", include_str!("../../plans/iggy-messages.yaml")),
