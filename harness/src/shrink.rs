@@ -92,7 +92,8 @@ struct Search {
     started: Instant,
     steps: Vec<Step>,
     best: Candidate,
-    run_wall_ms: Vec<u64>,
+    /// Wall time of every finished try, and whether it reproduced the failure.
+    run_wall_ms: Vec<(u64, bool)>,
     bar: ProgressBar,
     stopped: Option<Stop>,
     original_faults: usize,
@@ -521,11 +522,11 @@ impl Search {
                         let (_, log, at) = running.swap_remove(i);
                         let wall_ms = at.elapsed().as_millis() as u64;
                         let result = child::result_of(status, &log, &self.options.store_root, wall_ms);
-                        if self.stopped != Some(Stop::Interrupted) {
-                            self.run_wall_ms.push(wall_ms);
-                        }
                         let target = self.target.id();
                         let reproduced = result.findings.iter().any(|f| f.signature.id() == target);
+                        if self.stopped != Some(Stop::Interrupted) {
+                            self.run_wall_ms.push((wall_ms, reproduced));
+                        }
                         done.push(Try {
                             run: result.store_dir,
                             verdict: result.verdict,
@@ -552,31 +553,30 @@ impl Search {
 
     /// Whether one more run of `candidate` ends within the budget, keeping time for the confirmation.
     fn fits_budget(&self, candidate: &Candidate) -> bool {
-        let expected_ms = self.expected_run_ms(candidate);
+        let expected_ms = self.expected_run_ms(candidate, false);
+        // The confirmation reruns a plan that fails: its runs take as long as the failing tries did (a failure often
+        // waits out a final-phase timeout, ~100 s where a passing run takes ~40 s), not as long as the average try.
         let reserve_ms = if self.steps.is_empty() {
             0
         } else {
-            expected_ms * u64::from(self.options.confirm) / self.options.parallel.max(1) as u64
+            self.expected_run_ms(candidate, true).max(expected_ms) * u64::from(self.options.confirm)
+                / self.options.parallel.max(1) as u64
         };
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         elapsed_ms + expected_ms + reserve_ms <= self.options.budget.as_millis() as u64
     }
 
-    /// The mean wall time of the runs so far, scaled to `candidate`'s phase; before any, its phase plus overhead.
-    fn expected_run_ms(&self, candidate: &Candidate) -> u64 {
-        if self.run_wall_ms.is_empty() {
-            return candidate.phase_ms + RUN_OVERHEAD_MS;
-        }
-        let mean = self.run_wall_ms.iter().sum::<u64>() / self.run_wall_ms.len() as u64;
-        // Runs so far had longer phases; the overhead (boot, final phase, checks) stays.
-        let longest_phase = self
-            .steps
+    /// The expected wall time of one run of `candidate`, from the tries so far (only the failing ones with
+    /// `failing`); before any, its phase plus overhead.
+    fn expected_run_ms(&self, candidate: &Candidate, failing: bool) -> u64 {
+        let walls: Vec<u64> = self
+            .run_wall_ms
             .iter()
-            .map(|s| s.phase_ms)
-            .max()
-            .unwrap_or(candidate.phase_ms);
-        mean.saturating_sub(longest_phase.saturating_sub(candidate.phase_ms))
-            .max(candidate.phase_ms + 5000)
+            .filter(|(_, reproduced)| *reproduced || !failing)
+            .map(|(wall, _)| *wall)
+            .collect();
+        let longest_phase = self.steps.iter().map(|s| s.phase_ms).max();
+        expected_wall_ms(&walls, longest_phase, candidate.phase_ms)
     }
 
     /// The candidate as a plan.
@@ -732,6 +732,18 @@ fn split(len: usize, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The expected wall time of a run whose fault phase is `phase_ms`, from the wall times of earlier runs whose phases
+/// were at most `longest_phase_ms`: their mean, less the phase they had beyond this one (boot, final phase and
+/// checks stay), and at least the phase plus 5 s. Without earlier runs: the phase plus [`RUN_OVERHEAD_MS`].
+fn expected_wall_ms(walls: &[u64], longest_phase_ms: Option<u64>, phase_ms: u64) -> u64 {
+    if walls.is_empty() {
+        return phase_ms + RUN_OVERHEAD_MS;
+    }
+    let mean = walls.iter().sum::<u64>() / walls.len() as u64;
+    let longer_by = longest_phase_ms.unwrap_or(phase_ms).saturating_sub(phase_ms);
+    mean.saturating_sub(longer_by).max(phase_ms + 5000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -783,5 +795,26 @@ mod tests {
                 assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0));
             }
         }
+    }
+
+    #[test]
+    fn given_earlier_runs_when_a_run_is_estimated_should_take_their_mean_less_the_phase_they_had_beyond_it() {
+        assert_eq!(
+            expected_wall_ms(&[], None, 40_000),
+            40_000 + RUN_OVERHEAD_MS,
+            "no runs yet"
+        );
+        // A shrink of a convergence failure: passing tries ~40 s, failing ones wait out the final phase, ~100 s. The
+        // confirmation reserve is estimated from the failing ones only, so it is not half what it will take.
+        let passing_and_failing = expected_wall_ms(&[40_000, 42_000, 100_000], Some(40_000), 40_000);
+        let failing = expected_wall_ms(&[100_000], Some(40_000), 40_000);
+        assert_eq!((passing_and_failing, failing), (60_666, 100_000));
+        // Runs of a 40 s phase; the candidate's phase is 17 s: 23 s less, the rest stays.
+        assert_eq!(expected_wall_ms(&[100_000], Some(40_000), 17_000), 77_000);
+        assert_eq!(
+            expected_wall_ms(&[10_000], Some(40_000), 17_000),
+            22_000,
+            "at least the phase and 5 s"
+        );
     }
 }
