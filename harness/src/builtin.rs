@@ -39,6 +39,10 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-partition", include_str!("../../plans/etcd-partition.yaml")),
     ("etcd-disk", include_str!("../../plans/etcd-disk.yaml")),
     ("etcd-mixed", include_str!("../../plans/etcd-mixed.yaml")),
+    (
+        "reference-crash-points",
+        include_str!("../../plans/reference-crash-points.yaml"),
+    ),
     ("iggy-kill", include_str!("../../plans/iggy-kill.yaml")),
     ("iggy-partition", include_str!("../../plans/iggy-partition.yaml")),
     ("iggy-split-brain", include_str!("../../plans/iggy-split-brain.yaml")),

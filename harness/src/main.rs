@@ -182,10 +182,13 @@ enum Command {
         #[arg(long = "mutant", value_parser = mutant_names())]
         mutants: Vec<String>,
         /// Run every mutant (and the correct node) against the general plans (default, reference-mixed,
-        /// reference-swarm, reference-partition: nothing scripted for a bug) instead of the plans written to expose
-        /// each.
+        /// reference-swarm, reference-partition, reference-crash-points: nothing scripted for a bug) instead of the
+        /// plans written to expose each.
         #[arg(long)]
         general: bool,
+        /// Only this plan of the matrix (repeatable), e.g. a general plan just added.
+        #[arg(long = "plan", value_name = "PLAN")]
+        plans: Vec<String>,
         /// Runs at once (each run is a child `faultline run`; a reference cluster at the general plans' rates keeps
         /// well under one core busy).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
@@ -621,6 +624,7 @@ fn dispatch(command: Command) -> Outcome {
             first_seed,
             mutants,
             general,
+            plans,
             parallel,
             store,
             quiet,
@@ -632,6 +636,7 @@ fn dispatch(command: Command) -> Outcome {
             only: mutants,
             first_seed,
             general,
+            plans,
             parallel: parallel as usize,
             quiet,
         }),
@@ -885,6 +890,10 @@ fn analyze_command(dir: &Path) -> Outcome {
 }
 
 fn matrix_command(options: &faultline::matrix::MatrixOptions) -> Outcome {
+    if faultline::matrix::pairs(options).is_empty() {
+        let why = faultline::matrix::nothing_to_run(options);
+        return Err(Failed::bad_input(format!("faultline matrix: {why}")));
+    }
     match faultline::matrix::run_matrix(options) {
         Ok(outcome) => {
             let cells = &outcome.cells;

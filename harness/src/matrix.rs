@@ -34,7 +34,13 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
 /// detection with these only, since a user's own bug has no scripted plan.
-pub const GENERAL_PLANS: &[&str] = &["default", "reference-mixed", "reference-swarm", "reference-partition"];
+pub const GENERAL_PLANS: &[&str] = &[
+    "default",
+    "reference-mixed",
+    "reference-swarm",
+    "reference-partition",
+    "reference-crash-points",
+];
 
 /// What to run.
 pub struct MatrixOptions {
@@ -50,6 +56,8 @@ pub struct MatrixOptions {
     pub first_seed: u64,
     /// Every mutant against the [`GENERAL_PLANS`] instead of the plans written to expose it.
     pub general: bool,
+    /// Only these of the plans (empty: all).
+    pub plans: Vec<String>,
     /// Runs at once.
     pub parallel: usize,
     /// No progress view.
@@ -77,7 +85,10 @@ pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str
         .filter(|(m, _)| options.only.is_empty() || options.only.iter().any(|o| o == m))
     {
         let plans: &[&str] = if options.general { GENERAL_PLANS } else { plans };
-        for plan in plans.iter() {
+        for plan in plans
+            .iter()
+            .filter(|p| options.plans.is_empty() || options.plans.iter().any(|o| o == *p))
+        {
             if !all_plans.contains(plan) {
                 all_plans.push(plan);
             }
@@ -88,8 +99,36 @@ pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str
     pairs
 }
 
+/// Why `options` select no run: the `--plan` names that none of the selected mutants' plans has.
+pub fn nothing_to_run(options: &MatrixOptions) -> String {
+    let mut offered: Vec<&str> = Vec::new();
+    for (mutant, plans) in MUTANTS {
+        if options.only.is_empty() || options.only.iter().any(|o| o == mutant) {
+            for plan in if options.general { GENERAL_PLANS } else { plans } {
+                if !offered.contains(plan) {
+                    offered.push(plan);
+                }
+            }
+        }
+    }
+    format!(
+        "no run selected: --plan {} is not among the plans of this matrix ({}{})",
+        options.plans.join(", --plan "),
+        offered.join(", "),
+        if options.general {
+            ""
+        } else {
+            "; --general runs the general plans"
+        }
+    )
+}
+
 /// Runs the matrix and writes it.
 pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
+    let pairs = pairs(options);
+    if pairs.is_empty() {
+        anyhow::bail!("{}", nothing_to_run(options));
+    }
     let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .chars()
@@ -98,7 +137,6 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
     let dir = options.store_root.join("matrix").join(&stamp);
     let plans_dir = dir.join("plans");
     std::fs::create_dir_all(&plans_dir).with_context(|| format!("cannot create {}", plans_dir.display()))?;
-    let pairs = pairs(options);
     let mut cells = Vec::new();
     let mut refs = Vec::new();
     for (mutant, plan_name) in &pairs {
@@ -272,6 +310,7 @@ mod tests {
             only: only.iter().map(|m| m.to_string()).collect(),
             first_seed: 1,
             general,
+            plans: Vec::new(),
             parallel: 2,
             quiet: true,
         }
@@ -307,5 +346,26 @@ mod tests {
                 (None, "reference-power-loss"),
             ]
         );
+    }
+
+    #[test]
+    fn given_plans_when_paired_should_run_only_those_and_name_what_was_offered_when_none_match() {
+        let mut options = options(true, &["no-fsync"]);
+        options.plans = vec!["reference-crash-points".into()];
+        assert_eq!(
+            pairs(&options),
+            vec![
+                (Some("no-fsync"), "reference-crash-points"),
+                (None, "reference-crash-points")
+            ]
+        );
+        options.general = false;
+        assert!(
+            pairs(&options).is_empty(),
+            "no-fsync's own plan is reference-power-loss"
+        );
+        let message = nothing_to_run(&options);
+        assert!(message.contains("--plan reference-crash-points"), "{message}");
+        assert!(message.contains("(reference-power-loss; --general"), "{message}");
     }
 }
