@@ -26,7 +26,7 @@ const EXIT_HARNESS_ERROR: u8 = 255;
 const EXIT_CODES: &str = "\
 Exit codes:
   0    valid (campaign, certify: every seed valid; matrix: every mutant caught, no false alarm)
-  1    invalid: a check failed (matrix: a mutant missed, or the correct node flagged; triage: a new failure class)
+  1    invalid: a check failed (matrix: a mutant no plan caught, or the correct node flagged; triage: a new failure class)
   2    unknown: a check could not decide, or nothing ran
   130  interrupted (campaign, certify, shrink, matrix)
   254  bad input: arguments, plan, suite, history file, or a folder that is not a run or store
@@ -199,7 +199,7 @@ enum Command {
         /// No progress view.
         #[arg(long)]
         quiet: bool,
-        /// Print the detection matrix (matrix.json's cells) on stdout at the end (human output goes to stderr).
+        /// Print the detection matrix (matrix.json: per mutant and per cell) on stdout at the end (human output goes to stderr).
         #[arg(long)]
         json: bool,
     },
@@ -899,13 +899,16 @@ fn matrix_command(options: &faultline::matrix::MatrixOptions) -> Outcome {
             let cells = &outcome.cells;
             print!("{}", faultline::matrix::render_table(cells));
             println!("faultline matrix: {}", outcome.dir.join("matrix.html").display());
-            let missed = cells.iter().any(|c| c.mutant != "correct" && c.detected == 0);
-            let false_alarm = cells.iter().any(|c| c.mutant == "correct" && c.detected > 0);
+            // Per mutant: caught when some plan caught it (a plan without partitions may miss a quorum bug).
+            let lines = faultline_reports::matrix::mutant_lines(cells);
+            let missed = lines.iter().any(|l| l.mutant != "correct" && !l.is_good());
+            let false_alarm = lines.iter().any(|l| l.mutant == "correct" && !l.is_good());
             let summary = json!({
                 "dir": outcome.dir.display().to_string(),
                 "interrupted": outcome.interrupted,
                 "missed": missed,
                 "false_alarm": false_alarm,
+                "mutants": lines,
                 "cells": cells,
             });
             if outcome.interrupted {

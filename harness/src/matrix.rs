@@ -76,15 +76,19 @@ pub struct MatrixOutcome {
     pub interrupted: bool,
 }
 
+/// The mutants selected (`--mutant`), each with the plans it runs against before `--plan` filters them.
+fn offered(options: &MatrixOptions) -> impl Iterator<Item = (&'static str, &'static [&'static str])> + '_ {
+    MUTANTS
+        .iter()
+        .filter(|(m, _)| options.only.is_empty() || options.only.iter().any(|o| o == m))
+        .map(|(mutant, plans)| (*mutant, if options.general { GENERAL_PLANS } else { *plans }))
+}
+
 /// The (mutant, plan) pairs to run, mutants first, then the correct node (`None`) against every plan they use.
 pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str)> {
     let mut pairs = Vec::new();
     let mut all_plans: Vec<&str> = Vec::new();
-    for (mutant, plans) in MUTANTS
-        .iter()
-        .filter(|(m, _)| options.only.is_empty() || options.only.iter().any(|o| o == m))
-    {
-        let plans: &[&str] = if options.general { GENERAL_PLANS } else { plans };
+    for (mutant, plans) in offered(options) {
         for plan in plans
             .iter()
             .filter(|p| options.plans.is_empty() || options.plans.iter().any(|o| o == *p))
@@ -92,7 +96,7 @@ pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str
             if !all_plans.contains(plan) {
                 all_plans.push(plan);
             }
-            pairs.push((Some(*mutant), *plan));
+            pairs.push((Some(mutant), *plan));
         }
     }
     pairs.extend(all_plans.into_iter().map(|plan| (None, plan)));
@@ -101,20 +105,16 @@ pub fn pairs(options: &MatrixOptions) -> Vec<(Option<&'static str>, &'static str
 
 /// Why `options` select no run: the `--plan` names that none of the selected mutants' plans has.
 pub fn nothing_to_run(options: &MatrixOptions) -> String {
-    let mut offered: Vec<&str> = Vec::new();
-    for (mutant, plans) in MUTANTS {
-        if options.only.is_empty() || options.only.iter().any(|o| o == mutant) {
-            for plan in if options.general { GENERAL_PLANS } else { plans } {
-                if !offered.contains(plan) {
-                    offered.push(plan);
-                }
-            }
+    let mut offered_plans: Vec<&str> = Vec::new();
+    for plan in offered(options).flat_map(|(_, plans)| plans) {
+        if !offered_plans.contains(plan) {
+            offered_plans.push(plan);
         }
     }
     format!(
         "no run selected: --plan {} is not among the plans of this matrix ({}{})",
         options.plans.join(", --plan "),
-        offered.join(", "),
+        offered_plans.join(", "),
         if options.general {
             ""
         } else {
@@ -123,12 +123,10 @@ pub fn nothing_to_run(options: &MatrixOptions) -> String {
     )
 }
 
-/// Runs the matrix and writes it.
+/// Runs the matrix and writes it. The caller checks first that [`pairs`] selects something ([`nothing_to_run`] says
+/// why not).
 pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
     let pairs = pairs(options);
-    if pairs.is_empty() {
-        anyhow::bail!("{}", nothing_to_run(options));
-    }
     let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .chars()
@@ -165,6 +163,8 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
             median_detection_ms: None,
             caught_by: BTreeMap::new(),
             store_dirs: Vec::new(),
+            seeds: Vec::new(),
+            detected_seeds: Vec::new(),
         });
     }
     let jobs: Vec<schedule::Cell> = (0..refs.len())
@@ -207,6 +207,7 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
             .position(|r| r.source.source == row.plan_source)
             .context("a run of a plan the matrix did not start")?;
         tally_row(&mut cells[index], &mut detection_ms[index], row, &store_root);
+        cells[index].seeds.push(row.seed);
         if let Some(dir) = &row.store_dir {
             dirs[index].push((row.seed, store_root.join(dir).display().to_string()));
         }
@@ -216,6 +217,8 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
         ms.sort_unstable();
         cell.median_detection_ms = ms.get(ms.len() / 2).copied();
         dirs.sort_unstable();
+        cell.seeds.sort_unstable();
+        cell.detected_seeds.sort_unstable();
         cell.store_dirs = dirs.into_iter().map(|(_, dir)| dir).collect();
     }
     write_matrix(&dir, &cells)?;
@@ -234,7 +237,12 @@ fn tally_row(cell: &mut Cell, detection_ms: &mut Vec<u64>, row: &SeedRow, store_
         serde_json::from_str::<Results>(&text).ok()
     });
     match results {
-        Some(results) if row.verdict != Verdict::Unknown => tally(cell, detection_ms, &results),
+        Some(results) if row.verdict != Verdict::Unknown => {
+            if results.verdict == Verdict::Invalid {
+                cell.detected_seeds.push(row.seed);
+            }
+            tally(cell, detection_ms, &results)
+        }
         _ => {
             cell.runs += 1;
             cell.unknown += 1;
@@ -264,12 +272,36 @@ fn tally(cell: &mut Cell, detection_ms: &mut Vec<u64>, results: &Results) {
     }
 }
 
-/// The matrix as a plain-text table.
+/// The matrix as plain-text tables: per mutant (the verdict), then per (mutant, plan) cell.
 pub fn render_table(cells: &[Cell]) -> String {
     let mut out = format!(
+        "{:<26} {:>26} {:>12} {}\n",
+        "mutant", "seeds caught by some plan", "runs caught", "caught by"
+    );
+    for line in faultline_reports::matrix::mutant_lines(cells) {
+        let plans: Vec<String> = line
+            .caught_by_plans
+            .iter()
+            .map(|(plan, detected, runs)| format!("{plan} {detected}/{runs}"))
+            .collect();
+        let verdict = match (line.mutant == "correct", line.is_good()) {
+            (false, false) => "  MISSED",
+            (true, false) => "  FALSE ALARM",
+            _ => "",
+        };
+        out.push_str(&format!(
+            "{:<26} {:>26} {:>12} {}{verdict}\n",
+            line.mutant,
+            format!("{}/{}", line.caught_seeds, line.seeds),
+            format!("{}/{}", line.detected, line.runs),
+            plans.join(", ")
+        ));
+    }
+    out.push('\n');
+    out.push_str(&format!(
         "{:<26} {:<30} {:>9} {:>12} {}\n",
         "mutant", "plan", "detected", "median ms", "caught by"
-    );
+    ));
     for cell in cells {
         let median = cell.median_detection_ms.map_or("-".to_string(), |ms| ms.to_string());
         let unknown = if cell.unknown > 0 {
@@ -290,7 +322,11 @@ pub fn render_table(cells: &[Cell]) -> String {
 }
 
 fn write_matrix(dir: &Path, cells: &[Cell]) -> anyhow::Result<()> {
-    faultline_reports::write_atomic(&dir.join("matrix.json"), &serde_json::to_vec_pretty(cells)?)?;
+    let matrix = serde_json::json!({
+        "mutants": faultline_reports::matrix::mutant_lines(cells),
+        "cells": cells,
+    });
+    faultline_reports::write_atomic(&dir.join("matrix.json"), &serde_json::to_vec_pretty(&matrix)?)?;
     faultline_reports::write_atomic(
         &dir.join("matrix.html"),
         faultline_reports::matrix::render_html(cells).as_bytes(),
