@@ -95,7 +95,8 @@ enum Command {
         /// Wall-clock budget, confirmation runs included, e.g. 30m.
         #[arg(long, default_value = "30m", value_parser = parse_millis)]
         budget: Millis,
-        /// Runs per candidate before it counts as passing (real processes are not deterministic).
+        /// Runs per candidate before it counts as passing (real processes are not deterministic): dropping faults
+        /// needs one failing try, a shorter phase, duration or workload a majority.
         #[arg(long, default_value_t = 5)]
         tries: u32,
         /// Runs at once (the tries of a candidate run in parallel).

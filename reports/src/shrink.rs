@@ -39,11 +39,18 @@ pub struct Step {
     pub plan: String,
     /// Its runs.
     pub tries: Vec<Try>,
-    /// Whether it failed the same way (and so became the best).
+    /// Whether it failed the same way often enough (and so became the best).
     pub failed: bool,
+    /// How many tries had to fail the same way for it to count (1 for the faults; a majority for refinements).
+    #[serde(default = "one")]
+    pub need: u32,
     /// It passed the tries it had, but the budget or a Ctrl-C ended it before all of them ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// How a shrink ended (`shrink/shrink.json` of the run).
@@ -155,6 +162,10 @@ pub fn render(report: &ShrinkReport) -> String {
                                 (step.tries.iter().filter(|t| t.reproduced).count()) " of " (step.tries.len()) " failed"
                             } @else if step.failed { "still fails (kept)" }
                             @else if step.tries.is_empty() { "not run" }
+                            @else if step.tries.iter().any(|t| t.reproduced) {
+                                "failed " (step.tries.iter().filter(|t| t.reproduced).count()) " of "
+                                (step.tries.len()) ", needed " (step.need) " (rejected)"
+                            }
                             @else if step.cut_short { "passed the tries it had (stopped)" }
                             @else { "passes (rejected)" }
                         }
@@ -196,6 +207,7 @@ mod tests {
                     wall_ms: 40000,
                 }],
                 failed: true,
+                need: 1,
                 cut_short: false,
             }],
             reproduced: 9,
