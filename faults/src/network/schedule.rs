@@ -565,13 +565,12 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         let Some(grudge) = self.grudge_of(fault.id, grudge.as_ref()).await else {
             return false;
         };
-        let grudge = &grudge;
         let replaced = self.holds.lock().partition.replace((fault.id, *shape));
         let mut value = json!({
             "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
             "backend": network.kind(),
         });
-        let applied = match network.apply(grudge).await {
+        let applied = match network.apply(&grudge).await {
             Ok(()) => true,
             Err(error) => {
                 self.holds.lock().partition = None;
