@@ -99,6 +99,10 @@ enum Command {
         /// needs one failing try, a shorter phase, duration or workload a majority.
         #[arg(long, default_value_t = 5)]
         tries: u32,
+        /// Failing tries a candidate needs at every stage, for a failure that shows in few runs (e.g. --tries 4
+        /// --need 2); default: one to drop faults, a majority of --tries for the refinements.
+        #[arg(long)]
+        need: Option<u32>,
         /// Runs at once (the tries of a candidate run in parallel).
         #[arg(long, default_value_t = 1)]
         parallel: usize,
@@ -559,6 +563,7 @@ fn dispatch(command: Command) -> Outcome {
             run_dir,
             budget,
             tries,
+            need,
             parallel,
             confirm,
             store,
@@ -576,6 +581,7 @@ fn dispatch(command: Command) -> Outcome {
             run_dir,
             budget: budget.duration(),
             tries: tries.max(1),
+            need,
             parallel: parallel.max(1),
             confirm,
             quiet,
@@ -812,6 +818,12 @@ fn finish_run_command(
 }
 
 fn shrink_command(options: faultline::shrink::ShrinkOptions) -> Outcome {
+    if let Some(need) = options.need.filter(|need| !(1..=options.tries).contains(need)) {
+        return Err(Failed::bad_input(format!(
+            "faultline shrink: --need {need} is not between 1 and --tries {}: a candidate runs at most {} times",
+            options.tries, options.tries
+        )));
+    }
     match faultline::shrink::shrink(options) {
         Ok(report) => {
             let dir = Path::new(&report.source).join("shrink");

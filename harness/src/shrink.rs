@@ -9,7 +9,8 @@
 //! phase, shorter faults, a smaller workload) trade the odds of failing for size: kept on one failing try each, they
 //! compound (measured: a view-change-max-op shrink whose tries failed about half the time all along ended at 7 of
 //! 10). So a refinement counts as failing only when a majority of its tries fail (2 of 3): the plan a person gets
-//! fails about as often as the one before it.
+//! fails about as often as the one before it. `need` sets one count for every stage (for a failure that shows in
+//! few runs, where one failing try of a smaller schedule says little).
 //!
 //! The search (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002):
 //! 1. the exact replay of every recorded fault ([`crate::replay`]) must fail, else there is nothing to shrink;
@@ -57,6 +58,8 @@ pub struct ShrinkOptions {
     pub budget: Duration,
     /// Runs per candidate before it counts as passing.
     pub tries: u32,
+    /// Failing tries a candidate needs at every stage (default: [`needed_failures`]); at most `tries`.
+    pub need: Option<u32>,
     /// Runs at once (tries of one candidate run in parallel).
     pub parallel: usize,
     /// Fresh runs of the result that measure its reproduction rate.
@@ -249,7 +252,11 @@ impl Search {
         if self.stopped.is_some() {
             return Ok(None);
         }
-        let need = needed_failures(stage, self.options.tries);
+        let need = self
+            .options
+            .need
+            .unwrap_or_else(|| needed_failures(stage, self.options.tries))
+            .clamp(1, self.options.tries);
         let number = self.steps.len() + 1;
         let plan_file = format!("candidates/{number:03}.yaml");
         self.write_plan(

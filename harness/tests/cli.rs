@@ -211,6 +211,10 @@ fn given_inputs_that_are_not_what_a_command_needs_when_run_should_exit_254() {
         (vec!["matrix", "--parallel", "0"], "a matrix with no runs at once"),
         (vec!["shrink", "/nonexistent/run"], "shrink of a missing folder"),
         (
+            vec!["shrink", "--tries", "3", "--need", "4", "/nonexistent/run"],
+            "more failing tries needed than tries",
+        ),
+        (
             vec!["run", "--replay", "/nonexistent/run"],
             "replay of a missing folder",
         ),
@@ -223,6 +227,16 @@ fn given_inputs_that_are_not_what_a_command_needs_when_run_should_exit_254() {
         let output = faultline().args(&args).current_dir(empty.path()).output().unwrap();
         assert_eq!(output.status.code(), Some(254), "{what}: {}", explain(&output));
     }
+    let need = faultline()
+        .args(["shrink", "--tries", "3", "--need", "4"])
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&need.stderr);
+    assert!(
+        stderr.contains("--need 4 is not between 1 and --tries 3"),
+        "checked before the run folder: {stderr}"
+    );
     for command in ["shrink", "run --replay"] {
         let output = faultline().args(command.split(' ')).arg(empty.path()).output().unwrap();
         assert_eq!(

@@ -434,6 +434,7 @@ pub fn shrink_new_classes(
             store_root: store_root.to_path_buf(),
             budget: share,
             tries: 3,
+            need: None,
             parallel,
             confirm: 10,
             class: Some(class.clone()),
