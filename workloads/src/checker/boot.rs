@@ -66,6 +66,9 @@ struct NodeBoots {
     io_exits: Vec<String>,
     /// Legitimate refusals to boot (after recorded surgery).
     legit: u64,
+    /// The first refusal to boot on a disk nothing corrupted, among `problems`: the worst a node can do at boot, so
+    /// the check's reason leads with it (not with a node that merely booted late).
+    first_clean_refusal: Option<String>,
 }
 
 impl NodeBoots {
@@ -160,7 +163,8 @@ impl Boot {
             })
             .collect();
         let details = Value::Object(details);
-        if let Some(first) = problems.first() {
+        let worst = nodes.values().find_map(|n| n.first_clean_refusal.as_ref());
+        if let Some(first) = worst.or(problems.first()) {
             let more = if problems.len() > 1 {
                 format!(" (and {} more)", problems.len() - 1)
             } else {
@@ -239,14 +243,13 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
             entry.legit += 1;
         }
     } else {
-        entry.problem(
-            event.time_ns,
-            format!(
-                "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
-                event.f,
-                event.time_ns as f64 / 1e9
-            ),
+        let problem = format!(
+            "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
+            event.f,
+            event.time_ns as f64 / 1e9
         );
+        entry.first_clean_refusal.get_or_insert_with(|| problem.clone());
+        entry.problem(event.time_ns, problem);
     }
 }
 
@@ -282,6 +285,32 @@ mod tests {
         let result = check_boot(&h);
         assert_eq!(result.verdict, Verdict::Invalid);
         assert!(result.reason.contains("does not chain"), "{}", result.reason);
+    }
+
+    #[test]
+    fn given_a_late_node_and_a_refusal_on_a_clean_disk_when_checked_should_lead_with_the_refusal() {
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            restart_all(),
+            lifecycle("boot-timeout", "n1", json!({"timeout_ms": 20000})),
+            lifecycle(
+                "boot-refused",
+                "n2",
+                json!({"line": "interior WAL corruption at pos 9: op 3 does not chain to op 2"}),
+            ),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result
+                .reason
+                .starts_with("n2 refused to boot on a disk nothing corrupted"),
+            "{}",
+            result.reason
+        );
+        assert!(result.reason.ends_with("(and 1 more)"), "{}", result.reason);
+        assert_eq!(result.details["n1"]["problems"].as_array().unwrap().len(), 1);
     }
 
     #[test]
