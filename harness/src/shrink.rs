@@ -559,13 +559,13 @@ impl Search {
                     }
                 }
             }
+            let reproduced = done.iter().filter(|t| t.reproduced).count();
             self.bar.set_message(format!(
-                "{label} · try {}/{tries}{}",
-                started,
-                if done.iter().any(|t| t.reproduced) {
-                    " · reproduced"
-                } else {
-                    ""
+                "{label} · try {started}/{tries}{}",
+                match (reproduced, need) {
+                    (0, _) => String::new(),
+                    (n, Some(need)) if need > 1 => format!(" · reproduced {n} of the {need} needed"),
+                    (n, _) => format!(" · reproduced {n}"),
                 }
             ));
             std::thread::sleep(Duration::from_millis(100));
