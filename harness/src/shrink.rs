@@ -273,25 +273,30 @@ impl Search {
         let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
         let failed = reproduced >= need;
         let complete = !tries.is_empty() && (failed || tries.len() as u32 - reproduced > self.options.tries - need);
-        self.say(&format!(
-            "step {number} {stage}: {change} — {} ({reproduced} of {} tr{} failed{})",
-            if failed {
-                "still fails"
-            } else if tries.is_empty() {
-                "not run"
-            } else if !complete {
-                "passed the tries it had before the search stopped"
-            } else {
-                "passes"
-            },
-            tries.len(),
-            if tries.len() == 1 { "y" } else { "ies" },
-            if need > 1 {
-                format!(", {need} needed")
-            } else {
-                String::new()
-            }
-        ));
+        let outcome = if failed {
+            "still fails"
+        } else if tries.is_empty() {
+            "not run: the search stopped first"
+        } else if !complete {
+            "passed the tries it had before the search stopped"
+        } else {
+            "passes"
+        };
+        let counts = if tries.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({reproduced} of {} tr{} failed{})",
+                tries.len(),
+                if tries.len() == 1 { "y" } else { "ies" },
+                if need > 1 {
+                    format!(", {need} needed")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        self.say(&format!("step {number} {stage}: {change} — {outcome}{counts}"));
         self.steps.push(Step {
             number,
             stage: stage.to_string(),
@@ -413,7 +418,7 @@ impl Search {
             |c| {
                 (c.concurrency > 1).then(|| {
                     c.concurrency = (c.concurrency / 2).max(1);
-                    format!("{} clients", c.concurrency)
+                    format!("{} client{}", c.concurrency, if c.concurrency == 1 { "" } else { "s" })
                 })
             },
             |c| {
