@@ -104,6 +104,11 @@ pub struct TriggerSpec {
     /// The condition counts only when observed before this offset of the fault phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_after: Option<Millis>,
+    /// If the trigger has not applied a fault by this offset of the fault phase, it applies one then anyway, about
+    /// the node its condition names (a replayed fault whose observation did not come: the fault still happens, late,
+    /// rather than not at all). A firing that was skipped (its target down) has not applied one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<Millis>,
     /// The fault.
     #[serde(rename = "do")]
     pub action: TriggeredFaultSpec,
@@ -223,6 +228,24 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// The one node it is about, if it names one.
+    pub fn node(&self) -> Option<usize> {
+        let filter = match self {
+            Condition::Restarted(f)
+            | Condition::ViewChange(f)
+            | Condition::PrimaryChanged(f)
+            | Condition::StalePrimary(f)
+            | Condition::Repairing(f)
+            | Condition::Repaired(f) => *f,
+            Condition::Lagging(lagging) => lagging.node,
+            Condition::Log(log) => log.node,
+        };
+        match filter {
+            NodeFilter::Node(node) => Some(node),
+            NodeFilter::Any => None,
+        }
+    }
+
     /// Its name, as recorded.
     pub fn name(&self) -> &'static str {
         match self {
@@ -436,6 +459,20 @@ pub struct TriggeredFaultSpec {
     pub duration: MillisRange,
 }
 
+impl TriggeredFaultSpec {
+    /// Whether whom it hits depends on the subject of the observation.
+    pub fn about_subject(&self) -> bool {
+        match self.kind {
+            TriggeredKind::Kill | TriggeredKind::Pause | TriggeredKind::PowerLoss | TriggeredKind::Io => matches!(
+                self.targets,
+                None | Some(TriggerTarget::Subject) | Some(TriggerTarget::NotSubject)
+            ),
+            TriggeredKind::Partition => self.cut.is_empty() && self.shape == Some(TriggerShape::IsolateSubject),
+            TriggeredKind::Link => matches!(self.links, None | Some(TriggerLinks::Subject)),
+        }
+    }
+}
+
 /// What the harness can do that a trigger's validation depends on.
 #[derive(Debug, Clone, Copy)]
 pub struct TriggerCapabilities {
@@ -516,6 +553,22 @@ impl TriggerSpec {
                 return Err(format!(
                     "`not_before: {}ms` is not before `not_after: {}ms`: the trigger could never fire",
                     from.0, until.0
+                ));
+            }
+        }
+        if let Some(otherwise) = self.otherwise {
+            if let Some(from) = self.not_before.filter(|from| otherwise.0 < from.0) {
+                return Err(format!(
+                    "`otherwise: {}ms` is before `not_before: {}ms`: the fault would come before the trigger watches",
+                    otherwise.0, from.0
+                ));
+            }
+            if self.action.about_subject() && self.when.node().is_none() {
+                return Err(format!(
+                    "`otherwise` fires without an observation, so a `{}` fault about the subject needs a condition \
+                     about one node (e.g. `{{{}: n2}}`)",
+                    self.action.kind.name(),
+                    self.when.name()
                 ));
             }
         }
@@ -747,11 +800,15 @@ struct Pending {
     delay_ms: u64,
     subject: Option<usize>,
     observed: Instant,
+    /// Its `otherwise` came without the observation.
+    otherwise: bool,
 }
 
 struct TriggerState {
     rng: ChaCha8Rng,
     fires: u32,
+    /// Its `otherwise` offset has passed (it fired then, or had already applied a fault).
+    otherwise_done: bool,
     quiet_until: Option<Instant>,
     pending: Option<Pending>,
     regex: Option<regex::Regex>,
@@ -804,6 +861,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             .map(|(i, spec)| TriggerState {
                 rng: crate::rng::stream(seed, &format!("trigger-{i}")),
                 fires: 0,
+                otherwise_done: false,
                 quiet_until: None,
                 pending: None,
                 regex: match &spec.when {
@@ -851,6 +909,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 .iter()
                 .filter_map(|s| s.pending.as_ref().map(|p| p.due))
                 .chain(self.active.iter().map(|(end, _)| *end))
+                .chain(self.otherwise_due(phase_start))
                 .min();
             let sleep = async {
                 match next {
@@ -1103,12 +1162,41 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             delay_ms,
             subject: held.subject,
             observed: held.observed,
+            otherwise: false,
         });
+    }
+
+    /// When the next `otherwise` comes, of a trigger that has applied no fault and is not about to.
+    fn otherwise_due(&self, phase_start: Instant) -> Option<Instant> {
+        self.specs
+            .iter()
+            .zip(&self.states)
+            .filter(|(_, state)| !state.otherwise_done && state.fires == 0 && state.pending.is_none())
+            .filter_map(|(spec, _)| spec.otherwise.map(|at| phase_start + Duration::from_millis(at.0)))
+            .min()
     }
 
     /// Applies every firing that is due and ends every triggered fault whose time is up.
     async fn due(&mut self, phase_start: Instant) {
         let now = Instant::now();
+        for (spec, state) in self.specs.iter().zip(&mut self.states) {
+            let Some(at) = spec.otherwise.map(|at| phase_start + Duration::from_millis(at.0)) else {
+                continue;
+            };
+            if state.otherwise_done || at > now {
+                continue;
+            }
+            state.otherwise_done = true;
+            if state.fires == 0 && state.pending.is_none() {
+                state.pending = Some(Pending {
+                    due: now,
+                    delay_ms: 0,
+                    subject: spec.when.node(),
+                    observed: now,
+                    otherwise: true,
+                });
+            }
+        }
         let (ending, active): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
             .into_iter()
             .partition(|(end, _)| *end <= now);
@@ -1136,6 +1224,9 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             "trigger": trigger, "condition": spec.when.name(), "subject": pending.subject.map(node_name),
             "action": spec.action.kind.name(), "delay_ms": pending.delay_ms, "latency_ms": latency_ms,
         });
+        if pending.otherwise {
+            value["otherwise"] = Value::from(true);
+        }
         let phase_at = started.saturating_duration_since(phase_start).as_millis() as u64;
         let outcome = match self.until(phase_at) {
             None => Err("inside a stable window or at the end of the phase".to_string()),
@@ -1277,6 +1368,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     start_ms: at_ms,
                     duration_ms,
                     action,
+                    takeover: false,
                 };
                 let started = if spec.takeover {
                     network.take_over_partition(&fault).await
@@ -1725,6 +1817,65 @@ mod tests {
         assert_eq!(fired.len(), 1, "{fired:?}");
         assert_eq!(fired[0]["subject"], "n2");
         assert_eq!(lab.names(), ["killn3", "triggern2", "startn3"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_otherwise_when_no_fault_was_applied_by_then_should_apply_it_then_about_the_pinned_node() {
+        let lab = FakeLab::default();
+        // Durations run past the 10 s phase, so each applied fault's clipped duration says when it started.
+        let specs = specs(
+            "- {when: {restarted: n2}, max_fires: 1, not_before: 3s, not_after: 6s, otherwise: 6300ms, \
+             do: {kind: kill, duration: 60s}}\n\
+             - {when: {restarted: n1}, after: 300ms, max_fires: 1, not_before: 3s, not_after: 6s, otherwise: 6300ms, \
+             do: {kind: pause, targets: [n3], duration: 2s}}\n\
+             - {when: {restarted: n1}, after: 500ms, max_fires: 1, not_before: 3s, not_after: 6s, otherwise: 7s, \
+             do: {kind: kill, targets: [n3], duration: 60s}}",
+        );
+        // n2 restarts only before its window; n1 restarts inside theirs.
+        let script = vec![(1000, ready(1)), (4000, ready(0))];
+        run(&lab, &specs, None, 10_000, script).await;
+        let fired = lab.triggers();
+        let shown: Vec<String> = fired
+            .iter()
+            .map(|f| {
+                let how = match (f.get("skipped"), f.get("otherwise")) {
+                    (Some(_), _) => "skipped".to_string(),
+                    (None, Some(_)) => format!("otherwise {}", f["duration_ms"]),
+                    (None, None) => format!("observed {}", f["duration_ms"]),
+                };
+                format!("{} {} {how}", f["trigger"], f["subject"].as_str().unwrap_or("-"))
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                // 300 ms after n1's restart: it applied a fault, so its `otherwise` does nothing.
+                "1 n1 observed 2000",
+                // n3 is paused: skipped, so nothing is applied yet ...
+                "2 n1 skipped",
+                // ... n2 never restarted in its window: at 6.3 s anyway, about n2.
+                "0 n2 otherwise 3700",
+                // ... and at 7 s, with n3 resumed at 6.3 s, trigger 2's kill happens.
+                "2 n1 otherwise 3000",
+            ],
+            "{fired:?}"
+        );
+        assert!(lab.names().contains(&"killn2".to_string()), "{:?}", lab.names());
+    }
+
+    #[test]
+    fn given_otherwise_when_validated_should_need_a_pinned_subject_and_to_come_after_not_before() {
+        let caps = caps();
+        let early =
+            &specs("- {when: {restarted: n2}, not_before: 6s, otherwise: 5s, do: {kind: kill, duration: 1s}}")[0];
+        assert!(early.validate(&caps).unwrap_err().contains("before `not_before"));
+        let anyone = &specs("- {when: {restarted: any}, otherwise: 5s, do: {kind: kill, duration: 1s}}")[0];
+        assert!(anyone.validate(&caps).unwrap_err().contains("about one node"));
+        let named =
+            &specs("- {when: {restarted: any}, otherwise: 5s, do: {kind: kill, targets: [n3], duration: 1s}}")[0];
+        assert_eq!(named.validate(&caps), Ok(()));
+        let pinned = &specs("- {when: {restarted: n2}, otherwise: 5s, do: {kind: kill, duration: 1s}}")[0];
+        assert_eq!(pinned.validate(&caps), Ok(()));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!
 //! The search (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002):
 //! 1. the exact replay of every recorded fault ([`crate::replay`]) must fail, else there is nothing to shrink;
-//! 2. the fault phase is cut to just after the last fault (runs get shorter for every step after);
+//! 2. when the run showed the failure inside its fault phase, the faults after that first evidence are dropped in one
+//!    step; the fault phase is cut to just after the last fault (runs get shorter for every step after);
 //! 3. ddmin over the faults: remove chunks of the list (complements first, since the failure usually needs few
 //!    faults), halving the chunk size when no chunk can go;
 //! 4. each remaining fault's duration is halved while that still fails;
@@ -33,7 +34,7 @@ use crate::plan::Plan;
 use crate::replay::{self, RecordedFault};
 use faultline_reports::results::Results;
 use faultline_reports::shrink::{ShrinkReport, Step, Try};
-use faultline_reports::triage::{findings, Signature};
+use faultline_reports::triage::{check_findings, findings, Signature};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -114,6 +115,8 @@ struct Search {
     bar: ProgressBar,
     stopped: Option<Stop>,
     original_faults: usize,
+    /// When the source run first showed the failure, from the start of its fault phase, if inside the phase.
+    evidence_ms: Option<u64>,
 }
 
 /// What is wrong with the run a shrink was given (not a run, passed, no faults, unknown class): exit 254.
@@ -121,8 +124,9 @@ struct Search {
 #[error("{0}")]
 pub struct BadInput(pub String);
 
-/// The run's plan, its recorded faults and the class to keep failing with, or why it cannot be shrunk.
-fn prepare(options: &ShrinkOptions) -> Result<(Plan, replay::Recorded, Signature), BadInput> {
+/// The run's plan, its recorded faults, the class to keep failing with and when the run first showed it (from the
+/// start of the fault phase, if inside it), or why it cannot be shrunk.
+fn prepare(options: &ShrinkOptions) -> Result<(Plan, replay::Recorded, Signature, Option<u64>), BadInput> {
     let run_dir = options.run_dir.display();
     let (base, recorded) = replay::load(&options.run_dir).map_err(|e| BadInput(format!("{e:#}")))?;
     let bytes = std::fs::read(options.run_dir.join("results.json")).map_err(|e| {
@@ -164,13 +168,29 @@ fn prepare(options: &ShrinkOptions) -> Result<(Plan, replay::Recorded, Signature
             "{run_dir} applied no fault in its fault phase: there is nothing to shrink (its plan fails without faults)"
         )));
     }
-    Ok((base, recorded, target))
+    let evidence_ms = evidence_in_phase(&results, &target, &recorded);
+    Ok((base, recorded, target, evidence_ms))
+}
+
+/// When the check that found `target` saw its first evidence, from the start of the fault phase, if inside it.
+fn evidence_in_phase(results: &Results, target: &Signature, recorded: &replay::Recorded) -> Option<u64> {
+    results
+        .checks
+        .iter()
+        .find(|check| {
+            check_findings(&results.system, check)
+                .iter()
+                .any(|f| &f.signature == target)
+        })
+        .and_then(|check| check.evidence_ns)
+        .map(|ns| ns.saturating_sub(recorded.phase_start_ns) / 1_000_000)
+        .filter(|&ms| ms > 0 && ms < recorded.phase_ms)
 }
 
 /// Shrinks the failing run `options.run_dir`; returns the report (also written to its `shrink/` folder). A run that
 /// cannot be shrunk is a [`BadInput`] error.
 pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
-    let (base, recorded, target) = prepare(&options)?;
+    let (base, recorded, target, evidence_ms) = prepare(&options)?;
     let shrink_dir = options.run_dir.join("shrink");
     std::fs::create_dir_all(shrink_dir.join("candidates"))?;
     install_stop_signals();
@@ -203,6 +223,7 @@ pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
         run_wall_ms: Vec::new(),
         bar,
         stopped: None,
+        evidence_ms,
     };
     search.say(&format!(
         "shrinking {} ({} faults) while it fails with {} [{}]",
@@ -239,6 +260,7 @@ impl Search {
             }
             return Ok(report);
         }
+        self.drop_after_evidence()?;
         self.shorten_phase()?;
         self.ddmin()?;
         self.start_earlier()?;
@@ -354,16 +376,35 @@ impl Search {
         Ok(())
     }
 
+    /// Drops, in one step, every fault that started after the source run first showed the failure inside its fault
+    /// phase (a refusal to boot, a stale read): what came after the evidence did not cause it. One try instead of
+    /// the ddmin steps that would find the same, a few faults at a time.
+    fn drop_after_evidence(&mut self) -> anyhow::Result<()> {
+        let Some(evidence_ms) = self.evidence_ms else {
+            return Ok(());
+        };
+        let mut candidate = self.best.clone();
+        candidate.faults.retain(|f| f.start_ms < evidence_ms);
+        let dropped = self.best.faults.len() - candidate.faults.len();
+        if dropped == 0 || candidate.faults.is_empty() {
+            return Ok(());
+        }
+        let change = format!(
+            "without the {dropped} fault(s) that started after the first evidence at {}",
+            replay::seconds(evidence_ms)
+        );
+        self.test("faults", change, &candidate)?;
+        Ok(())
+    }
+
     /// Cuts the phase to just after the last fault.
     fn shorten_phase(&mut self) -> anyhow::Result<()> {
         let last_end = self
             .best
             .faults
             .iter()
-            .map(|f| match &f.anchor {
-                Some(anchor) => (anchor.observed_ms + 2000).max(f.start_ms) + f.duration_ms,
-                None => f.start_ms + f.duration_ms,
-            })
+            // An anchored fault may come as late as its `otherwise`, when the observation does not come.
+            .map(|f| replay::latest_start_ms(f) + f.duration_ms)
             .max()
             .unwrap_or(0);
         let phase_ms = (last_end + PHASE_TAIL_MS).max(5000);
@@ -792,6 +833,38 @@ fn expected_wall_ms(walls: &[(u64, u64)], phase_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_a_failure_first_seen_in_the_fault_phase_when_prepared_should_give_its_offset_from_the_phase_start() {
+        let results = |evidence_ns: u64| -> Results {
+            serde_json::from_value(serde_json::json!({"schema_version": 1, "faultline_version": "t",
+                "verdict": "invalid", "reason": "", "plan": "p", "system": "reference", "seed": 1, "started_at": "",
+                "duration_ms": 0, "store_dir": "", "repro": "",
+                "checks": [
+                    {"name": "liveness", "verdict": "invalid", "reason": "no write within 30000 ms after heal",
+                     "evidence_ns": 1_000_000_000u64},
+                    {"name": "linearizability", "verdict": "invalid", "reason": "not linearizable",
+                     "evidence_ns": evidence_ns}],
+                "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0, "open": 0, "nemesis": 0, "lifecycle": 0}}))
+            .expect("a minimal results.json")
+        };
+        let recorded = replay::Recorded {
+            seed: 1,
+            faults: Vec::new(),
+            phase_ms: 30_000,
+            phase_start_ns: 2_000_000_000,
+        };
+        let in_phase = results(12_500_000_000);
+        let target = findings(&in_phase)
+            .into_iter()
+            .map(|f| f.signature)
+            .find(|s| s.check == "linearizability")
+            .expect("a linearizability finding");
+        // The linearizability check's evidence, not the liveness check's (another class).
+        assert_eq!(evidence_in_phase(&in_phase, &target, &recorded), Some(10_500));
+        // Evidence after the phase (in the final restart) cuts nothing.
+        assert_eq!(evidence_in_phase(&results(40_000_000_000), &target, &recorded), None);
+    }
 
     /// ddmin with a failure that needs items `needed` (any superset fails); returns the result and the tests run.
     fn minimize(len: usize, needed: &[usize]) -> (Vec<usize>, usize) {

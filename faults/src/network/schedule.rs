@@ -172,6 +172,10 @@ pub struct ScriptedNetworkFault {
     pub fault: Option<LinkFault>,
     /// How long it lasts.
     pub duration: Millis,
+    /// A cut replaces the partition in force instead of being skipped (a replay's cut: at this moment the recorded
+    /// network was in exactly this grudge, whatever an earlier fault that lingers longer in the replay holds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub takeover: bool,
 }
 
 impl ScriptedNetworkFault {
@@ -250,10 +254,11 @@ impl NetworkNemesisSpec {
         cuts.sort_by_key(|s| s.at.0);
         if let Some(pair) = cuts
             .windows(2)
-            .find(|pair| pair[0].at.0 + pair[0].duration.0 > pair[1].at.0)
+            .find(|pair| pair[0].at.0 + pair[0].duration.0 > pair[1].at.0 && !pair[1].takeover)
         {
             return Err(format!(
-                "scripted cuts at {}ms and {}ms overlap: one partition is in force at a time (list both links in one cut)",
+                "scripted cuts at {}ms and {}ms overlap: one partition is in force at a time (list both links in one \
+                 cut, or give the later one `takeover: true` to replace the earlier)",
                 pair[0].at.0, pair[1].at.0
             ));
         }
@@ -304,6 +309,9 @@ pub struct ScheduledNetworkFault {
     pub duration_ms: u64,
     /// What it does.
     pub action: NetworkAction,
+    /// A partition replaces the one in force instead of being skipped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub takeover: bool,
 }
 
 impl ScheduledNetworkFault {
@@ -359,7 +367,9 @@ pub fn generate(
     }
     for scripted in spec.script.iter().filter(|s| s.at.0 < phase_ms) {
         let duration = scripted.duration.0.min(phase_ms - scripted.at.0);
-        faults.push(scheduled(scripted.at.0, duration, scripted.action(node_count)));
+        let mut fault = scheduled(scripted.at.0, duration, scripted.action(node_count));
+        fault.takeover = scripted.takeover && scripted.fault.is_none();
+        faults.push(fault);
     }
     faults.retain(|f| f.duration_ms > 0);
     faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
@@ -375,6 +385,7 @@ fn scheduled(start_ms: u64, duration_ms: u64, action: NetworkAction) -> Schedule
         start_ms,
         duration_ms,
         action,
+        takeover: false,
     }
 }
 
@@ -482,7 +493,11 @@ impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        self.start_fault(fault).await
+        if fault.takeover {
+            self.take_over_partition(fault).await
+        } else {
+            self.start_fault(fault).await
+        }
     }
 
     async fn stop(&mut self, position: usize) {
@@ -735,6 +750,24 @@ mod tests {
     }
 
     #[test]
+    fn given_a_scripted_cut_that_takes_over_when_validated_should_allow_the_overlap_and_keep_the_takeover() {
+        let spec: NetworkNemesisSpec = serde_saphyr::from_str(
+            "script:\n- {at: 3s, cut: [n1->n2], duration: 1s}\n- {at: 3500ms, cut: [n2->n1], duration: 1s, takeover: true}\n",
+        )
+        .unwrap();
+        assert_eq!(spec.validate(3, BackendKind::Proxy), Ok(()));
+        let schedule = generate(&spec, 3, 10_000, &mut stream(1, "network"));
+        let takeovers: Vec<bool> = schedule.iter().map(|f| f.takeover).collect();
+        assert_eq!(takeovers, [false, true]);
+        let without: NetworkNemesisSpec = serde_saphyr::from_str(
+            "script:\n- {at: 3s, cut: [n1->n2], duration: 1s}\n- {at: 3500ms, cut: [n2->n1], duration: 1s}\n",
+        )
+        .unwrap();
+        let error = without.validate(3, BackendKind::Proxy).unwrap_err();
+        assert!(error.contains("takeover: true"), "{error}");
+    }
+
+    #[test]
     fn given_a_scripted_link_fault_when_generated_should_hold_it_on_exactly_those_links_at_its_time() {
         let spec: NetworkNemesisSpec = serde_saphyr::from_str(
             "script:\n- {at: 3s, links: [n1->n2], fault: {kind: reset}, duration: 300ms}\n\
@@ -895,6 +928,7 @@ mod tests {
                 shape: Shape::IsolateOne,
                 grudge: Some(isolate(3, node)),
             },
+            takeover: false,
         };
         assert!(faults.start_fault(&partition(1, 0)).await);
         assert!(!faults.start_fault(&partition(2, 1)).await, "one partition at a time");
@@ -931,6 +965,7 @@ mod tests {
                 shape: Shape::IsolatePrimary,
                 grudge: None,
             },
+            takeover: false,
         };
         faults.stop_fault(4).await;
         assert!(faults.start_fault(&partition(6, 0)).await);

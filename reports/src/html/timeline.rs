@@ -276,6 +276,14 @@ fn trigger_marker(event: &Event) -> Option<Marker> {
         (format!("{head}: declined ({action}, by its probability)"), "info")
     } else if let Some(why) = v["skipped"].as_str() {
         (format!("{head}: {action} skipped: {why}"), "info")
+    } else if v["otherwise"] == true {
+        (
+            format!(
+                "{head} not seen in its window → {action} (fault {}) anyway, at its `otherwise` time",
+                number("fault_id")
+            ),
+            "warn",
+        )
     } else {
         (
             format!(
@@ -378,6 +386,18 @@ mod tests {
             value,
             error: None,
         }
+    }
+
+    #[test]
+    fn given_a_firing_at_its_otherwise_time_when_marked_should_say_the_condition_was_not_seen() {
+        let fired = json!({"trigger": 4, "condition": "restarted", "subject": "n2", "action": "kill",
+            "delay_ms": 0, "latency_ms": 0, "applied_ms": 3, "fault_id": 1_000_002, "otherwise": true});
+        let marker = trigger_marker(&event(0, 9000, EventKind::Nemesis, "trigger", "n2", fired)).unwrap();
+        assert_eq!(
+            marker.label,
+            "trigger #4: restarted n2 not seen in its window → kill (fault 1000002) anyway, at its `otherwise` time"
+        );
+        assert_eq!(marker.t, 8997.0);
     }
 
     #[test]
