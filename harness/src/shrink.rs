@@ -633,29 +633,40 @@ impl Search {
 
     /// Whether one more run of `candidate` ends within the budget, keeping time for the confirmation.
     fn fits_budget(&self, candidate: &Candidate) -> bool {
-        let expected_ms = self.expected_run_ms(candidate, false);
+        let expected_ms = self.expected_run_ms(candidate);
         // The confirmation reruns a plan that fails: its runs take as long as the failing tries did (a failure often
         // waits out a final-phase timeout, ~100 s where a passing run takes ~40 s), not as long as the average try.
+        // It runs in rounds of `parallel`, each as long as its slowest run: the slowest failing try, not their mean
+        // (measured: an Iggy shrink whose failing tries took 57-118 s reserved 7.5 minutes for 10 runs at
+        // `--parallel 2`, they took 10, and the 45-minute shrink ran 46).
         let reserve_ms = if self.steps.is_empty() {
             0
         } else {
-            self.expected_run_ms(candidate, true).max(expected_ms) * u64::from(self.options.confirm)
-                / self.options.parallel.max(1) as u64
+            let parallel = self.options.parallel.max(1) as u64;
+            let rounds = u64::from(self.options.confirm).div_ceil(parallel);
+            self.slowest_failing_run_ms(candidate).max(expected_ms) * rounds
         };
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         elapsed_ms + expected_ms + reserve_ms <= self.options.budget.as_millis() as u64
     }
 
-    /// The expected wall time of one run of `candidate`, from the tries so far (only the failing ones with
-    /// `failing`); before any, its phase plus overhead.
-    fn expected_run_ms(&self, candidate: &Candidate, failing: bool) -> u64 {
-        let walls: Vec<(u64, u64)> = self
-            .run_wall_ms
+    /// The expected wall time of one run of `candidate`, from the tries so far; before any, its phase plus overhead.
+    fn expected_run_ms(&self, candidate: &Candidate) -> u64 {
+        expected_wall_ms(&self.walls(false), candidate.phase_ms)
+    }
+
+    /// The wall time of a run of `candidate` as slow as the slowest failing try so far.
+    fn slowest_failing_run_ms(&self, candidate: &Candidate) -> u64 {
+        slowest_wall_ms(&self.walls(true), candidate.phase_ms)
+    }
+
+    /// The tries' (wall, phase) so far, only the failing ones with `failing`.
+    fn walls(&self, failing: bool) -> Vec<(u64, u64)> {
+        self.run_wall_ms
             .iter()
             .filter(|run| run.reproduced || !failing)
             .map(|run| (run.wall_ms, run.phase_ms))
-            .collect();
-        expected_wall_ms(&walls, candidate.phase_ms)
+            .collect()
     }
 
     /// The candidate as a plan.
@@ -830,6 +841,15 @@ fn expected_wall_ms(walls: &[(u64, u64)], phase_ms: u64) -> u64 {
     beyond / walls.len() as u64 + phase_ms
 }
 
+/// The wall time of a run of a `phase_ms` fault phase as slow as the slowest of earlier runs' (wall, phase), by its
+/// time beyond its own phase.
+fn slowest_wall_ms(walls: &[(u64, u64)], phase_ms: u64) -> u64 {
+    match walls.iter().map(|(wall, phase)| wall.saturating_sub(*phase)).max() {
+        Some(beyond) => beyond + phase_ms,
+        None => phase_ms + RUN_OVERHEAD_MS,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -945,5 +965,22 @@ mod tests {
         walls.extend(std::iter::repeat_n((73_000, 12_303), 15));
         let estimate = expected_wall_ms(&walls, 12_303);
         assert!((72_000..=74_500).contains(&estimate), "{estimate}");
+    }
+
+    #[test]
+    fn given_failing_tries_of_different_lengths_when_the_confirmation_is_reserved_should_take_the_slowest() {
+        assert_eq!(slowest_wall_ms(&[], 28_000), 28_000 + RUN_OVERHEAD_MS, "no runs yet");
+        // Measured (Iggy, a 28 s phase): failing tries of 57-118 s, the confirmation's runs 110-118 s each.
+        let walls = [
+            (110_181, 27_963),
+            (57_219, 27_963),
+            (110_009, 27_963),
+            (118_000, 30_000),
+        ];
+        assert_eq!(slowest_wall_ms(&walls, 27_963), 118_000 - 30_000 + 27_963);
+        assert!(
+            expected_wall_ms(&walls, 27_963) < 100_000,
+            "the mean would reserve too little"
+        );
     }
 }

@@ -141,7 +141,12 @@ pub fn render_html(cells: &[Cell]) -> String {
             tbody {
                 @for line in &lines {
                     tr class=(if line.is_good() { "good" } else { "bad" }) {
-                        td { (line.mutant) }
+                        @if line.mutant == "correct" {
+                            // Its counts are false alarms, not catches: say so on the row.
+                            td { "correct (no bug): false alarms" }
+                        } @else {
+                            td { (line.mutant) }
+                        }
                         td.detected { (line.caught_seeds) "/" (line.seeds) }
                         td.detected { (line.detected) "/" (line.runs) }
                         td {
@@ -259,6 +264,10 @@ mod tests {
             "{page}"
         );
         assert!(page.contains(crate::pages::PAGES_CSS), "the shared stylesheet");
+        assert!(
+            page.contains("<tr class=\"bad\"><td>correct (no bug): false alarms</td><td class=\"detected\">1/2</td>"),
+            "the per-mutant row of the correct node counts false alarms: {page}"
+        );
     }
 
     #[test]
