@@ -1183,11 +1183,12 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             let Some(at) = spec.otherwise.map(|at| phase_start + Duration::from_millis(at.0)) else {
                 continue;
             };
-            if state.otherwise_done || at > now {
+            // A firing still pending decides first: if it is skipped, the fallback comes right after.
+            if state.otherwise_done || at > now || state.pending.is_some() {
                 continue;
             }
             state.otherwise_done = true;
-            if state.fires == 0 && state.pending.is_none() {
+            if state.fires == 0 {
                 state.pending = Some(Pending {
                     due: now,
                     delay_ms: 0,

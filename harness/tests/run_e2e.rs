@@ -218,9 +218,18 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
         assert_eq!(trigger.value.max_fires, Some(1));
         assert!(trigger.value.not_before.unwrap().0 <= anchor.observed_ms);
         assert!(anchor.observed_ms < trigger.value.not_after.unwrap().0);
+        assert!(trigger.value.otherwise.unwrap().0 >= trigger.value.not_after.unwrap().0 + anchor.delay_ms);
     }
     // What the replay applied: timed faults at scripted offsets (a role resolves when the fault starts, so the node
-    // may differ, and a fault whose targets are all down is skipped; the first finds every node up).
+    // may differ, and a fault whose targets are all down is skipped; the first finds every node up), and anchored
+    // faults whose observation did not come in their window at their trigger's `otherwise` (which of the two a
+    // replay meets depends on its timing).
+    let otherwise: Vec<u64> = plan
+        .nemesis
+        .triggers
+        .iter()
+        .filter_map(|t| t.value.otherwise.map(|o| o.0))
+        .collect();
     let (_, replayed) = faultline::replay::load(&replay_dir).unwrap();
     let applied: Vec<_> = replayed
         .faults
@@ -230,8 +239,9 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
     assert!(!applied.is_empty(), "{replayed:?}");
     for fault in applied {
         assert!(
-            timed.iter().any(|t| t.start_ms.abs_diff(fault.start_ms) < 1000),
-            "{fault} is not a scripted fault: {timed:?}"
+            timed.iter().any(|t| t.start_ms.abs_diff(fault.start_ms) < 1000)
+                || otherwise.iter().any(|&at| at.abs_diff(fault.start_ms) < 1000),
+            "{fault} is neither a scripted fault nor an anchored one at its `otherwise`: {timed:?}, {otherwise:?}"
         );
     }
 }
