@@ -10,7 +10,9 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, fuse_ready, history, netns_ready, one_cluster, prerequisite, results, run_text};
+use support::{
+    after_restart_all, check, explain, fuse_ready, history, netns_ready, one_cluster, prerequisite, results, run_text,
+};
 
 fn etcd_installed() -> Result<(), String> {
     faultline::system::etcd::EtcdSystem::locate(None)
@@ -82,18 +84,7 @@ final_phase:
             .any(|e| e["kind"] == "nemesis" && e["f"] == "start" && e["node"] == killed["node"]),
         "the killed leader was started again"
     );
-    let restart_all = events
-        .iter()
-        .position(|e| e["f"] == "restart-all")
-        .expect("a restart-all event");
-    for node in ["n1", "n2", "n3"] {
-        assert!(
-            events[restart_all..]
-                .iter()
-                .any(|e| e["f"] == "boot-ok" && e["node"] == node),
-            "{node} has no boot-ok after the restart-all"
-        );
-    }
+    after_restart_all(&events, &["n1", "n2", "n3"], "boot-ok");
     assert_eq!(check(&results, "linearizability")["verdict"], "valid");
     assert!(check(&results, "linearizability")["reason"]
         .as_str()

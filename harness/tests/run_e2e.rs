@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{
-    check, explain, faultline, fuse_ready, history, latest, netns_ready, one_cluster, repo_plan_text, results,
-    run_text, tagged_processes, with_bug, write_plan,
+    after_restart_all, check, explain, faultline, fuse_ready, history, latest, netns_ready, one_cluster,
+    repo_plan_text, results, run_text, tagged_processes, with_bug, write_plan,
 };
 
 fn default_plan() -> String {
@@ -50,24 +50,8 @@ fn given_a_short_default_plan_when_run_should_kill_restart_restart_all_boot_ever
     let events = history(run_dir);
     assert!(count(&events, "nemesis", "kill") >= 1, "no kill in the fault phase");
     assert!(count(&events, "nemesis", "start") >= 1, "no restart in the fault phase");
-    let restart_all = events
-        .iter()
-        .position(|e| e["f"] == "restart-all")
-        .expect("a restart-all event");
-    for node in ["n1", "n2", "n3"] {
-        assert!(
-            events[restart_all..]
-                .iter()
-                .any(|e| e["f"] == "boot-ok" && e["node"] == node),
-            "{node} has no boot-ok after the restart-all"
-        );
-        assert!(
-            events[restart_all..]
-                .iter()
-                .any(|e| e["f"] == "verify-ok" && e["node"] == node),
-            "{node} not verified"
-        );
-    }
+    after_restart_all(&events, &["n1", "n2", "n3"], "boot-ok");
+    after_restart_all(&events, &["n1", "n2", "n3"], "verify-ok");
     let results = results(run_dir);
     assert_eq!(results["verdict"], "valid", "{results:#}");
     // Every node was stopped and booted again at least in the restart-all, each boot judged against what it had.

@@ -60,6 +60,22 @@ pub fn history(run_dir: &Path) -> Vec<Value> {
 }
 
 /// A run's results.json.
+/// The index of the `restart-all` event, after asserting that each of `nodes` has an event named `f` (`boot-ok`,
+/// `verify-ok`) after it.
+pub fn after_restart_all(events: &[Value], nodes: &[&str], f: &str) -> usize {
+    let restart_all = events
+        .iter()
+        .position(|e| e["f"] == "restart-all")
+        .expect("a restart-all event");
+    for node in nodes {
+        assert!(
+            events[restart_all..].iter().any(|e| e["f"] == f && e["node"] == *node),
+            "{node} has no {f} after the restart-all"
+        );
+    }
+    restart_all
+}
+
 pub fn results(run_dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
 }
