@@ -96,11 +96,13 @@ enum Command {
         #[arg(long, default_value = "30m", value_parser = parse_millis)]
         budget: Millis,
         /// Runs per candidate before it counts as passing (real processes are not deterministic): dropping faults
-        /// needs one failing try, a shorter phase, duration or workload a majority.
+        /// needs one failing try (a majority once the best plan failed in most of its tries), a shorter phase,
+        /// duration or workload a majority.
         #[arg(long, default_value_t = 5)]
         tries: u32,
         /// Failing tries a candidate needs at every stage, for a failure that shows in few runs (e.g. --tries 4
-        /// --need 2); default: one to drop faults, a majority of --tries for the refinements.
+        /// --need 2); default: one to drop faults (a majority once the best plan failed in most of its tries), a
+        /// majority of --tries for the refinements.
         #[arg(long)]
         need: Option<u32>,
         /// Runs at once (the tries of a candidate run in parallel).

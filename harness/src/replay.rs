@@ -10,10 +10,16 @@
 //! - a fault a trigger fired is **anchored** to what fired it: a one-shot trigger with the same condition, pinned to
 //!   the recorded subject (`{restarted: n2}`, `{log: {pattern: ..., node: n3}}`), counting only within a window
 //!   around the recorded observation, after the recorded delay. On a slower or faster machine it still follows the
-//!   event it followed ("1.2 s after n2 became ready");
-//! - so does a timed kill, pause or power loss of a node within [`RESTART_ANCHOR_MS`] of that node becoming ready
-//!   again: it follows the restart (`{restarted: n2}` + the recorded gap), since how long a restart takes is what
-//!   varies most between runs.
+//!   event it followed ("1.2 s after n2 became ready"). If the observation does not come inside its window, the
+//!   trigger's `otherwise` ([`latest_start_ms`]: the window's end plus the delay) applies the fault anyway, about the
+//!   recorded subject, so one lost observation does not lose every fault that waited for the states after it. A
+//!   fault recorded as such a fallback (`otherwise: true`) replays at its recorded offset;
+//! - a timed kill, pause or power loss of a node within [`RESTART_ANCHOR_MS`] of that node becoming ready again
+//!   is anchored too: it follows the restart (`{restarted: n2}` + the recorded gap), since how long a restart takes
+//!   is what varies most between runs;
+//! - every replayed cut takes over (`takeover: true`): it replaces the partition in force when it starts, as the
+//!   recorded one did, instead of being skipped because an earlier partition, later in the replay than in the
+//!   recording, is still in force.
 //!
 //! Targets: a role the plan wrote (`primary`, `backup`, `next-primary`, `subject`, `not-subject`) is intent and stays
 //! a role; a random pick (`one`, `minority`, a flap's node) was the seed's accident and becomes the nodes it hit.
