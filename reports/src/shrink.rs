@@ -41,7 +41,8 @@ pub struct Step {
     pub tries: Vec<Try>,
     /// Whether it failed the same way often enough (and so became the best).
     pub failed: bool,
-    /// How many tries had to fail the same way for it to count (1 for the faults; a majority for refinements).
+    /// How many tries had to fail the same way for it to count (1 for the faults while the best plan failed now and
+    /// then, else a majority, as for the refinements).
     #[serde(default = "one")]
     pub need: u32,
     /// It passed the tries it had, but the budget or a Ctrl-C ended it before all of them ran.
