@@ -301,7 +301,8 @@ impl Search {
             self.best.faults.len(),
             replay::seconds(self.best.phase_ms)
         );
-        let tries = self.run_plan(&plan_file, candidate, self.options.tries, Some(need), &label)?;
+        let (tries, stopped_once_decided) =
+            self.run_plan(&plan_file, candidate, self.options.tries, Some(need), &label)?;
         let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
         let failed = reproduced >= need;
         let complete = !tries.is_empty() && (failed || tries.len() as u32 - reproduced > self.options.tries - need);
@@ -318,11 +319,16 @@ impl Search {
             String::new()
         } else {
             format!(
-                " ({reproduced} of {} tr{} failed{})",
+                " ({reproduced} of {} tr{} failed{}{})",
                 tries.len(),
                 if tries.len() == 1 { "y" } else { "ies" },
                 if need > 1 {
                     format!(", {need} needed")
+                } else {
+                    String::new()
+                },
+                if stopped_once_decided > 0 {
+                    format!("; {stopped_once_decided} more stopped once decided")
                 } else {
                     String::new()
                 }
@@ -340,6 +346,7 @@ impl Search {
             failed,
             need,
             cut_short: !failed && !complete,
+            stopped_once_decided,
         });
         if failed {
             self.best = candidate.clone();
@@ -515,7 +522,7 @@ impl Search {
         // The confirmation may use what the budget kept for it, and never stops at the first failure.
         let reserved = self.stopped;
         self.stopped = None;
-        let tries = self.run_plan(&plan_file, &best, self.options.confirm, None, &label)?;
+        let (tries, _) = self.run_plan(&plan_file, &best, self.options.confirm, None, &label)?;
         let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
         let runs = tries.len() as u32;
         self.say(&format!(
@@ -533,6 +540,7 @@ impl Search {
             failed: reproduced > 0,
             need: 1,
             cut_short: false,
+            stopped_once_decided: 0,
         });
         if self.stopped.is_none() {
             self.stopped = reserved;
@@ -549,7 +557,7 @@ impl Search {
         tries: u32,
         need: Option<u32>,
         label: &str,
-    ) -> anyhow::Result<Vec<Try>> {
+    ) -> anyhow::Result<(Vec<Try>, u32)> {
         // The confirmation runs in the time the budget kept for it.
         let confirming = need.is_none();
         let request = RunRequest {
@@ -559,7 +567,9 @@ impl Search {
             nodes: None,
         };
         let mut done: Vec<Try> = Vec::new();
-        let mut running: Vec<(std::process::Child, PathBuf, Instant)> = Vec::new();
+        // Each run in flight: its child, log, start, and when it was stopped because the candidate was decided.
+        let mut running: Vec<(std::process::Child, PathBuf, Instant, Option<Instant>)> = Vec::new();
+        let mut superfluous = 0u32;
         let mut started = 0u32;
         let logs = self.shrink_dir.join("logs");
         std::fs::create_dir_all(&logs)?;
@@ -568,6 +578,19 @@ impl Search {
             let reproduced = done.iter().filter(|t| t.reproduced).count() as u32;
             let passed = done.len() as u32 - reproduced;
             let decided = need.is_some_and(|need| reproduced >= need || tries - passed < need);
+            // Once decided, the tries still in flight can change nothing: stop them (Ctrl-C, so each run cleans up
+            // and stays in the store marked interrupted) instead of waiting them out. With two tries in parallel,
+            // the slot the first frees starts a third that the second then makes useless, and the step would wait
+            // for it: ~45 s for a passing Iggy try, ~115 s for a failing one.
+            if decided && self.stopped != Some(Stop::Interrupted) {
+                for (child, _, _, stopped) in running.iter_mut().filter(|run| run.3.is_none()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGINT,
+                    );
+                    *stopped = Some(Instant::now());
+                }
+            }
             let may_start =
                 self.stopped.is_none() && started < tries && running.len() < self.options.parallel.max(1) && !decided;
             if may_start {
@@ -577,7 +600,7 @@ impl Search {
                     started += 1;
                     let log = logs.join(format!("{}-{started}.log", plan_file.replace(['/', '.'], "-")));
                     let child = child::spawn(&request, &self.options.store_root, &log)?;
-                    running.push((child, log, Instant::now()));
+                    running.push((child, log, Instant::now(), None));
                     continue;
                 }
             }
@@ -600,12 +623,22 @@ impl Search {
                     let _ = child.kill();
                 }
             }
+            for (child, .., stopped) in &mut running {
+                if stopped.is_some_and(|at| at.elapsed() > Duration::from_secs(60)) {
+                    let _ = child.kill();
+                }
+            }
             let mut i = 0;
             while i < running.len() {
                 match running[i].0.try_wait()? {
                     None => i += 1,
                     Some(status) => {
-                        let (_, log, at) = running.swap_remove(i);
+                        let (_, log, at, stopped) = running.swap_remove(i);
+                        if stopped.is_some() {
+                            // Its result says nothing about the candidate, and its time nothing about a run's.
+                            superfluous += 1;
+                            continue;
+                        }
                         let wall_ms = at.elapsed().as_millis() as u64;
                         let result = child::result_of(status, &log, &self.options.store_root, wall_ms);
                         let target = self.target.id();
@@ -638,7 +671,7 @@ impl Search {
             ));
             std::thread::sleep(Duration::from_millis(100));
         }
-        Ok(done)
+        Ok((done, superfluous))
     }
 
     /// Whether one more run of `candidate` ends within the budget, keeping time for the confirmation.

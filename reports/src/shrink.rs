@@ -48,10 +48,18 @@ pub struct Step {
     /// It passed the tries it had, but the budget or a Ctrl-C ended it before all of them ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+    /// Tries in flight when the step was decided, stopped then (not counted in `tries`; each stays in the store as
+    /// an interrupted run).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stopped_once_decided: u32,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How a shrink ended (`shrink/shrink.json` of the run).
@@ -169,6 +177,11 @@ pub fn render(report: &ShrinkReport) -> String {
                             }
                             @else if step.cut_short { "passed the tries it had (stopped)" }
                             @else { "passes (rejected)" }
+                            @if step.stopped_once_decided > 0 {
+                                span title="tries in flight once decided: interrupted runs in the store" {
+                                    " · " (step.stopped_once_decided) " more stopped once decided"
+                                }
+                            }
                         }
                     }
                 }
@@ -210,6 +223,7 @@ mod tests {
                 failed: true,
                 need: 1,
                 cut_short: false,
+                stopped_once_decided: 1,
             }],
             reproduced: 9,
             confirm_runs: 10,
@@ -225,5 +239,6 @@ mod tests {
         );
         assert!(page.contains("&lt;does not chain&gt;"), "{page}");
         assert!(!page.contains("<does not chain>"));
+        assert!(page.contains("1 more stopped once decided"), "{page}");
     }
 }
