@@ -7,6 +7,7 @@
 
 use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
+use faultline_reports::triage::{check_findings, Finding, FindingKind};
 use faultline_workloads::checker::{
     check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
     LogWorkload, SetWorkload,
@@ -85,6 +86,26 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
     })
 }
 
+/// What a run still in flight has already settled: each refusal to boot on a disk nothing corrupted in the history
+/// written so far. Nothing later in the run can explain such a refusal away (surgery recorded after it does not
+/// count), so a finding here is one the finished run will have. Other findings can still change or depend on the
+/// end (a read is stale only against the writes checked with it; a node not yet booted may still boot), so they are
+/// not here.
+pub fn settled_findings(store_dir: &Path) -> anyhow::Result<Vec<Finding>> {
+    let plan = Plan::load(&store_dir.join("plan.yaml"))?;
+    let history = History::read_jsonl(&store_dir.join("history.jsonl"))?;
+    let node_logs = BTreeMap::new();
+    let input = CheckInput {
+        history: &history,
+        node_logs: &node_logs,
+    };
+    let boot = Boot::default().check(&input);
+    Ok(check_findings(plan.system.kind(), &boot)
+        .into_iter()
+        .filter(|finding| finding.signature.kind == FindingKind::RefusedCleanDisk)
+        .collect())
+}
+
 /// The checks of a run under `plan`, in the order `results.json` lists them.
 fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     let workload: Box<dyn Checker> = match plan.workload.kind {
@@ -145,4 +166,74 @@ fn read_node_logs(store_dir: &Path) -> BTreeMap<String, String> {
             Some((entry.file_name().to_string_lossy().into_owned(), text))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_workloads::history::{Event, Lifecycle, Nemesis};
+    use serde_json::json;
+
+    /// A run folder of the built-in default plan whose history so far is `events`, then `tail` (a line being written).
+    fn run_in_flight(events: Vec<Event>, tail: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = crate::builtin::load("default").unwrap();
+        std::fs::write(dir.path().join("plan.yaml"), plan.to_yaml()).unwrap();
+        let mut text = String::new();
+        for (i, mut event) in events.into_iter().enumerate() {
+            event.index = i as u64;
+            event.time_ns = i as u64 * 1_000_000;
+            text.push_str(&serde_json::to_string(&event).unwrap());
+            text.push('\n');
+        }
+        text.push_str(tail);
+        std::fs::write(dir.path().join("history.jsonl"), text).unwrap();
+        dir
+    }
+
+    fn lifecycle(name: Lifecycle, node: &str, value: serde_json::Value) -> Event {
+        Event::named(name, Some(node.into()), value)
+    }
+
+    #[test]
+    fn given_a_run_in_flight_with_a_refusal_on_a_clean_disk_should_settle_it_and_not_one_after_surgery() {
+        let line = "interior WAL corruption at pos 4096: op 7 does not chain to op 6";
+        let dir = run_in_flight(
+            vec![
+                lifecycle(Lifecycle::BootOk, "n1", json!({})),
+                lifecycle(Lifecycle::BootOk, "n2", json!({})),
+                Event::named(
+                    Nemesis::DiskSurgery,
+                    Some("n1".into()),
+                    json!({"surgery": "flip", "offset": 10}),
+                ),
+                lifecycle(
+                    Lifecycle::BootRefused,
+                    "n1",
+                    json!({"line": "checksum mismatch at pos 10"}),
+                ),
+                lifecycle(Lifecycle::BootRefused, "n2", json!({"line": line})),
+                // Not booted yet: not a settled finding, the run may still boot it.
+                lifecycle(Lifecycle::Start, "n3", json!({})),
+            ],
+            "{\"index\":7,\"time_ns\":7000000,\"kind\":\"lifecy",
+        );
+        let settled = settled_findings(dir.path()).unwrap();
+        assert_eq!(settled.len(), 1, "{settled:?}");
+        assert_eq!(settled[0].signature.kind, FindingKind::RefusedCleanDisk);
+        assert_eq!(settled[0].signature.system, "reference");
+        assert_eq!(settled[0].example, line);
+    }
+
+    #[test]
+    fn given_a_run_in_flight_without_a_refusal_should_settle_nothing() {
+        let dir = run_in_flight(
+            vec![
+                lifecycle(Lifecycle::BootOk, "n1", json!({})),
+                lifecycle(Lifecycle::Crashed, "n1", json!({"exit": "exit code 101"})),
+            ],
+            "",
+        );
+        assert_eq!(settled_findings(dir.path()).unwrap(), Vec::new());
+    }
 }

@@ -118,6 +118,25 @@ pub fn is_live(dir: &Path, run_id: &str) -> bool {
     file.try_lock().is_err()
 }
 
+/// The store folder of the live run whose harness is `pid` (a child `faultline run`), from its lock file; `None`
+/// until the run has taken its lock.
+pub fn store_dir_of(dir: &Path, pid: u32) -> Option<PathBuf> {
+    let prefix = format!("{pid}-");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name();
+        let name = name.to_str()?;
+        if !(name.starts_with(&prefix) && name.ends_with(".lock")) {
+            return None;
+        }
+        let text = std::fs::read_to_string(entry.path()).ok()?;
+        let lock: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+        if lock["pid"].as_u64() != Some(u64::from(pid)) {
+            return None;
+        }
+        lock["store_dir"].as_str().map(PathBuf::from)
+    })
+}
+
 /// Pids whose environment carries `FAULTLINE_RUN_ID=<run_id>`.
 pub fn processes_tagged(run_id: &str) -> Vec<i32> {
     let needle = format!("{RUN_ID_ENV}={run_id}");
@@ -157,5 +176,19 @@ mod tests {
         assert!(!dir.path().join("dead-run.lock").exists());
         drop(live);
         assert!(!dir.path().join("live-run.lock").exists());
+    }
+
+    #[test]
+    fn given_a_run_holding_its_lock_when_its_pid_is_looked_up_should_give_its_store_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = std::process::id();
+        assert_eq!(store_dir_of(dir.path(), pid), None);
+        // Another run whose pid starts with the same digits is not this one.
+        let _other = RunLock::acquire(dir.path(), &format!("{pid}1-ab"), Path::new("store/other")).unwrap();
+        let _lock = RunLock::acquire(dir.path(), &format!("{pid}-ab"), Path::new("store/plan/run-seed1")).unwrap();
+        assert_eq!(
+            store_dir_of(dir.path(), pid),
+            Some(PathBuf::from("store/plan/run-seed1"))
+        );
     }
 }

@@ -25,7 +25,11 @@
 //! 6. the result is run `confirm` more times, fresh, for its reproduction rate.
 //!
 //! Every candidate is a child `faultline run` (as in campaigns: the run's own lifecycle, parent-death signals, its
-//! own folder in the store under `<plan>-shrink`). The search stops when the budget would be overrun by the next
+//! own folder in the store under `<plan>-shrink`). A try is stopped with Ctrl-C (an interrupted run in the store,
+//! analysed as usual) once it can no longer change anything: when the other tries decided its candidate, and when
+//! its history already holds settled evidence of the target, a refusal to boot on a clean disk that nothing later
+//! in the run can explain away ([`crate::analyze::settled_findings`]). A failing Iggy try spends most of its time
+//! after that evidence, waiting out recovery and convergence bounds a cluster without a quorum cannot meet. The search stops when the budget would be overrun by the next
 //! candidate (keeping the time the confirmation needs), and on Ctrl-C, keeping the best plan found so far.
 //! It writes, in `RUN_DIR/shrink/`: `shrunk.yaml` (a scripted plan a person can read and edit), `shrink.json` and
 //! `shrink.html` (every step: the faults kept, each try and its result).
@@ -36,7 +40,7 @@ use crate::plan::Plan;
 use crate::replay::{self, RecordedFault};
 use faultline_reports::results::Results;
 use faultline_reports::shrink::{ShrinkReport, Step, Try};
-use faultline_reports::triage::{check_findings, findings, Signature};
+use faultline_reports::triage::{check_findings, findings, FindingKind, Signature};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -47,6 +51,10 @@ const RUN_OVERHEAD_MS: u64 = 20_000;
 const PHASE_TAIL_MS: u64 = 3000;
 /// How early in the phase a shrunk schedule may start (the cluster has some traffic behind it by then).
 const EARLIEST_FAULT_MS: u64 = 3000;
+/// How often a try in flight is looked at for settled evidence of the target.
+const EVIDENCE_POLL: Duration = Duration::from_secs(2);
+/// How long a try stopped with Ctrl-C gets to tear down and analyse before it is killed.
+const STOPPED_RUN_GRACE: Duration = Duration::from_secs(60);
 /// A fault shorter than this is not halved further.
 const MIN_DURATION_MS: u64 = 200;
 
@@ -94,6 +102,48 @@ struct RunWall {
     wall_ms: u64,
     phase_ms: u64,
     reproduced: bool,
+}
+
+/// Why a try in flight was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// Its candidate was decided by the other tries.
+    Decided,
+    /// Its history already held settled evidence of the target.
+    AtEvidence,
+}
+
+/// A try in flight.
+struct InFlight {
+    child: std::process::Child,
+    log: PathBuf,
+    started: Instant,
+    /// Why and when it was stopped.
+    stopped: Option<(Stopped, Instant)>,
+    /// Its run's store folder, once its lock names it.
+    store_dir: Option<PathBuf>,
+    /// When its history was last looked at.
+    polled: Instant,
+}
+
+impl InFlight {
+    /// Ctrl-C to its process group: the run stops its nodes, tears down its lab and analyses what it recorded.
+    fn interrupt(&self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+    }
+
+    fn stop(&mut self, why: Stopped) {
+        self.interrupt();
+        self.stopped = Some((why, Instant::now()));
+    }
+}
+
+/// Whether a try can show `target` before it ends: the kinds [`crate::analyze::settled_findings`] gives.
+fn settles_early(target: &Signature) -> bool {
+    target.kind == FindingKind::RefusedCleanDisk
 }
 
 /// Why a search stopped before its end.
@@ -319,7 +369,7 @@ impl Search {
             String::new()
         } else {
             format!(
-                " ({reproduced} of {} tr{} failed{}{})",
+                " ({reproduced} of {} tr{} failed{}{}{})",
                 tries.len(),
                 if tries.len() == 1 { "y" } else { "ies" },
                 if need > 1 {
@@ -331,6 +381,10 @@ impl Search {
                     format!("; {stopped_once_decided} more stopped once decided")
                 } else {
                     String::new()
+                },
+                match tries.iter().filter(|t| t.stopped_at_evidence).count() {
+                    0 => String::new(),
+                    n => format!("; {n} stopped at the evidence"),
                 }
             )
         };
@@ -549,7 +603,8 @@ impl Search {
     }
 
     /// Runs `plan_file` (relative to the shrink folder) up to `tries` times, `parallel` at once; with `need`, no new
-    /// try starts once `need` reproduced or once that many no longer can (the confirmation runs every try).
+    /// try starts once `need` reproduced or once that many no longer can (the confirmation runs every try). A try
+    /// that shows settled evidence of the target ([`crate::analyze::settled_findings`]) is stopped there.
     fn run_plan(
         &mut self,
         plan_file: &str,
@@ -567,13 +622,14 @@ impl Search {
             nodes: None,
         };
         let mut done: Vec<Try> = Vec::new();
-        // Each run in flight: its child, log, start, and when it was stopped because the candidate was decided.
-        let mut running: Vec<(std::process::Child, PathBuf, Instant, Option<Instant>)> = Vec::new();
+        let mut running: Vec<InFlight> = Vec::new();
         let mut superfluous = 0u32;
         let mut started = 0u32;
         let logs = self.shrink_dir.join("logs");
         std::fs::create_dir_all(&logs)?;
         let mut interrupted_at: Option<Instant> = None;
+        let runs_dir = crate::runlock::runs_dir();
+        let watch = settles_early(&self.target);
         loop {
             let reproduced = done.iter().filter(|t| t.reproduced).count() as u32;
             let passed = done.len() as u32 - reproduced;
@@ -583,12 +639,30 @@ impl Search {
             // the slot the first frees starts a third that the second then makes useless, and the step would wait
             // for it: ~45 s for a passing Iggy try, ~115 s for a failing one.
             if decided && self.stopped != Some(Stop::Interrupted) {
-                for (child, _, _, stopped) in running.iter_mut().filter(|run| run.3.is_none()) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(child.id() as i32),
-                        nix::sys::signal::Signal::SIGINT,
-                    );
-                    *stopped = Some(Instant::now());
+                for run in running.iter_mut().filter(|run| run.stopped.is_none()) {
+                    run.stop(Stopped::Decided);
+                }
+            }
+            // A try whose history already holds the target's settled evidence has reproduced: the rest of it (for
+            // a refusal to boot, mostly waiting out the recovery and convergence bounds it cannot meet, ~70 s of a
+            // failing Iggy try's ~115 s) cannot take that back. It is stopped with Ctrl-C, so its run is analysed as
+            // usual and its results name the same finding.
+            if watch {
+                for run in running.iter_mut().filter(|run| run.stopped.is_none()) {
+                    if run.polled.elapsed() < EVIDENCE_POLL {
+                        continue;
+                    }
+                    run.polled = Instant::now();
+                    if run.store_dir.is_none() {
+                        run.store_dir = crate::runlock::store_dir_of(&runs_dir, run.child.id());
+                    }
+                    let settled = run
+                        .store_dir
+                        .as_deref()
+                        .and_then(|dir| crate::analyze::settled_findings(dir).ok());
+                    if settled.is_some_and(|found| found.iter().any(|f| f.signature == self.target)) {
+                        run.stop(Stopped::AtEvidence);
+                    }
                 }
             }
             let may_start =
@@ -600,7 +674,14 @@ impl Search {
                     started += 1;
                     let log = logs.join(format!("{}-{started}.log", plan_file.replace(['/', '.'], "-")));
                     let child = child::spawn(&request, &self.options.store_root, &log)?;
-                    running.push((child, log, Instant::now(), None));
+                    running.push(InFlight {
+                        child,
+                        log,
+                        started: Instant::now(),
+                        stopped: None,
+                        store_dir: None,
+                        polled: Instant::now(),
+                    });
                     continue;
                 }
             }
@@ -611,36 +692,33 @@ impl Search {
                 self.stopped = Some(Stop::Interrupted);
                 interrupted_at = Some(Instant::now());
                 self.say("interrupted: stopping the runs in flight; the best plan so far is kept");
-                for (child, ..) in &running {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(child.id() as i32),
-                        nix::sys::signal::Signal::SIGINT,
-                    );
+                for run in &running {
+                    run.interrupt();
                 }
             }
-            if interrupted_at.is_some_and(|at| at.elapsed() > Duration::from_secs(60)) || stop_signals() > 1 {
-                for (child, ..) in &mut running {
-                    let _ = child.kill();
+            if interrupted_at.is_some_and(|at| at.elapsed() > STOPPED_RUN_GRACE) || stop_signals() > 1 {
+                for run in &mut running {
+                    let _ = run.child.kill();
                 }
             }
-            for (child, .., stopped) in &mut running {
-                if stopped.is_some_and(|at| at.elapsed() > Duration::from_secs(60)) {
-                    let _ = child.kill();
+            for run in &mut running {
+                if run.stopped.is_some_and(|(_, at)| at.elapsed() > STOPPED_RUN_GRACE) {
+                    let _ = run.child.kill();
                 }
             }
             let mut i = 0;
             while i < running.len() {
-                match running[i].0.try_wait()? {
+                match running[i].child.try_wait()? {
                     None => i += 1,
                     Some(status) => {
-                        let (_, log, at, stopped) = running.swap_remove(i);
-                        if stopped.is_some() {
+                        let run = running.swap_remove(i);
+                        if matches!(run.stopped, Some((Stopped::Decided, _))) {
                             // Its result says nothing about the candidate, and its time nothing about a run's.
                             superfluous += 1;
                             continue;
                         }
-                        let wall_ms = at.elapsed().as_millis() as u64;
-                        let result = child::result_of(status, &log, &self.options.store_root, wall_ms);
+                        let wall_ms = run.started.elapsed().as_millis() as u64;
+                        let result = child::result_of(status, &run.log, &self.options.store_root, wall_ms);
                         let target = self.target.id();
                         let reproduced = result.findings.iter().any(|f| f.signature.id() == target);
                         if self.stopped != Some(Stop::Interrupted) {
@@ -656,6 +734,7 @@ impl Search {
                             reproduced,
                             finding: result.findings.first().map(|f| f.signature.title()),
                             wall_ms,
+                            stopped_at_evidence: matches!(run.stopped, Some((Stopped::AtEvidence, _))),
                         });
                     }
                 }

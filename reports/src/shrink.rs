@@ -20,6 +20,10 @@ pub struct Try {
     pub finding: Option<String>,
     /// Wall time.
     pub wall_ms: u64,
+    /// Stopped (Ctrl-C) once its history held settled evidence of the class (a refusal to boot on a clean disk),
+    /// instead of running to its end: an interrupted run in the store, with the same finding.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_at_evidence: bool,
 }
 
 /// One step of the search.
@@ -52,6 +56,16 @@ pub struct Step {
     /// an interrupted run).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stopped_once_decided: u32,
+}
+
+/// A try's tooltip: its most severe finding (or valid), and whether it was stopped at the evidence.
+fn try_title(t: &Try) -> String {
+    let finding = t.finding.as_deref().unwrap_or("valid");
+    if t.stopped_at_evidence {
+        format!("{finding} (stopped at the evidence after {} s)", t.wall_ms / 1000)
+    } else {
+        finding.to_string()
+    }
 }
 
 fn one() -> u32 {
@@ -158,10 +172,15 @@ pub fn render(report: &ShrinkReport) -> String {
                         td {
                             @for (i, t) in step.tries.iter().enumerate() {
                                 @if i > 0 { " " }
-                                @let mark = if t.reproduced { "✗" } else if t.verdict == Verdict::Valid { "✓" } else { "?" };
+                                @let mark = match (t.reproduced, t.stopped_at_evidence, t.verdict) {
+                                    (true, true, _) => "✗·",
+                                    (true, false, _) => "✗",
+                                    (false, _, Verdict::Valid) => "✓",
+                                    _ => "?",
+                                };
                                 @match &t.run {
                                     Some(run) => a href={ (report.store_href) (run) "/report.html" }
-                                        title=(t.finding.as_deref().unwrap_or("valid")) { (mark) },
+                                        title=(try_title(t)) { (mark) },
                                     None => span title="the run did not start or left no folder" { (mark) },
                                 }
                             }
@@ -187,7 +206,10 @@ pub fn render(report: &ShrinkReport) -> String {
                 }
             }
         }
-        p { "✗ failed with the same class · ✓ valid · ? failed some other way (does not count)" }
+        p {
+            "✗ failed with the same class · ✓ valid · ? failed some other way (does not count) · "
+            "✗· stopped at the evidence (the failure was settled before the run's end)"
+        }
     };
     pages::page("faultline shrink", if good { "bad" } else { "good" }, header, main)
 }
@@ -219,6 +241,7 @@ mod tests {
                     reproduced: true,
                     finding: Some("boot".into()),
                     wall_ms: 40000,
+                    stopped_at_evidence: true,
                 }],
                 failed: true,
                 need: 1,
@@ -240,5 +263,9 @@ mod tests {
         assert!(page.contains("&lt;does not chain&gt;"), "{page}");
         assert!(!page.contains("<does not chain>"));
         assert!(page.contains("1 more stopped once decided"), "{page}");
+        assert!(
+            page.contains("title=\"boot (stopped at the evidence after 40 s)\">✗·</a>"),
+            "{page}"
+        );
     }
 }
