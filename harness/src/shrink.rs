@@ -102,6 +102,8 @@ struct RunWall {
     wall_ms: u64,
     phase_ms: u64,
     reproduced: bool,
+    /// Stopped at the evidence: shorter than a run to its end.
+    stopped_at_evidence: bool,
 }
 
 /// Why a try in flight was stopped.
@@ -726,6 +728,7 @@ impl Search {
                                 wall_ms,
                                 phase_ms: candidate.phase_ms,
                                 reproduced,
+                                stopped_at_evidence: matches!(run.stopped, Some((Stopped::AtEvidence, _))),
                             });
                         }
                         done.push(Try {
@@ -782,13 +785,26 @@ impl Search {
         slowest_wall_ms(&self.walls(true), candidate.phase_ms)
     }
 
-    /// The tries' (wall, phase) so far, only the failing ones with `failing`.
+    /// The tries' (wall, phase) so far: with `failing`, the failing ones (as the confirmation will run them, stopped
+    /// at the evidence where it settles early); else the ones that ran to their end (a try stopped at the evidence
+    /// says little of how long a passing one takes), or every try while none did.
     fn walls(&self, failing: bool) -> Vec<(u64, u64)> {
-        self.run_wall_ms
-            .iter()
-            .filter(|run| run.reproduced || !failing)
-            .map(|run| (run.wall_ms, run.phase_ms))
-            .collect()
+        let of = |keep: &dyn Fn(&RunWall) -> bool| -> Vec<(u64, u64)> {
+            self.run_wall_ms
+                .iter()
+                .filter(|run| keep(run))
+                .map(|run| (run.wall_ms, run.phase_ms))
+                .collect()
+        };
+        if failing {
+            return of(&|run| run.reproduced);
+        }
+        let to_the_end = of(&|run| !run.stopped_at_evidence);
+        if to_the_end.is_empty() {
+            of(&|_| true)
+        } else {
+            to_the_end
+        }
     }
 
     /// The candidate as a plan.

@@ -108,6 +108,88 @@ fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
     }
 }
 
+/// `faultline shrink` end to end on the rewind mutant's refusal: the exact replay fails the same way, its try is
+/// stopped at the refusal (an interrupted run that keeps the finding), the budget ends the search, the confirmation
+/// runs, and the shrink writes shrunk.yaml, shrink.json and shrink.html, linked from the source run's report.
+///
+/// The phase is 12 s (the scripted refusal comes at ~9 s, so the run goes on ~5 s after it: the shrink looks at a
+/// try's history every 2 s) and the budget 33 s: the replay (expected, before any run, at its phase plus 20 s) fits,
+/// no second candidate does once the confirmation's time is kept. About 35 s in all.
+#[test]
+fn given_the_rewind_refusal_when_shrunk_should_stop_each_failing_try_at_the_refusal_and_write_the_shrunk_plan() {
+    let _one = one_cluster();
+    let plan =
+        repo_plan(REWIND_PLAN, Some("repair-rewinds-parent")).replace("\ntime_limit: 10s\n", "\ntime_limit: 12s\n");
+    assert!(
+        plan.contains("time_limit: 12s"),
+        "the scripted plan has `time_limit: 10s`"
+    );
+    let source = run_text(&plan, &["--seed", "1"]);
+    assert_eq!(source.output.status.code(), Some(1), "{}", explain(&source.output));
+    let store = source.run_dir.parent().and_then(|p| p.parent()).unwrap().to_path_buf();
+    let output = support::faultline()
+        .args([
+            "shrink",
+            "--quiet",
+            "--budget",
+            "33s",
+            "--tries",
+            "2",
+            "--confirm",
+            "1",
+            "--store",
+        ])
+        .arg(&store)
+        .arg(&source.run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let shrink_dir = source.run_dir.join("shrink");
+    let report: Value = serde_json::from_slice(&std::fs::read(shrink_dir.join("shrink.json")).unwrap()).unwrap();
+    let steps = report["steps"].as_array().unwrap();
+    let replay = &steps[0];
+    assert_eq!(replay["stage"], "replay", "{report:#}");
+    assert_eq!(replay["failed"], true, "the scripted refusal replays: {report:#}");
+    let failing: Vec<&Value> = steps
+        .iter()
+        .flat_map(|step| step["tries"].as_array().unwrap())
+        .filter(|t| t["reproduced"] == true)
+        .collect();
+    assert!(!failing.is_empty(), "{report:#}");
+    for t in &failing {
+        assert_eq!(
+            t["stopped_at_evidence"], true,
+            "a failing try runs on ~5 s after its refusal: {report:#}"
+        );
+        let run_dir = store.join(t["run"].as_str().unwrap());
+        let events = history(&run_dir);
+        assert!(
+            events.iter().any(|e| e["kind"] == "meta" && e["f"] == "interrupted"),
+            "{}: stopped with Ctrl-C",
+            run_dir.display()
+        );
+        let results = results(&run_dir);
+        assert_eq!(
+            results["verdict"], "invalid",
+            "the stopped run keeps its finding: {results:#}"
+        );
+        assert_eq!(check(&results, "boot")["verdict"], "invalid", "{results:#}");
+    }
+    assert_eq!(report["stopped"], "budget", "{report:#}");
+    let confirm = steps.last().unwrap();
+    assert_eq!(confirm["stage"], "confirm", "{report:#}");
+    assert_eq!(confirm["tries"].as_array().unwrap().len(), 1, "{report:#}");
+    let shrunk = std::fs::read_to_string(shrink_dir.join("shrunk.yaml")).unwrap();
+    assert!(shrunk.contains("script:"), "a scripted plan:\n{shrunk}");
+    let page = std::fs::read_to_string(shrink_dir.join("shrink.html")).unwrap();
+    assert!(page.contains("replay of all"), "{page}");
+    let source_page = std::fs::read_to_string(source.run_dir.join("report.html")).unwrap();
+    assert!(
+        source_page.contains("shrink/shrink.html"),
+        "the source run's report links the shrink"
+    );
+}
+
 #[test]
 fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_should_lose_acknowledged_writes() {
     let _one = one_cluster();
