@@ -20,9 +20,12 @@
 //!    step; the fault phase is cut to just after the last fault (runs get shorter for every step after);
 //! 3. ddmin over the faults: remove chunks of the list (complements first, since the failure usually needs few
 //!    faults), halving the chunk size when no chunk can go;
-//! 4. each remaining fault's duration is halved while that still fails;
-//! 5. the workload is made smaller (clients, rate, keys), each halving kept when it still fails;
-//! 6. the result is run `confirm` more times, fresh, for its reproduction rate.
+//! 4. each fault still anchored to an observation becomes a timed fault at the offset where the failing tries
+//!    applied it, when that still fails (an anchor whose observation no kept fault causes fires at its `otherwise`
+//!    every time; the plan should say so);
+//! 5. each remaining fault's duration is halved while that still fails;
+//! 6. the workload is made smaller (clients, rate, keys), each halving kept when it still fails;
+//! 7. the result is run `confirm` more times, fresh, for its reproduction rate.
 //!
 //! Every candidate is a child `faultline run` (as in campaigns: the run's own lifecycle, parent-death signals, its
 //! own folder in the store under `<plan>-shrink`). A try is stopped with Ctrl-C (an interrupted run in the store,
@@ -318,6 +321,7 @@ impl Search {
         self.shorten_phase()?;
         self.ddmin()?;
         self.start_earlier()?;
+        self.unanchor()?;
         self.shorten_phase()?;
         self.halve_durations()?;
         self.shrink_workload()?;
@@ -512,6 +516,55 @@ impl Search {
             self.test("faults", "without any fault".to_string(), &candidate)?;
         }
         Ok(())
+    }
+
+    /// Turns each anchored fault into a timed one, at the offset where the best plan's failing tries applied it
+    /// (their median), and keeps that when it still fails (a majority, as for every refinement). An anchor can
+    /// outlive its reason: once ddmin dropped the kill of n3, "kill the primary 810 ms after n3 restarts" fires at
+    /// its trigger's `otherwise` in every try, and the plan should say what happens ("kill primary at 4.3s"), not
+    /// wait for a restart that no fault causes any more. An anchor that matters (a kill when a node starts
+    /// repairing) stays: its timed version fails less often and is rejected.
+    fn unanchor(&mut self) -> anyhow::Result<()> {
+        let anchored: Vec<RecordedFault> = self
+            .best
+            .faults
+            .iter()
+            .filter(|f| f.anchor.is_some())
+            .cloned()
+            .collect();
+        for fault in anchored {
+            if self.stopped.is_some() {
+                return Ok(());
+            }
+            let Some(index) = self.best.faults.iter().position(|f| *f == fault) else {
+                continue;
+            };
+            let Some(at_ms) = self.applied_at(index) else {
+                continue;
+            };
+            let mut candidate = self.best.clone();
+            candidate.faults[index].anchor = None;
+            candidate.faults[index].start_ms = at_ms;
+            candidate.faults.sort_by_key(|f| f.start_ms);
+            let change = format!("{fault}: timed, at {}", replay::seconds(at_ms));
+            self.test("anchors", change, &candidate)?;
+        }
+        Ok(())
+    }
+
+    /// When the best plan's failing tries applied its fault `index` ([`applied_offset`] over their histories).
+    fn applied_at(&self, index: usize) -> Option<u64> {
+        let step = self.steps.iter().rev().find(|step| step.failed)?;
+        let recordings: Vec<Vec<RecordedFault>> = step
+            .tries
+            .iter()
+            .filter(|t| t.reproduced)
+            .filter_map(|t| {
+                let (_, recorded) = replay::load(&self.options.store_root.join(t.run.as_deref()?)).ok()?;
+                Some(recorded.faults)
+            })
+            .collect();
+        applied_offset(&self.best.faults, index, &recordings)
     }
 
     fn halve_durations(&mut self) -> anyhow::Result<()> {
@@ -926,6 +979,21 @@ fn needed_failures(stage: &str, tries: u32, best: (u32, u32)) -> u32 {
     }
 }
 
+/// When runs of a plan of `faults` applied its fault `index`: the median offset, from their fault phase's start, of
+/// the fault with the same action in each run's `recordings` (counted in order, as the plan may hold the same action
+/// twice); `None` when no run recorded it.
+fn applied_offset(faults: &[RecordedFault], index: usize, recordings: &[Vec<RecordedFault>]) -> Option<u64> {
+    let fault = faults.get(index)?;
+    let nth = faults[..index].iter().filter(|f| f.action == fault.action).count();
+    let mut offsets: Vec<u64> = recordings
+        .iter()
+        .filter_map(|recorded| recorded.iter().filter(|f| f.action == fault.action).nth(nth))
+        .map(|applied| applied.start_ms)
+        .collect();
+    offsets.sort_unstable();
+    offsets.get(offsets.len().checked_sub(1)? / 2).copied()
+}
+
 /// How links from `RUN_DIR/shrink/shrink.html` reach the candidates' store: `../../../` when it is the run's own
 /// store (`STORE/<plan>/<run>/shrink/`), else its absolute path.
 fn store_href(run_dir: &Path, store_root: &Path) -> String {
@@ -1099,6 +1167,32 @@ mod tests {
         assert_eq!(needed_failures("faults", 3, (1, 1)), 1);
         // The replay has no best before it.
         assert_eq!(needed_failures("replay", 3, (3, 3)), 1);
+    }
+
+    #[test]
+    fn given_tries_that_applied_an_anchored_fault_when_timed_should_take_their_median_offset_of_the_same_fault() {
+        let fault = |start_ms: u64, targets: &str| RecordedFault {
+            start_ms,
+            duration_ms: 300,
+            action: replay::Action::Process {
+                kind: faultline_faults::process::ProcessFault::Kill,
+                targets: targets.into(),
+            },
+            anchor: None,
+        };
+        // The plan kills the primary twice; the second kill is the anchored one.
+        let plan = vec![fault(1000, "primary"), fault(2320, "primary"), fault(3000, "[n3]")];
+        let recordings = vec![
+            vec![fault(1010, "primary"), fault(3000, "[n3]"), fault(4318, "primary")],
+            vec![fault(990, "primary"), fault(4300, "primary")],
+            vec![fault(1005, "primary"), fault(4400, "primary")],
+            // This try never got to the second kill: it does not count.
+            vec![fault(1000, "primary")],
+        ];
+        assert_eq!(applied_offset(&plan, 1, &recordings), Some(4318));
+        assert_eq!(applied_offset(&plan, 2, &recordings), Some(3000));
+        assert_eq!(applied_offset(&plan, 1, &[]), None);
+        assert_eq!(applied_offset(&plan, 3, &recordings), None);
     }
 
     #[test]

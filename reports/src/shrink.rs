@@ -31,7 +31,7 @@ pub struct Try {
 pub struct Step {
     /// 1-based.
     pub number: usize,
-    /// `replay`, `phase`, `faults`, `durations`, `workload`, `confirm`.
+    /// `replay`, `phase`, `faults`, `anchors`, `durations`, `workload`, `confirm`.
     pub stage: String,
     /// What the candidate changed.
     pub change: String,
