@@ -32,8 +32,9 @@
 //! analysed as usual) once it can no longer change anything: when the other tries decided its candidate, and when
 //! its history already holds settled evidence of the target, a refusal to boot on a clean disk that nothing later
 //! in the run can explain away ([`crate::analyze::settled_findings`]). A failing Iggy try spends most of its time
-//! after that evidence, waiting out recovery and convergence bounds a cluster without a quorum cannot meet. The search stops when the budget would be overrun by the next
-//! candidate (keeping the time the confirmation needs), and on Ctrl-C, keeping the best plan found so far.
+//! after that evidence, waiting out recovery and convergence bounds a cluster without a quorum cannot meet. The
+//! search stops when the budget would be overrun by the next candidate (keeping the time the confirmation needs),
+//! and on Ctrl-C, keeping the best plan found so far.
 //! It writes, in `RUN_DIR/shrink/`: `shrunk.yaml` (a scripted plan a person can read and edit), `shrink.json` and
 //! `shrink.html` (every step: the faults kept, each try and its result).
 
@@ -421,9 +422,14 @@ impl Search {
         })
     }
 
+    /// The step that made the best plan the best (the last that failed), if any did.
+    fn best_step(&self) -> Option<&Step> {
+        self.steps.iter().rev().find(|step| step.failed)
+    }
+
     /// The best plan's own tries: how many failed the same way, and how many ran (the step that made it the best).
     fn best_tries(&self) -> (u32, u32) {
-        self.steps.iter().rev().find(|step| step.failed).map_or((0, 0), |step| {
+        self.best_step().map_or((0, 0), |step| {
             let reproduced = step.tries.iter().filter(|t| t.reproduced).count() as u32;
             (reproduced, step.tries.len() as u32)
         })
@@ -554,7 +560,7 @@ impl Search {
 
     /// When the best plan's failing tries applied its fault `index` ([`applied_offset`] over their histories).
     fn applied_at(&self, index: usize) -> Option<u64> {
-        let step = self.steps.iter().rev().find(|step| step.failed)?;
+        let step = self.best_step()?;
         let recordings: Vec<Vec<RecordedFault>> = step
             .tries
             .iter()
