@@ -190,6 +190,50 @@ fn given_the_rewind_refusal_when_shrunk_should_stop_each_failing_try_at_the_refu
     );
 }
 
+/// `faultline shrink` of a failure whose exact replay does not fail is an outcome, not a harness error: it exits 2
+/// (as an unknown verdict does), says why, and its shrink.json says `stopped: no-replay`. The run's stored plan is
+/// the rewind mutant's with the bug taken out again, so the replay runs the correct node through the same faults and
+/// cannot fail the same way. About 30 s.
+#[test]
+fn given_a_failing_run_whose_replay_passes_when_shrunk_should_exit_2_and_report_no_replay() {
+    let _one = one_cluster();
+    let source = run_text(&repo_plan(REWIND_PLAN, Some("repair-rewinds-parent")), &["--seed", "1"]);
+    assert_eq!(source.output.status.code(), Some(1), "{}", explain(&source.output));
+    let plan_file = source.run_dir.join("plan.yaml");
+    let stored = std::fs::read_to_string(&plan_file).unwrap();
+    let without_bug = stored.replace("  args:\n  - --bug\n  - repair-rewinds-parent\n", "");
+    assert_ne!(stored, without_bug, "the stored plan names the bug:\n{stored}");
+    std::fs::write(&plan_file, without_bug).unwrap();
+    let store = source.run_dir.parent().and_then(|p| p.parent()).unwrap().to_path_buf();
+    let output = support::faultline()
+        .args([
+            "shrink",
+            "--quiet",
+            "--budget",
+            "2m",
+            "--tries",
+            "1",
+            "--confirm",
+            "1",
+            "--store",
+        ])
+        .arg(&store)
+        .arg(&source.run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did not fail with"), "{stderr}");
+    assert!(!stderr.contains("harness error"), "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(source.run_dir.join("shrink").join("shrink.json")).unwrap()).unwrap();
+    assert_eq!(report["stopped"], "no-replay", "{report:#}");
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "only the replay ran: {report:#}");
+    assert_eq!(steps[0]["stage"], "replay", "{report:#}");
+    assert_eq!(steps[0]["failed"], false, "{report:#}");
+}
+
 #[test]
 fn given_the_scripted_stale_primary_plan_when_the_node_has_view_change_max_op_should_lose_acknowledged_writes() {
     let _one = one_cluster();

@@ -140,7 +140,7 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
     // Its exact replay: the recorded timed faults at their recorded offsets (or, within 2 s of a node becoming
     // ready, after that restart), and each firing as a one-shot trigger anchored to the condition (and subject)
     // that fired it.
-    let (_, recorded) = faultline::replay::load(&run.run_dir).unwrap();
+    let (_, recorded) = faultline::explore::replay::load(&run.run_dir).unwrap();
     let timed: Vec<_> = recorded.faults.iter().filter(|f| f.anchor.is_none()).collect();
     let anchored: Vec<_> = recorded.faults.iter().filter_map(|f| f.anchor.as_ref()).collect();
     // Every firing that applied a fault (it names the fault), of either trigger, is anchored to its trigger's
@@ -214,7 +214,7 @@ fn given_triggers_when_nodes_restart_should_fault_the_observed_subject_after_the
         .iter()
         .filter_map(|t| t.value.otherwise.map(|o| o.0))
         .collect();
-    let (_, replayed) = faultline::replay::load(&replay_dir).unwrap();
+    let (_, replayed) = faultline::explore::replay::load(&replay_dir).unwrap();
     let applied: Vec<_> = replayed
         .faults
         .iter()

@@ -299,6 +299,9 @@ pub trait LogClient: Send + Sync {
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize);
 }
 
+/// The one key of the set workload (every element goes into one set).
+pub const SET_KEY: &str = "set";
+
 /// A set client (add unique elements, read the whole set) bound to one node.
 #[async_trait]
 pub trait SetClient: Send + Sync {

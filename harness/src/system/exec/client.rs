@@ -412,12 +412,12 @@ impl LogClient for ExecClient {
 #[async_trait]
 impl SetClient for ExecClient {
     async fn add(&self, element: &str) -> (Outcome, usize) {
-        self.call_expecting("add", crate::workload::SET_KEY, json!(element), false, anything)
+        self.call_expecting("add", crate::system::SET_KEY, json!(element), false, anything)
             .await
     }
 
     async fn read_all(&self) -> (Outcome, usize) {
-        self.call_expecting("read", crate::workload::SET_KEY, Value::Null, true, set_elements)
+        self.call_expecting("read", crate::system::SET_KEY, Value::Null, true, set_elements)
             .await
     }
 }

@@ -1,0 +1,133 @@
+//! `faultline run`: one run of a plan (a file, a built-in name, or the replay of a stored run).
+
+use super::{parse_millis, plan_error, print_checks, Ended, Failed, Outcome};
+use crate::plan::Plan;
+use crate::run::{run, RunOptions};
+use faultline_faults::units::Millis;
+use faultline_reports::results::shout;
+use std::path::{Path, PathBuf};
+
+/// `faultline run` arguments.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Plan file (YAML). Omit for the built-in default: 3 reference nodes, register workload, process faults.
+    pub plan: Option<PathBuf>,
+    /// Override the plan's fault-phase length, e.g. 30s.
+    #[arg(long, value_parser = parse_millis)]
+    pub time_limit: Option<Millis>,
+    /// Override the plan's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override the plan's cluster size (1..=9); the plan is validated again for it.
+    #[arg(long)]
+    pub nodes: Option<u64>,
+    /// Store folder.
+    #[arg(long, default_value = "store")]
+    pub store: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the run's results.json on stdout at the end (human output goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Rerun exactly the faults recorded in this run's history (not regenerated from the seed): timed faults at
+    /// their recorded offsets, triggered ones after the observation that fired them.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["plan", "nodes"])]
+    pub replay: Option<PathBuf>,
+}
+
+/// `faultline run`.
+pub(super) fn command(args: RunArgs) -> Outcome {
+    let RunArgs {
+        plan: plan_path,
+        time_limit,
+        seed,
+        nodes,
+        store,
+        quiet,
+        json: _,
+        replay,
+    } = args;
+    let loaded = match (&replay, &plan_path) {
+        (Some(run_dir), _) => {
+            return replay_plan(run_dir).and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
+        }
+        (None, plan_path) => match plan_path {
+            Some(path) if path.exists() => Plan::load(path),
+            // Not a file: a built-in plan's name (`faultline run canary`).
+            Some(path) => crate::plan::builtin::load(&path.display().to_string()),
+            None => Ok(Plan::default_plan()),
+        },
+    };
+    let plan = loaded.map_err(plan_error)?;
+    finish_run_command(plan, time_limit, seed, nodes, store, quiet)
+}
+
+/// The scripted plan that replays `run_dir`'s recorded faults.
+fn replay_plan(run_dir: &Path) -> Result<Plan, Failed> {
+    let (base, recorded) = crate::explore::replay::load(run_dir)
+        .map_err(|e| Failed::bad_input(format!("faultline run --replay: {e:#}")))?;
+    let anchored = recorded.faults.iter().filter(|f| f.anchor.is_some()).count();
+    eprintln!(
+        "faultline: replaying the {} faults recorded in {} ({anchored} anchored to what the cluster did, the rest at \
+         their recorded offsets), seed {}",
+        recorded.faults.len(),
+        run_dir.display(),
+        recorded.seed
+    );
+    let origin = format!("replay of {}", run_dir.display());
+    let plan = crate::explore::replay::scripted_plan(&base, &recorded.faults, recorded.seed, origin);
+    // What runs must be a plan the harness accepts, exactly as it is stored.
+    Plan::parse(&plan.to_yaml(), &format!("the replay of {}", run_dir.display())).map_err(plan_error)?;
+    Ok(plan)
+}
+
+fn finish_run_command(
+    mut plan: Plan,
+    time_limit: Option<Millis>,
+    seed: Option<u64>,
+    nodes: Option<u64>,
+    store: PathBuf,
+    quiet: bool,
+) -> Outcome {
+    if let Some(limit) = time_limit {
+        if limit.0 == 0 {
+            return Err(Failed::bad_input("faultline: --time-limit must be > 0"));
+        }
+        plan.time_limit = limit;
+    }
+    if seed.is_some() {
+        plan.seed = seed;
+    }
+    if let Some(nodes) = nodes {
+        plan.system.set_nodes(nodes as usize);
+        let origin = format!("{} with --nodes {nodes}", plan.name);
+        plan.validate(&origin).map_err(plan_error)?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("building the tokio runtime");
+    let quiet = quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    match runtime.block_on(run(RunOptions {
+        plan,
+        store_root: store,
+        quiet,
+    })) {
+        Ok(outcome) => {
+            print_checks(&outcome.results);
+            println!("  report: {}", outcome.store_dir.join("report.html").display());
+            println!(
+                "faultline: {} — {} — {}",
+                shout(outcome.results.verdict),
+                outcome.results.reason,
+                outcome.store_dir.display()
+            );
+            Ok(Ended::with(outcome.results.verdict.exit_code() as u8, &outcome.results))
+        }
+        Err(e) => {
+            crate::supervisor::kill_all_spawned();
+            Err(Failed::harness(format!("faultline: harness error: {e:#}")))
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! `faultline shrink RUN_DIR`: from a failing run to the smallest scripted plan that still fails the same way.
+//!
+//! Real processes are not deterministic, so "still fails" is a measurement: a candidate plan runs up to `tries`
+//! times and counts as failing when any try fails with the **same failure class** as the original run (its most
+//! severe finding's signature, the class the seed database and `faultline triage` use). A candidate that fails some
+//! other way does not count: shrinking must not wander from one bug to another.
+//!
+//! Removing faults asks "is it needed at all?", so one failing try is enough while the best plan so far fails only
+//! now and then; once it failed in most of its own tries, dropping a fault must keep that (a majority too), or the
+//! search drifts to a smaller plan that rarely fails ([`needed_failures`]). The refinements after it (a shorter
+//! phase, shorter faults, a smaller workload) trade the odds of failing for size: kept on one failing try each, they
+//! compound (measured: a view-change-max-op shrink whose tries failed about half the time all along ended at 7 of
+//! 10). So a refinement counts as failing only when a majority of its tries fail (2 of 3): the plan a person gets
+//! fails about as often as the one before it. `need` sets one count for every stage (for a failure that shows in
+//! few runs, where one failing try of a smaller schedule says little).
+//!
+//! The search (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002):
+//! 1. the exact replay of every recorded fault ([`crate::explore::replay`]) must fail, else there is nothing to shrink;
+//! 2. when the run showed the failure inside its fault phase, the faults after that first evidence are dropped in one
+//!    step; the fault phase is cut to just after the last fault (runs get shorter for every step after);
+//! 3. ddmin over the faults: remove chunks of the list (complements first, since the failure usually needs few
+//!    faults), halving the chunk size when no chunk can go;
+//! 4. each fault still anchored to an observation becomes a timed fault at the offset where the failing tries
+//!    applied it, when that still fails (an anchor whose observation no kept fault causes fires at its `otherwise`
+//!    every time; the plan should say so);
+//! 5. each remaining fault's duration is halved while that still fails;
+//! 6. the workload is made smaller (clients, rate, keys), each halving kept when it still fails;
+//! 7. the result is run `confirm` more times, fresh, for its reproduction rate.
+//!
+//! Every candidate is a child `faultline run` (as in campaigns: the run's own lifecycle, parent-death signals, its
+//! own folder in the store under `<plan>-shrink`). A try is stopped with Ctrl-C (an interrupted run in the store,
+//! analysed as usual) once it can no longer change anything: when the other tries decided its candidate, and when
+//! its history already holds settled evidence of the target, a refusal to boot on a clean disk that nothing later
+//! in the run can explain away ([`crate::run::analyze::settled_findings`]). A failing Iggy try spends most of its time
+//! after that evidence, waiting out recovery and convergence bounds a cluster without a quorum cannot meet. The
+//! search stops when the budget would be overrun by the next candidate (keeping the time the confirmation needs),
+//! and on Ctrl-C, keeping the best plan found so far.
+//! It writes, in `RUN_DIR/shrink/`: `shrunk.yaml` (a scripted plan a person can read and edit), `shrink.json` and
+//! `shrink.html` (every step: the faults kept, each try and its result).
+
+use crate::explore::campaign::schedule::install_stop_signals;
+use crate::explore::replay;
+use crate::plan::Plan;
+use faultline_reports::results::Results;
+use faultline_reports::shrink::ShrinkReport;
+use faultline_reports::triage::{check_findings, findings, Signature};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+mod classes;
+mod search;
+mod stages;
+mod tries;
+
+pub use classes::new_classes;
+use search::{Candidate, Search};
+
+/// What to shrink and how hard.
+#[derive(Debug, Clone)]
+pub struct ShrinkOptions {
+    /// The failing run's folder.
+    pub run_dir: PathBuf,
+    /// Where the candidates' runs go.
+    pub store_root: PathBuf,
+    /// Wall-clock budget of the search (the confirmation runs are inside it too).
+    pub budget: Duration,
+    /// Runs per candidate before it counts as passing.
+    pub tries: u32,
+    /// Failing tries a candidate needs at every stage (default: [`needed_failures`]); at most `tries`.
+    pub need: Option<u32>,
+    /// Runs at once (tries of one candidate run in parallel).
+    pub parallel: usize,
+    /// Fresh runs of the result that measure its reproduction rate.
+    pub confirm: u32,
+    /// Keep failing with this class (its id, `c...`) instead of the run's most severe finding.
+    pub class: Option<String>,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// What is wrong with the run a shrink was given (not a run, passed, no faults, unknown class): exit 254.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// The run's plan, its recorded faults, the class to keep failing with and when the run first showed it (from the
+/// start of the fault phase, if inside it), or why it cannot be shrunk.
+fn prepare(options: &ShrinkOptions) -> Result<(Plan, replay::Recorded, Signature, Option<u64>), BadInput> {
+    let run_dir = options.run_dir.display();
+    let (base, recorded) = replay::load(&options.run_dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let bytes = std::fs::read(options.run_dir.join("results.json")).map_err(|e| {
+        BadInput(format!(
+            "{run_dir}: no results.json ({e}); run `faultline analyze {run_dir}` first"
+        ))
+    })?;
+    let results: Results = serde_json::from_slice(&bytes).map_err(|e| {
+        BadInput(format!(
+            "{run_dir}/results.json does not parse ({e}); run `faultline analyze {run_dir}`"
+        ))
+    })?;
+    let found = findings(&results);
+    if found.is_empty() {
+        return Err(BadInput(format!(
+            "{run_dir} passed every check: there is no failure to shrink"
+        )));
+    }
+    let target = match &options.class {
+        None => found[0].signature.clone(),
+        Some(id) => found
+            .iter()
+            .map(|f| &f.signature)
+            .find(|s| &s.id() == id)
+            .cloned()
+            .ok_or_else(|| {
+                let ids: Vec<String> = found
+                    .iter()
+                    .map(|f| format!("{} ({})", f.signature.id(), f.signature.title()))
+                    .collect();
+                BadInput(format!(
+                    "class {id} is not among the findings of {run_dir}: {}",
+                    ids.join("; ")
+                ))
+            })?,
+    };
+    if recorded.faults.is_empty() {
+        return Err(BadInput(format!(
+            "{run_dir} applied no fault in its fault phase: there is nothing to shrink (its plan fails without faults)"
+        )));
+    }
+    let evidence_ms = evidence_in_phase(&results, &target, &recorded);
+    Ok((base, recorded, target, evidence_ms))
+}
+
+/// When the check that found `target` saw its first evidence, from the start of the fault phase, if inside it.
+fn evidence_in_phase(results: &Results, target: &Signature, recorded: &replay::Recorded) -> Option<u64> {
+    results
+        .checks
+        .iter()
+        .find(|check| {
+            check_findings(&results.system, check)
+                .iter()
+                .any(|f| &f.signature == target)
+        })
+        .and_then(|check| check.evidence_ns)
+        .map(|ns| ns.saturating_sub(recorded.phase_start_ns) / 1_000_000)
+        .filter(|&ms| ms > 0 && ms < recorded.phase_ms)
+}
+
+/// Shrinks the failing run `options.run_dir`; returns the report (also written to its `shrink/` folder). A run that
+/// cannot be shrunk is a [`BadInput`] error; a replay that does not fail is a report that says so (`stopped:
+/// no-replay`), an outcome like an unknown verdict.
+pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
+    let (base, recorded, target, evidence_ms) = prepare(&options)?;
+    let shrink_dir = options.run_dir.join("shrink");
+    std::fs::create_dir_all(shrink_dir.join("candidates"))?;
+    install_stop_signals();
+    let bar = if options.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("static template"));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    };
+    let best = Candidate {
+        faults: recorded.faults.clone(),
+        phase_ms: base.time_limit.0,
+        concurrency: base.workload.concurrency.0,
+        rate: base.workload.rate.0,
+        keys: base.workload.keys.0,
+        shift_ms: 0,
+    };
+    let mut search = Search {
+        original_faults: recorded.faults.len(),
+        options,
+        base,
+        seed: recorded.seed,
+        target,
+        shrink_dir,
+        started: Instant::now(),
+        steps: Vec::new(),
+        best,
+        run_wall_ms: Vec::new(),
+        bar,
+        stopped: None,
+        evidence_ms,
+    };
+    search.say(&format!(
+        "shrinking {} ({} faults) while it fails with {} [{}]",
+        search.options.run_dir.display(),
+        search.original_faults,
+        search.target.title(),
+        search.target.id()
+    ));
+    let report = search.run();
+    search.bar.finish_and_clear();
+    report
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! Tests of plan loading: the default plan, and errors that point at the offending line and column.
+
+use super::*;
+
+#[test]
+fn given_the_default_plan_when_parsed_should_be_valid_and_round_trip() {
+    let plan = Plan::default_plan();
+    assert_eq!(plan.system.nodes(), 3);
+    let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap();
+    assert_eq!(again.to_yaml(), plan.to_yaml());
+}
+
+fn error_of(text: &str) -> PlanError {
+    Plan::parse(text, "p.yaml").unwrap_err()
+}
+
+fn with(find: &str, replace: &str) -> String {
+    assert!(DEFAULT_PLAN_YAML.contains(find), "default plan lacks {find}");
+    DEFAULT_PLAN_YAML.replacen(find, replace, 1)
+}
+
+fn line_of(text: &str, needle: &str) -> u64 {
+    text.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
+}
+
+#[test]
+fn given_an_unknown_field_when_parsed_should_name_line_column_and_expected_fields() {
+    let text = with("  concurrency:", "  concurency: 3\n  concurrency:");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "concurency"));
+    assert!(err.column > 0);
+    assert!(err.message.contains("unknown field `concurency`"), "{err}");
+    assert!(err.message.contains("concurrency"), "{err}");
+}
+
+#[test]
+fn given_a_wrong_type_or_negative_interval_when_parsed_should_point_at_it() {
+    let text = with("nodes: 3", "nodes: three");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "nodes: three"), "{err}");
+
+    let text = with("interval: 6s", "interval: -5s");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "interval: -5s"), "{err}");
+    assert!(err.message.contains("negative"), "{err}");
+}
+
+#[test]
+fn given_a_target_beyond_the_cluster_when_validated_should_point_at_the_target() {
+    let text = with("targets: backup", "targets: [n1, n7]");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "[n1, n7]"), "{err}");
+    assert!(err.message.contains("n7"), "{err}");
+}
+
+#[test]
+fn given_zero_nodes_when_parsed_should_say_the_range() {
+    let err = error_of(&with("nodes: 3", "nodes: 0"));
+    assert!(err.message.contains("1..=9"), "{err}");
+}

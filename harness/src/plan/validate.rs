@@ -1,0 +1,267 @@
+//! Cross-field checks of a parsed plan: against itself, and against what its system's adapter can do.
+
+use super::{AfterRefusal, NetworkBackend, Plan, PlanError, WorkloadKind};
+use faultline_faults::process::{parse_node_name, ProcessFault, Target};
+use faultline_faults::trigger::TriggerCapabilities;
+
+impl Plan {
+    /// Cross-field checks, with the location of the offending field.
+    pub fn validate(&self, origin: &str) -> Result<(), PlanError> {
+        let node_count = self.system.nodes();
+        let at = |loc: serde_saphyr::Location, message: String| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+        };
+        let mix = &self.workload.mix;
+        let m = &mix.value;
+        match self.workload.kind {
+            WorkloadKind::Set if m.write + m.cas + m.append > 0 => {
+                return Err(at(mix.referenced, "the set workload mixes add and read".into()))
+            }
+            WorkloadKind::Set if m.add == 0 => {
+                return Err(at(mix.referenced, "the set workload needs `add` > 0 in its mix".into()))
+            }
+            WorkloadKind::Register | WorkloadKind::Log if m.add > 0 => {
+                return Err(at(mix.referenced, "`add` is for the set workload".into()))
+            }
+            WorkloadKind::Register if m.append > 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "`append` is for the log workload; the register workload mixes read, write, cas".into(),
+                ))
+            }
+            WorkloadKind::Register if m.read + m.write + m.cas == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the operation mix is empty: give read, write or cas a weight > 0".into(),
+                ))
+            }
+            WorkloadKind::Log if m.write + m.cas > 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the log workload mixes append and read (no write or cas)".into(),
+                ))
+            }
+            WorkloadKind::Log if m.append == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the log workload needs `append` > 0 in its mix".into(),
+                ))
+            }
+            _ => {}
+        }
+        self.validate_against_adapter(origin)?;
+        if let Some(process) = &self.nemesis.process {
+            if !process.value.faults.is_empty() && process.value.interval.is_none_or(|i| i.0 == 0) {
+                return Err(at(
+                    process.referenced,
+                    "nemesis.process has faults but no `interval` (e.g. `interval: 5s`)".into(),
+                ));
+            }
+            let targets = process
+                .value
+                .faults
+                .iter()
+                .map(|f| &f.targets)
+                .chain(process.value.script.iter().map(|f| &f.targets));
+            for target in targets {
+                if let Target::Nodes(names) = &target.value {
+                    for name in names {
+                        if parse_node_name(name).is_none_or(|i| i >= node_count) {
+                            return Err(at(
+                                target.referenced,
+                                format!("target `{name}` is not a node of this {node_count}-node cluster (n1..n{node_count})"),
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(flaps) = &process.value.flaps {
+                if flaps.mean_up.0 == 0 || flaps.mean_down.0 == 0 {
+                    return Err(at(process.referenced, "flaps need mean_up and mean_down > 0".into()));
+                }
+            }
+        }
+        if let Some(network) = &self.nemesis.network {
+            for &kind in self.network.backend.candidate_kinds() {
+                network
+                    .value
+                    .validate(node_count, kind)
+                    .map_err(|message| at(network.referenced, message))?;
+            }
+        }
+        if let Some(process) = &self.nemesis.process {
+            let kinds = process
+                .value
+                .faults
+                .iter()
+                .map(|f| (f.kind, &f.targets))
+                .chain(process.value.script.iter().map(|f| (f.kind, &f.targets)));
+            for (kind, targets) in kinds {
+                if kind == ProcessFault::PowerLoss && !self.disk.fault_fs {
+                    return Err(at(
+                        targets.referenced,
+                        "power-loss needs the fault filesystem: add `disk: {fault_fs: true}`".into(),
+                    ));
+                }
+            }
+        }
+        if !self.nemesis.triggers.is_empty() {
+            let capabilities = self.system.adapter().capabilities();
+            let caps = TriggerCapabilities {
+                node_count,
+                backends: self.network.backend.candidate_kinds(),
+                fault_fs: self.disk.fault_fs,
+                primary_probe: capabilities.primary_probe,
+                durable_progress: capabilities.durable_progress,
+                repairing_pattern: capabilities.repairing_pattern,
+                repaired_pattern: capabilities.repaired_pattern,
+            };
+            for (index, trigger) in self.nemesis.triggers.iter().enumerate() {
+                trigger
+                    .value
+                    .validate(&caps)
+                    .map_err(|message| at(trigger.referenced, format!("nemesis.triggers[{index}]: {message}")))?;
+            }
+        }
+        for window in &self.nemesis.io {
+            if parse_node_name(&window.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    window.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", window.node.value),
+                ));
+            }
+            if !self.disk.fault_fs {
+                return Err(at(
+                    window.node.referenced,
+                    "I/O faults need the fault filesystem: add `disk: {fault_fs: true}`".into(),
+                ));
+            }
+            window.faults.validate().map_err(|e| at(window.node.referenced, e))?;
+        }
+        for surgery in &self.final_phase.surgery {
+            if parse_node_name(&surgery.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    surgery.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", surgery.node.value),
+                ));
+            }
+            surgery
+                .cut
+                .validate()
+                .map_err(|e| at(surgery.node.referenced, e.to_string()))?;
+        }
+        if self.final_phase.power_loss && !self.disk.fault_fs {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "final_phase.power_loss needs the fault filesystem: add `disk: {fault_fs: true}`".into(),
+            });
+        }
+        if let Some(corrupt) = &self.final_phase.test_only_corrupt_wal {
+            if parse_node_name(&corrupt.node.value).is_none_or(|i| i >= node_count) {
+                return Err(at(
+                    corrupt.node.referenced,
+                    format!("`{}` is not a node (n1..n{node_count})", corrupt.node.value),
+                ));
+            }
+            if !self.final_phase.restart_all {
+                return Err(at(
+                    corrupt.node.referenced,
+                    "test_only_corrupt_wal needs final_phase.restart_all: true".into(),
+                ));
+            }
+        }
+        if self.time_limit.0 == 0 {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: "time_limit must be > 0".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The one place that checks a plan against what its system can do (the adapter's [`crate::system::Capabilities`]), then the
+    /// adapter's own checks of its section.
+    fn validate_against_adapter(&self, origin: &str) -> Result<(), PlanError> {
+        let adapter = self.system.adapter();
+        let capabilities = adapter.capabilities();
+        let kind = self.system.kind();
+        let at = |loc: serde_saphyr::Location, message: String| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+        };
+        if !capabilities.workloads.contains(&self.workload.kind) {
+            let offered: Vec<String> = capabilities.workloads.iter().map(|w| format!("`{w}`")).collect();
+            return Err(at(
+                self.workload.mix.referenced,
+                format!(
+                    "the {kind} adapter offers the {} workload{}, not `{}`",
+                    if offered.is_empty() {
+                        "no".to_string()
+                    } else {
+                        offered.join(" and ")
+                    },
+                    if offered.len() > 1 { "s" } else { "" },
+                    self.workload.kind
+                ),
+            ));
+        }
+        if self.nemesis.has_network_faults() {
+            let referenced = match &self.nemesis.network {
+                Some(network) if !network.value.is_empty() => network.referenced,
+                _ => self
+                    .nemesis
+                    .triggers
+                    .first()
+                    .map_or(serde_saphyr::Location::UNKNOWN, |t| t.referenced),
+            };
+            if self.network.backend == NetworkBackend::Proxy && !capabilities.proxy_partitions {
+                return Err(at(
+                    referenced,
+                    format!(
+                        "the {kind} adapter's nodes dial each other on connections the proxy mesh cannot cut, so \
+                         partitions need `network: {{backend: netns}}` (root, iproute2 and nftables)"
+                    ),
+                ));
+            }
+        }
+        if !capabilities.primary_probe {
+            if let Some(process) = &self.nemesis.process {
+                let targets = process.value.faults.iter().map(|f| &f.targets);
+                let targets = targets.chain(process.value.script.iter().map(|f| &f.targets));
+                for target in targets {
+                    if matches!(target.value, Target::Primary | Target::Backup | Target::NextPrimary) {
+                        return Err(at(
+                            target.referenced,
+                            format!(
+                                "this {kind} system cannot tell who the primary is, so role targets (primary, \
+                                 backup, next-primary) cannot be resolved: give the system a status probe with a \
+                                 `role` pointer, or target `one`, `minority`, `majority`, `all` or named nodes"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if self.final_phase.after_refusal == AfterRefusal::Wipe && !capabilities.wipe {
+            return Err(PlanError {
+                origin: origin.into(),
+                line: 0,
+                column: 0,
+                message: format!(
+                    "final_phase.after_refusal is `wipe`, but this {kind} system has no way to wipe a node and let \
+                     it rejoin (exec systems: add `wipe: {{command: [...]}}`); use `leave-down`"
+                ),
+            });
+        }
+        adapter.validate(self, origin)
+    }
+}

@@ -1,0 +1,398 @@
+//! The final phase: with every fault healed, the cluster must recover (accept a write within the bound), converge
+//! (every node the same commit point), answer final reads; then every node is kill -9ed, its WAL verified offline,
+//! restarted, and must boot; then the cluster must recover again and answer the final reads again.
+//!
+//! Every probe and read here is an ordinary client op in the history, checked with the rest, so a write lost across
+//! the restart-all shows up as a linearizability violation.
+
+use crate::plan::WorkloadKind;
+use crate::plan::{AfterRefusal, Plan};
+use crate::run::lab::{BootState, Lab};
+use crate::run::workload::{perform, Client, PlannedOp, Workload};
+use crate::system::Outcome;
+use faultline_faults::disk::{self, Surgeon};
+use faultline_faults::process::{node_name, parse_node_name};
+use faultline_workloads::history::{Lifecycle, Nemesis};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Entries per page of a final log read.
+const FINAL_READ_PAGE_ENTRIES: u64 = 1000;
+/// Upper bound on the pages of one log's final read.
+const FINAL_READ_PAGES_MAX: usize = 10_000;
+/// Pause between recovery probe attempts.
+const PROBE_RETRY_DELAY: Duration = Duration::from_millis(200);
+/// Bound on an offline verification command.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the final phase (the fault phase has already healed every fault).
+pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
+    let recorder = lab.recorder();
+    let spec = &plan.final_phase;
+    recorder.lifecycle(Lifecycle::FinalPhase, None, json!({}));
+    // Heal everything: a node that stopped on its own (and was judged for it) is started again.
+    for node in 0..lab.node_count() {
+        if matches!(
+            lab.boot_state(node),
+            BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
+        ) {
+            let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+            recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
+        }
+    }
+    let op_timeout = plan.workload.op_timeout.duration();
+    if !recover(lab, workload, "heal", spec.recovery_timeout.duration(), op_timeout).await {
+        return;
+    }
+    converge(lab, spec.convergence_timeout.duration()).await;
+    final_reads(lab, workload, "after-heal", op_timeout).await;
+    if !spec.restart_all {
+        return;
+    }
+    restart_all(plan, lab).await;
+    if recover(
+        lab,
+        workload,
+        "restart-all",
+        spec.recovery_timeout.duration(),
+        op_timeout,
+    )
+    .await
+    {
+        converge(lab, spec.convergence_timeout.duration()).await;
+        final_reads(lab, workload, "after-restart-all", op_timeout).await;
+    }
+}
+
+/// Writes probe values until one is acknowledged; records `recovered` or `recovery-timeout`.
+async fn recover(
+    lab: &Arc<Lab>,
+    workload: &Arc<Workload>,
+    after: &str,
+    timeout: Duration,
+    op_timeout: Duration,
+) -> bool {
+    let recorder = lab.recorder();
+    let started = tokio::time::Instant::now();
+    let worker = u64::MAX; // the final phase's own lane
+    let mut attempt = 0u64;
+    while started.elapsed() < timeout {
+        attempt += 1;
+        let home = lab
+            .find_primary()
+            .await
+            .unwrap_or((attempt as usize) % lab.node_count());
+        let process = workload.new_process();
+        let Ok(client) = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process) else {
+            return false;
+        };
+        // The probe is an ordinary op of the workload's kind, checked with the rest.
+        let (f, key) = match workload.kind() {
+            WorkloadKind::Register => ("write", format!("probe-{after}")),
+            WorkloadKind::Log => ("append", format!("probe-{after}")),
+            // The probe's element is one more element of the one set, checked with the others.
+            WorkloadKind::Set => ("add", crate::system::SET_KEY.to_string()),
+        };
+        let op = PlannedOp {
+            f,
+            key,
+            value: Value::from(format!("probe-{after}-{attempt}")),
+        };
+        let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
+        if matches!(outcome, Outcome::Ok(_)) {
+            recorder.lifecycle(
+                Lifecycle::Recovered,
+                None,
+                json!({"after": after, "recovery_ms": started.elapsed().as_millis() as u64, "attempts": attempt}),
+            );
+            return true;
+        }
+        tokio::time::sleep(PROBE_RETRY_DELAY).await;
+    }
+    recorder.lifecycle(
+        Lifecycle::RecoveryTimeout,
+        None,
+        json!({"after": after, "timeout_ms": timeout.as_millis() as u64, "attempts": attempt}),
+    );
+    false
+}
+
+/// Waits until every node reports the same commit point; records `converged` or `convergence-timeout`.
+async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
+    let started = tokio::time::Instant::now();
+    loop {
+        // Nodes that legitimately refused to boot (or crashed: the boot check reports those) are left out; the rest
+        // must agree, and they must be a majority.
+        let points: Vec<Option<String>> = lab.commit_points().await;
+        let live: Vec<usize> = (0..lab.node_count())
+            .filter(|&n| lab.boot_state(n) == BootState::Ready)
+            .collect();
+        let first = live.first().and_then(|&n| points[n].clone());
+        if first.is_some() && live.len() > lab.node_count() / 2 && live.iter().all(|&n| points[n] == first) {
+            lab.recorder().lifecycle(
+                Lifecycle::Converged,
+                None,
+                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first}),
+            );
+            return true;
+        }
+        if started.elapsed() > timeout {
+            let by_node: serde_json::Map<String, Value> = points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (node_name(i), json!(p)))
+                .collect();
+            lab.recorder().lifecycle(
+                Lifecycle::ConvergenceTimeout,
+                None,
+                json!({"timeout_ms": timeout.as_millis() as u64, "commit_points": by_node}),
+            );
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Reads every key the run used: registers through the primary; every log, page by page from offset 0, from every
+/// node in turn (the client follows the system's redirects, so a system that serves reads locally is read locally).
+async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
+    lab.recorder()
+        .lifecycle(Lifecycle::FinalReads, None, json!({"label": label}));
+    let primary = lab.find_primary().await.unwrap_or(0);
+    let homes: Vec<usize> = match workload.kind() {
+        WorkloadKind::Register => vec![primary],
+        // Every node is asked for the whole set; each forwards its linearizable read to the primary it knows.
+        WorkloadKind::Log | WorkloadKind::Set => (0..lab.node_count()).collect(),
+    };
+    for home in homes {
+        final_reads_from(lab, workload, home, op_timeout).await;
+    }
+}
+
+async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration) {
+    let recorder = lab.recorder();
+    let kind = workload.kind();
+    let mut process = workload.new_process();
+    let Ok(mut client) = Client::new(lab.system().as_ref(), kind, home, op_timeout, process) else {
+        return;
+    };
+    let mut keys = workload.keys_used();
+    if kind != WorkloadKind::Set {
+        keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+    }
+    for key in keys {
+        let mut from = 0u64;
+        for _page in 0..FINAL_READ_PAGES_MAX {
+            let value = match kind {
+                WorkloadKind::Register | WorkloadKind::Set => Value::Null,
+                WorkloadKind::Log => json!({"from": from, "limit": FINAL_READ_PAGE_ENTRIES}),
+            };
+            let op = PlannedOp {
+                f: "read",
+                key: key.clone(),
+                value,
+            };
+            let outcome = perform(recorder, &client, process, u64::MAX, &node_name(home), &op).await;
+            let next = match &outcome {
+                Outcome::Info(_) => {
+                    process = workload.new_process();
+                    match Client::new(lab.system().as_ref(), kind, home, op_timeout, process) {
+                        Ok(fresh) => client = fresh,
+                        Err(_) => return,
+                    }
+                    None
+                }
+                Outcome::Ok(read) if kind == WorkloadKind::Log => {
+                    let last = read["entries"]
+                        .as_array()
+                        .and_then(|e| e.last())
+                        .and_then(|e| e[0].as_u64());
+                    last.map(|last| last + 1)
+                        .filter(|next| read["end"].as_u64().is_some_and(|end| *next < end))
+                }
+                _ => None,
+            };
+            match next {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+    }
+}
+
+/// kill -9 every node, verify every WAL offline, restart every node, wait for every boot.
+async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
+    let recorder = lab.recorder();
+    recorder.lifecycle(Lifecycle::RestartAll, None, json!({}));
+    for node in 0..lab.node_count() {
+        let details = lab
+            .kill_node_for(node, Some("restart-all"))
+            .await
+            .unwrap_or_else(|e| json!({"error": e}));
+        recorder.lifecycle(Lifecycle::Kill, Some(&node_name(node)), details);
+    }
+    if plan.final_phase.power_loss {
+        // Every node was killed above, so this is one power loss of the whole cluster.
+        for node in 0..lab.node_count() {
+            let lost = lab
+                .lose_unsynced_node(node)
+                .await
+                .unwrap_or_else(|e| json!({"error": e}));
+            recorder.nemesis(
+                Nemesis::PowerLoss,
+                Some(&node_name(node)),
+                json!({"source": "restart-all", "lost": lost}),
+            );
+        }
+    }
+    cut_disks(plan, lab).await;
+    if let Some(corrupt) = &plan.final_phase.test_only_corrupt_wal {
+        let node = parse_node_name(&corrupt.node.value).expect("validated at plan load");
+        let data_dir = lab.system().data_dir(node);
+        match disk::corrupt_interior(&data_dir, lab.system().wal_glob()) {
+            Ok(record) if corrupt.recorded => {
+                recorder.nemesis(
+                    Nemesis::DiskSurgery,
+                    Some(&node_name(node)),
+                    json!({"test_only": true, "surgery": record}),
+                );
+            }
+            Ok(_) => {} // deliberately unrecorded: simulates a disk nothing (visible) corrupted
+            Err(e) => {
+                recorder.nemesis(
+                    Nemesis::DiskSurgery,
+                    Some(&node_name(node)),
+                    json!({"test_only": true, "error": e.to_string()}),
+                );
+            }
+        }
+    }
+    for node in 0..lab.node_count() {
+        verify_offline(lab, node).await;
+    }
+    for node in 0..lab.node_count() {
+        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
+    }
+    for node in 0..lab.node_count() {
+        lab.wait_boot(node).await;
+    }
+    if plan.final_phase.after_refusal == AfterRefusal::Wipe {
+        wipe_refused(lab).await;
+    }
+}
+
+/// The plan's surgery on stopped nodes, each cut recorded exactly.
+async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
+    let seed = plan.seed.unwrap_or(0);
+    for surgery in &plan.final_phase.surgery {
+        let node = parse_node_name(&surgery.node.value).expect("validated at plan load");
+        let name = node_name(node);
+        let data_dir = lab.system().data_dir(node);
+        let cut = surgery.cut.clone();
+        let surgeon_name = name.clone();
+        let result =
+            tokio::task::spawn_blocking(move || Surgeon::new(seed, &surgeon_name).apply(&data_dir, &cut)).await;
+        let value = match result {
+            Ok(Ok(record)) => json!({"surgery": record}),
+            Ok(Err(e)) => json!({"error": e.to_string()}),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        lab.recorder().nemesis(Nemesis::DiskSurgery, Some(&name), value);
+    }
+}
+
+/// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers, but only
+/// while the nodes that booted on their own data are a majority: wiping more would leave no quorum that holds the
+/// acknowledged state, and whatever an empty majority then does is the harness's doing, not the system's (seen on
+/// Iggy when an unforced refusal came on top of the surgery's). Then the refused nodes stay down.
+async fn wipe_refused(lab: &Arc<Lab>) {
+    let refused: Vec<usize> = (0..lab.node_count())
+        .filter(|&node| matches!(lab.boot_state(node), BootState::Refused(_)))
+        .collect();
+    let intact = (0..lab.node_count())
+        .filter(|&node| lab.boot_state(node) == BootState::Ready)
+        .count();
+    let majority = lab.node_count() / 2 + 1;
+    if !refused.is_empty() && intact < majority {
+        for &node in &refused {
+            lab.recorder().lifecycle(
+                Lifecycle::WipeSkipped,
+                Some(&node_name(node)),
+                json!({"reason": format!(
+                    "only {intact} of {} nodes booted on their own data: wiping would leave no majority holding it",
+                    lab.node_count()
+                )}),
+            );
+        }
+        return;
+    }
+    for node in refused {
+        let name = node_name(node);
+        match lab.system().wipe(node).await {
+            Ok(()) => {
+                lab.recorder().lifecycle(Lifecycle::Wipe, Some(&name), json!({}));
+                let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+                lab.recorder().lifecycle(Lifecycle::Start, Some(&name), details);
+                lab.wait_boot(node).await;
+            }
+            Err(e) => {
+                lab.recorder()
+                    .lifecycle(Lifecycle::WipeFailed, Some(&name), json!({"error": format!("{e:#}")}));
+            }
+        }
+    }
+}
+
+/// Runs the system's offline WAL verification on a stopped node, if it has one; records `verify-ok`/`verify-refused`.
+async fn verify_offline(lab: &Arc<Lab>, node: usize) {
+    let Some(command) = lab.system().verify_command(node) else {
+        return;
+    };
+    let output = tokio::time::timeout(
+        VERIFY_TIMEOUT,
+        tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await;
+    let name = node_name(node);
+    match output {
+        Ok(Ok(output)) if output.status.success() => {
+            lab.recorder()
+                .lifecycle(Lifecycle::VerifyOk, Some(&name), json!({"command": command.display()}));
+        }
+        Ok(Ok(output)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let line = lab
+                .system()
+                .boot_refusal_line(&text)
+                .unwrap_or_else(|| text.trim().lines().last().unwrap_or("").to_string());
+            lab.recorder().lifecycle(
+                Lifecycle::VerifyRefused,
+                Some(&name),
+                json!({"command": command.display(), "exit": output.status.to_string(), "line": line}),
+            );
+        }
+        Ok(Err(e)) => {
+            lab.recorder().lifecycle(
+                Lifecycle::VerifyError,
+                Some(&name),
+                json!({"command": command.display(), "error": e.to_string()}),
+            );
+        }
+        Err(_) => {
+            lab.recorder().lifecycle(
+                Lifecycle::VerifyError,
+                Some(&name),
+                json!({"command": command.display(), "error": "timed out"}),
+            );
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The lab: the running cluster of one run. It starts, kills, pauses and resumes nodes (only processes it spawned),
+//! watches each start until the node is ready or refuses to boot, notices nodes that die on their own, and records
+//! all of it in the history.
+
+mod nemesis;
+mod watch;
+
+pub use watch::log_tail;
+
+use crate::run::recorder::Recorder;
+use crate::supervisor::{signal_group, Spawned, Supervisor};
+use crate::system::{Role, System};
+use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
+use faultline_faults::network::netns::NetnsLab;
+use faultline_faults::process::node_name;
+use faultline_faults::trigger::{newest_claimant, Fact};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, Mutex};
+use watch::{claims_primary, note_status, record_last_durable, watch_node};
+
+/// Probe timeout for readiness and role queries.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// Bound on waiting for a killed process to be reaped.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Timeout of the fresh probe right before the harness stops a node: short, so a paused node delays its kill little.
+const LAST_PROBE_TIMEOUT: Duration = Duration::from_millis(50);
+/// How many observations the trigger engine may fall behind before it misses some.
+const FACTS_CAPACITY: usize = 4096;
+
+/// Where a node is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootState {
+    /// Not started, or stopped by the harness.
+    Stopped,
+    /// Started, not ready yet.
+    Starting,
+    /// Answering probes.
+    Ready,
+    /// Exited before it was ready, with its refusal line.
+    Refused(String),
+    /// Exited on its own (before or after being ready), not refusing to boot.
+    Crashed(String),
+    /// Not ready within the boot timeout.
+    TimedOut,
+}
+
+/// What the observer knows about one node since it was last started.
+#[derive(Default)]
+struct Observed {
+    /// Durable values the node reported, with when (pruned to what [`System::durable_settle`] needs).
+    samples: VecDeque<(Instant, u64)>,
+    /// When the node last answered a probe.
+    last_answer: Option<Instant>,
+    /// Role, primary, view and lagging flag of the last recorded status.
+    last_key: Option<(Role, Option<usize>, Option<u64>, bool)>,
+    /// Durable value of the last recorded status, and when it was recorded.
+    last_record: Option<(Instant, Option<u64>)>,
+}
+
+struct Slot {
+    spawned: Option<Spawned>,
+    /// Length of the node's log when this process was started: what it wrote since is its boot log.
+    log_offset: u64,
+    /// Set while the harness itself stops the node, so its exit is not a crash.
+    stopping: bool,
+    /// SIGSTOPped by the nemesis.
+    paused: bool,
+    boot: tokio::sync::watch::Sender<BootState>,
+}
+
+/// The running cluster.
+pub struct Lab {
+    system: Arc<dyn System>,
+    supervisor: Supervisor,
+    recorder: Recorder,
+    slots: Vec<Arc<Mutex<Slot>>>,
+    boot_rx: Vec<tokio::sync::watch::Receiver<BootState>>,
+    log_paths: Vec<PathBuf>,
+    boot_timeout: Duration,
+    /// When set, every node is launched inside its own namespace of this lab.
+    netns: Option<Arc<NetnsLab>>,
+    /// The fault filesystem mounted over each node's data dir, when the plan asks for one.
+    fault_fs: Vec<Arc<std::sync::Mutex<Option<FaultFsHandle>>>>,
+    /// What the observer saw of each node.
+    observed: Vec<Arc<std::sync::Mutex<Observed>>>,
+    /// What the observer sees, for the trigger engine (sent only while someone listens).
+    facts: broadcast::Sender<Fact>,
+}
+
+impl Lab {
+    /// A lab for `system`, node logs at `log_paths[i]`.
+    pub fn new(
+        system: Arc<dyn System>,
+        supervisor: Supervisor,
+        recorder: Recorder,
+        log_paths: Vec<PathBuf>,
+        boot_timeout: Duration,
+    ) -> Lab {
+        let mut slots = Vec::new();
+        let mut boot_rx = Vec::new();
+        let observed = (0..system.node_count()).map(|_| Arc::default()).collect();
+        for _ in 0..system.node_count() {
+            let (tx, rx) = tokio::sync::watch::channel(BootState::Stopped);
+            slots.push(Arc::new(Mutex::new(Slot {
+                spawned: None,
+                log_offset: 0,
+                stopping: false,
+                paused: false,
+                boot: tx,
+            })));
+            boot_rx.push(rx);
+        }
+        Lab {
+            system,
+            supervisor,
+            recorder,
+            slots,
+            boot_rx,
+            log_paths,
+            boot_timeout,
+            netns: None,
+            fault_fs: Vec::new(),
+            observed,
+            facts: broadcast::channel(FACTS_CAPACITY).0,
+        }
+    }
+
+    /// A new listener to what the observer sees: statuses, nodes becoming ready or going down, log lines.
+    pub fn facts(&self) -> broadcast::Receiver<Fact> {
+        self.facts.subscribe()
+    }
+
+    /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`.
+    pub fn mount_fault_fs(&mut self, run_tag: &str, options: FaultFsOptions) -> anyhow::Result<()> {
+        faultline_faults::fusefs::fuse_available().map_err(anyhow::Error::msg)?;
+        for node in 0..self.system.node_count() {
+            let mountpoint = self.system.data_dir(node);
+            let backing = mountpoint.with_extension("backing");
+            std::fs::create_dir_all(&mountpoint)?;
+            std::fs::create_dir_all(&backing)?;
+            let handle = FaultFs::mount_with(&backing, &mountpoint, run_tag, options)
+                .map_err(|e| anyhow::anyhow!("mounting the fault filesystem for {}: {e}", node_name(node)))?;
+            self.fault_fs.push(Arc::new(std::sync::Mutex::new(Some(handle))));
+        }
+        Ok(())
+    }
+
+    /// Drops a stopped node's unsynced writes (power loss); the record of what was lost.
+    pub async fn lose_unsynced_node(&self, node: usize) -> Result<Value, String> {
+        let Some(handle) = self.fault_fs.get(node).cloned() else {
+            return Err("no fault filesystem is mounted (plan: disk: {fault_fs: true})".into());
+        };
+        tokio::task::spawn_blocking(move || {
+            let guard = handle
+                .lock()
+                .map_err(|_| "fault filesystem handle poisoned".to_string())?;
+            let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
+            serde_json::to_value(fs.lose_unsynced()).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Sets (or, with empty faults, clears) the I/O faults of a node's fault filesystem.
+    pub fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        let handle = self.fault_fs.get(node).ok_or("no fault filesystem is mounted")?;
+        let guard = handle
+            .lock()
+            .map_err(|_| "fault filesystem handle poisoned".to_string())?;
+        let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
+        fs.set_faults(faults).map_err(|e| e.to_string())
+    }
+
+    /// Unmounts every fault filesystem (nodes must be stopped). Unmounting keeps unsynced data: a clean shutdown.
+    pub async fn unmount_fault_fs(&self) {
+        for (node, handle) in self.fault_fs.iter().enumerate() {
+            let handle = handle.clone();
+            let result =
+                tokio::task::spawn_blocking(move || handle.lock().ok().and_then(|mut h| h.take()).map(|h| h.unmount()))
+                    .await;
+            if let Ok(Some(Err(e))) = result {
+                eprintln!("faultline: unmounting {}'s fault filesystem: {e}", node_name(node));
+            }
+        }
+    }
+
+    /// Launches every node inside its own namespace of `netns` (`ip netns exec`, which execs: same pid and group).
+    pub fn launch_inside(&mut self, netns: Arc<NetnsLab>) {
+        self.netns = Some(netns);
+    }
+
+    /// The system adapter.
+    pub fn system(&self) -> &Arc<dyn System> {
+        &self.system
+    }
+
+    /// The history recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Node count.
+    pub fn node_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Starts a stopped node and watches it boot in the background. Returns details to record.
+    pub async fn start_node(&self, node: usize) -> Result<Value, String> {
+        let mut slot = self.slots[node].lock().await;
+        if slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none()) {
+            return Err(format!("{} is already running", node_name(node)));
+        }
+        let mut command = self.system.launch(node);
+        if let Some(netns) = &self.netns {
+            let (program, args) = netns.wrap_command(node, &command.program, &command.args);
+            command.program = program;
+            command.args = args;
+        }
+        let log_offset = std::fs::metadata(&self.log_paths[node]).map(|m| m.len()).unwrap_or(0);
+        *self.observed[node].lock().expect("observations lock") = Observed::default();
+        let spawned = self
+            .supervisor
+            .spawn(command, self.log_paths[node].clone())
+            .await
+            .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
+        let pid = spawned.pid;
+        slot.stopping = false;
+        slot.paused = false;
+        slot.log_offset = log_offset;
+        slot.spawned = Some(spawned.clone());
+        slot.boot.send_replace(BootState::Starting);
+        drop(slot);
+        tokio::spawn(watch_node(
+            self.system.clone(),
+            self.recorder.clone(),
+            self.slots[node].clone(),
+            (self.observed[node].clone(), self.facts.clone()),
+            node,
+            spawned,
+            (self.log_paths[node].clone(), log_offset),
+            self.boot_timeout,
+        ));
+        Ok(json!({"pid": pid}))
+    }
+
+    /// SIGKILLs a node's process group and waits until it is reaped; first records what the node had durably
+    /// reached (`cause`: `kill`, `restart-all`), unless `cause` is `None` (teardown).
+    pub async fn kill_node_for(&self, node: usize, cause: Option<&str>) -> Result<Value, String> {
+        if let Some(cause) = cause {
+            let running = {
+                let slot = self.slots[node].lock().await;
+                slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none())
+            };
+            if running {
+                // A fresh answer if the node gives one at once; else what the observer saw last.
+                if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
+                    note_status(self.system.as_ref(), &self.recorder, &self.observed, node, &status);
+                }
+                record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
+            }
+        }
+        let mut slot = self.slots[node].lock().await;
+        let Some(spawned) = slot.spawned.clone().filter(|s| s.exited.borrow().is_none()) else {
+            return Err(format!("{} is not running", node_name(node)));
+        };
+        slot.stopping = true;
+        signal_group(spawned.pid, Signal::SIGKILL)?;
+        drop(slot);
+        let mut exited = spawned.exited.clone();
+        tokio::time::timeout(REAP_TIMEOUT, exited.wait_for(|e| e.is_some()))
+            .await
+            .map_err(|_| {
+                format!(
+                    "{} (pid {}) was not reaped within {REAP_TIMEOUT:?} of SIGKILL",
+                    node_name(node),
+                    spawned.pid
+                )
+            })?
+            .map_err(|_| "reaper gone".to_string())?;
+        self.slots[node].lock().await.boot.send_replace(BootState::Stopped);
+        let _ = self.facts.send(Fact::Down {
+            node,
+            at: tokio::time::Instant::now(),
+        });
+        Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
+    }
+
+    /// SIGKILLs a node (a fault): [`Lab::kill_node_for`] with cause `kill`.
+    pub async fn kill_node(&self, node: usize) -> Result<Value, String> {
+        self.kill_node_for(node, Some("kill")).await
+    }
+    /// Sends SIGSTOP or SIGCONT to a running node.
+    pub async fn signal_node(&self, node: usize, signal: Signal) -> Result<Value, String> {
+        let mut slot = self.slots[node].lock().await;
+        let Some(pid) = slot
+            .spawned
+            .as_ref()
+            .filter(|s| s.exited.borrow().is_none())
+            .map(|s| s.pid)
+        else {
+            return Err(format!("{} is not running", node_name(node)));
+        };
+        signal_group(pid, signal)?;
+        slot.paused = signal == Signal::SIGSTOP;
+        Ok(json!({"pid": pid, "signal": signal.as_str()}))
+    }
+
+    /// Which nodes are down or paused right now, for the progress line.
+    pub async fn fault_summary(&self) -> String {
+        let mut parts = Vec::new();
+        for (node, slot) in self.slots.iter().enumerate() {
+            let slot = slot.lock().await;
+            let running = slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none());
+            if !running {
+                parts.push(format!("{} down", node_name(node)));
+            } else if slot.paused {
+                parts.push(format!("{} paused", node_name(node)));
+            }
+        }
+        if parts.is_empty() {
+            "no faults".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Waits until a node's boot settles (ready, refused, crashed, timed out) and returns that state.
+    pub async fn wait_boot(&self, node: usize) -> BootState {
+        let mut rx = self.boot_rx[node].clone();
+        let settled = rx.wait_for(|state| !matches!(state, BootState::Starting)).await;
+        settled.map(|s| s.clone()).unwrap_or(BootState::Stopped)
+    }
+
+    /// Current boot state of a node.
+    pub fn boot_state(&self, node: usize) -> BootState {
+        self.boot_rx[node].borrow().clone()
+    }
+
+    /// The node that claims to be primary in the newest view, asking every node.
+    pub async fn find_primary(&self) -> Option<usize> {
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        let statuses = futures::future::join_all(probes).await;
+        // A primary cut off from the others keeps claiming its old view while they elect a new primary: the one in
+        // the newest view leads.
+        newest_claimant(statuses.iter().enumerate().filter_map(|(node, s)| {
+            let s = s.as_ref().ok().filter(|s| claims_primary(s, node))?;
+            Some((node, self.system.progress(s).view))
+        }))
+    }
+
+    /// Every node's commit point (`None` for nodes that do not answer).
+    pub async fn commit_points(&self) -> Vec<Option<String>> {
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .map(|s| s.ok().map(|s| s.commit_point))
+            .collect()
+    }
+
+    /// The first node whose status answer does not fit what the plan describes (a mistake in the plan), if any.
+    pub async fn misconfiguration(&self) -> Option<String> {
+        let probes = (0..Lab::node_count(self)).map(|n| self.system.probe(n, PROBE_TIMEOUT));
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .enumerate()
+            .find_map(|(node, status)| match status {
+                Err(crate::system::ProbeError::Misconfigured(why)) => Some(format!("{}: {why}", node_name(node))),
+                _ => None,
+            })
+    }
+
+    /// SIGKILLs every running node (shutdown path); records nothing.
+    pub async fn kill_all_quietly(&self) {
+        for node in 0..Lab::node_count(self) {
+            let _ = self.kill_node_for(node, None).await;
+        }
+    }
+}

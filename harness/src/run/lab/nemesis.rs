@@ -1,0 +1,77 @@
+//! The lab as the fault interpreters drive it: the process, network and I/O nemeses' views of [`Lab`].
+
+use super::{BootState, Lab};
+use faultline_faults::fusefs::FsFaults;
+use faultline_faults::process::node_name;
+use faultline_workloads::history::{Lifecycle, Nemesis};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+impl faultline_faults::process::Lab for Lab {
+    fn node_count(&self) -> usize {
+        Lab::node_count(self)
+    }
+
+    async fn primary(&self) -> Option<usize> {
+        self.find_primary().await
+    }
+
+    async fn next_primary(&self) -> Option<usize> {
+        let primary = self.find_primary().await?;
+        self.system.next_primary(primary)
+    }
+
+    async fn kill(&self, node: usize) -> Result<Value, String> {
+        self.kill_node(node).await
+    }
+
+    async fn start(&self, node: usize) -> Result<Value, String> {
+        self.start_node(node).await
+    }
+
+    async fn pause(&self, node: usize) -> Result<Value, String> {
+        self.signal_node(node, Signal::SIGSTOP).await
+    }
+
+    async fn resume(&self, node: usize) -> Result<Value, String> {
+        self.signal_node(node, Signal::SIGCONT).await
+    }
+
+    async fn lose_unsynced(&self, node: usize) -> Result<Value, String> {
+        self.lose_unsynced_node(node).await
+    }
+
+    fn record(&self, name: Nemesis, node: usize, value: Value) {
+        self.recorder.nemesis(name, Some(&node_name(node)), value);
+    }
+}
+
+impl faultline_faults::network::schedule::NetworkLab for Lab {
+    async fn primary(&self) -> Option<usize> {
+        self.find_primary().await
+    }
+
+    fn record(&self, name: Nemesis, value: Value) {
+        self.recorder.nemesis(name, None, value);
+    }
+}
+
+impl faultline_faults::io::IoLab for Lab {
+    fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        Lab::set_io_faults(self, node, faults)
+    }
+
+    fn crashed(&self, node: usize) -> bool {
+        matches!(self.boot_state(node), BootState::Crashed(_))
+    }
+
+    async fn restart(&self, node: usize) {
+        let details = self.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        self.recorder
+            .lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
+    }
+
+    fn record(&self, name: Nemesis, node: usize, value: Value) {
+        self.recorder.nemesis(name, Some(&node_name(node)), value);
+    }
+}

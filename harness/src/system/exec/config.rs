@@ -1,0 +1,495 @@
+//! The exec adapter's plan section (`system: {kind: exec, ...}`): its types, load-time checks and the build of a run.
+
+use super::client;
+use super::{ExecSystem, Template, Vars};
+use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
+use crate::system::{AdapterSpec, BuildContext, Built, Capabilities, Recovered};
+use anyhow::Context;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A command line of the plan: program and arguments, each a template.
+pub type CommandSpec = Vec<Spanned<String>>;
+
+/// The plan section `system: {kind: exec, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecConfig {
+    /// Cluster size (1..=9).
+    pub nodes: Bounded<1, 9>,
+    /// Run once per node before its first start (e.g. format its data dir; the dir exists already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<CommandSpec>,
+    /// Starts node `{id}` on its data dir; it must keep running in the foreground (stdout and stderr are its log).
+    pub start: CommandSpec,
+    /// Extra environment of every command (values are templates).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Spanned<String>>,
+    /// When a started node is ready; default: it answers the status probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<ReadyProbe>,
+    /// How to ask a node for its role and commit point.
+    pub status: StatusProbe,
+    /// Offline check of a stopped node's data dir (exit 0 = sound), run on every node in the restart-all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<CommandSpec>,
+    /// How a wiped node rejoins: the harness empties its data dir, then runs this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wipe: Option<WipeSpec>,
+    /// Substrings of a log line that say the node refused to boot (its last matching line is the refusal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusal_patterns: Vec<String>,
+    /// The WAL files, relative to the data dir (disk surgery aims at them), e.g. `wal/*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_glob: Option<String>,
+    /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<RecoveredLine>,
+    /// Text of the node's own log lines that say what it is doing, for triggers and coverage: `repairing` (it
+    /// started repairing its log), `repaired` (done), `view-change` (a view change or election started). Each is a
+    /// substring of the line, e.g. `{repairing: "repair start", view-change: "became candidate"}`.
+    #[serde(default, skip_serializing_if = "LogLines::is_empty")]
+    pub log_lines: LogLines,
+    /// The client process.
+    pub client: ClientSpec,
+    /// Port bases: node i listens on `client + i` and `peer + i`; the proxy of link i->j on `proxy + 10 i + j`.
+    #[serde(default)]
+    pub ports: Ports,
+    /// Whether the proxy mesh can partition the system (its nodes dial peers only at the addresses in `{peers}`).
+    #[serde(default = "yes")]
+    pub proxy_partitions: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// When a node is ready.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ReadyProbe {
+    /// An HTTP GET that answers 2xx.
+    Http(Spanned<String>),
+    /// A TCP connect that succeeds.
+    Tcp(Spanned<String>),
+    /// A command that exits 0.
+    Command(CommandSpec),
+}
+
+/// The status probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusProbe {
+    /// The URL of a JSON status document (a GET, or a POST of `post`).
+    pub http: Spanned<String>,
+    /// A body to POST instead of a GET (e.g. `"{}"` for gRPC gateways, which answer POSTs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post: Option<String>,
+    /// JSON pointer to the node's role; without it (and without `primary_if_equal`) the system has no primary
+    /// faultline can see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Spanned<String>>,
+    /// Two JSON pointers, e.g. `[/leader, /header/member_id]`: the node is the primary when they hold the same value
+    /// (Raft systems that report their leader's id and their own), else a backup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub primary_if_equal: Vec<Spanned<String>>,
+    /// Role values of a primary / leader.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub primary_when: Vec<String>,
+    /// Role values of a backup / follower; default: every role that is not a primary's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backup_when: Vec<String>,
+    /// JSON pointer to the 0-based id of the primary the node believes in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Spanned<String>>,
+    /// JSON pointers whose values, joined, are equal on two nodes exactly when they have converged.
+    pub commit_point: Vec<Spanned<String>>,
+    /// JSON pointer to the view, term or epoch the node is in (a number, or a string of digits): of two nodes that
+    /// claim to lead, the one in the newer view is the primary (the other was cut off and does not know yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Spanned<String>>,
+    /// JSON pointer to a durable lower bound (a number, or a string of digits): a value the node can only have
+    /// reached after persisting everything up to it (e.g. its commit or applied index). With `recovered`, it turns
+    /// on the durability check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<Spanned<String>>,
+    /// How long after the node reports a durable value that value is surely on its disk (0 for a system that reports
+    /// only what it fsynced; etcd-like systems that apply before their WAL write finishes need about a second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_settle: Option<faultline_faults::units::Millis>,
+}
+
+/// The exec section's `log_lines` (see [`ExecConfig::log_lines`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LogLines {
+    /// A node started repairing its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repairing: Option<String>,
+    /// It finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<String>,
+    /// A view change (an election) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_change: Option<String>,
+}
+
+impl LogLines {
+    fn is_empty(&self) -> bool {
+        self.repairing.is_none() && self.repaired.is_none() && self.view_change.is_none()
+    }
+
+    /// As [`System::log_patterns`](crate::system::System::log_patterns) gives them.
+    pub(super) fn patterns(&self) -> Vec<(&'static str, std::borrow::Cow<'static, str>)> {
+        [
+            ("repairing", &self.repairing),
+            ("repaired", &self.repaired),
+            ("view-change", &self.view_change),
+        ]
+        .into_iter()
+        .filter_map(|(name, text)| Some((name, std::borrow::Cow::Owned(text.clone()?))))
+        .collect()
+    }
+}
+
+/// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
+/// in it (e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveredLine {
+    /// Text the boot line contains.
+    pub line: Spanned<String>,
+    /// Text right before the number.
+    pub after: Spanned<String>,
+}
+
+impl RecoveredLine {
+    /// The number of the first line of `boot_log` that contains `line`, right after `after`.
+    pub(super) fn read(&self, boot_log: &str) -> Option<Recovered> {
+        Recovered::from_line(boot_log, &self.line.value, &self.after.value)
+    }
+}
+
+/// How a wiped node rejoins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WipeSpec {
+    /// Run after the data dir was emptied (e.g. `init --join`).
+    pub command: CommandSpec,
+}
+
+/// The client process of every logical client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// The command (templates: `{node_count}`, `{client_addrs}`, `{faultline}`).
+    pub command: CommandSpec,
+    /// The workload kinds it speaks (default all: register, log, set).
+    #[serde(default = "all_workloads")]
+    pub workloads: Vec<WorkloadKind>,
+}
+
+fn all_workloads() -> Vec<WorkloadKind> {
+    vec![WorkloadKind::Register, WorkloadKind::Log, WorkloadKind::Set]
+}
+
+/// Port bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ports {
+    /// Client port of node 0.
+    #[serde(default = "default_client_port")]
+    pub client: u16,
+    /// Peer port of node 0.
+    #[serde(default = "default_peer_port")]
+    pub peer: u16,
+    /// Proxy of link 0->0 (link i->j: `+ 10 i + j`).
+    #[serde(default = "default_proxy_port")]
+    pub proxy: u16,
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Ports {
+            client: default_client_port(),
+            peer: default_peer_port(),
+            proxy: default_proxy_port(),
+        }
+    }
+}
+
+fn default_client_port() -> u16 {
+    25_001
+}
+
+fn default_peer_port() -> u16 {
+    26_001
+}
+
+fn default_proxy_port() -> u16 {
+    27_000
+}
+
+impl ExecConfig {
+    /// Every command of the section, with its plan path (for messages) and whether it runs per node.
+    fn commands(&self) -> Vec<(&'static str, &CommandSpec, bool)> {
+        let mut commands = vec![
+            ("system.start", &self.start, true),
+            ("system.client.command", &self.client.command, false),
+        ];
+        if let Some(prepare) = &self.prepare {
+            commands.push(("system.prepare", prepare, true));
+        }
+        if let Some(verify) = &self.verify {
+            commands.push(("system.verify", verify, true));
+        }
+        if let Some(wipe) = &self.wipe {
+            commands.push(("system.wipe.command", &wipe.command, true));
+        }
+        if let Some(ReadyProbe::Command(ready)) = &self.ready {
+            commands.push(("system.ready.command", ready, true));
+        }
+        commands
+    }
+
+    fn commands_mut(&mut self) -> Vec<&mut CommandSpec> {
+        let mut commands = vec![&mut self.start, &mut self.client.command];
+        commands.extend(self.prepare.as_mut());
+        commands.extend(self.verify.as_mut());
+        commands.extend(self.wipe.as_mut().map(|w| &mut w.command));
+        if let Some(ReadyProbe::Command(ready)) = &mut self.ready {
+            commands.push(ready);
+        }
+        commands
+    }
+
+    /// Every per-node template string that is not a command.
+    fn node_templates(&self) -> Vec<(String, &Spanned<String>)> {
+        let mut templates: Vec<(String, &Spanned<String>)> =
+            self.env.iter().map(|(k, v)| (format!("system.env.{k}"), v)).collect();
+        templates.push(("system.status.http".into(), &self.status.http));
+        match &self.ready {
+            Some(ReadyProbe::Http(url)) => templates.push(("system.ready.http".into(), url)),
+            Some(ReadyProbe::Tcp(addr)) => templates.push(("system.ready.tcp".into(), addr)),
+            _ => {}
+        }
+        templates
+    }
+}
+
+#[async_trait]
+impl AdapterSpec for ExecConfig {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: self.client.workloads.clone(),
+            proxy_partitions: self.proxy_partitions,
+            primary_probe: self.status.role.is_some() || !self.status.primary_if_equal.is_empty(),
+            wipe: self.wipe.is_some(),
+            offline_verify: self.verify.is_some(),
+            durable_progress: self.status.durable.is_some() && self.recovered.is_some(),
+            // A plan declares it with `disk: {interior_damage: refuse}`.
+            refuses_interior_damage: false,
+            repairing_pattern: self.log_lines.repairing.is_some(),
+            repaired_pattern: self.log_lines.repaired.is_some(),
+        }
+    }
+
+    fn resolve_paths(&mut self, dir: &Path) {
+        let dir_text = dir.display().to_string();
+        let resolve = |text: &mut Spanned<String>| {
+            text.value = Template::replace_var(&text.value, "plan_dir", &dir_text);
+        };
+        for command in self.commands_mut() {
+            command.iter_mut().for_each(resolve);
+            if let Some(program) = command.first_mut() {
+                let path = Path::new(&program.value);
+                if !program.value.contains('{') && program.value.contains('/') && path.is_relative() {
+                    let path = path.strip_prefix("./").unwrap_or(path);
+                    program.value = dir.join(path).display().to_string();
+                }
+            }
+        }
+        self.env.values_mut().for_each(resolve);
+    }
+
+    fn validate(&self, plan: &Plan, origin: &str) -> Result<(), PlanError> {
+        let at = |spanned: &Spanned<String>, message: String| PlanError {
+            origin: origin.to_string(),
+            line: spanned.referenced.line(),
+            column: spanned.referenced.column(),
+            message,
+        };
+        for (field, command, per_node) in self.commands() {
+            let Some(program) = command.first() else {
+                return Err(PlanError {
+                    origin: origin.to_string(),
+                    line: 0,
+                    column: 0,
+                    message: format!("{field} is empty: give the program and its arguments, e.g. [./mydb, serve]"),
+                });
+            };
+            let allowed = if per_node { Vars::NODE } else { Vars::CLIENT };
+            for arg in command {
+                Template::parse(&arg.value, allowed).map_err(|e| at(arg, format!("{field}: {e}")))?;
+            }
+            check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
+        }
+        for (field, template) in self.node_templates() {
+            Template::parse(&template.value, Vars::NODE).map_err(|e| at(template, format!("{field}: {e}")))?;
+        }
+        let pointers = self
+            .status
+            .role
+            .iter()
+            .chain(&self.status.primary)
+            .chain(&self.status.commit_point)
+            .chain(&self.status.primary_if_equal)
+            .chain(&self.status.durable)
+            .chain(&self.status.view);
+        for pointer in pointers {
+            if !pointer.value.is_empty() && !pointer.value.starts_with('/') {
+                return Err(at(
+                    pointer,
+                    format!(
+                        "`{}` is not a JSON pointer: it starts with `/`, e.g. `/role` or `/raft/commit`",
+                        pointer.value
+                    ),
+                ));
+            }
+        }
+        match (&self.status.durable, &self.recovered) {
+            (Some(durable), None) => {
+                return Err(at(
+                    durable,
+                    "system.status.durable needs system.recovered too (the boot line that says what a restarted \
+                     node kept, e.g. {line: \"recovered\", after: \"op=\"}): the durability check compares the two"
+                        .into(),
+                ))
+            }
+            (None, Some(recovered)) => {
+                return Err(at(
+                    &recovered.line,
+                    "system.recovered needs system.status.durable too (a JSON pointer to a durable lower bound, e.g. \
+                     /commit): the durability check compares the two"
+                        .into(),
+                ))
+            }
+            _ => {}
+        }
+        if self.status.commit_point.is_empty() {
+            return Err(at(
+                &self.status.http,
+                "system.status.commit_point needs at least one JSON pointer (e.g. [/commit, /head]): the final \
+                 phase waits for every node to report the same values"
+                    .into(),
+            ));
+        }
+        if let Some(first) = self.status.primary_if_equal.first() {
+            if self.status.primary_if_equal.len() != 2 || self.status.role.is_some() {
+                return Err(at(
+                    first,
+                    "system.status.primary_if_equal takes two JSON pointers (the leader's id and the node's own), \
+                     and replaces `role`"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(role) = &self.status.role {
+            if self.status.primary_when.is_empty() {
+                return Err(at(
+                    role,
+                    "system.status.role needs `primary_when`: the role values of a primary (e.g. [leader])".into(),
+                ));
+            }
+        }
+        let surgery = !plan.final_phase.surgery.is_empty() || plan.final_phase.test_only_corrupt_wal.is_some();
+        if surgery && self.wal_glob.is_none() {
+            return Err(PlanError {
+                origin: origin.to_string(),
+                line: 0,
+                column: 0,
+                message: "this plan cuts WAL files, but system.wal_glob does not say which files are the WAL \
+                          (e.g. `wal_glob: \"wal/*\"`)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
+        let n = context.node_count();
+        let ports: Vec<u16> = (0..n as u16)
+            .flat_map(|i| [self.ports.client + i, self.ports.peer + i])
+            .chain(
+                (0..n)
+                    .flat_map(|i| (0..n).map(move |j| (i * 10 + j) as u16))
+                    .map(|d| self.ports.proxy + d),
+            )
+            .collect();
+        let node_ips = context.node_ips(&ports)?;
+        let addr = |ip: IpAddr, base: u16, node: usize| SocketAddr::new(ip, base + node as u16);
+        let (network, routes) = if self.proxy_partitions {
+            context
+                .proxied_network(
+                    |to| addr(node_ips[to], self.ports.peer, to),
+                    |from, to| SocketAddr::new(node_ips[0], self.ports.proxy + (from * 10 + to) as u16),
+                )
+                .await?
+        } else {
+            (context.netns_network(), None)
+        };
+        let faultline = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
+        let store_dir = context.nodes_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let system = ExecSystem {
+            config: self.clone(),
+            nodes_dir: context.nodes_dir.clone(),
+            node_ips: node_ips.clone(),
+            peer_routes: routes,
+            faultline: faultline.clone(),
+            clients: client::ClientLog::create(&store_dir.join("clients.log"), context.run_id)?,
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(2)
+                .build()
+                .context("building the status probe's HTTP client")?,
+            log_patterns: self.log_lines.patterns(),
+        };
+        let program = system.node_vars(0).expand(&self.start[0].value);
+        Ok(Built {
+            system: Arc::new(system),
+            binary: PathBuf::from(program),
+            node_ips,
+            network,
+        })
+    }
+}
+
+/// A program that exists: a path to a file, a template (checked when it runs), or a name found on `PATH`.
+fn check_program(program: &str) -> Result<(), String> {
+    if program.contains('{') {
+        return Ok(());
+    }
+    let path = Path::new(program);
+    if program.contains('/') {
+        return match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(()),
+            Ok(_) => Err(format!("`{program}` is not a file")),
+            Err(e) => Err(format!("`{program}` cannot be run: {e} (build it, or fix the path)")),
+        };
+    }
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .any(|dir| dir.join(program).is_file());
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{program}` is not on PATH (install it, or give a path such as `./{program}`, relative to the plan)"
+        ))
+    }
+}

@@ -1,0 +1,427 @@
+//! The `exec` adapter: a system described in the plan alone, so a team can test its own store without writing Rust.
+//!
+//! ```yaml
+//! system:
+//!   kind: exec
+//!   nodes: 3
+//!   prepare: [./mydb, init, --dir, "{data_dir}", --id, "{id}"]      # optional, once per node before its first start
+//!   start: [./mydb, serve, --dir, "{data_dir}", --listen, "{client_addr}", --peers, "{peers}"]
+//!   ready: {http: "http://{client_addr}/health"}                   # or {tcp: ...} or {command: [...]}
+//!   status: {http: "http://{client_addr}/status", role: /role, primary_when: [leader], commit_point: [/commit]}
+//!   client: {command: [python3, client.py]}
+//! ```
+//!
+//! - Commands are argument vectors with `{variable}` templates ([`Template`]; `{{` and `}}` are literal braces). An
+//!   unknown variable is a plan error at its `file:line:column`. A relative program (`./mydb`) is relative to the
+//!   plan's folder, and so is `{plan_dir}`; both are made absolute at load, so the stored `plan.yaml` runs anywhere.
+//! - Each node listens on `ports.client + i` and `ports.peer + i` of the run's address (a free loopback address, or
+//!   its namespace address under netns). With network faults and the proxy backend, `{peers}` names the proxies of
+//!   the node's outgoing links, so the node must dial its peers only there (else set `proxy_partitions: false`).
+//! - Status: an HTTP GET whose JSON answer is read with JSON pointers (RFC 6901): `role` (compared with
+//!   `primary_when`, and `backup_when` if given), `primary` (the 0-based id of the primary the node believes in), and
+//!   `commit_point` (the values are joined; two nodes have converged when they are equal). A pointer that does not
+//!   resolve in a node's answer stops the run's setup with a message naming it: a plan mistake, not a node fault.
+//!   Optional `durable` (a pointer to a durable lower bound) with a top-level `recovered: {line, after}` (the boot
+//!   log line saying what a restarted node kept) turns on the durability check.
+//! - Clients: one process per logical client speaking JSON lines on stdin/stdout ([`client`], spec in
+//!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
+
+pub mod client;
+mod config;
+mod template;
+
+pub use config::{
+    ClientSpec, CommandSpec, ExecConfig, LogLines, Ports, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec,
+};
+pub use template::{Template, Vars};
+
+use super::{
+    LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient, System,
+};
+use crate::plan::WorkloadKind;
+use crate::supervisor::LaunchCommand;
+use anyhow::Context;
+use async_trait::async_trait;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bound on one `prepare`, `wipe` or `verify` command.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+/// Characters of a status answer quoted in a misconfiguration message.
+const QUOTE_CHARS_MAX: usize = 300;
+
+/// The exec system of one run.
+pub struct ExecSystem {
+    config: ExecConfig,
+    nodes_dir: PathBuf,
+    node_ips: Vec<IpAddr>,
+    /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
+    peer_routes: Option<Vec<Vec<SocketAddr>>>,
+    faultline: PathBuf,
+    clients: Arc<client::ClientLog>,
+    http: reqwest::Client,
+    /// `log_lines` as [`System::log_patterns`] gives them.
+    log_patterns: Vec<(&'static str, std::borrow::Cow<'static, str>)>,
+}
+
+impl ExecSystem {
+    fn name(node: usize) -> String {
+        faultline_faults::process::node_name(node)
+    }
+
+    /// Where node `from` dials node `to`.
+    fn peer_route(&self, from: usize, to: usize) -> SocketAddr {
+        self.peer_routes
+            .as_ref()
+            .map_or(self.addrs(to).peer, |routes| routes[from][to])
+    }
+
+    /// `ID=HOST:PORT,...` of every node, in id order.
+    fn id_list(&self, addr_of: impl Fn(usize) -> SocketAddr, skip: Option<usize>) -> String {
+        (0..self.node_count())
+            .filter(|&i| Some(i) != skip)
+            .map(|i| format!("{i}={}", addr_of(i)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The template variables of node `node`.
+    fn node_vars(&self, node: usize) -> Vars {
+        let me = self.addrs(node);
+        let mut vars = self.client_vars();
+        vars.set("id", node.to_string());
+        vars.set("name", Self::name(node));
+        vars.set("data_dir", self.data_dir(node).display().to_string());
+        vars.set("client_addr", me.client.to_string());
+        vars.set("peer_addr", me.peer.to_string());
+        vars.set("peers", self.id_list(|to| self.peer_route(node, to), Some(node)));
+        vars
+    }
+
+    /// The variables every command may use.
+    fn client_vars(&self) -> Vars {
+        let mut vars = Vars::default();
+        vars.set("node_count", self.node_count().to_string());
+        vars.set("client_addrs", self.id_list(|i| self.addrs(i).client, None));
+        vars.set("faultline", self.faultline.display().to_string());
+        vars
+    }
+
+    fn command(&self, spec: &CommandSpec, vars: &Vars) -> LaunchCommand {
+        let mut words = spec.iter().map(|word| vars.expand(&word.value));
+        LaunchCommand {
+            program: PathBuf::from(words.next().unwrap_or_default()),
+            args: words.collect(),
+            env: self
+                .config
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), vars.expand(&v.value)))
+                .collect(),
+            env_clear: false,
+        }
+    }
+
+    /// Runs a one-shot command of node `node` to completion, its output appended to the node's log.
+    async fn run_once(&self, what: &str, spec: &CommandSpec, node: usize) -> anyhow::Result<()> {
+        let command = self.command(spec, &self.node_vars(node));
+        let output = tokio::time::timeout(
+            COMMAND_TIMEOUT,
+            tokio::process::Command::new(&command.program)
+                .args(&command.args)
+                .envs(command.env.iter().map(|(k, v)| (k, v)))
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{what} of {} did not finish within {COMMAND_TIMEOUT:?}: {}",
+                Self::name(node),
+                command.display()
+            )
+        })?
+        .with_context(|| {
+            format!(
+                "cannot run the {what} command of {}: {}",
+                Self::name(node),
+                command.display()
+            )
+        })?;
+        let log = self.nodes_dir.join(Self::name(node)).join("node.log");
+        let mut text = format!("=== faultline: {what} `{}`: {} ===\n", command.display(), output.status);
+        text.push_str(&String::from_utf8_lossy(&output.stdout));
+        text.push_str(&String::from_utf8_lossy(&output.stderr));
+        append(&log, &text);
+        anyhow::ensure!(
+            output.status.success(),
+            "{what} of {} failed ({}): {}\n  command: {}",
+            Self::name(node),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim(),
+            command.display()
+        );
+        Ok(())
+    }
+
+    /// Reads a status answer with the plan's pointers.
+    fn read_status(&self, raw: Value) -> Result<NodeStatus, ProbeError> {
+        let status = &self.config.status;
+        let lookup = |pointer: &Spanned<String>, what: &str| -> Result<String, ProbeError> {
+            match raw.pointer(&pointer.value) {
+                Some(Value::String(text)) => Ok(text.clone()),
+                Some(other) => Ok(other.to_string()),
+                None => Err(ProbeError::Misconfigured(format!(
+                    "its status answer has no `{}` (the JSON pointer of system.status.{what}, plan line {}); the \
+                     answer was: {}",
+                    pointer.value,
+                    pointer.referenced.line(),
+                    quote(&raw)
+                ))),
+            }
+        };
+        let role = match (&status.role, status.primary_if_equal.as_slice()) {
+            (None, [leader, me]) => {
+                if lookup(leader, "primary_if_equal")? == lookup(me, "primary_if_equal")? {
+                    Role::Primary
+                } else {
+                    Role::Backup
+                }
+            }
+            (None, _) => Role::Other,
+            (Some(pointer), _) => {
+                let value = lookup(pointer, "role")?;
+                if status.primary_when.contains(&value) {
+                    Role::Primary
+                } else if status.backup_when.is_empty() || status.backup_when.contains(&value) {
+                    Role::Backup
+                } else {
+                    Role::Other
+                }
+            }
+        };
+        let primary = match &status.primary {
+            Some(pointer) => lookup(pointer, "primary")?.parse::<usize>().ok(),
+            None => None,
+        };
+        let mut parts = Vec::new();
+        for pointer in &status.commit_point {
+            parts.push(format!("{}={}", pointer.value, lookup(pointer, "commit_point")?));
+        }
+        Ok(NodeStatus {
+            role,
+            primary: primary.filter(|_| role != Role::Other),
+            commit_point: parts.join(" "),
+            raw,
+        })
+    }
+
+    fn client(
+        &self,
+        home: usize,
+        op_timeout: Duration,
+        process: u64,
+        kind: WorkloadKind,
+    ) -> Option<client::ExecClient> {
+        self.config.client.workloads.contains(&kind).then(|| {
+            let command = self.command(&self.config.client.command, &self.client_vars());
+            let addrs = (0..self.node_count()).map(|i| self.addrs(i).client).collect();
+            client::ExecClient::new(command, self.clients.clone(), addrs, home, op_timeout, process)
+        })
+    }
+}
+
+/// A JSON value, clipped for a message.
+fn quote(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(QUOTE_CHARS_MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = file.write_all(text.as_bytes());
+    }
+}
+
+#[async_trait]
+impl System for ExecSystem {
+    fn progress(&self, status: &NodeStatus) -> Progress {
+        let number = |pointer: &Option<Spanned<String>>| {
+            pointer
+                .as_ref()
+                .and_then(|pointer| match status.raw.pointer(&pointer.value)? {
+                    Value::Number(number) => number.as_u64(),
+                    Value::String(text) => text.parse().ok(),
+                    _ => None,
+                })
+        };
+        let durable = number(&self.config.status.durable);
+        Progress {
+            view: number(&self.config.status.view),
+            durable,
+            numbers: durable.map(|d| ("durable", d)).into_iter().collect(),
+        }
+    }
+
+    fn durable_settle(&self) -> Duration {
+        self.config
+            .status
+            .durable_settle
+            .map_or(Duration::ZERO, |m| Duration::from_millis(m.0))
+    }
+
+    fn recovered(&self, boot_log: &str) -> Option<Recovered> {
+        self.config.recovered.as_ref()?.read(boot_log)
+    }
+
+    fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
+        &self.log_patterns
+    }
+
+    fn kind(&self) -> &'static str {
+        "exec"
+    }
+
+    fn node_count(&self) -> usize {
+        self.config.nodes.0 as usize
+    }
+
+    fn data_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(Self::name(node)).join("data")
+    }
+
+    fn addrs(&self, node: usize) -> NodeAddrs {
+        NodeAddrs {
+            client: SocketAddr::new(self.node_ips[node], self.config.ports.client + node as u16),
+            peer: SocketAddr::new(self.node_ips[node], self.config.ports.peer + node as u16),
+        }
+    }
+
+    async fn prepare(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        match &self.config.prepare {
+            Some(prepare) => self.run_once("prepare", prepare, node).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn wipe(&self, node: usize) -> anyhow::Result<()> {
+        let Some(wipe) = &self.config.wipe else {
+            anyhow::bail!(
+                "system.wipe is not set: {} cannot be wiped and rejoin",
+                Self::name(node)
+            );
+        };
+        super::empty_data_dir(&self.data_dir(node))?;
+        self.run_once("wipe", &wipe.command, node).await
+    }
+
+    fn launch(&self, node: usize) -> LaunchCommand {
+        self.command(&self.config.start, &self.node_vars(node))
+    }
+
+    async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
+        let url = self.node_vars(node).expand(&self.config.status.http.value);
+        let request = match &self.config.status.post {
+            Some(body) => self
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.clone()),
+            None => self.http.get(&url),
+        };
+        let response = request
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|_| ProbeError::NoAnswer)?;
+        if !response.status().is_success() {
+            return Err(ProbeError::NoAnswer);
+        }
+        let body = response.bytes().await.map_err(|_| ProbeError::NoAnswer)?;
+        let raw: Value = serde_json::from_slice(&body).map_err(|e| {
+            ProbeError::Misconfigured(format!(
+                "its status answer at {url} (system.status.http) is not JSON ({e}): {}",
+                String::from_utf8_lossy(&body[..body.len().min(QUOTE_CHARS_MAX)])
+            ))
+        })?;
+        self.read_status(raw)
+    }
+
+    async fn ready(&self, node: usize, timeout: Duration) -> bool {
+        let vars = self.node_vars(node);
+        match &self.config.ready {
+            None => self.probe(node, timeout).await.is_ok(),
+            Some(ReadyProbe::Http(url)) => {
+                let answer = self.http.get(vars.expand(&url.value)).timeout(timeout).send().await;
+                answer.is_ok_and(|a| a.status().is_success())
+            }
+            Some(ReadyProbe::Tcp(addr)) => {
+                let connect = tokio::net::TcpStream::connect(vars.expand(&addr.value));
+                matches!(tokio::time::timeout(timeout, connect).await, Ok(Ok(_)))
+            }
+            Some(ReadyProbe::Command(spec)) => {
+                let command = self.command(spec, &vars);
+                let status = tokio::process::Command::new(&command.program)
+                    .args(&command.args)
+                    .envs(command.env.iter().map(|(k, v)| (k, v)))
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .status();
+                matches!(tokio::time::timeout(timeout.max(Duration::from_secs(1)), status).await, Ok(Ok(s)) if s.success())
+            }
+        }
+    }
+
+    fn next_primary(&self, _primary: usize) -> Option<usize> {
+        None
+    }
+
+    fn wal_glob(&self) -> &str {
+        self.config.wal_glob.as_deref().unwrap_or("*")
+    }
+
+    fn verify_command(&self, node: usize) -> Option<LaunchCommand> {
+        self.config
+            .verify
+            .as_ref()
+            .map(|spec| self.command(spec, &self.node_vars(node)))
+    }
+
+    fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
+        let text = faultline_workloads::checker::strip_ansi(log_tail);
+        text.lines()
+            .rev()
+            .find(|line| self.config.refusal_patterns.iter().any(|p| line.contains(p.as_str())))
+            .map(|line| line.trim().to_string())
+    }
+
+    fn register_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn RegisterClient>> {
+        let client = self.client(home, op_timeout, process, WorkloadKind::Register)?;
+        Some(Box::new(client))
+    }
+
+    fn log_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn LogClient>> {
+        let client = self.client(home, op_timeout, process, WorkloadKind::Log)?;
+        Some(Box::new(client))
+    }
+
+    fn set_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn SetClient>> {
+        let client = self.client(home, op_timeout, process, WorkloadKind::Set)?;
+        Some(Box::new(client))
+    }
+}
+
+#[cfg(test)]
+mod tests;
