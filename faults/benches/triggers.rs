@@ -75,6 +75,12 @@ impl Lab for TimingLab {
     async fn lose_unsynced(&self, _: usize) -> Result<Value, String> {
         Ok(json!({}))
     }
+    async fn stop(&self, _: usize, _: Duration) -> Result<Value, String> {
+        Ok(json!({}))
+    }
+    async fn cut(&self, _: usize, _: &faultline_faults::disk::spec::SurgerySpec) -> Result<Value, String> {
+        Ok(json!({}))
+    }
     fn record(&self, _: Nemesis, _: usize, _: Value) {}
 }
 
@@ -114,6 +120,7 @@ async fn timed(faults: usize) -> Vec<u64> {
             nodes: Resolved::Nodes(vec![i]),
             source: Source::Scripted,
             trigger: None,
+            detail: Default::default(),
         })
         .collect();
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);

@@ -432,6 +432,7 @@ async fn serve(
         config_count(&peers),
         events.clone(),
     ));
+    let shutdown = events.clone();
     let mut client_addresses: BTreeMap<u8, String> = args.peer_clients.iter().cloned().collect();
     client_addresses.insert(args.id, args.client_addr.clone());
     let state = ApiState {
@@ -440,12 +441,48 @@ async fn serve(
         client_addresses: Arc::new(client_addresses),
         request_timeout_ms: args.request_timeout_ms,
     };
+    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(signal) => signal,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGTERM");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing::info!(client_addr = %args.client_addr, peer_addr = %args.peer_addr, "ready");
-    if let Err(error) = axum::serve(client_listener, router(state)).await {
-        tracing::error!(%error, "client API stopped");
+    tokio::select! {
+        served = axum::serve(client_listener, router(state)) => {
+            if let Err(error) = served {
+                tracing::error!(%error, "client API stopped");
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        _ = terminate.recv() => shut_down(shutdown).await,
+    }
+}
+
+/// Bound on a clean stop: the replica's current loop iteration and its group fsync.
+const SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A clean stop on SIGTERM (what operators do in a rolling restart): the client API stops answering (requests in
+/// flight get no reply: their outcome is unknown to the client), the replica ends its loop after its group fsync,
+/// and the process exits 0. Whatever it acknowledged is on disk, as after any fsync.
+async fn shut_down(events: std::sync::mpsc::SyncSender<crate::replica::Event>) -> ExitCode {
+    tracing::info!("SIGTERM: stopping");
+    let (done, finished) = tokio::sync::oneshot::channel();
+    // The queue is bounded; wait for room off the runtime.
+    let sent = tokio::task::spawn_blocking(move || events.send(crate::replica::Event::Shutdown { done }).is_ok()).await;
+    if !matches!(sent, Ok(true)) {
+        tracing::error!("the replica is gone; exiting");
         return ExitCode::FAILURE;
     }
-    ExitCode::SUCCESS
+    match tokio::time::timeout(SHUTDOWN_TIMEOUT, finished).await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        _ => {
+            tracing::error!(timeout = ?SHUTDOWN_TIMEOUT, "the replica did not stop in time; exiting");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn config_count(peers: &BTreeMap<u8, String>) -> u8 {

@@ -30,6 +30,13 @@
 //!    `restart-all`.
 //! 6. `refused-wiped-rejoined`: a node refused to boot (`boot-refused`), was wiped (`wipe`) and then booted
 //!    (`boot-ok`).
+//! 7. `two-primaries`: two up nodes report the primary role in different views at once, in the fault phase.
+//! 8. `graceful-stop`: a nemesis `stop` (or a `corrupt` with `stop: graceful`) whose node exited within its grace
+//!    (`killed: false`).
+//! 9. `cut-truncate-tail` ... 14. `cut-delete-file`: a `disk-surgery` event of a live `corrupt` fault (it carries a
+//!    `fault_id`) that cut with that op, one state per op; the final phase's cuts (no `fault_id`) do not count.
+//! 15. `damaged-node-led`: a node whose files a live cut damaged later reported `role: primary`: the state in which
+//!     a system that trusts a damaged log loses acknowledged writes. Counted once per cut.
 //!
 //! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
 //! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
@@ -45,7 +52,7 @@ const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
 const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
 
 /// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
-pub const STATES: [(&str, &str); 7] = [
+pub const STATES: [(&str, &str); 15] = [
     (
         "primary-killed-while-backup-lagged",
         "the primary was killed or lost power while another node reported lagging",
@@ -71,6 +78,42 @@ pub const STATES: [(&str, &str); 7] = [
         "two-primaries",
         "two nodes claimed to be primary at once (one cut off or paused in an older view) during the fault phase",
     ),
+    (
+        "graceful-stop",
+        "a node asked to stop (SIGTERM or its stop command) exited on its own within its grace",
+    ),
+    (
+        "cut-truncate-tail",
+        "a live node's file lost its tail (a corrupt fault)",
+    ),
+    ("cut-flip-bits", "bits flipped in a live node's file (a corrupt fault)"),
+    (
+        "cut-zero-block",
+        "a block of a live node's file zeroed (a corrupt fault)",
+    ),
+    (
+        "cut-snapshot-chunk",
+        "a chunk of a live node's file saved for a later lost or misdirected write",
+    ),
+    (
+        "cut-restore-chunk",
+        "an old chunk written back into a live node's file: a lost or misdirected write",
+    ),
+    ("cut-delete-file", "a live node's file deleted (a corrupt fault)"),
+    (
+        "damaged-node-led",
+        "a node whose files a live cut damaged later became primary",
+    ),
+];
+
+/// The states of live cuts, by the surgery op they count (`cut-<op>`).
+const CUT_OPS: [&str; 6] = [
+    "truncate-tail",
+    "flip-bits",
+    "zero-block",
+    "snapshot-chunk",
+    "restore-chunk",
+    "delete-file",
 ];
 
 /// Which named states a run reached, and what its triggers did: `coverage` in `results.json`.
@@ -217,6 +260,10 @@ const MAJORITY_DOWN: usize = 3;
 const ALL_LOST_POWER: usize = 4;
 const REFUSED_WIPED_REJOINED: usize = 5;
 const TWO_PRIMARIES: usize = 6;
+const GRACEFUL_STOP: usize = 7;
+/// The first of the [`CUT_OPS`] states; the others follow in that order.
+const FIRST_CUT: usize = 8;
+const DAMAGED_NODE_LED: usize = 14;
 
 /// Where a refused node is on its way back (state 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +275,9 @@ enum Rejoin {
 /// The cluster as the history has told it so far, walked one event at a time.
 struct Walk {
     nodes: usize,
-    hits: [Hit; 7],
+    hits: [Hit; STATES.len()],
+    /// Nodes a live cut damaged that have not reported `role: primary` since (state 15).
+    damaged: BTreeSet<String>,
     /// Nodes that went down and have not started since.
     down: BTreeSet<String>,
     /// Current status of each up node that has reported since it (re)started.
@@ -251,7 +300,8 @@ impl Walk {
     fn new(nodes: usize) -> Walk {
         Walk {
             nodes,
-            hits: [Hit::default(); 7],
+            hits: [Hit::default(); STATES.len()],
+            damaged: BTreeSet::new(),
             down: BTreeSet::new(),
             status: BTreeMap::new(),
             repairing: BTreeMap::new(),
@@ -273,7 +323,14 @@ impl Walk {
         let had_primary = self.has_primary();
         let node = event.node.clone().unwrap_or_default();
         let ok = succeeded(event);
-        if event.is(Nemesis::Kill) || event.is(Nemesis::PowerLoss) {
+        if ok && (event.is(Nemesis::Stop) || event.is(Nemesis::Corrupt)) {
+            if event.value["killed"] == Value::Bool(false) {
+                self.hits[GRACEFUL_STOP].record(t);
+            }
+            self.go_down(&node);
+        } else if event.is(Nemesis::DiskSurgery) {
+            self.live_cut(event, &node);
+        } else if event.is(Nemesis::Kill) || event.is(Nemesis::PowerLoss) {
             if ok && self.is_primary(&node) && self.other_lagging(&node) {
                 self.hits[PRIMARY_KILLED].record(t);
             }
@@ -310,6 +367,9 @@ impl Walk {
             if !self.down.contains(&node) {
                 if event.value["role"].as_str() == Some("primary") {
                     self.view_change_ns = None;
+                    if self.damaged.remove(&node) {
+                        self.hits[DAMAGED_NODE_LED].record(t);
+                    }
                 }
                 self.status.insert(node, event.value.clone());
             }
@@ -327,6 +387,22 @@ impl Walk {
         self.down.insert(node.to_string());
         self.status.remove(node);
         self.repairing.remove(node);
+    }
+
+    /// A cut of a live `corrupt` fault (it names its fault; the final phase's cuts do not).
+    fn live_cut(&mut self, event: &Event, node: &str) {
+        let Some(op) = event.value["surgery"]["op"].as_str() else {
+            return; // a cut that failed
+        };
+        if event.value["fault_id"].is_null() {
+            return;
+        }
+        if let Some(i) = CUT_OPS.iter().position(|o| *o == op) {
+            self.hits[FIRST_CUT + i].record(event.time_ns);
+        }
+        if op != "snapshot-chunk" {
+            self.damaged.insert(node.to_string());
+        }
     }
 
     fn power_loss(&mut self, event: &Event, node: &str) {
@@ -779,5 +855,58 @@ mod tests {
         let c = run(vec![status(1000, "n3", "backup", true), kill(2000, "n1", 1)]);
         let text = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Coverage>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn given_graceful_stops_and_live_cuts_when_covered_should_count_each_op_and_a_damaged_node_that_led() {
+        let surgery = |ms, node, op: &str, fault_id: Option<u64>| {
+            let mut value = json!({"surgery": {"op": op}});
+            if let Some(id) = fault_id {
+                value["fault_id"] = json!(id);
+            }
+            at(ms, Nemesis::DiskSurgery, Some(node), value)
+        };
+        let coverage = run(vec![
+            at(200, Nemesis::Stop, Some("n2"), json!({"fault_id": 0, "killed": false})),
+            at(300, Nemesis::Start, Some("n2"), json!({"fault_id": 0})),
+            at(400, Nemesis::Stop, Some("n3"), json!({"fault_id": 1, "killed": true})),
+            at(500, Nemesis::Start, Some("n3"), json!({"fault_id": 1})),
+            at(
+                600,
+                Nemesis::Corrupt,
+                Some("n2"),
+                json!({"fault_id": 2, "stop": "kill"}),
+            ),
+            surgery(600, "n2", "truncate-tail", Some(2)),
+            surgery(600, "n2", "snapshot-chunk", Some(2)),
+            at(
+                700,
+                Nemesis::DiskSurgery,
+                Some("n2"),
+                json!({"fault_id": 2, "error": "no file"}),
+            ),
+            at(800, Nemesis::Start, Some("n2"), json!({"fault_id": 2})),
+            status(900, "n3", "primary", false),
+            status(1000, "n2", "primary", false),
+            status(1100, "n2", "primary", false),
+            surgery(1200, "n1", "flip-bits", None), // the final phase's: not live
+        ]);
+        assert_eq!(
+            reached(&coverage, "graceful-stop"),
+            (true, 1, Some(200)),
+            "only the stop within its grace"
+        );
+        assert_eq!(reached(&coverage, "cut-truncate-tail"), (true, 1, Some(600)));
+        assert_eq!(reached(&coverage, "cut-snapshot-chunk"), (true, 1, Some(600)));
+        assert_eq!(
+            reached(&coverage, "cut-flip-bits"),
+            (false, 0, None),
+            "the final phase's cut is not live"
+        );
+        assert_eq!(
+            reached(&coverage, "damaged-node-led"),
+            (true, 1, Some(1000)),
+            "once per cut"
+        );
     }
 }

@@ -21,8 +21,8 @@
 //!   `fault-phase-end`, `final-phase`, `recovered`, `recovery-timeout`, `converged`, `convergence-timeout`,
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
 //!   `wipe-failed`, `teardown`
-//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `partition-start`, `partition-stop`, `link-fault`,
-//!   `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`, `trigger`
+//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `partition-start`,
+//!   `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`, `trigger`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
@@ -183,6 +183,13 @@ names! {
         PowerLoss => "power-loss",
         /// A killed node was started again when its fault ended.
         Start => "start",
+        /// A node was asked to stop (SIGTERM or its adapter's stop command) and ended, on its own within the grace
+        /// or killed after it. Value: `{signal | command, ended: "exited 0 after 1.2 s" | "killed after the grace
+        /// (10 s)", exit, after_ms, killed}`.
+        Stop => "stop",
+        /// A live node was taken down (`stop`: kill, power-loss or graceful) for its files to be cut while the
+        /// others go on; the cuts follow as `disk-surgery` events with the same `fault_id`.
+        Corrupt => "corrupt",
         /// A network partition (a grudge) was applied.
         PartitionStart => "partition-start",
         /// The partition was healed.

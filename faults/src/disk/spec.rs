@@ -203,6 +203,18 @@ impl SurgerySpec {
         }
     }
 
+    /// The file glob, to change (a file class resolved to its glob).
+    pub fn files_mut(&mut self) -> Option<&mut String> {
+        match self {
+            SurgerySpec::TruncateTail { files, .. }
+            | SurgerySpec::FlipBits { files, .. }
+            | SurgerySpec::ZeroBlock { files, .. }
+            | SurgerySpec::SnapshotChunk { files, .. }
+            | SurgerySpec::DeleteFile { files, .. } => Some(files),
+            SurgerySpec::RestoreChunk { .. } => None,
+        }
+    }
+
     /// The file glob, for the steps that select a file.
     pub fn files(&self) -> Option<&str> {
         match self {

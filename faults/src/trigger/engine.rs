@@ -15,8 +15,7 @@ use crate::network::schedule::{
 use crate::network::shape::{isolate, Shape};
 use crate::network::Network;
 use crate::process::{
-    node_name, resolve_static, Lab, NodeHolds, ProcessFault, ProcessFaults, Resolved, ScheduledFault, Source,
-    StableSpec,
+    node_name, resolve_static, Lab, NodeHolds, ProcessFaults, Resolved, ScheduledFault, Source, StableSpec,
 };
 use faultline_workloads::history::Nemesis;
 use rand::Rng;
@@ -624,7 +623,11 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         let end = Instant::now() + Duration::from_millis(duration_ms);
         let need_subject = || subject.ok_or_else(|| "the condition named no subject".to_string());
         match spec.kind {
-            TriggeredKind::Kill | TriggeredKind::Pause | TriggeredKind::PowerLoss => {
+            TriggeredKind::Kill
+            | TriggeredKind::Pause
+            | TriggeredKind::PowerLoss
+            | TriggeredKind::Stop
+            | TriggeredKind::Corrupt => {
                 let target = spec.targets.clone().unwrap_or(TriggerTarget::Subject);
                 let nodes = match &target {
                     TriggerTarget::Subject => Resolved::Nodes(vec![need_subject()?]),
@@ -638,15 +641,12 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     id,
                     start_ms: at_ms,
                     duration_ms,
-                    kind: match spec.kind {
-                        TriggeredKind::Kill => ProcessFault::Kill,
-                        TriggeredKind::Pause => ProcessFault::Pause,
-                        _ => ProcessFault::PowerLoss,
-                    },
+                    kind: spec.process_fault().expect("a process fault kind"),
                     target: target.to_string(),
                     nodes,
                     source: Source::Triggered,
                     trigger: Some(trigger as u64),
+                    detail: spec.detail(),
                 };
                 self.process.start_fault(&fault).await;
                 if !self.process.holds(id) {

@@ -215,6 +215,10 @@ pub enum TriggeredKind {
     Link,
     /// I/O faults on the fault filesystem.
     Io,
+    /// A graceful stop (SIGTERM, SIGKILL after `grace`), restarted when it ends.
+    Stop,
+    /// Take the node down, cut its files (`cuts`), restart it when it ends.
+    Corrupt,
 }
 
 impl TriggeredKind {
@@ -227,6 +231,8 @@ impl TriggeredKind {
             TriggeredKind::Partition => "partition",
             TriggeredKind::Link => "link",
             TriggeredKind::Io => "io",
+            TriggeredKind::Stop => "stop",
+            TriggeredKind::Corrupt => "corrupt",
         }
     }
 }
@@ -395,19 +401,53 @@ pub struct TriggeredFaultSpec {
     pub faults: Option<FsFaults>,
     /// How long it lasts.
     pub duration: MillisRange,
+    /// The grace of a graceful stop (kind `stop`, or `corrupt` with `stop: graceful`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace: Option<crate::units::Millis>,
+    /// How `corrupt` takes its targets down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<crate::process::StopHow>,
+    /// `corrupt`'s cuts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<crate::disk::spec::SurgerySpec>,
 }
 
 impl TriggeredFaultSpec {
     /// Whether whom it hits depends on the subject of the observation.
     pub fn about_subject(&self) -> bool {
         match self.kind {
-            TriggeredKind::Kill | TriggeredKind::Pause | TriggeredKind::PowerLoss | TriggeredKind::Io => matches!(
+            TriggeredKind::Kill
+            | TriggeredKind::Pause
+            | TriggeredKind::PowerLoss
+            | TriggeredKind::Stop
+            | TriggeredKind::Corrupt
+            | TriggeredKind::Io => matches!(
                 self.targets,
                 None | Some(TriggerTarget::Subject) | Some(TriggerTarget::NotSubject)
             ),
             TriggeredKind::Partition => self.cut.is_empty() && self.shape == Some(TriggerShape::IsolateSubject),
             TriggeredKind::Link => matches!(self.links, None | Some(TriggerLinks::Subject)),
         }
+    }
+}
+
+impl TriggeredFaultSpec {
+    /// The process fault it starts, for the kinds that are process faults.
+    pub fn process_fault(&self) -> Option<crate::process::ProcessFault> {
+        use crate::process::ProcessFault;
+        Some(match self.kind {
+            TriggeredKind::Kill => ProcessFault::Kill,
+            TriggeredKind::Pause => ProcessFault::Pause,
+            TriggeredKind::PowerLoss => ProcessFault::PowerLoss,
+            TriggeredKind::Stop => ProcessFault::Stop,
+            TriggeredKind::Corrupt => ProcessFault::Corrupt,
+            TriggeredKind::Partition | TriggeredKind::Link | TriggeredKind::Io => return None,
+        })
+    }
+
+    /// What a stop or corrupt fault carries beyond its kind.
+    pub fn detail(&self) -> crate::process::FaultDetail {
+        crate::process::FaultDetail::new(self.grace, self.stop, &self.cuts)
     }
 }
 
@@ -521,12 +561,17 @@ impl TriggerSpec {
         };
         let process_like = matches!(
             action.kind,
-            TriggeredKind::Kill | TriggeredKind::Pause | TriggeredKind::PowerLoss | TriggeredKind::Io
+            TriggeredKind::Kill
+                | TriggeredKind::Pause
+                | TriggeredKind::PowerLoss
+                | TriggeredKind::Stop
+                | TriggeredKind::Corrupt
+                | TriggeredKind::Io
         );
         only(
             action.targets.is_some() && !process_like,
             "targets",
-            "kill, pause, power-loss and io",
+            "kill, pause, power-loss, stop, corrupt and io",
         )?;
         only(
             action.shape.is_some() && action.kind != TriggeredKind::Partition,
@@ -553,6 +598,13 @@ impl TriggerSpec {
             "faults",
             "io",
         )?;
+        if let Some(kind) = action.process_fault() {
+            action.detail().validate(kind)?;
+        } else if action.grace.is_some() || action.stop.is_some() || !action.cuts.is_empty() {
+            return Err(format!(
+                "`grace`, `stop` and `cuts` are for stop and corrupt, not a `{kind}` trigger"
+            ));
+        }
         if let Some(TriggerTarget::Target(target)) = &action.targets {
             if let Target::Nodes(names) = target {
                 if let Some(bad) = names.iter().find(|name| parse_node_name(name).is_none_or(|i| i >= n)) {
@@ -568,6 +620,13 @@ impl TriggerSpec {
             }
         }
         match action.kind {
+            TriggeredKind::Corrupt if action.stop == Some(crate::process::StopHow::PowerLoss) && !caps.fault_fs => {
+                return Err(
+                    "a `corrupt` trigger with `stop: power-loss` needs the fault filesystem: add `disk: \
+                            {fault_fs: true}`"
+                        .into(),
+                );
+            }
             TriggeredKind::PowerLoss | TriggeredKind::Io if !caps.fault_fs => {
                 return Err(format!(
                     "a `{kind}` trigger needs the fault filesystem: add `disk: {{fault_fs: true}}`"

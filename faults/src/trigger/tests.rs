@@ -60,6 +60,12 @@ impl Lab for FakeLab {
     async fn lose_unsynced(&self, _: usize) -> Result<Value, String> {
         Ok(json!({}))
     }
+    async fn stop(&self, _: usize, _: std::time::Duration) -> Result<Value, String> {
+        Ok(json!({}))
+    }
+    async fn cut(&self, _: usize, _: &crate::disk::spec::SurgerySpec) -> Result<Value, String> {
+        Ok(json!({}))
+    }
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.log.lock().unwrap().push((name.to_string(), Some(node), value));
     }

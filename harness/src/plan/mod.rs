@@ -374,6 +374,26 @@ pub struct DiskSpec {
     /// named warning). Default: what the system's adapter promises (the reference node refuses; etcd 3.4 does not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interior_damage: Option<InteriorDamage>,
+    /// What the system promises when a minority's files are damaged while the cluster runs (`corrupt` faults):
+    /// `tolerate` (the default: the damaged node may refuse to boot or forget its own tail, but no acknowledged
+    /// write is lost, the history stays linearizable and the cluster converges), `refuse` (as `tolerate`, and the
+    /// damaged node must notice interior damage and refuse to boot) or `anything` (no promise: what fails after a
+    /// cut is reported, not judged). Damage to a majority is never judged as a bug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minority_damage: Option<Spanned<MinorityDamage>>,
+}
+
+/// What a plan declares a system promises when a minority's files are damaged on a live cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MinorityDamage {
+    /// It tolerates it: nothing acknowledged is lost, the damaged node may refuse or forget its tail.
+    #[default]
+    Tolerate,
+    /// As `tolerate`, and the damaged node refuses to boot on interior damage.
+    Refuse,
+    /// No promise.
+    Anything,
 }
 
 /// What a plan declares a system must do on interior damage to its files.

@@ -1,7 +1,8 @@
 //! Cross-field checks of a parsed plan: against itself, and against what its system's adapter can do.
 
 use super::{AfterRefusal, NetworkBackend, Plan, PlanError, WorkloadKind};
-use faultline_faults::process::{parse_node_name, ProcessFault, Target};
+use faultline_faults::disk::spec::SurgerySpec;
+use faultline_faults::process::{is_file_class, parse_node_name, ProcessFault, StopHow, Target};
 use faultline_faults::trigger::TriggerCapabilities;
 
 impl Plan {
@@ -92,20 +93,61 @@ impl Plan {
                     .map_err(|message| at(network.referenced, message))?;
             }
         }
+        let classes = self.system.adapter().file_classes();
+        let mut snapshots = Vec::new();
+        let mut restores = Vec::new();
         if let Some(process) = &self.nemesis.process {
-            let kinds = process
+            let faults = process
                 .value
                 .faults
                 .iter()
-                .map(|f| (f.kind, &f.targets))
-                .chain(process.value.script.iter().map(|f| (f.kind, &f.targets)));
-            for (kind, targets) in kinds {
-                if kind == ProcessFault::PowerLoss && !self.disk.fault_fs {
+                .map(|f| (f.kind, &f.targets, f.detail()))
+                .chain(process.value.script.iter().map(|f| (f.kind, &f.targets, f.detail())));
+            for (kind, targets, detail) in faults {
+                let power_loss = kind == ProcessFault::PowerLoss
+                    || (kind == ProcessFault::Corrupt && detail.stop == Some(StopHow::PowerLoss));
+                if power_loss && !self.disk.fault_fs {
                     return Err(at(
                         targets.referenced,
                         "power-loss needs the fault filesystem: add `disk: {fault_fs: true}`".into(),
                     ));
                 }
+                detail
+                    .validate(kind)
+                    .map_err(|message| at(targets.referenced, message))?;
+                check_cut_files(&classes, &detail.cuts).map_err(|message| at(targets.referenced, message))?;
+                note_chunks(&detail.cuts, targets.referenced, &mut snapshots, &mut restores);
+            }
+        }
+        for (index, trigger) in self.nemesis.triggers.iter().enumerate() {
+            let cuts = &trigger.value.action.cuts;
+            check_cut_files(&classes, cuts)
+                .map_err(|message| at(trigger.referenced, format!("nemesis.triggers[{index}]: {message}")))?;
+            note_chunks(cuts, trigger.referenced, &mut snapshots, &mut restores);
+        }
+        if let Some((name, location)) = restores.iter().find(|(name, _)| !snapshots.contains(name)) {
+            return Err(at(
+                *location,
+                format!(
+                    "restore-chunk `{name}`: no cut of the plan takes a snapshot-chunk named `{name}`; add one \
+                     (`{{op: snapshot-chunk, files: wal, region: tail, length_bytes: 4096, name: {name}}}`) to an \
+                     earlier corrupt fault"
+                ),
+            ));
+        }
+        for surgery in &self.final_phase.surgery {
+            check_cut_files(&classes, std::slice::from_ref(&surgery.cut))
+                .map_err(|message| at(surgery.node.referenced, message))?;
+        }
+        if let Some(damage) = &self.disk.minority_damage {
+            if node_count < 3 {
+                return Err(at(
+                    damage.referenced,
+                    format!(
+                        "minority_damage speaks of a minority the cluster can lose and still serve: a {node_count}-node \
+                         cluster has none (use 3 nodes or more, or leave it out)"
+                    ),
+                ));
             }
         }
         if !self.nemesis.triggers.is_empty() {
@@ -263,5 +305,41 @@ impl Plan {
             });
         }
         adapter.validate(self, origin)
+    }
+}
+
+/// Every cut's `files:` that names a file class must name one of the adapter's `classes`.
+fn check_cut_files(classes: &[(String, String)], cuts: &[SurgerySpec]) -> Result<(), String> {
+    for cut in cuts {
+        let Some(files) = cut.files() else { continue };
+        if is_file_class(files) && !classes.iter().any(|(name, _)| name == files) {
+            let names: Vec<&str> = classes.iter().map(|(name, _)| name.as_str()).collect();
+            return Err(format!(
+                "`files: {files}` is no file class of this system ({}); name one, or write a glob relative to the data \
+                 dir (anything with `*`, `/` or `.`, e.g. `wal*`)",
+                if names.is_empty() {
+                    "it declares none: `system.files` names them".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Notes the chunk snapshots `cuts` take and restore, with where in the plan.
+fn note_chunks(
+    cuts: &[SurgerySpec],
+    location: serde_saphyr::Location,
+    snapshots: &mut Vec<String>,
+    restores: &mut Vec<(String, serde_saphyr::Location)>,
+) {
+    for cut in cuts {
+        match cut {
+            SurgerySpec::SnapshotChunk { name, .. } => snapshots.push(name.clone()),
+            SurgerySpec::RestoreChunk { name, .. } => restores.push((name.clone(), location)),
+            _ => {}
+        }
     }
 }

@@ -290,7 +290,14 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
         let node = parse_node_name(&surgery.node.value).expect("validated at plan load");
         let name = node_name(node);
         let data_dir = lab.system().data_dir(node);
-        let cut = surgery.cut.clone();
+        let cut = match crate::system::resolve_cut(&plan.system.adapter().file_classes(), &surgery.cut) {
+            Ok(cut) => cut,
+            Err(e) => {
+                lab.recorder()
+                    .nemesis(Nemesis::DiskSurgery, Some(&name), json!({"error": e}));
+                continue;
+            }
+        };
         let surgeon_name = name.clone();
         let result =
             tokio::task::spawn_blocking(move || Surgeon::new(seed, &surgeon_name).apply(&data_dir, &cut)).await;

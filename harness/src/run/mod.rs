@@ -110,6 +110,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         log_paths,
         plan.final_phase.boot_timeout.duration(),
     );
+    lab.arm_cuts(seed, plan.system.adapter().file_classes());
     if let Some((netns_lab, _)) = &netns {
         lab.launch_inside(netns_lab.clone());
     }

@@ -76,6 +76,17 @@ pub struct EtcdConfig {
 
 #[async_trait]
 impl AdapterSpec for EtcdConfig {
+    fn file_classes(&self) -> Vec<(String, String)> {
+        // etcd 3.4's data dir: the WAL segments, the raft snapshots, and the bbolt backend.
+        [
+            ("wal", "member/wal/*.wal"),
+            ("snapshot", "member/snap/*.snap"),
+            ("data", "member/snap/db"),
+        ]
+        .map(|(class, glob)| (class.to_string(), glob.to_string()))
+        .to_vec()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: vec![WorkloadKind::Register],

@@ -98,6 +98,9 @@ pub trait AdapterSpec: Send + Sync {
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built>;
     /// Makes the section's relative paths absolute, relative to the plan's folder `dir` (at load).
     fn resolve_paths(&mut self, _dir: &std::path::Path) {}
+    /// The named file classes of a node's data dir that cuts name (`files: wal`), each with its glob relative to the
+    /// data dir: what the system's files are, so a plan can say "its WAL" without knowing the file names.
+    fn file_classes(&self) -> Vec<(String, String)>;
     /// Extra arguments for every node's start command, if the adapter takes them (the mutant matrix's `--bug`).
     fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
         None
@@ -299,6 +302,32 @@ pub trait LogClient: Send + Sync {
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize);
 }
 
+/// A cut whose `files:` names one of `classes` (a file class of the adapter), with that class's glob in its place;
+/// a glob stays as it is. An unknown class name is refused with the classes there are.
+pub fn resolve_cut(
+    classes: &[(String, String)],
+    cut: &faultline_faults::disk::spec::SurgerySpec,
+) -> Result<faultline_faults::disk::spec::SurgerySpec, String> {
+    let mut resolved = cut.clone();
+    if let Some(files) = resolved.files_mut() {
+        if faultline_faults::process::is_file_class(files) {
+            let glob = classes
+                .iter()
+                .find(|(name, _)| name == files)
+                .map(|(_, glob)| glob.clone());
+            *files = glob.ok_or_else(|| {
+                let names: Vec<&str> = classes.iter().map(|(name, _)| name.as_str()).collect();
+                format!(
+                    "`files: {files}` is no file class of this system ({}); name one, or write a glob relative to \
+                     the data dir (e.g. `wal*`)",
+                    names.join(", ")
+                )
+            })?;
+        }
+    }
+    Ok(resolved)
+}
+
 /// The one key of the set workload (every element goes into one set).
 pub const SET_KEY: &str = "set";
 
@@ -380,6 +409,10 @@ pub trait System: Send + Sync {
     fn next_primary(&self, primary: usize) -> Option<usize>;
     /// Glob of the WAL files, relative to the data dir (for disk faults), e.g. `wal*` or `member/wal/*.wal`.
     fn wal_glob(&self) -> &str;
+    /// The command that asks a live node to stop gracefully, if the system has its own; `None`: SIGTERM to the node.
+    fn stop_command(&self, _node: usize) -> Option<LaunchCommand> {
+        None
+    }
     /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
     /// The line of a node's log that says it refused to boot, if any.

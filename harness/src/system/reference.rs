@@ -42,6 +42,17 @@ pub struct ReferenceConfig {
 
 #[async_trait]
 impl AdapterSpec for ReferenceConfig {
+    fn file_classes(&self) -> Vec<(String, String)> {
+        // nodes/README.md, "On disk".
+        [
+            ("wal", "wal"),
+            ("snapshot", "checkpoint.*"),
+            ("superblock", "superblock"),
+        ]
+        .map(|(class, glob)| (class.to_string(), glob.to_string()))
+        .to_vec()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: vec![WorkloadKind::Register, WorkloadKind::Log],
@@ -382,7 +393,8 @@ impl System for ReferenceSystem {
         log_tail
             .lines()
             .rev()
-            .find(|line| line.contains("refusing to boot"))
+            // A data dir without its superblock (deleted by a cut) is refused too: "not formatted".
+            .find(|line| line.contains("refusing to boot") || line.contains("is not formatted"))
             .map(|line| line.trim().to_string())
     }
 

@@ -50,6 +50,11 @@ pub enum Event {
         /// Receives the outcome.
         reply: oneshot::Sender<ClientOutcome>,
     },
+    /// Stop (SIGTERM): finish this loop iteration (its group fsync and the acks it gates), then tell `done`.
+    Shutdown {
+        /// Told once the WAL is synced and the loop has ended.
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// A client operation with its optional identity (client id 0 = no deduplication).
@@ -316,6 +321,8 @@ pub struct Replica {
     ack_pending: bool,
     timers: Timers,
     rng: StdRng,
+    /// Set by [`Event::Shutdown`]: the loop ends after this iteration's flush.
+    shutdown: Option<oneshot::Sender<()>>,
 }
 
 impl Replica {
@@ -363,6 +370,7 @@ impl Replica {
                 deferred_fsync_at: now,
             },
             rng: StdRng::seed_from_u64(seed ^ rand::random::<u64>()),
+            shutdown: None,
         };
         replica.restore_checkpoint(checkpoint)?;
         if replica.config.mutants.has(Bug::TruncateOnBoot) {
@@ -463,6 +471,11 @@ impl Replica {
             self.on_tick(Instant::now())?;
             self.flush()?;
             self.publish_status();
+            if let Some(done) = self.shutdown.take() {
+                tracing::info!(commit = self.commit_max, "stopped: the WAL is synced");
+                let _ = done.send(());
+                return Ok(());
+            }
         }
     }
 
@@ -478,6 +491,10 @@ impl Replica {
                 Ok(())
             }
             Event::Message { from, message } => self.on_message(from, message),
+            Event::Shutdown { done } => {
+                self.shutdown = Some(done);
+                Ok(())
+            }
         }
     }
 

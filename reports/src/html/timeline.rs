@@ -96,7 +96,7 @@ pub fn severity(event: &Event) -> &'static str {
             | L::VerifyError,
         )) => "bad",
         Some(
-            Name::Nemesis(Nemesis::DiskSurgery | Nemesis::Kill | Nemesis::Pause)
+            Name::Nemesis(Nemesis::DiskSurgery | Nemesis::Kill | Nemesis::Pause | Nemesis::Stop | Nemesis::Corrupt)
             | Name::Lifecycle(L::Kill)
             | Name::Meta(Meta::Interrupted),
         ) => "warn",
@@ -164,6 +164,8 @@ pub fn build(history: &History) -> Timeline {
             Some(Name::Nemesis(Nemesis::Kill)) => Some(("kill", format!("kill {node}"))),
             Some(Name::Nemesis(Nemesis::Pause)) => Some(("pause", format!("pause {node}"))),
             Some(Name::Nemesis(Nemesis::PowerLoss)) => Some(("power-loss", format!("power loss {node}"))),
+            Some(Name::Nemesis(Nemesis::Stop)) => Some(("stop", format!("stop {node}"))),
+            Some(Name::Nemesis(Nemesis::Corrupt)) => Some(("corrupt", format!("corrupt {node}"))),
             Some(Name::Lifecycle(Lifecycle::Kill)) if restart_all => {
                 Some(("restart-all", format!("restart-all {node}")))
             }

@@ -33,7 +33,7 @@ use faultline_faults::network::grudge::{Grudge, Link};
 use faultline_faults::network::link_fault::LinkFault;
 use faultline_faults::network::schedule::{LinkTarget, NetworkNemesisSpec, ScriptedNetworkFault};
 use faultline_faults::process::{
-    node_name, parse_node_name, ProcessFault, ProcessNemesisSpec, ScriptedFaultSpec, Target,
+    kind_name, node_name, parse_node_name, FaultDetail, ProcessFault, ProcessNemesisSpec, ScriptedFaultSpec, Target,
 };
 use faultline_faults::trigger::{
     Condition, NodeFilter, TriggerLinks, TriggerSpec, TriggerTarget, TriggeredFaultSpec, TriggeredKind,
@@ -54,12 +54,15 @@ const ANCHOR_SLACK_MS: u64 = 2000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Action {
-    /// kill -9, pause or power loss of nodes.
+    /// kill -9, pause, power loss, graceful stop or corruption of nodes.
     Process {
         /// What it does.
         kind: ProcessFault,
         /// A role, or named nodes.
         targets: String,
+        /// A stop's grace, a corruption's way down and cuts.
+        #[serde(default, skip_serializing_if = "FaultDetail::is_empty")]
+        detail: FaultDetail,
     },
     /// These directed links stop delivering (a partition).
     Cut {
@@ -123,7 +126,7 @@ impl fmt::Display for RecordedFault {
     /// `kill [n2] at 3.2s for 1.5s`, `cut n1->n2, n3->n2 at 8s for 2s (after restarted n2 + 300ms)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.action {
-            Action::Process { kind, targets } => format!("{} {targets}", process_name(*kind)),
+            Action::Process { kind, targets, .. } => format!("{} {targets}", kind_name(*kind)),
             Action::Cut { links, takeover } => format!(
                 "cut {}{}",
                 links_text(links),
@@ -165,14 +168,6 @@ pub fn seconds(ms: u64) -> String {
         format!("{}s", ms / 1000)
     } else {
         format!("{}s", (ms as f64 / 1000.0 * 100.0).round() / 100.0)
-    }
-}
-
-fn process_name(kind: ProcessFault) -> &'static str {
-    match kind {
-        ProcessFault::Kill => "kill",
-        ProcessFault::Pause => "pause",
-        ProcessFault::PowerLoss => "power-loss",
     }
 }
 
@@ -280,13 +275,15 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
         let node = event.node.as_deref().and_then(parse_node_name);
         let failed = value.get("error").is_some_and(|e| !e.is_null());
         match name {
-            Nemesis::Kill | Nemesis::Pause | Nemesis::PowerLoss => {
+            Nemesis::Kill | Nemesis::Pause | Nemesis::PowerLoss | Nemesis::Stop | Nemesis::Corrupt => {
                 let (Some(id), Some(node), false) = (fault_id, node, failed) else {
                     continue;
                 };
                 let kind = match name {
                     Nemesis::Kill => ProcessFault::Kill,
                     Nemesis::Pause => ProcessFault::Pause,
+                    Nemesis::Stop => ProcessFault::Stop,
+                    Nemesis::Corrupt => ProcessFault::Corrupt,
                     _ => ProcessFault::PowerLoss,
                 };
                 let entry = open.entry(format!("p{id}")).or_insert_with(|| Open {
@@ -295,6 +292,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     action: Action::Process {
                         kind,
                         targets: String::new(),
+                        detail: recorded_detail(kind, value),
                     },
                     trigger: value["trigger"].as_u64(),
                     hit: Vec::new(),
@@ -571,11 +569,14 @@ pub fn scripted_plan(base: &Plan, faults: &[RecordedFault], seed: u64, origin: S
         }
         let (at, duration) = (Millis(fault.start_ms), Millis(fault.duration_ms.max(1)));
         match &fault.action {
-            Action::Process { kind, targets } => process.script.push(ScriptedFaultSpec {
+            Action::Process { kind, targets, detail } => process.script.push(ScriptedFaultSpec {
                 at,
                 kind: *kind,
                 targets: spanned(target(targets)),
                 duration,
+                grace: detail.grace,
+                stop: detail.stop,
+                cuts: detail.cuts.clone(),
             }),
             // A takeover for the reason an anchored cut is one (see [`anchored_trigger`]): at this offset the recorded
             // network was in this grudge, also where an earlier fault lingers longer in the replay.
@@ -628,6 +629,19 @@ pub fn latest_start_ms(fault: &RecordedFault) -> u64 {
     }
 }
 
+/// What a recorded `stop` or `corrupt` start event says the fault carried: the grace it was given, how `corrupt` took
+/// the node down, and its cuts as the plan wrote them (empty for the other kinds).
+fn recorded_detail(kind: ProcessFault, value: &Value) -> FaultDetail {
+    let graceful = kind == ProcessFault::Stop || value["stop"] == "graceful";
+    FaultDetail {
+        grace: value["grace_ms"].as_u64().filter(|_| graceful).map(Millis),
+        stop: serde_json::from_value(value["stop"].clone())
+            .ok()
+            .filter(|_| kind == ProcessFault::Corrupt),
+        cuts: serde_json::from_value(value["cuts"].clone()).unwrap_or_default(),
+    }
+}
+
 /// A one-shot trigger that fires `fault` again after the observation it followed.
 fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
     let slack = anchor_slack_ms(anchor);
@@ -641,14 +655,22 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
         links: None,
         faults: None,
         duration: exactly(fault.duration_ms.max(1)),
+        grace: None,
+        stop: None,
+        cuts: Vec::new(),
     };
     match &fault.action {
-        Action::Process { kind, targets } => {
+        Action::Process { kind, targets, detail } => {
             action.kind = match kind {
                 ProcessFault::Kill => TriggeredKind::Kill,
                 ProcessFault::Pause => TriggeredKind::Pause,
                 ProcessFault::PowerLoss => TriggeredKind::PowerLoss,
+                ProcessFault::Stop => TriggeredKind::Stop,
+                ProcessFault::Corrupt => TriggeredKind::Corrupt,
             };
+            action.grace = detail.grace;
+            action.stop = detail.stop;
+            action.cuts = detail.cuts.clone();
             action.targets = Some(match targets.as_str() {
                 "subject" => TriggerTarget::Subject,
                 "not-subject" => TriggerTarget::NotSubject,

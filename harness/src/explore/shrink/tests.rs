@@ -111,6 +111,7 @@ fn given_tries_that_applied_an_anchored_fault_when_timed_should_take_their_media
         action: replay::Action::Process {
             kind: faultline_faults::process::ProcessFault::Kill,
             targets: targets.into(),
+            detail: Default::default(),
         },
         anchor: None,
     };

@@ -2,7 +2,9 @@
 //! watches each start until the node is ready or refuses to boot, notices nodes that die on their own, and records
 //! all of it in the history.
 
+mod cuts;
 mod nemesis;
+mod stop;
 mod watch;
 
 pub use watch::log_tail;
@@ -90,6 +92,8 @@ pub struct Lab {
     observed: Vec<Arc<std::sync::Mutex<Observed>>>,
     /// What the observer sees, for the trigger engine (sent only while someone listens).
     facts: broadcast::Sender<Fact>,
+    /// The cuts of `corrupt` faults: the adapter's file classes and each node's surgeon.
+    cuts: cuts::Cuts,
 }
 
 impl Lab {
@@ -127,6 +131,7 @@ impl Lab {
             fault_fs: Vec::new(),
             observed,
             facts: broadcast::channel(FACTS_CAPACITY).0,
+            cuts: cuts::Cuts::default(),
         }
     }
 
@@ -252,17 +257,7 @@ impl Lab {
     /// reached (`cause`: `kill`, `restart-all`), unless `cause` is `None` (teardown).
     pub async fn kill_node_for(&self, node: usize, cause: Option<&str>) -> Result<Value, String> {
         if let Some(cause) = cause {
-            let running = {
-                let slot = self.slots[node].lock().await;
-                slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none())
-            };
-            if running {
-                // A fresh answer if the node gives one at once; else what the observer saw last.
-                if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
-                    note_status(self.system.as_ref(), &self.recorder, &self.observed, node, &status);
-                }
-                record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
-            }
+            self.note_last_durable(node, cause).await;
         }
         let mut slot = self.slots[node].lock().await;
         let Some(spawned) = slot.spawned.clone().filter(|s| s.exited.borrow().is_none()) else {
@@ -271,8 +266,29 @@ impl Lab {
         slot.stopping = true;
         signal_group(spawned.pid, Signal::SIGKILL)?;
         drop(slot);
+        self.reaped(node, &spawned).await?;
+        Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
+    }
+
+    /// Records what a running node had durably reached before the harness stops it (`cause`): a fresh answer if
+    /// the node gives one at once, else what the observer saw last.
+    async fn note_last_durable(&self, node: usize, cause: &str) {
+        let running = {
+            let slot = self.slots[node].lock().await;
+            slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none())
+        };
+        if running {
+            if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
+                note_status(self.system.as_ref(), &self.recorder, &self.observed, node, &status);
+            }
+            record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
+        }
+    }
+
+    /// Waits until a node the harness signalled to die is reaped (bounded), then marks it stopped and down.
+    async fn reaped(&self, node: usize, spawned: &Spawned) -> Result<crate::supervisor::Exit, String> {
         let mut exited = spawned.exited.clone();
-        tokio::time::timeout(REAP_TIMEOUT, exited.wait_for(|e| e.is_some()))
+        let exit = tokio::time::timeout(REAP_TIMEOUT, exited.wait_for(|e| e.is_some()))
             .await
             .map_err(|_| {
                 format!(
@@ -281,13 +297,19 @@ impl Lab {
                     spawned.pid
                 )
             })?
-            .map_err(|_| "reaper gone".to_string())?;
+            .map_err(|_| "reaper gone".to_string())?
+            .expect("waited for an exit");
+        self.mark_down(node).await;
+        Ok(exit)
+    }
+
+    /// A node the harness stopped: its boot state is `Stopped`, and the trigger engine hears it went down.
+    async fn mark_down(&self, node: usize) {
         self.slots[node].lock().await.boot.send_replace(BootState::Stopped);
         let _ = self.facts.send(Fact::Down {
             node,
             at: tokio::time::Instant::now(),
         });
-        Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
     }
 
     /// SIGKILLs a node (a fault): [`Lab::kill_node_for`] with cause `kill`.

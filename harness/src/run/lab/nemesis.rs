@@ -41,6 +41,14 @@ impl faultline_faults::process::Lab for Lab {
         self.lose_unsynced_node(node).await
     }
 
+    async fn stop(&self, node: usize, grace: std::time::Duration) -> Result<Value, String> {
+        self.stop_node(node, grace).await
+    }
+
+    async fn cut(&self, node: usize, cut: &faultline_faults::disk::spec::SurgerySpec) -> Result<Value, String> {
+        self.cut_node(node, cut).await
+    }
+
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }

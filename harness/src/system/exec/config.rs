@@ -47,6 +47,13 @@ pub struct ExecConfig {
     /// The WAL files, relative to the data dir (disk surgery aims at them), e.g. `wal/*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal_glob: Option<String>,
+    /// Named file classes of a node's data dir, each a glob relative to it, e.g. `{wal: "raft/*.log", snapshot:
+    /// "snap/*", data: "data/*.seg"}`, for cuts that name them (`files: wal`). `wal` defaults to `wal_glob`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+    /// Asks node `{id}` to stop gracefully (`kind: stop`, `corrupt` with `stop: graceful`); default: SIGTERM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<CommandSpec>,
     /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<RecoveredLine>,
@@ -248,6 +255,9 @@ impl ExecConfig {
         if let Some(verify) = &self.verify {
             commands.push(("system.verify", verify, true));
         }
+        if let Some(stop) = &self.stop {
+            commands.push(("system.stop", stop, true));
+        }
         if let Some(wipe) = &self.wipe {
             commands.push(("system.wipe.command", &wipe.command, true));
         }
@@ -261,6 +271,7 @@ impl ExecConfig {
         let mut commands = vec![&mut self.start, &mut self.client.command];
         commands.extend(self.prepare.as_mut());
         commands.extend(self.verify.as_mut());
+        commands.extend(self.stop.as_mut());
         commands.extend(self.wipe.as_mut().map(|w| &mut w.command));
         if let Some(ReadyProbe::Command(ready)) = &mut self.ready {
             commands.push(ready);
@@ -284,6 +295,14 @@ impl ExecConfig {
 
 #[async_trait]
 impl AdapterSpec for ExecConfig {
+    fn file_classes(&self) -> Vec<(String, String)> {
+        let mut classes: Vec<(String, String)> = self.files.clone().into_iter().collect();
+        if let (Some(wal), false) = (&self.wal_glob, self.files.contains_key("wal")) {
+            classes.push(("wal".to_string(), wal.clone()));
+        }
+        classes
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: self.client.workloads.clone(),

@@ -392,6 +392,13 @@ impl System for ExecSystem {
         self.config.wal_glob.as_deref().unwrap_or("*")
     }
 
+    fn stop_command(&self, node: usize) -> Option<LaunchCommand> {
+        self.config
+            .stop
+            .as_ref()
+            .map(|spec| self.command(spec, &self.node_vars(node)))
+    }
+
     fn verify_command(&self, node: usize) -> Option<LaunchCommand> {
         self.config
             .verify

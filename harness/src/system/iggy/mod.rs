@@ -92,6 +92,16 @@ pub struct IggyConfig {
 
 #[async_trait]
 impl AdapterSpec for IggyConfig {
+    fn file_classes(&self) -> Vec<(String, String)> {
+        // The metadata journal (the consensus log), and the partitions' message segments.
+        [
+            ("wal", "metadata/journal.wal"),
+            ("data", "streams/*/topics/*/partitions/*/*.log"),
+        ]
+        .map(|(class, glob)| (class.to_string(), glob.to_string()))
+        .to_vec()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             // Streams on the metadata plane (set) and messages on a topic's partitions (log); no registers.

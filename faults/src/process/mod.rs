@@ -1,4 +1,5 @@
-//! Process faults: kill -9 + restart later, and SIGSTOP/SIGCONT pauses.
+//! Process faults: kill -9 + restart later, SIGSTOP/SIGCONT pauses, power loss, graceful stops, and the corruption
+//! of a live node's files (taken down, cut, restarted while the others go on; see [`detail`]).
 //!
 //! A schedule is generated up front from the run seed, so the same seed always gives the same fault schedule. It
 //! composes two sources, because consensus bugs need *overlapping* faults (repair racing a view change, a lagging
@@ -16,6 +17,11 @@
 //! the time limit. [`ProcessFaults`] is this family of the [timed interpreter](crate::interpreter), which applies the
 //! schedule and heals whatever is still active when a run stops early.
 
+mod detail;
+
+pub use detail::{is_file_class, kind_name, FaultDetail, StopHow, DEFAULT_GRACE};
+
+use crate::disk::spec::SurgerySpec;
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
 use faultline_workloads::history::Nemesis;
@@ -36,6 +42,12 @@ pub enum ProcessFault {
     /// Power loss: SIGKILL every target at once, then drop every byte and directory entry they had not fsynced (the
     /// fault filesystem); restart them when the fault ends.
     PowerLoss,
+    /// A graceful stop: ask the node to stop (SIGTERM, or its adapter's stop command), SIGKILL it after `grace`;
+    /// restart it when the fault ends. The path operators take in every rolling restart.
+    Stop,
+    /// Take the node down (`stop`: kill, power loss or graceful), cut its files (`cuts`, the final phase's surgeon),
+    /// restart it when the fault ends, while the workload and the other nodes go on.
+    Corrupt,
 }
 
 impl ProcessFault {
@@ -44,12 +56,14 @@ impl ProcessFault {
             ProcessFault::Kill => Nemesis::Kill,
             ProcessFault::Pause => Nemesis::Pause,
             ProcessFault::PowerLoss => Nemesis::PowerLoss,
+            ProcessFault::Stop => Nemesis::Stop,
+            ProcessFault::Corrupt => Nemesis::Corrupt,
         }
     }
 
     fn stop_name(self) -> Nemesis {
         match self {
-            ProcessFault::Kill | ProcessFault::PowerLoss => Nemesis::Start,
+            ProcessFault::Kill | ProcessFault::PowerLoss | ProcessFault::Stop | ProcessFault::Corrupt => Nemesis::Start,
             ProcessFault::Pause => Nemesis::Resume,
         }
     }
@@ -177,6 +191,22 @@ pub struct TargetedFaultSpec {
     /// Relative frequency among the plan's faults.
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// `stop`, and `corrupt` with `stop: graceful`: how long the node gets to exit before SIGKILL (default 10 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace: Option<Millis>,
+    /// `corrupt`: how the targets go down (`kill`, the default; `power-loss`; `graceful`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopHow>,
+    /// `corrupt`: the cuts, in order (`files:` a file class of the adapter, such as `wal`, or a glob).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<SurgerySpec>,
+}
+
+impl TargetedFaultSpec {
+    /// What the fault carries beyond its kind.
+    pub fn detail(&self) -> FaultDetail {
+        FaultDetail::new(self.grace, self.stop, &self.cuts)
+    }
 }
 
 fn default_weight() -> u32 {
@@ -238,6 +268,22 @@ pub struct ScriptedFaultSpec {
     pub targets: serde_saphyr::Spanned<Target>,
     /// How long it lasts.
     pub duration: Millis,
+    /// As in [`TargetedFaultSpec::grace`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace: Option<Millis>,
+    /// As in [`TargetedFaultSpec::stop`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopHow>,
+    /// As in [`TargetedFaultSpec::cuts`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<SurgerySpec>,
+}
+
+impl ScriptedFaultSpec {
+    /// What the fault carries beyond its kind.
+    pub fn detail(&self) -> FaultDetail {
+        FaultDetail::new(self.grace, self.stop, &self.cuts)
+    }
 }
 
 /// Which nodes a scheduled fault hits, resolved as far as the seed allows.
@@ -288,12 +334,26 @@ pub struct ScheduledFault {
     /// The plan trigger that fired it (triggered faults only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<u64>,
+    /// What a `stop` or `corrupt` fault carries beyond its kind (empty for the others).
+    #[serde(flatten)]
+    pub detail: FaultDetail,
 }
 
 impl ScheduledFault {
     /// When it heals.
     pub fn end_ms(&self) -> u64 {
         self.start_ms + self.duration_ms
+    }
+
+    /// How it takes its targets down (`None`: a pause, which does not).
+    pub fn down_how(&self) -> Option<StopHow> {
+        match self.kind {
+            ProcessFault::Pause => None,
+            ProcessFault::Kill => Some(StopHow::Kill),
+            ProcessFault::PowerLoss => Some(StopHow::PowerLoss),
+            ProcessFault::Stop => Some(StopHow::Graceful),
+            ProcessFault::Corrupt => Some(self.detail.stop.unwrap_or(StopHow::Kill)),
+        }
     }
 }
 
@@ -320,6 +380,7 @@ pub fn generate(
                     nodes: Resolved::Nodes(vec![node]),
                     source: Source::Flap,
                     trigger: None,
+                    detail: FaultDetail::default(),
                 });
                 t += down + exponential(rng, flaps.mean_up.0);
             }
@@ -340,6 +401,7 @@ pub fn generate(
                 nodes: resolve_static(&chosen.targets.value, node_count, rng),
                 source: Source::Targeted,
                 trigger: None,
+                detail: chosen.detail(),
             });
             t += exponential(rng, interval.0);
         }
@@ -355,6 +417,7 @@ pub fn generate(
             nodes: resolve_static(&scripted.targets.value, node_count, rng),
             source: Source::Scripted,
             trigger: None,
+            detail: scripted.detail(),
         });
     }
     faults.retain(|f| f.start_ms < phase_ms);
@@ -461,6 +524,12 @@ pub trait Lab {
     async fn resume(&self, node: usize) -> Result<Value, String>;
     /// Drops a killed node's unsynced writes (fault filesystem); returns what was lost, to record.
     async fn lose_unsynced(&self, node: usize) -> Result<Value, String>;
+    /// Asks the node to stop (SIGTERM or its adapter's stop command), waits up to `grace` for it to exit, then
+    /// SIGKILLs it; returns how it ended, to record (`ended`, `exit`, `after_ms`, `killed`).
+    async fn stop(&self, node: usize, grace: std::time::Duration) -> Result<Value, String>;
+    /// Applies one cut to a stopped node's files (its `files:` a file class of the adapter or a glob), with the
+    /// node's own surgeon (chunk snapshots live from one fault to a later one); returns the surgery record.
+    async fn cut(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String>;
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
 }
@@ -568,8 +637,8 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         };
         let mut affected = Vec::new();
         let claimed = match fault.kind {
-            ProcessFault::Kill | ProcessFault::PowerLoss => NodeState::Down(fault.id),
             ProcessFault::Pause => NodeState::Paused(fault.id),
+            _ => NodeState::Down(fault.id),
         };
         let free: Vec<usize> = {
             let mut states = self.states.lock();
@@ -582,18 +651,20 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             free
         };
+        let down = fault.down_how();
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
-        if fault.kind == ProcessFault::PowerLoss {
+        if down == Some(StopHow::PowerLoss) {
             for &node in &free {
                 killed.insert(node, lab.kill(node).await);
             }
         }
         for node in free {
-            let result = match fault.kind {
-                ProcessFault::Kill => lab.kill(node).await,
-                ProcessFault::Pause => lab.pause(node).await,
-                ProcessFault::PowerLoss => match killed.remove(&node).expect("killed above") {
+            let result = match down {
+                None => lab.pause(node).await,
+                Some(StopHow::Kill) => lab.kill(node).await,
+                Some(StopHow::Graceful) => lab.stop(node, fault.detail.grace_duration()).await,
+                Some(StopHow::PowerLoss) => match killed.remove(&node).expect("killed above") {
                     Ok(mut details) => lab.lose_unsynced(node).await.map(|lost| {
                         merge(&mut details, json!({"lost": lost}));
                         details
@@ -605,6 +676,12 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             if let Some(trigger) = fault.trigger {
                 value["trigger"] = Value::from(trigger);
             }
+            if fault.kind == ProcessFault::Corrupt {
+                // What a replay needs to do it again: how the node went down and the cuts as the plan wrote them.
+                value["stop"] = json!(down);
+                value["cuts"] = json!(fault.detail.cuts);
+            }
+            let went_down = result.is_ok();
             match result {
                 Ok(details) => {
                     merge(&mut value, details);
@@ -616,9 +693,24 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 }
             }
             lab.record(fault.kind.start_name(), node, value);
+            if went_down && fault.kind == ProcessFault::Corrupt {
+                self.cut_files(fault, node).await;
+            }
         }
         if !affected.is_empty() {
             self.holding.insert(fault.id, (fault.kind, affected));
+        }
+    }
+
+    /// Applies `fault`'s cuts to `node` (down), in order, each recorded as a `disk-surgery` event of the fault (as the
+    /// final phase records its cuts, so the checks read both alike).
+    async fn cut_files(&self, fault: &ScheduledFault, node: usize) {
+        for cut in &fault.detail.cuts {
+            let value = match self.lab.cut(node, cut).await {
+                Ok(record) => json!({"fault_id": fault.id, "surgery": record}),
+                Err(error) => json!({"fault_id": fault.id, "op": cut_op(cut), "error": error}),
+            };
+            self.lab.record(Nemesis::DiskSurgery, node, value);
         }
     }
 
@@ -630,8 +722,8 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         };
         for node in nodes {
             let result = match kind {
-                ProcessFault::Kill | ProcessFault::PowerLoss => lab.start(node).await,
                 ProcessFault::Pause => lab.resume(node).await,
+                _ => lab.start(node).await,
             };
             let mut value = json!({"fault_id": fault_id});
             match result {
@@ -644,6 +736,14 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
     }
 }
 
+/// A cut's op as plans write it (`truncate-tail`, ...), for the record of a cut that failed.
+fn cut_op(cut: &SurgerySpec) -> String {
+    serde_json::to_value(cut)
+        .ok()
+        .and_then(|v| v.get("op").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default()
+}
+
 fn merge(into: &mut Value, details: Value) {
     if let (Some(into), Value::Object(details)) = (into.as_object_mut(), details) {
         into.extend(details);
@@ -651,245 +751,4 @@ fn merge(into: &mut Value, details: Value) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::interpreter::{Families, NoFaults};
-    use crate::rng::stream;
-    use std::time::Duration;
-
-    fn process_only<P>(process: P) -> Families<P, NoFaults, NoFaults> {
-        Families {
-            process,
-            network: NoFaults,
-            io: NoFaults,
-        }
-    }
-
-    fn spanned(target: Target) -> serde_saphyr::Spanned<Target> {
-        let unknown = serde_saphyr::Location::UNKNOWN;
-        serde_saphyr::Spanned::new(target, unknown, unknown)
-    }
-
-    fn spec() -> ProcessNemesisSpec {
-        ProcessNemesisSpec {
-            interval: Some(Millis(3000)),
-            faults: vec![
-                TargetedFaultSpec {
-                    kind: ProcessFault::Kill,
-                    targets: spanned(Target::Primary),
-                    duration: MillisRange {
-                        min: Millis(500),
-                        max: Millis(3000),
-                    },
-                    weight: 2,
-                },
-                TargetedFaultSpec {
-                    kind: ProcessFault::Pause,
-                    targets: spanned(Target::Minority),
-                    duration: MillisRange {
-                        min: Millis(500),
-                        max: Millis(2000),
-                    },
-                    weight: 1,
-                },
-            ],
-            flaps: Some(FlapSpec {
-                mean_up: Millis(6000),
-                mean_down: Millis(1500),
-                max_down: Millis(5000),
-            }),
-            stable: Some(StableSpec {
-                every: Millis(20_000),
-                duration: Millis(4000),
-            }),
-            script: vec![],
-        }
-    }
-
-    #[test]
-    fn given_same_seed_when_generated_twice_should_give_the_same_schedule() {
-        let a = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
-        let b = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
-        let c = generate(&spec(), 3, 60_000, &mut stream(8, "nemesis"));
-        assert!(!a.is_empty());
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-    }
-
-    #[test]
-    fn given_flaps_when_generated_should_overlap_faults_on_different_nodes() {
-        let schedule = generate(&spec(), 5, 120_000, &mut stream(1, "nemesis"));
-        let overlapping = schedule.iter().enumerate().any(|(i, a)| {
-            schedule[i + 1..]
-                .iter()
-                .any(|b| b.start_ms < a.end_ms() && a.start_ms < b.end_ms() && a.nodes != b.nodes)
-        });
-        assert!(overlapping, "flaps must produce overlapping faults: {schedule:?}");
-    }
-
-    #[test]
-    fn given_stable_windows_when_generated_should_keep_them_fault_free_and_end_by_the_limit() {
-        let stable = spec().stable.unwrap();
-        for seed in 0..20 {
-            for fault in generate(&spec(), 3, 60_000, &mut stream(seed, "nemesis")) {
-                assert!(fault.end_ms() <= 60_000);
-                for w in 0..3u64 {
-                    let ws = w * 20_000 + 16_000;
-                    let we = ws + stable.duration.0;
-                    assert!(
-                        fault.end_ms() <= ws || fault.start_ms >= we,
-                        "fault {fault:?} overlaps window {ws}..{we}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_stable_windows() {
-        let mut spec = spec();
-        spec.faults.clear();
-        spec.flaps = None;
-        spec.script = vec![
-            ScriptedFaultSpec {
-                at: Millis(17_000),
-                kind: ProcessFault::Kill,
-                targets: spanned(Target::Backup),
-                duration: Millis(3000),
-            },
-            ScriptedFaultSpec {
-                at: Millis(59_000),
-                kind: ProcessFault::Pause,
-                targets: spanned(Target::Nodes(vec!["n2".into()])),
-                duration: Millis(5000),
-            },
-        ];
-        let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));
-        assert_eq!(schedule.len(), 2);
-        assert_eq!(
-            (schedule[0].start_ms, schedule[0].duration_ms, schedule[0].source),
-            (17_000, 3000, Source::Scripted)
-        );
-        assert_eq!(schedule[1].nodes, Resolved::Nodes(vec![1]));
-        assert_eq!(schedule[1].end_ms(), 60_000, "clipped to the phase");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn given_a_power_loss_of_all_when_run_should_kill_everyone_before_anyone_loses_data() {
-        let schedule = vec![ScheduledFault {
-            id: 0,
-            start_ms: 10,
-            duration_ms: 100,
-            kind: ProcessFault::PowerLoss,
-            target: "all".into(),
-            nodes: Resolved::Nodes(vec![0, 1, 2]),
-            source: Source::Scripted,
-            trigger: None,
-        }];
-        let lab = FakeLab {
-            log: Default::default(),
-        };
-        let (_tx, rx) = tokio::sync::watch::channel(false);
-        process_only(ProcessFaults::new(&lab, &schedule))
-            .run(tokio::time::Instant::now(), rx)
-            .await;
-        let log: Vec<String> = lab.log.lock().unwrap().iter().map(|(f, n)| format!("{f}{n}")).collect();
-        let expected = [
-            "sigkill0",
-            "sigkill1",
-            "sigkill2",
-            "lose0",
-            "power-loss0",
-            "lose1",
-            "power-loss1",
-            "lose2",
-            "power-loss2",
-            "start0",
-            "start1",
-            "start2",
-        ];
-        assert_eq!(log, expected);
-    }
-
-    #[test]
-    fn given_targets_when_parsed_should_accept_roles_and_names_and_reject_typos() {
-        assert_eq!(Target::parse_role("next-primary").unwrap(), Target::NextPrimary);
-        assert!(Target::parse_role("primery").unwrap_err().contains("unknown target"));
-        assert_eq!(parse_node_name("n3"), Some(2));
-        assert_eq!(parse_node_name("n0"), None);
-        assert_eq!(parse_node_name("x1"), None);
-    }
-
-    struct FakeLab {
-        log: std::sync::Mutex<Vec<(String, usize)>>,
-    }
-
-    impl Lab for FakeLab {
-        fn node_count(&self) -> usize {
-            3
-        }
-        async fn primary(&self) -> Option<usize> {
-            Some(0)
-        }
-        async fn next_primary(&self) -> Option<usize> {
-            Some(1)
-        }
-        async fn kill(&self, node: usize) -> Result<Value, String> {
-            self.log.lock().unwrap().push(("sigkill".to_string(), node));
-            Ok(json!({}))
-        }
-        async fn start(&self, _: usize) -> Result<Value, String> {
-            Ok(json!({}))
-        }
-        async fn pause(&self, _: usize) -> Result<Value, String> {
-            Ok(json!({}))
-        }
-        async fn resume(&self, _: usize) -> Result<Value, String> {
-            Ok(json!({}))
-        }
-        async fn lose_unsynced(&self, node: usize) -> Result<Value, String> {
-            self.log.lock().unwrap().push(("lose".to_string(), node));
-            Ok(json!({}))
-        }
-        fn record(&self, name: Nemesis, node: usize, _: Value) {
-            self.log.lock().unwrap().push((name.to_string(), node));
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn given_overlapping_faults_on_one_node_when_run_should_not_double_fault_and_heal_everything() {
-        let fault = |id, start_ms, duration_ms, kind| ScheduledFault {
-            id,
-            start_ms,
-            duration_ms,
-            kind,
-            target: "n1".into(),
-            nodes: Resolved::Nodes(vec![0]),
-            source: Source::Targeted,
-            trigger: None,
-        };
-        let schedule = vec![
-            fault(0, 10, 100, ProcessFault::Kill),
-            fault(1, 20, 500, ProcessFault::Pause), // n1 is down: skipped
-            fault(2, 200, 10_000, ProcessFault::Pause),
-        ];
-        let lab = FakeLab {
-            log: Default::default(),
-        };
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let mut families = process_only(ProcessFaults::new(&lab, &schedule));
-        let start = tokio::time::Instant::now();
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-            tx.send(true).unwrap();
-        };
-        tokio::join!(families.run(start, rx), stopper);
-        let log = lab.log.lock().unwrap().clone();
-        let names: Vec<&str> = log
-            .iter()
-            .map(|(f, _)| f.as_str())
-            .filter(|f| *f != "sigkill")
-            .collect();
-        assert_eq!(names, ["kill", "start", "pause", "resume"]);
-    }
-}
+mod tests;

@@ -1,0 +1,396 @@
+use super::*;
+use crate::interpreter::{Families, NoFaults};
+use crate::rng::stream;
+use std::time::Duration;
+
+fn process_only<P>(process: P) -> Families<P, NoFaults, NoFaults> {
+    Families {
+        process,
+        network: NoFaults,
+        io: NoFaults,
+    }
+}
+
+fn spanned(target: Target) -> serde_saphyr::Spanned<Target> {
+    let unknown = serde_saphyr::Location::UNKNOWN;
+    serde_saphyr::Spanned::new(target, unknown, unknown)
+}
+
+fn spec() -> ProcessNemesisSpec {
+    ProcessNemesisSpec {
+        interval: Some(Millis(3000)),
+        faults: vec![
+            TargetedFaultSpec {
+                kind: ProcessFault::Kill,
+                targets: spanned(Target::Primary),
+                duration: MillisRange {
+                    min: Millis(500),
+                    max: Millis(3000),
+                },
+                weight: 2,
+                grace: None,
+                stop: None,
+                cuts: vec![],
+            },
+            TargetedFaultSpec {
+                kind: ProcessFault::Pause,
+                targets: spanned(Target::Minority),
+                duration: MillisRange {
+                    min: Millis(500),
+                    max: Millis(2000),
+                },
+                weight: 1,
+                grace: None,
+                stop: None,
+                cuts: vec![],
+            },
+        ],
+        flaps: Some(FlapSpec {
+            mean_up: Millis(6000),
+            mean_down: Millis(1500),
+            max_down: Millis(5000),
+        }),
+        stable: Some(StableSpec {
+            every: Millis(20_000),
+            duration: Millis(4000),
+        }),
+        script: vec![],
+    }
+}
+
+#[test]
+fn given_same_seed_when_generated_twice_should_give_the_same_schedule() {
+    let a = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
+    let b = generate(&spec(), 3, 60_000, &mut stream(7, "nemesis"));
+    let c = generate(&spec(), 3, 60_000, &mut stream(8, "nemesis"));
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn given_flaps_when_generated_should_overlap_faults_on_different_nodes() {
+    let schedule = generate(&spec(), 5, 120_000, &mut stream(1, "nemesis"));
+    let overlapping = schedule.iter().enumerate().any(|(i, a)| {
+        schedule[i + 1..]
+            .iter()
+            .any(|b| b.start_ms < a.end_ms() && a.start_ms < b.end_ms() && a.nodes != b.nodes)
+    });
+    assert!(overlapping, "flaps must produce overlapping faults: {schedule:?}");
+}
+
+#[test]
+fn given_stable_windows_when_generated_should_keep_them_fault_free_and_end_by_the_limit() {
+    let stable = spec().stable.unwrap();
+    for seed in 0..20 {
+        for fault in generate(&spec(), 3, 60_000, &mut stream(seed, "nemesis")) {
+            assert!(fault.end_ms() <= 60_000);
+            for w in 0..3u64 {
+                let ws = w * 20_000 + 16_000;
+                let we = ws + stable.duration.0;
+                assert!(
+                    fault.end_ms() <= ws || fault.start_ms >= we,
+                    "fault {fault:?} overlaps window {ws}..{we}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_stable_windows() {
+    let mut spec = spec();
+    spec.faults.clear();
+    spec.flaps = None;
+    spec.script = vec![
+        ScriptedFaultSpec {
+            at: Millis(17_000),
+            kind: ProcessFault::Kill,
+            targets: spanned(Target::Backup),
+            duration: Millis(3000),
+            grace: None,
+            stop: None,
+            cuts: vec![],
+        },
+        ScriptedFaultSpec {
+            at: Millis(59_000),
+            kind: ProcessFault::Pause,
+            targets: spanned(Target::Nodes(vec!["n2".into()])),
+            duration: Millis(5000),
+            grace: None,
+            stop: None,
+            cuts: vec![],
+        },
+    ];
+    let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));
+    assert_eq!(schedule.len(), 2);
+    assert_eq!(
+        (schedule[0].start_ms, schedule[0].duration_ms, schedule[0].source),
+        (17_000, 3000, Source::Scripted)
+    );
+    assert_eq!(schedule[1].nodes, Resolved::Nodes(vec![1]));
+    assert_eq!(schedule[1].end_ms(), 60_000, "clipped to the phase");
+}
+
+#[tokio::test(start_paused = true)]
+async fn given_a_power_loss_of_all_when_run_should_kill_everyone_before_anyone_loses_data() {
+    let schedule = vec![ScheduledFault {
+        id: 0,
+        start_ms: 10,
+        duration_ms: 100,
+        kind: ProcessFault::PowerLoss,
+        target: "all".into(),
+        nodes: Resolved::Nodes(vec![0, 1, 2]),
+        source: Source::Scripted,
+        trigger: None,
+        detail: FaultDetail::default(),
+    }];
+    let lab = FakeLab {
+        log: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    process_only(ProcessFaults::new(&lab, &schedule))
+        .run(tokio::time::Instant::now(), rx)
+        .await;
+    let log: Vec<String> = lab.log.lock().unwrap().iter().map(|(f, n)| format!("{f}{n}")).collect();
+    let expected = [
+        "sigkill0",
+        "sigkill1",
+        "sigkill2",
+        "lose0",
+        "power-loss0",
+        "lose1",
+        "power-loss1",
+        "lose2",
+        "power-loss2",
+        "start0",
+        "start1",
+        "start2",
+    ];
+    assert_eq!(log, expected);
+}
+
+#[test]
+fn given_targets_when_parsed_should_accept_roles_and_names_and_reject_typos() {
+    assert_eq!(Target::parse_role("next-primary").unwrap(), Target::NextPrimary);
+    assert!(Target::parse_role("primery").unwrap_err().contains("unknown target"));
+    assert_eq!(parse_node_name("n3"), Some(2));
+    assert_eq!(parse_node_name("n0"), None);
+    assert_eq!(parse_node_name("x1"), None);
+}
+
+struct FakeLab {
+    log: std::sync::Mutex<Vec<(String, usize)>>,
+}
+
+impl Lab for FakeLab {
+    fn node_count(&self) -> usize {
+        3
+    }
+    async fn primary(&self) -> Option<usize> {
+        Some(0)
+    }
+    async fn next_primary(&self) -> Option<usize> {
+        Some(1)
+    }
+    async fn kill(&self, node: usize) -> Result<Value, String> {
+        self.log.lock().unwrap().push(("sigkill".to_string(), node));
+        Ok(json!({}))
+    }
+    async fn start(&self, _: usize) -> Result<Value, String> {
+        Ok(json!({}))
+    }
+    async fn pause(&self, _: usize) -> Result<Value, String> {
+        Ok(json!({}))
+    }
+    async fn resume(&self, _: usize) -> Result<Value, String> {
+        Ok(json!({}))
+    }
+    async fn lose_unsynced(&self, node: usize) -> Result<Value, String> {
+        self.log.lock().unwrap().push(("lose".to_string(), node));
+        Ok(json!({}))
+    }
+    async fn stop(&self, node: usize, grace: Duration) -> Result<Value, String> {
+        self.log
+            .lock()
+            .unwrap()
+            .push((format!("sigterm/{}ms", grace.as_millis()), node));
+        Ok(json!({"ended": "exited 0 after 0.1 s"}))
+    }
+    async fn cut(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String> {
+        match cut {
+            SurgerySpec::RestoreChunk { name, .. } => Err(format!("no chunk snapshot named `{name}`")),
+            _ => {
+                self.log.lock().unwrap().push(("cut".to_string(), node));
+                Ok(json!({"op": "truncate-tail"}))
+            }
+        }
+    }
+    fn record(&self, name: Nemesis, node: usize, value: Value) {
+        let name = match value.get("error") {
+            Some(_) => format!("{name}!"),
+            None => name.to_string(),
+        };
+        self.log.lock().unwrap().push((name, node));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn given_overlapping_faults_on_one_node_when_run_should_not_double_fault_and_heal_everything() {
+    let fault = |id, start_ms, duration_ms, kind| ScheduledFault {
+        id,
+        start_ms,
+        duration_ms,
+        kind,
+        target: "n1".into(),
+        nodes: Resolved::Nodes(vec![0]),
+        source: Source::Targeted,
+        trigger: None,
+        detail: FaultDetail::default(),
+    };
+    let schedule = vec![
+        fault(0, 10, 100, ProcessFault::Kill),
+        fault(1, 20, 500, ProcessFault::Pause), // n1 is down: skipped
+        fault(2, 200, 10_000, ProcessFault::Pause),
+    ];
+    let lab = FakeLab {
+        log: Default::default(),
+    };
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut families = process_only(ProcessFaults::new(&lab, &schedule));
+    let start = tokio::time::Instant::now();
+    let stopper = async {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        tx.send(true).unwrap();
+    };
+    tokio::join!(families.run(start, rx), stopper);
+    let log = lab.log.lock().unwrap().clone();
+    let names: Vec<&str> = log
+        .iter()
+        .map(|(f, _)| f.as_str())
+        .filter(|f| *f != "sigkill")
+        .collect();
+    assert_eq!(names, ["kill", "start", "pause", "resume"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn given_a_graceful_stop_and_a_corrupt_fault_when_run_should_stop_cut_in_order_and_restart_each() {
+    let truncate = SurgerySpec::TruncateTail {
+        files: "wal".into(),
+        pick: Default::default(),
+        max_bytes: 100,
+    };
+    let restore = SurgerySpec::RestoreChunk {
+        name: "never-taken".into(),
+        misdirect: false,
+    };
+    let fault = |id, start_ms, kind, node: usize, detail| ScheduledFault {
+        id,
+        start_ms,
+        duration_ms: 100,
+        kind,
+        target: node_name(node),
+        nodes: Resolved::Nodes(vec![node]),
+        source: Source::Scripted,
+        trigger: None,
+        detail,
+    };
+    let schedule = vec![
+        fault(
+            0,
+            10,
+            ProcessFault::Stop,
+            0,
+            FaultDetail::new(Some(Millis(2500)), None, &[]),
+        ),
+        fault(
+            1,
+            300,
+            ProcessFault::Corrupt,
+            1,
+            FaultDetail::new(None, Some(StopHow::Graceful), &[truncate.clone(), restore]),
+        ),
+        fault(
+            2,
+            600,
+            ProcessFault::Corrupt,
+            2,
+            FaultDetail::new(None, None, &[truncate]),
+        ),
+    ];
+    let lab = FakeLab {
+        log: Default::default(),
+    };
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut families = process_only(ProcessFaults::new(&lab, &schedule));
+    let stopper = async {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let _ = tx.send(true); // the run may have ended with its last fault
+    };
+    tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
+    let log: Vec<String> = lab
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, node)| format!("{name}{}", node + 1))
+        .collect();
+    let expected = [
+        "sigterm/2500ms1",
+        "stop1",
+        "start1",
+        // graceful with the default grace, then the cuts in order; a cut that fails is recorded as such
+        "sigterm/10000ms2",
+        "corrupt2",
+        "cut2",
+        "disk-surgery2",
+        "disk-surgery!2",
+        "start2",
+        // kill by default
+        "sigkill3",
+        "corrupt3",
+        "cut3",
+        "disk-surgery3",
+        "start3",
+    ];
+    assert_eq!(log, expected);
+}
+
+#[test]
+fn given_fault_details_when_validated_should_refuse_what_does_not_fit_the_kind() {
+    let cut = SurgerySpec::TruncateTail {
+        files: "wal".into(),
+        pick: Default::default(),
+        max_bytes: 100,
+    };
+    let ok = |kind, detail: FaultDetail| detail.validate(kind);
+    assert!(ok(ProcessFault::Stop, FaultDetail::new(Some(Millis(1)), None, &[])).is_ok());
+    assert!(ok(
+        ProcessFault::Corrupt,
+        FaultDetail::new(None, None, std::slice::from_ref(&cut))
+    )
+    .is_ok());
+    let refused = |kind, detail: FaultDetail| detail.validate(kind).unwrap_err();
+    assert!(refused(ProcessFault::Stop, FaultDetail::new(Some(Millis(0)), None, &[])).contains("grace must be > 0"));
+    assert!(refused(ProcessFault::Kill, FaultDetail::new(Some(Millis(5)), None, &[])).contains("graceful stops"));
+    assert!(refused(
+        ProcessFault::Corrupt,
+        FaultDetail::new(Some(Millis(5)), None, std::slice::from_ref(&cut))
+    )
+    .contains("graceful stops"));
+    assert!(refused(ProcessFault::Corrupt, FaultDetail::default()).contains("needs `cuts`"));
+    assert!(refused(
+        ProcessFault::Kill,
+        FaultDetail::new(None, None, std::slice::from_ref(&cut))
+    )
+    .contains("`cuts`"));
+    assert!(refused(ProcessFault::Pause, FaultDetail::new(None, Some(StopHow::Kill), &[])).contains("`stop`"));
+    let bad_cut = SurgerySpec::TruncateTail {
+        files: "wal".into(),
+        pick: Default::default(),
+        max_bytes: 0,
+    };
+    assert!(refused(ProcessFault::Corrupt, FaultDetail::new(None, None, &[bad_cut])).contains("cuts[0]"));
+    assert!(is_file_class("wal") && is_file_class("snapshot"));
+    assert!(!is_file_class("wal*") && !is_file_class("member/wal/x") && !is_file_class("db.0"));
+}
