@@ -310,6 +310,42 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
     }
 }
 
+/// During the fault phase (plans with `after_refusal: wipe`): a node that refused to boot after a live cut damaged
+/// it is wiped and started again as an empty replica that recovers from its peers, as the final phase does, once the
+/// nodes ready on their own data are a majority of the cluster (with fewer, the wipe waits). A refusal no cut explains
+/// is left alone: it is the evidence of a bug.
+pub(super) async fn remedy_live_refusals(lab: &Arc<Lab>) {
+    let majority = lab.node_count() / 2 + 1;
+    let ready = (0..lab.node_count())
+        .filter(|&node| lab.boot_state(node) == BootState::Ready)
+        .count();
+    for node in 0..lab.node_count() {
+        match lab.boot_state(node) {
+            BootState::Ready => lab.seen_ready(node),
+            BootState::Refused(_) if lab.damaged_by_cut(node) && ready >= majority => {
+                let name = node_name(node);
+                lab.seen_ready(node);
+                match lab.system().wipe(node).await {
+                    Ok(()) => {
+                        lab.recorder()
+                            .lifecycle(Lifecycle::Wipe, Some(&name), json!({"after": "a live cut"}));
+                        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+                        lab.recorder().lifecycle(Lifecycle::Start, Some(&name), details);
+                    }
+                    Err(e) => {
+                        lab.recorder().lifecycle(
+                            Lifecycle::WipeFailed,
+                            Some(&name),
+                            json!({"error": format!("{e:#}")}),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Wipes every node that refused to boot and starts it as an empty replica that recovers from its peers, but only
 /// while the nodes that booted on their own data are a majority: wiping more would leave no quorum that holds the
 /// acknowledged state, and whatever an empty majority then does is the harness's doing, not the system's (seen on

@@ -316,6 +316,9 @@ async fn fault_phase(
             counts,
             &lab.fault_summary().await,
         );
+        if plan.final_phase.after_refusal == crate::plan::AfterRefusal::Wipe {
+            final_phase::remedy_live_refusals(lab).await;
+        }
         tokio::time::sleep(
             Duration::from_millis(250).min(deadline.saturating_duration_since(tokio::time::Instant::now())),
         )

@@ -18,7 +18,8 @@
 //! - **after a restart-all**, every node must boot again, unless it refused legitimately or already has a problem.
 //!
 //! The verdict: any problem makes it `invalid`, with the first problem as the reason (nodes in name order) and the
-//! earliest problem as the evidence time. Otherwise, when a majority of the nodes refused legitimately it is `unknown`:
+//! earliest problem as the evidence time. Otherwise, when a majority of the nodes were refused legitimately at the same
+//! time (each from its refusal until it next booted, e.g. wiped and rejoined) it is `unknown`:
 //! the cluster lost more than the fault model allows, so nothing after that tells whether the system is right.
 //! Otherwise it is `valid`.
 //!
@@ -66,6 +67,8 @@ struct NodeBoots {
     io_exits: Vec<String>,
     /// Legitimate refusals to boot (after recorded surgery).
     legit: u64,
+    /// The node's last start ended in a legitimate refusal and it has not booted since.
+    refused_now: bool,
     /// The first refusal to boot on a disk nothing corrupted, among `problems`: the worst a node can do at boot, so
     /// the check's reason leads with it (not with a node that merely booted late).
     first_clean_refusal: Option<String>,
@@ -84,14 +87,16 @@ impl Checker for Boot {
     }
 
     fn check(&self, input: &CheckInput) -> CheckResult {
-        let nodes = self.walk(input.history);
-        self.judge(&nodes)
+        let mut refused_at_once = 0;
+        let nodes = self.walk(input.history, &mut refused_at_once);
+        self.judge(&nodes, refused_at_once)
     }
 }
 
 impl Boot {
     /// Applies the rules to every event, in order: per node, its boots, refusals, problems and fail-stop exits.
-    fn walk(&self, history: &History) -> BTreeMap<String, NodeBoots> {
+    /// Also keeps in `refused_at_once` the most nodes that were refused legitimately at the same time.
+    fn walk(&self, history: &History, refused_at_once: &mut usize) -> BTreeMap<String, NodeBoots> {
         let mut nodes: BTreeMap<String, NodeBoots> = BTreeMap::new();
         let mut restart_all_at: Option<u64> = None;
         let mut booted_after_restart: BTreeMap<String, bool> = BTreeMap::new();
@@ -136,6 +141,8 @@ impl Boot {
                 ),
                 _ => {}
             }
+            let at_once = nodes.values().filter(|n| n.refused_now).count();
+            *refused_at_once = (*refused_at_once).max(at_once);
         }
         let end_ns = history.events.last().map_or(0, |e| e.time_ns);
         if restart_all_at.is_some() {
@@ -150,7 +157,7 @@ impl Boot {
     }
 
     /// The verdict on the walked nodes: any problem is invalid; a majority refusing legitimately is unknown.
-    fn judge(&self, nodes: &BTreeMap<String, NodeBoots>) -> CheckResult {
+    fn judge(&self, nodes: &BTreeMap<String, NodeBoots>, refused_at_once: usize) -> CheckResult {
         let problems: Vec<String> = nodes.values().flat_map(|n| n.problems.clone()).collect();
         let legit_nodes = nodes.values().filter(|n| n.legit > 0).count();
         let details: serde_json::Map<String, Value> = nodes
@@ -174,10 +181,13 @@ impl Boot {
             result.evidence_ns = nodes.values().filter_map(|n| n.first_problem_ns).min();
             return result;
         }
+        // Refusals count against the fault model only while they overlap: a damaged node that was wiped and rejoined
+        // before the next one refused left a majority holding the data all along.
         let majority = nodes.len() / 2 + 1;
-        if legit_nodes >= majority && !nodes.is_empty() {
+        let at_once = refused_at_once;
+        if at_once >= majority && !nodes.is_empty() {
             let reason = format!(
-                "{legit_nodes} of {} nodes refused to boot after disk surgery: beyond the fault model",
+                "{at_once} of {} nodes refused to boot after disk surgery at once: beyond the fault model",
                 nodes.len()
             );
             return CheckResult::new(self.name(), Verdict::Unknown, reason, details);
@@ -203,6 +213,7 @@ impl Boot {
 fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
     entry.boots += 1;
     entry.surgery_since_boot = false;
+    entry.refused_now = false;
     if let Some(line) = entry.verify_refused.take() {
         entry.problem(
             event.time_ns,
@@ -241,6 +252,7 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
     if legit {
         if event.is(Lifecycle::BootRefused) {
             entry.legit += 1;
+            entry.refused_now = true;
         }
     } else {
         let problem = format!(
@@ -394,5 +406,54 @@ mod tests {
             "{}",
             result.reason
         );
+    }
+
+    #[test]
+    fn given_damaged_nodes_refusing_one_after_another_when_checked_should_be_valid_and_at_once_unknown() {
+        let cut = |node| {
+            event(
+                EventKind::Nemesis,
+                "disk-surgery",
+                Some(node),
+                json!({"fault_id": 1, "surgery": {}}),
+            )
+        };
+        let refused = |node| {
+            lifecycle(
+                "boot-refused",
+                node,
+                json!({"line": "interior corruption; refusing to boot"}),
+            )
+        };
+        let ok = |node| lifecycle("boot-ok", node, json!({}));
+        // n1 refuses, is wiped and rejoins; only then does n2 refuse: never more than one at once.
+        let one_after_another = history(vec![
+            ok("n1"),
+            ok("n2"),
+            ok("n3"),
+            cut("n1"),
+            refused("n1"),
+            lifecycle("wipe", "n1", json!({})),
+            ok("n1"),
+            cut("n2"),
+            refused("n2"),
+            lifecycle("wipe", "n2", json!({})),
+            ok("n2"),
+        ]);
+        let result = check_boot(&one_after_another);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+        // The same two refusals overlapping: a majority was refused at once.
+        let at_once = history(vec![
+            ok("n1"),
+            ok("n2"),
+            ok("n3"),
+            cut("n1"),
+            refused("n1"),
+            cut("n2"),
+            refused("n2"),
+        ]);
+        let result = check_boot(&at_once);
+        assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+        assert!(result.reason.starts_with("2 of 3 nodes refused"), "{}", result.reason);
     }
 }

@@ -8,6 +8,7 @@ use faultline_faults::disk::spec::SurgerySpec;
 use faultline_faults::disk::Surgeon;
 use faultline_faults::process::node_name;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The adapter's file classes and each node's surgeon (made at its first cut).
@@ -16,6 +17,8 @@ pub(super) struct Cuts {
     seed: u64,
     classes: Vec<(String, String)>,
     surgeons: Vec<Arc<Mutex<Option<Surgeon>>>>,
+    /// Nodes a live cut damaged that have not been seen ready since: a refusal of theirs is legitimate.
+    damaged: Vec<AtomicBool>,
 }
 
 impl Lab {
@@ -25,7 +28,20 @@ impl Lab {
             seed,
             classes,
             surgeons: (0..self.node_count()).map(|_| Arc::default()).collect(),
+            damaged: (0..self.node_count()).map(|_| AtomicBool::new(false)).collect(),
         };
+    }
+
+    /// Whether a live cut damaged `node` since it was last seen ready (see [`Lab::seen_ready`]).
+    pub fn damaged_by_cut(&self, node: usize) -> bool {
+        self.cuts.damaged.get(node).is_some_and(|d| d.load(Ordering::Relaxed))
+    }
+
+    /// `node` was seen ready, or wiped: whatever a cut did to it before is behind it.
+    pub fn seen_ready(&self, node: usize) {
+        if let Some(damaged) = self.cuts.damaged.get(node) {
+            damaged.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Applies `cut` to `node`'s files (the node is down) with its surgeon; returns the surgery record.
@@ -37,6 +53,9 @@ impl Lab {
             .get(node)
             .cloned()
             .ok_or("cuts are not armed for this run")?;
+        if let Some(damaged) = self.cuts.damaged.get(node) {
+            damaged.store(true, Ordering::Relaxed);
+        }
         let seed = self.cuts.seed;
         let data_dir = self.system.data_dir(node);
         tokio::task::spawn_blocking(move || {
