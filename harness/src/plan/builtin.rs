@@ -43,6 +43,10 @@ pub const PLANS: &[(&str, &str)] = &[
         "reference-crash-points",
         include_str!("../../../plans/reference-crash-points.yaml"),
     ),
+    (
+        "reference-corruption",
+        include_str!("../../../plans/reference-corruption.yaml"),
+    ),
     ("iggy-kill", include_str!("../../../plans/iggy-kill.yaml")),
     ("iggy-partition", include_str!("../../../plans/iggy-partition.yaml")),
     ("iggy-split-brain", include_str!("../../../plans/iggy-split-brain.yaml")),
