@@ -49,7 +49,11 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         history: &history,
         node_logs: &node_logs,
     };
-    let composed = check_all(&checkers(&plan), &input);
+    let mut composed = check_all(&checkers(&plan), &input);
+    // What the plan promises about files damaged on a live cluster decides what a failure after a cut means.
+    let damage = faultline_workloads::checker::damage::live_damage(&history);
+    faultline_workloads::checker::damage::judge(&mut composed.checks, &damage, promise(&plan));
+    (composed.verdict, composed.reason) = faultline_workloads::checker::combine(&composed.checks);
     let system = plan.system.kind().to_string();
     // The headline is the most severe failing check (a refusal to boot before the stale read it causes), not the
     // first in check order.
@@ -103,6 +107,16 @@ pub fn settled_findings(store_dir: &Path) -> anyhow::Result<Vec<Finding>> {
         .collect())
 }
 
+/// What `plan` declares its system promises when a minority's files are damaged on a live cluster.
+fn promise(plan: &Plan) -> faultline_workloads::checker::damage::Promise {
+    use faultline_workloads::checker::damage::Promise;
+    match plan.disk.minority_damage.as_ref().map(|d| d.value) {
+        None | Some(crate::plan::MinorityDamage::Tolerate) => Promise::Tolerate,
+        Some(crate::plan::MinorityDamage::Refuse) => Promise::Refuse,
+        Some(crate::plan::MinorityDamage::Anything) => Promise::Anything,
+    }
+}
+
 /// The checks of a run under `plan`, in the order `results.json` lists them.
 fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     let workload: Box<dyn Checker> = match plan.workload.kind {
@@ -139,7 +153,10 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
         checkers.push(Box::new(Durability {
             refuses_interior_damage: match plan.disk.interior_damage {
                 Some(declared) => declared == crate::plan::InteriorDamage::Refuse,
-                None => capabilities.refuses_interior_damage,
+                None => {
+                    capabilities.refuses_interior_damage
+                        || promise(plan) == faultline_workloads::checker::damage::Promise::Refuse
+                }
             },
             lazy_fsync: plan.workload.durability == Some(faultline_workloads::Durability::QuorumMemory),
         }));

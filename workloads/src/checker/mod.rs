@@ -22,6 +22,7 @@
 mod boot;
 mod completion;
 mod convergence;
+pub mod damage;
 mod durability;
 mod linearizability;
 mod liveness;

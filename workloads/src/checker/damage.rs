@@ -1,0 +1,298 @@
+//! What a plan's promise about damaged files (`disk: {minority_damage: ...}`) makes of the other checks, once files
+//! were cut while the cluster ran.
+//!
+//! A **live cut** is a `disk-surgery` nemesis event of a `corrupt` fault (it carries a `fault_id`; the final phase's
+//! cuts do not) that changed a file (a `snapshot-chunk` only reads one). The node it hit is **damaged** from the cut
+//! until it has caught up again: until a status it reports (an `observation` `status` with a `durable` number) is at
+//! least the highest durable number any node had reported before the cut; for a system that reports no durable
+//! number, until its first status after it booted. A wiped node stays damaged the same way: it is empty until it has
+//! recovered.
+//!
+//! The promises ([`Promise`]):
+//! - `tolerate` (the default) and `refuse`: what fails while at most a minority is damaged is a finding, and its
+//!   reason names the last live cut before the first evidence; from the moment a **majority** was damaged at once,
+//!   the data may exist nowhere intact, so a failure whose first evidence comes after it is `unknown` (not judged).
+//!   `refuse` also makes booting on interior damage a problem (the durability check's `refuses_interior_damage`).
+//! - `anything`: the system promises nothing about damaged files, so a failure whose first evidence follows a live
+//!   cut is `unknown`, with the cut named.
+//!
+//! The boot check judges refusals itself (a refusal after a cut is legitimate; a majority refused at once is
+//! `unknown`) and `history` is about the harness, so neither is changed here.
+
+use super::CheckResult;
+use crate::history::{History, Lifecycle, Nemesis, Observation};
+use crate::verdict::Verdict;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a plan declares a system promises when a minority's files are damaged on a live cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Promise {
+    /// Nothing acknowledged is lost; the damaged node may refuse to boot or forget its own tail.
+    #[default]
+    Tolerate,
+    /// As `Tolerate`, and a damaged node refuses to boot on interior damage.
+    Refuse,
+    /// No promise.
+    Anything,
+}
+
+/// One live cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveCut {
+    /// The node cut.
+    pub node: String,
+    /// When (ns since the run started).
+    pub time_ns: u64,
+    /// The surgery op (`truncate-tail`, `flip-bits` ...).
+    pub op: String,
+    /// The file cut, relative to the run when the record names it.
+    pub file: String,
+}
+
+/// The live cuts of a run, and when a majority of its nodes were first damaged at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveDamage {
+    /// Every live cut, in history order.
+    pub cuts: Vec<LiveCut>,
+    /// When a majority was first damaged at once, and which nodes.
+    pub majority: Option<(u64, Vec<String>)>,
+}
+
+/// Reads the live cuts and the damaged-node windows from a history.
+pub fn live_damage(history: &History) -> LiveDamage {
+    let nodes: BTreeSet<&str> = history
+        .events
+        .iter()
+        .filter(|e| e.is(Lifecycle::Start))
+        .filter_map(|e| e.node.as_deref())
+        .collect();
+    let majority = nodes.len() / 2 + 1;
+    let mut durable_max = 0u64;
+    // node -> (the durable number it must reach again, booted since the cut)
+    let mut damaged: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+    let mut damage = LiveDamage::default();
+    for event in &history.events {
+        let node = event.node.clone().unwrap_or_default();
+        if event.is(Nemesis::DiskSurgery) && !event.value["fault_id"].is_null() {
+            let op = event.value["surgery"]["op"].as_str().unwrap_or("");
+            if op.is_empty() || op == "snapshot-chunk" {
+                continue;
+            }
+            damage.cuts.push(LiveCut {
+                node: node.clone(),
+                time_ns: event.time_ns,
+                op: op.to_string(),
+                file: event.value["surgery"]["file"].as_str().unwrap_or("").to_string(),
+            });
+            damaged.insert(node, (durable_max, false));
+        } else if event.is(Lifecycle::BootOk) {
+            if let Some((_, booted)) = damaged.get_mut(&node) {
+                *booted = true;
+            }
+        } else if event.is(Observation::Status) {
+            let durable = event.value["durable"].as_u64();
+            if let Some(&(needed, booted)) = damaged.get(&node) {
+                let caught_up = match durable {
+                    Some(durable) => durable >= needed,
+                    None => booted,
+                };
+                if caught_up {
+                    damaged.remove(&node);
+                }
+            }
+            durable_max = durable_max.max(durable.unwrap_or(0));
+        }
+        if damage.majority.is_none() && !nodes.is_empty() && damaged.len() >= majority {
+            damage.majority = Some((event.time_ns, damaged.keys().cloned().collect()));
+        }
+    }
+    damage
+}
+
+/// Applies `promise` to `checks` given the run's live `damage` (see the module doc).
+pub fn judge(checks: &mut [CheckResult], damage: &LiveDamage, promise: Promise) {
+    if damage.cuts.is_empty() {
+        return;
+    }
+    for check in checks.iter_mut() {
+        if check.verdict != Verdict::Invalid || check.name == "boot" || check.name == "history" {
+            continue;
+        }
+        let evidence = check.evidence_ns.unwrap_or(u64::MAX);
+        let before: Vec<&LiveCut> = damage.cuts.iter().filter(|c| c.time_ns <= evidence).collect();
+        let Some(last) = before.last() else { continue };
+        let cut = format!(
+            "{} of {}'s {} at {:.2} s",
+            last.op,
+            last.node,
+            file_name(&last.file),
+            last.time_ns as f64 / 1e9
+        );
+        match &damage.majority {
+            Some((at_ns, nodes)) if *at_ns <= evidence => {
+                check.verdict = Verdict::Unknown;
+                check.reason = format!(
+                    "{} (not judged: a majority of the nodes ({}) had damaged files at once from {:.2} s, beyond \
+                     disk.minority_damage)",
+                    check.reason,
+                    nodes.join(", "),
+                    *at_ns as f64 / 1e9
+                );
+            }
+            _ if promise == Promise::Anything => {
+                check.verdict = Verdict::Unknown;
+                check.reason = format!(
+                    "{} (not judged: the plan declares disk.minority_damage: anything, and the {cut} came before \
+                     the first evidence)",
+                    check.reason
+                );
+            }
+            _ => check.reason = format!("{}; after a live cut: {cut}", check.reason),
+        }
+    }
+}
+
+/// The last component of a recorded file path (`wal`, `checkpoint.00000000000000002702`).
+fn file_name(path: &str) -> &str {
+    path.rsplit('/')
+        .next()
+        .filter(|name| !name.is_empty())
+        .unwrap_or("file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::tests::{event, history, lifecycle};
+    use crate::history::EventKind;
+    use serde_json::{json, Value};
+
+    fn cut(node: &str, op: &str) -> crate::history::Event {
+        event(
+            EventKind::Nemesis,
+            "disk-surgery",
+            Some(node),
+            json!({"fault_id": 1, "surgery": {"op": op, "file": format!("/s/nodes/{node}/data/wal")}}),
+        )
+    }
+
+    fn status(node: &str, durable: u64) -> crate::history::Event {
+        event(
+            EventKind::Observation,
+            "status",
+            Some(node),
+            json!({"role": "backup", "durable": durable}),
+        )
+    }
+
+    fn start(node: &str) -> crate::history::Event {
+        lifecycle("start", node, json!({}))
+    }
+
+    fn lost(evidence_ns: u64) -> CheckResult {
+        let mut check = CheckResult::new(
+            "linearizability",
+            Verdict::Invalid,
+            "not linearizable".into(),
+            Value::Null,
+        );
+        check.evidence_ns = Some(evidence_ns);
+        check
+    }
+
+    /// When the event at `index` of a [`timed`] history happened.
+    fn at_ms(index: u64) -> u64 {
+        index * 1_000_000
+    }
+
+    /// A history of `events`, 1 ms apart.
+    fn timed(events: Vec<crate::history::Event>) -> History {
+        let mut h = history(events);
+        for e in &mut h.events {
+            e.time_ns = at_ms(e.index);
+        }
+        h
+    }
+
+    #[test]
+    fn given_one_damaged_node_that_catches_up_before_the_next_cut_should_never_count_a_majority() {
+        let h = timed(vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            status("n1", 100),
+            cut("n1", "truncate-tail"),
+            lifecycle("boot-ok", "n1", json!({})),
+            status("n1", 90),  // booted with less: still damaged
+            status("n1", 120), // caught up
+            cut("n2", "flip-bits"),
+        ]);
+        let damage = live_damage(&h);
+        assert_eq!(damage.cuts.len(), 2);
+        assert_eq!(damage.majority, None);
+        let mut checks = [lost(at_ms(9))];
+        judge(&mut checks, &damage, Promise::Tolerate);
+        assert_eq!(checks[0].verdict, Verdict::Invalid, "a minority's damage: judged");
+        assert!(
+            checks[0]
+                .reason
+                .ends_with("after a live cut: flip-bits of n2's wal at 0.01 s"),
+            "{}",
+            checks[0].reason
+        );
+    }
+
+    #[test]
+    fn given_two_nodes_damaged_at_once_should_leave_a_later_failure_unjudged_and_an_earlier_one_judged() {
+        let h = timed(vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            status("n1", 100),
+            cut("n1", "truncate-tail"),
+            lifecycle("wipe", "n1", json!({})),
+            cut("n3", "zero-block"), // index 6: n1 not caught up yet
+        ]);
+        let damage = live_damage(&h);
+        assert_eq!(
+            damage.majority,
+            Some((at_ms(6), vec!["n1".to_string(), "n3".to_string()]))
+        );
+        let mut checks = [lost(at_ms(5)), lost(at_ms(7))];
+        judge(&mut checks, &damage, Promise::Tolerate);
+        assert_eq!(checks[0].verdict, Verdict::Invalid, "{}", checks[0].reason);
+        assert_eq!(checks[1].verdict, Verdict::Unknown, "{}", checks[1].reason);
+        assert!(
+            checks[1].reason.contains("a majority of the nodes (n1, n3)"),
+            "{}",
+            checks[1].reason
+        );
+    }
+
+    #[test]
+    fn given_anything_promised_should_leave_a_failure_after_a_cut_unjudged_and_one_before_judged() {
+        let h = timed(vec![start("n1"), start("n2"), start("n3"), cut("n2", "delete-file")]);
+        let damage = live_damage(&h);
+        let mut checks = [lost(at_ms(2)), lost(at_ms(4))];
+        judge(&mut checks, &damage, Promise::Anything);
+        assert_eq!(checks[0].verdict, Verdict::Invalid, "before any cut");
+        assert_eq!(checks[1].verdict, Verdict::Unknown);
+        assert!(
+            checks[1].reason.contains("minority_damage: anything"),
+            "{}",
+            checks[1].reason
+        );
+    }
+
+    #[test]
+    fn given_only_snapshots_and_final_phase_cuts_should_count_no_live_damage() {
+        let final_cut = event(
+            EventKind::Nemesis,
+            "disk-surgery",
+            Some("n1"),
+            json!({"surgery": {"op": "flip-bits"}}),
+        );
+        let h = timed(vec![start("n1"), cut("n1", "snapshot-chunk"), final_cut]);
+        assert_eq!(live_damage(&h), LiveDamage::default());
+    }
+}
