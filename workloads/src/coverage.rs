@@ -397,6 +397,8 @@ impl Walk {
         if event.value["fault_id"].is_null() {
             return;
         }
+        // A restore records `misdirect-chunk` when it wrote the old chunk somewhere else.
+        let op = if op == "misdirect-chunk" { "restore-chunk" } else { op };
         if let Some(i) = CUT_OPS.iter().position(|o| *o == op) {
             self.hits[FIRST_CUT + i].record(event.time_ns);
         }
