@@ -312,19 +312,25 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
 
 /// During the fault phase (plans with `after_refusal: wipe`): a node that refused to boot after a live cut damaged
 /// it is wiped and started again as an empty replica that recovers from its peers, as the final phase does, once the
-/// nodes ready on their own data are a majority of the cluster (with fewer, the wipe waits). A refusal no cut explains
-/// is left alone: it is the evidence of a bug.
+/// nodes that are ready and intact (not damaged or wiped without having caught up since) are a majority of the
+/// cluster: wiping while fewer hold the data would leave it nowhere but on a minority, which is the harness's doing.
+/// A refusal no cut explains is left alone: it is the evidence of a bug.
 pub(super) async fn remedy_live_refusals(lab: &Arc<Lab>) {
     let majority = lab.node_count() / 2 + 1;
-    let ready = (0..lab.node_count())
-        .filter(|&node| lab.boot_state(node) == BootState::Ready)
-        .count();
     for node in 0..lab.node_count() {
+        if lab.boot_state(node) == BootState::Ready {
+            lab.note_ready(node);
+        }
+    }
+    for node in 0..lab.node_count() {
+        let intact = (0..lab.node_count())
+            .filter(|&n| lab.boot_state(n) == BootState::Ready && !lab.damaged_by_cut(n))
+            .count();
         match lab.boot_state(node) {
-            BootState::Ready => lab.seen_ready(node),
-            BootState::Refused(_) if lab.damaged_by_cut(node) && ready >= majority => {
+            BootState::Refused(_) if lab.damaged_by_cut(node) && intact >= majority => {
                 let name = node_name(node);
-                lab.seen_ready(node);
+                // Empty from here until it has caught up with what the cluster holds now.
+                lab.mark_damaged(node);
                 match lab.system().wipe(node).await {
                     Ok(()) => {
                         lab.recorder()

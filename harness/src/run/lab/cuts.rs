@@ -8,7 +8,6 @@ use faultline_faults::disk::spec::SurgerySpec;
 use faultline_faults::disk::Surgeon;
 use faultline_faults::process::node_name;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The adapter's file classes and each node's surgeon (made at its first cut).
@@ -17,8 +16,10 @@ pub(super) struct Cuts {
     seed: u64,
     classes: Vec<(String, String)>,
     surgeons: Vec<Arc<Mutex<Option<Surgeon>>>>,
-    /// Nodes a live cut damaged that have not been seen ready since: a refusal of theirs is legitimate.
-    damaged: Vec<AtomicBool>,
+    /// Nodes a live cut damaged (or a wipe emptied) that have not caught up since: `Some(durable)`, the durable
+    /// number the cluster had reached then, which the node must report again. A refusal of theirs is legitimate,
+    /// and they do not count as holding the cluster's data.
+    damaged: Vec<Mutex<Option<u64>>>,
 }
 
 impl Lab {
@@ -28,20 +29,51 @@ impl Lab {
             seed,
             classes,
             surgeons: (0..self.node_count()).map(|_| Arc::default()).collect(),
-            damaged: (0..self.node_count()).map(|_| AtomicBool::new(false)).collect(),
+            damaged: (0..self.node_count()).map(|_| Mutex::new(None)).collect(),
         };
     }
 
-    /// Whether a live cut damaged `node` since it was last seen ready (see [`Lab::seen_ready`]).
+    /// Whether a live cut damaged `node` (or a wipe emptied it) and it has not caught up since (see
+    /// [`Lab::note_ready`]).
     pub fn damaged_by_cut(&self, node: usize) -> bool {
-        self.cuts.damaged.get(node).is_some_and(|d| d.load(Ordering::Relaxed))
+        self.cuts
+            .damaged
+            .get(node)
+            .is_some_and(|d| d.lock().map(|d| d.is_some()).unwrap_or(false))
     }
 
-    /// `node` was seen ready, or wiped: whatever a cut did to it before is behind it.
-    pub fn seen_ready(&self, node: usize) {
-        if let Some(damaged) = self.cuts.damaged.get(node) {
-            damaged.store(false, Ordering::Relaxed);
+    /// `node` lost data on purpose (a cut, a wipe): it is damaged until it reports the durable number the cluster
+    /// has reached now.
+    pub fn mark_damaged(&self, node: usize) {
+        let needed = self.cluster_durable();
+        if let Some(Ok(mut damaged)) = self.cuts.damaged.get(node).map(|d| d.lock()) {
+            *damaged = Some(needed.max(damaged.unwrap_or(0)));
         }
+    }
+
+    /// `node` is ready: it is no longer damaged once it reports what the cluster had when it was damaged (at once,
+    /// for a system that reports no durable number).
+    pub fn note_ready(&self, node: usize) {
+        let latest = self.latest_durable(node);
+        if let Some(Ok(mut damaged)) = self.cuts.damaged.get(node).map(|d| d.lock()) {
+            if damaged.is_some_and(|needed| latest.is_none_or(|latest| latest >= needed)) {
+                *damaged = None;
+            }
+        }
+    }
+
+    /// The newest durable number `node` reported since it last started, if any.
+    fn latest_durable(&self, node: usize) -> Option<u64> {
+        let observed = self.observed.get(node)?.lock().ok()?;
+        observed.samples.back().map(|(_, durable)| *durable)
+    }
+
+    /// The highest durable number any node reported lately (0 when none does).
+    fn cluster_durable(&self) -> u64 {
+        (0..self.node_count())
+            .filter_map(|node| self.latest_durable(node))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Applies `cut` to `node`'s files (the node is down) with its surgeon; returns the surgery record.
@@ -53,9 +85,7 @@ impl Lab {
             .get(node)
             .cloned()
             .ok_or("cuts are not armed for this run")?;
-        if let Some(damaged) = self.cuts.damaged.get(node) {
-            damaged.store(true, Ordering::Relaxed);
-        }
+        self.mark_damaged(node);
         let seed = self.cuts.seed;
         let data_dir = self.system.data_dir(node);
         tokio::task::spawn_blocking(move || {
