@@ -384,8 +384,15 @@ pub(super) async fn watch_node(
         node,
         at: tokio::time::Instant::now(),
     });
-    let tail = log_tail(&log_path);
-    let state = match (ready, system.boot_refusal_line(&tail)) {
+    // This process's own output only: a refusal line an earlier life of the node wrote (before a wipe, say) is not
+    // why this one exited.
+    let own = log_since(&log_path, log_offset);
+    let mut start = own.len().saturating_sub(8192);
+    while !own.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &own[start..];
+    let state = match (ready, system.boot_refusal_line(tail)) {
         (None, Some(line)) => {
             recorder.lifecycle(
                 Lifecycle::BootRefused,
