@@ -20,6 +20,8 @@ pub mod durability;
 pub mod faults;
 pub mod mounts;
 mod ops;
+#[cfg(test)]
+mod tests;
 
 pub use durability::{FileLoss, PowerLossRecord, TornWrite};
 pub use faults::{EioRule, Enospc, FsFaults, InjectedCounts, IoOp, StallRule};

@@ -188,9 +188,13 @@ impl FsServer {
         let mut st = lock(&self.inner.state);
         let path = st.abs(ino).map_err(errno)?;
         if let Some(size) = size {
+            // No handle is the common case, not a corner: without atomic O_TRUNC the kernel turns
+            // `open(O_TRUNC)` of an existing file into an open and then this setattr with the handle dropped, as
+            // for truncate(2). Read-write, as in `do_open`: a shrink reads the bytes it cuts off into the undo
+            // log, and a write-only descriptor fails that read with EBADF.
             let file = match fh.and_then(|fh| self.handle(fh).ok()) {
                 Some(file) => file,
-                None => Arc::new(OpenOptions::new().write(true).open(&path).map_err(errno)?),
+                None => Arc::new(OpenOptions::new().read(true).write(true).open(&path).map_err(errno)?),
             };
             st.truncate(ino, &file, size).map_err(|e| {
                 self.count_enospc(&e);
