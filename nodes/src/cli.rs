@@ -193,6 +193,7 @@ fn format(dir: &Path, cluster_id: u64, id: u8, replica_count: u8, join: bool, fo
         state: VsrState::default(),
         checkpoint: CheckpointRef::default(),
         wal_base: Head { op: 0, checksum: 0 },
+        acked: 0,
         sequence: 1,
     };
     match Superblock::format(dir, superblock, force) {
@@ -227,13 +228,29 @@ fn verify(dir: &Path) -> ExitCode {
                 0 => String::new(),
                 op => format!(" above the wal base {}, checkpoint at op {op}", superblock.wal_base.op),
             };
-            match report.torn_tail {
-                Some(torn) => println!(
-                    "ok: {ops} entries (op max {op_max}){base}; torn tail at offset {} would be truncated: {}",
+            let torn = match report.torn_tail {
+                Some(torn) => format!(
+                    "; torn tail at offset {} would be truncated: {}",
                     torn.offset_bytes, torn.reason
                 ),
-                None => println!("ok: {ops} entries (op max {op_max}){base}"),
+                None => String::new(),
+            };
+            // The contiguous head above the base, as the replica computes it at boot.
+            let stored: std::collections::BTreeSet<u64> = report.entries.iter().map(|e| e.entry.header.op).collect();
+            let mut head = superblock.wal_base.op;
+            while stored.contains(&(head + 1)) {
+                head += 1;
             }
+            let lost = if superblock.acked > head && !superblock.recovering {
+                format!(
+                    "; the wal ends at op {head}, below the acknowledged mark {}: it lost acknowledged entries and \
+                     will recover from a quorum before voting",
+                    superblock.acked
+                )
+            } else {
+                String::new()
+            };
+            println!("ok: {ops} entries (op max {op_max}){base}{torn}{lost}");
             ExitCode::SUCCESS
         }
         Err(error) => {

@@ -29,11 +29,13 @@ pub enum Bug {
     CheckpointWithoutFsync,
     /// Boot drops up to three intact (possibly committed and applied) entries at the WAL's tail as if they were torn.
     TruncateOnBoot,
+    /// A replica whose WAL ends below what it acknowledged rejoins and votes as if it still held those entries.
+    RejoinAfterLostTail,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 10] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -43,6 +45,7 @@ impl Bug {
         Bug::BootSkipsVerification,
         Bug::CheckpointWithoutFsync,
         Bug::TruncateOnBoot,
+        Bug::RejoinAfterLostTail,
     ];
 
     /// The name used on the command line and in logs.
@@ -57,6 +60,7 @@ impl Bug {
             Bug::BootSkipsVerification => "boot-skips-verification",
             Bug::CheckpointWithoutFsync => "checkpoint-without-fsync",
             Bug::TruncateOnBoot => "truncate-on-boot",
+            Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
         }
     }
 

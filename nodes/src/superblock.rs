@@ -47,6 +47,11 @@ pub struct Superblock {
     /// The WAL holds no entry at or below `wal_base.op`; the entry above it must have `wal_base.checksum` as its
     /// parent (op 0: the WAL starts at op 1, whose parent is the cluster's root checksum).
     pub wal_base: Head,
+    /// The highest op this replica acknowledged (a PrepareOk sent, or counted as the primary's own ack) that its
+    /// WAL must still hold: raised durably before an ack leaves, lowered only when the protocol proves the ops above
+    /// it were never committed (a view change or sync drops them). A WAL whose head is below it at boot lost
+    /// acknowledged entries (a truncated or rolled-back tail), and the replica must not vote as if it held them.
+    pub acked: u64,
     /// Incremented on every write; the valid copy with the highest sequence wins.
     pub sequence: u64,
 }
@@ -111,6 +116,7 @@ impl Superblock {
         out[80..96].copy_from_slice(&self.checkpoint.checksum.to_le_bytes());
         out[96..104].copy_from_slice(&self.wal_base.op.to_le_bytes());
         out[104..120].copy_from_slice(&self.wal_base.checksum.to_le_bytes());
+        out[120..128].copy_from_slice(&self.acked.to_le_bytes());
         let sum = checksum(&out[16..]);
         out[0..16].copy_from_slice(&sum.to_le_bytes());
         out
@@ -147,6 +153,7 @@ impl Superblock {
                 op: u64_at(bytes, 96),
                 checksum: u128_at(bytes, 104),
             },
+            acked: u64_at(bytes, 120),
         })
     }
 
@@ -219,6 +226,22 @@ impl Superblock {
         Ok(())
     }
 
+    /// Durably raises or lowers the acknowledged mark. Only the copy the new sequence selects is written (one
+    /// fsync, not two, since this runs before every ack): the other copy keeps the previous state, so a torn write
+    /// of this one boots with the previous mark, which is never above what the WAL durably holds.
+    pub fn store_acked(&mut self, dir: &Path, acked: u64) -> Result<(), SuperblockError> {
+        self.acked = acked;
+        self.sequence += 1;
+        let path = Superblock::path(dir);
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|source| io_error(&path, source))?;
+        file.write_all_at(&self.encode(), (self.sequence % COPY_COUNT) * COPY_STRIDE_BYTES)
+            .and_then(|()| file.sync_data())
+            .map_err(|source| io_error(&path, source))
+    }
+
     /// Updates the VSR state and writes it durably.
     pub fn store(&mut self, dir: &Path, state: VsrState, recovering: bool) -> Result<(), SuperblockError> {
         assert!(state.view >= self.state.view, "view never goes backwards");
@@ -276,6 +299,7 @@ mod tests {
             state: VsrState::default(),
             checkpoint: CheckpointRef::default(),
             wal_base: Head { op: 0, checksum: 0 },
+            acked: 0,
             sequence: 0,
         }
     }
@@ -319,6 +343,31 @@ mod tests {
                 commit: 9
             }
         );
+    }
+
+    #[test]
+    fn given_acked_marks_when_one_copy_is_torn_should_boot_with_the_previous_mark_and_keep_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Superblock::format(dir.path(), fresh(), false).expect("format");
+        let mut superblock = Superblock::open(dir.path()).expect("open");
+        let state = VsrState {
+            view: 2,
+            log_view: 2,
+            commit: 5,
+        };
+        superblock.store(dir.path(), state, false).expect("store");
+        superblock.store_acked(dir.path(), 7).expect("acked 7");
+        superblock.store_acked(dir.path(), 8).expect("acked 8");
+        let reopened = Superblock::open(dir.path()).expect("open");
+        assert_eq!((reopened.acked, reopened.state), (8, state));
+        // The copy holding 8 is torn: the other one, holding 7, wins; nothing else is lost.
+        let path = Superblock::path(dir.path());
+        let mut bytes = fs::read(&path).expect("read");
+        let newest = (reopened.sequence % COPY_COUNT * COPY_STRIDE_BYTES) as usize;
+        bytes[newest + 121] ^= 0x01;
+        fs::write(&path, &bytes).expect("write");
+        let fallback = Superblock::open(dir.path()).expect("open");
+        assert_eq!((fallback.acked, fallback.state), (7, state));
     }
 
     #[test]

@@ -727,3 +727,125 @@ fn given_bug_flags_when_running_should_log_them_once_and_reject_unknown_names_wi
         assert!(stderr.contains(name), "{stderr}");
     }
 }
+
+/// How the lost-tail schedule ended.
+struct LostTailOutcome {
+    cluster: Cluster,
+    /// What a read of the key written while n2 was down returned once a primary answered without n1.
+    read_without_n1: Option<serde_json::Value>,
+}
+
+/// The protocol-aware recovery schedule (n1 = replica 0 = primary of view 0):
+/// 1. healthy: 5 writes, all three converge;
+/// 2. kill -9 n2; write `lost` = `acked`: committed by n1 and n3 (n3's PrepareOk after its fsync);
+/// 3. kill -9 n3 and cut its WAL at the first entry above what n2 holds, at an entry boundary (a rolled-back or
+///    truncated tail that leaves no torn entry behind: the scan cannot see it);
+/// 4. kill -9 n1, the only intact holder of the write; restart n2 and n3.
+///
+/// n2 and n3 together are a quorum whose logs both lack a committed op. With `rejoin-after-lost-tail`, n3 votes with
+/// its shorter log, they elect a view without the write and serve a read of `lost` that misses it. The correct n3
+/// finds its WAL below the acknowledged mark, recovers instead of voting, and nothing is served until n1 is back.
+fn lost_tail_schedule(bug: bool) -> LostTailOutcome {
+    let mut cluster = Cluster::new(3);
+    if bug {
+        cluster = cluster.with_bug("rejoin-after-lost-tail");
+    }
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..5 {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
+    let held_by_n2 = status_u64(&cluster, 1, "op");
+    cluster.kill(1);
+    assert!(cluster.put("lost", "acked", SECONDS_5), "n1 and n3 commit the write");
+    let committed = status_u64(&cluster, 0, "commit");
+    assert!(wait_until(SECONDS_5, || status_u64(&cluster, 2, "op") >= committed));
+    cluster.kill(2);
+    let dump = Command::new(NODE_BIN)
+        .arg("dump")
+        .arg(cluster.data_dir(2))
+        .output()
+        .expect("dump");
+    let cut_at: u64 = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .find(|line| {
+            line.strip_prefix("op=")
+                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+                > Some(held_by_n2)
+        })
+        .map(|line| field(line, "offset"))
+        .expect("n3 stores entries above what n2 holds");
+    let wal = cluster.data_dir(2).join("wal");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .and_then(|file| file.set_len(cut_at))
+        .expect("cut n3's WAL tail");
+    let verify = Command::new(NODE_BIN)
+        .arg("verify")
+        .arg(cluster.data_dir(2))
+        .output()
+        .expect("verify");
+    let verdict = String::from_utf8_lossy(&verify.stdout).into_owned();
+    assert!(
+        verify.status.success(),
+        "an entry-boundary cut leaves a WAL the scan accepts: {verdict}"
+    );
+    assert!(verdict.contains("below the acknowledged mark"), "{verdict}");
+    cluster.kill(0);
+    cluster.start(1);
+    cluster.start(2);
+    let read_without_n1 = if bug {
+        cluster.get("lost", SECONDS_15)
+    } else {
+        // No quorum of intact logs: n3 must not vote, so no view can start without n1 (asserted over 3 s, longer
+        // than several view-change timeouts).
+        let no_primary = cluster.wait_for_primary(Duration::from_secs(3));
+        assert_eq!(no_primary, None, "no view without n1: {}", cluster.log(2));
+        None
+    };
+    LostTailOutcome {
+        cluster,
+        read_without_n1,
+    }
+}
+
+#[test]
+fn given_rejoin_after_lost_tail_when_a_quorum_lacks_a_committed_op_should_elect_a_view_that_lost_it() {
+    let _one = one_cluster();
+    let outcome = lost_tail_schedule(true);
+    assert_eq!(
+        outcome.read_without_n1,
+        Some(serde_json::Value::Null),
+        "the acknowledged write is gone: {}",
+        outcome.cluster.log(2)
+    );
+    assert!(!outcome.cluster.log(2).contains("lost acknowledged entries"));
+}
+
+#[test]
+fn given_a_wal_cut_below_what_it_acknowledged_when_the_replica_restarts_should_recover_instead_of_voting() {
+    let _one = one_cluster();
+    let mut outcome = lost_tail_schedule(false);
+    let cluster = &mut outcome.cluster;
+    let log = cluster.log(2);
+    assert!(
+        log.contains("lost acknowledged entries") && log.contains("starting VSR recovery"),
+        "{log}"
+    );
+    cluster.start(0);
+    assert_eq!(
+        cluster.get("lost", SECONDS_15),
+        Some(serde_json::Value::String("acked".to_string())),
+        "n1 is back: the write survives"
+    );
+    assert!(cluster.wait_converged(SECONDS_15), "n3 recovered: {}", cluster.log(2));
+    assert!(cluster.log(2).contains("recovery done"), "{}", cluster.log(2));
+    // Recovered, it votes again: with n1 down, n2 and n3 elect a view that keeps the write.
+    cluster.kill(0);
+    assert_eq!(
+        cluster.get("lost", SECONDS_15),
+        Some(serde_json::Value::String("acked".to_string()))
+    );
+}

@@ -376,6 +376,7 @@ impl Replica {
         if replica.config.mutants.has(Bug::TruncateOnBoot) {
             replica.drop_tail_as_torn()?;
         }
+        replica.check_acknowledged_tail()?;
         replica.boot()?;
         Ok(replica)
     }
@@ -403,6 +404,8 @@ impl Replica {
             return Ok(());
         }
         let dropped = self.journal.range(keep + 1, op_max).count();
+        // The modeled node believes its own cut is a torn write, so it also forgets that it acknowledged them.
+        self.lower_acked(keep)?;
         self.journal.truncate_after(keep)?;
         assert!(
             self.journal.op_max() == keep && self.journal.head().op >= floor,
@@ -416,12 +419,59 @@ impl Replica {
         Ok(())
     }
 
+    /// Protocol-aware recovery (Alagappan et al., FAST 2018): a WAL whose head is below the acknowledged mark lost
+    /// entries this replica acknowledged (a truncated or rolled-back tail that looked like a torn write, or no
+    /// damage sign at all). Such a replica must not vote in a view change as if it never had them: with it in a
+    /// DoViewChange quorum, the new view could be chosen from logs that all lack a committed op. It recovers from a
+    /// quorum that includes the current primary instead (as a wiped replica does), durably marked so that a crash
+    /// during the recovery boots into it again. A replica that merely crashed never gets here: the mark is raised
+    /// only after the WAL fsync that made the acknowledged entries durable.
+    fn check_acknowledged_tail(&mut self) -> Result<(), ReplicaError> {
+        let head = self.journal.head().op;
+        let acked = self.superblock.acked;
+        if self.superblock.recovering || acked <= head {
+            return Ok(());
+        }
+        if self.config.mutants.has(Bug::RejoinAfterLostTail) {
+            // MUTANT(rejoin-after-lost-tail): the replica rejoins as if its shorter log were all it ever
+            // acknowledged, and votes with it in the next view change.
+            return Ok(());
+        }
+        tracing::warn!(
+            replica = self.config.replica,
+            op = head,
+            acked,
+            "the wal ends below what this replica acknowledged (lost acknowledged entries): recovering from a quorum before voting"
+        );
+        self.status = Status::Recovering;
+        self.persist_superblock()?;
+        Ok(())
+    }
+
+    /// Durably raises the acknowledged mark to the head before an ack for it leaves (the WAL is already synced).
+    fn raise_acked(&mut self) -> Result<(), ReplicaError> {
+        let head = self.journal.head().op;
+        if head > self.superblock.acked {
+            self.superblock.store_acked(&self.config.data_dir, head)?;
+        }
+        Ok(())
+    }
+
+    /// Durably lowers the acknowledged mark to `op` before the ops above it are dropped: the protocol proved they
+    /// were never committed (a view change, sync or state transfer replaces them).
+    fn lower_acked(&mut self, op: u64) -> Result<(), ReplicaError> {
+        if self.superblock.acked > op {
+            self.superblock.store_acked(&self.config.data_dir, op)?;
+        }
+        Ok(())
+    }
+
     fn boot(&mut self) -> Result<(), ReplicaError> {
         let head = self.journal.head();
         if self.superblock.recovering {
             tracing::warn!(
                 replica = self.config.replica,
-                "data dir was wiped: starting VSR recovery"
+                "data dir was wiped or lost acknowledged entries: starting VSR recovery"
             );
             self.start_recovery()?;
         } else if self.superblock.sequence == 1 && self.journal.op_max() == 0 {
@@ -588,16 +638,23 @@ impl Replica {
         if self.config.mutants.has(Bug::AckBeforeFsync) {
             // MUTANT(ack-before-fsync): PrepareOk leaves (and the primary counts its own ack) as soon as the entry
             // is written to the page cache; the fsync follows on a timer, up to DEFERRED_FSYNC_INTERVAL_MS later.
+            // The acknowledged mark follows the deferred fsync, as a node whose acks run ahead of it would keep it.
             self.acknowledge_head();
             let now = Instant::now();
             if now >= self.timers.deferred_fsync_at {
                 self.timers.deferred_fsync_at = now + Duration::from_millis(DEFERRED_FSYNC_INTERVAL_MS);
                 self.journal.sync()?;
+                if self.status == Status::Normal {
+                    self.raise_acked()?;
+                }
             }
         } else {
             // The one place where the WAL becomes durable before any PrepareOk leaves (and before the primary
-            // counts its own ack).
+            // counts its own ack), and the acknowledged mark with it.
             self.journal.sync()?;
+            if self.is_acking() {
+                self.raise_acked()?;
+            }
             self.acknowledge_head();
         }
         self.execute_committed();
@@ -605,6 +662,11 @@ impl Replica {
         self.check_progress()?;
         self.maybe_request_repair();
         self.maybe_persist_commit()
+    }
+
+    /// Whether [`Replica::acknowledge_head`] acknowledges now.
+    fn is_acking(&self) -> bool {
+        self.status == Status::Normal && (self.is_primary() || (self.ack_pending && self.sync.is_none()))
     }
 
     /// The primary counts its own ack for its head; a backup sends the PrepareOk it owes.
@@ -681,6 +743,7 @@ impl Replica {
                 op_max = self.journal.op_max(),
                 "truncating uncommitted wal suffix"
             );
+            self.lower_acked(op)?;
             self.journal.truncate_after(op)?;
         }
         Ok(())

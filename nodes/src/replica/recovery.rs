@@ -129,6 +129,10 @@ impl Replica {
     pub(super) fn finish_recovery(&mut self, source: LogSource) -> Result<(), ReplicaError> {
         self.truncate_log_after(source.op)?;
         self.journal.sync()?;
+        // It holds the primary's log up to its head now: anything it acknowledged above that (in an earlier view,
+        // or lost from its tail) was never committed, and the next ack raises the mark from here.
+        let head = self.journal.head().op;
+        self.superblock.acked = self.superblock.acked.min(head);
         self.recovery = None;
         self.log_view = self.view;
         self.status = Status::Normal;

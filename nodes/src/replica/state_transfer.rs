@@ -275,6 +275,7 @@ impl Replica {
             .entry(op + 1)
             .is_some_and(|next| next.header.parent != received.anchor);
         if divergent {
+            self.lower_acked(op)?;
             self.journal.truncate_after(op)?;
         }
         let state = VsrState {

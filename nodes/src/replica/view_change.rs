@@ -150,6 +150,8 @@ impl Replica {
 
     pub(super) fn become_primary(&mut self) -> Result<(), ReplicaError> {
         self.journal.sync()?;
+        // The primary counts its own ack for the whole chosen log: the acknowledged mark covers it first.
+        self.superblock.acked = self.superblock.acked.max(self.journal.head().op);
         self.log_view = self.view;
         self.status = Status::Normal;
         self.view_change = ViewChangeState::default();
