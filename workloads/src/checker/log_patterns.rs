@@ -7,10 +7,15 @@
 //! A matched line that ends with `:` announces its message on the next line, as a Rust panic does since 1.73
 //! (`thread 'shard-0' panicked at core/consensus/src/impls.rs:1494:9:` then `commit_min must advance ...`): that
 //! line is kept as the hit's `next` and ends the reason, since the message is what tells two panics apart.
+//!
+//! The evidence time (for time-to-detection and for naming the live cut that preceded a failure) is the newest RFC
+//! 3339 timestamp that starts a line at or above the earliest hit (a panic's own lines carry none), against the run's
+//! wall-clock start; unknown when a log has no such timestamps.
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
+use std::time::SystemTime;
 
 /// Characters of a hit's `next` line kept.
 const NEXT_LINE_CHARS_MAX: usize = 400;
@@ -28,7 +33,9 @@ impl Checker for LogPatterns {
     }
 
     fn check(&self, input: &CheckInput) -> CheckResult {
+        let started = run_start(input);
         let mut hits = Vec::new();
+        let mut evidence_ns: Option<u64> = None;
         for (node, text) in input.node_logs {
             let text = strip_ansi(text);
             let lines: Vec<&str> = text.lines().collect();
@@ -38,10 +45,39 @@ impl Checker for LogPatterns {
                     if let Some(next) = message_line(line, lines.get(number + 1).copied()) {
                         hit["next"] = json!(next);
                     }
+                    if let Some(at_ns) = started.and_then(|started| hit_time_ns(&lines, number, started)) {
+                        hit["at_ns"] = json!(at_ns);
+                        evidence_ns = Some(evidence_ns.map_or(at_ns, |earliest| earliest.min(at_ns)));
+                    }
                     hits.push(hit);
                 }
             }
         }
+        let mut result = self.verdict(&hits);
+        result.evidence_ns = evidence_ns.filter(|_| !hits.is_empty());
+        result
+    }
+}
+
+/// The run's wall-clock start, from the history's `run-start` event.
+fn run_start(input: &CheckInput) -> Option<SystemTime> {
+    let start = input.history.events.iter().find(|e| e.f == "run-start")?;
+    humantime::parse_rfc3339_weak(start.value["wall_clock_start"].as_str()?).ok()
+}
+
+/// Nanoseconds since `started` of the newest line at or above `number` that starts with an RFC 3339 timestamp.
+fn hit_time_ns(lines: &[&str], number: usize, started: SystemTime) -> Option<u64> {
+    let stamp = lines[..=number].iter().rev().find_map(|line| {
+        let token = line.split_whitespace().next()?;
+        token.as_bytes().first()?.is_ascii_digit().then_some(())?;
+        humantime::parse_rfc3339_weak(token).ok()
+    })?;
+    let since = stamp.duration_since(started).ok()?;
+    u64::try_from(since.as_nanos()).ok()
+}
+
+impl LogPatterns {
+    fn verdict(&self, hits: &[Value]) -> CheckResult {
         match hits.first() {
             None => CheckResult::new(
                 self.name(),
@@ -136,7 +172,8 @@ pub fn strip_ansi(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::tests::history;
+    use crate::checker::tests::{event, history};
+    use crate::history::EventKind;
     use std::collections::BTreeMap;
 
     #[test]
@@ -184,6 +221,43 @@ mod tests {
             result.details[0].get("next").is_none(),
             "a line that does not end with `:` has no message after it"
         );
+    }
+
+    #[test]
+    fn given_a_panic_after_timestamped_lines_when_checked_should_date_the_evidence_by_the_line_above_it() {
+        let logs = BTreeMap::from([
+            (
+                "n1".to_string(),
+                "2026-12-05T01:00:30.500Z INFO ready\nthread 'replica' panicked at x.rs:1:2:\nboom\n".to_string(),
+            ),
+            (
+                "n2".to_string(),
+                "2026-12-05T01:00:27.250000Z INFO view change\npanicked at y.rs:3:4\n".to_string(),
+            ),
+            ("n3".to_string(), "panicked at z.rs:5:6 with no timestamp anywhere\n".to_string()),
+        ]);
+        let checker = LogPatterns {
+            patterns: vec!["panicked at".into()],
+        };
+        let start = event(
+            EventKind::Meta,
+            "run-start",
+            None,
+            json!({"wall_clock_start": "2026-12-05T01:00:26.000Z"}),
+        );
+        let h = history(vec![start]);
+        let result = checker.check(&CheckInput {
+            history: &h,
+            node_logs: &logs,
+        });
+        assert_eq!(result.details[0]["at_ns"], 4_500_000_000u64, "n1, dated by the line above the panic");
+        assert_eq!(result.evidence_ns, Some(1_250_000_000), "the earliest hit is n2's, not the first listed");
+        assert!(result.details[2].get("at_ns").is_none(), "no timestamp: no date");
+        let undated = checker.check(&CheckInput {
+            history: &history(vec![]),
+            node_logs: &logs,
+        });
+        assert_eq!(undated.evidence_ns, None, "no run start: no evidence time");
     }
 
     #[test]
