@@ -849,3 +849,75 @@ fn given_a_wal_cut_below_what_it_acknowledged_when_the_replica_restarts_should_r
         Some(serde_json::Value::String("acked".to_string()))
     );
 }
+
+/// Cuts the last entry off a stopped replica's WAL, at its boundary (a lost tail the scan cannot see).
+fn cut_last_entry(cluster: &Cluster, id: u8) {
+    let dump = Command::new(NODE_BIN)
+        .arg("dump")
+        .arg(cluster.data_dir(id))
+        .output()
+        .expect("dump");
+    let last_offset = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter(|line| line.starts_with("op="))
+        .map(|line| field(line, "offset"))
+        .max()
+        .expect("the WAL holds entries");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(cluster.data_dir(id).join("wal"))
+        .and_then(|file| file.set_len(last_offset))
+        .expect("cut the last entry");
+}
+
+#[test]
+fn given_a_lost_tail_on_a_replica_that_voted_in_a_later_view_when_it_recovers_should_move_the_cluster_up_not_go_back() {
+    let _one = one_cluster();
+    let mut cluster = Cluster::new(3);
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..5 {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    assert!(cluster.wait_converged(SECONDS_15));
+    // n3 alone: it times out view after view, each one durable before it votes.
+    cluster.kill(0);
+    cluster.kill(1);
+    assert!(
+        wait_until(SECONDS_15, || status_u64(&cluster, 2, "view") >= 4),
+        "n3 votes in later views"
+    );
+    cluster.kill(2);
+    let promised = Command::new(NODE_BIN)
+        .arg("verify")
+        .arg(cluster.data_dir(2))
+        .output()
+        .expect("verify");
+    assert!(promised.status.success());
+    cut_last_entry(&cluster, 2);
+    // n1 and n2 come back and run a view far below n3's.
+    cluster.start(0);
+    cluster.start(1);
+    let primary = cluster.wait_for_primary(SECONDS_15).expect("n1 and n2 elect a view");
+    let cluster_view = status_u64(&cluster, primary, "view");
+    assert!(cluster.put("after", "v", SECONDS_5));
+    cluster.start(2);
+    assert!(
+        wait_until(Duration::from_secs(20), || cluster.log(2).contains("recovery done")),
+        "n3 recovers: {}",
+        cluster.log(2)
+    );
+    let log = cluster.log(2);
+    assert!(log.contains("lost acknowledged entries"), "{log}");
+    assert!(log.contains("asking it to move up"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(cluster.wait_converged(SECONDS_15), "{log}");
+    assert!(
+        status_u64(&cluster, 2, "view") > cluster_view,
+        "the cluster moved up to (or past) n3's view instead of n3 going back"
+    );
+    assert_eq!(
+        cluster.get("after", SECONDS_5),
+        Some(serde_json::Value::String("v".to_string()))
+    );
+}

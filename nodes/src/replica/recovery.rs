@@ -79,6 +79,21 @@ impl Replica {
             })
             .max()
             .expect("a quorum of responses");
+        if view_max < self.view {
+            // A replica that lost its tail keeps its durable view: it may have voted in a later view than the
+            // cluster now runs, and a vote is a promise never to acknowledge in an older one (a DoViewChange it sent
+            // there could still complete that view). It asks the cluster to move up to its view instead, and
+            // recovers from a primary of that view or a later one; its own DoViewChange is never sent.
+            recovery.responses.clear();
+            let view = self.view;
+            tracing::info!(
+                view,
+                cluster_view = view_max,
+                "recovery: the cluster is in an older view; asking it to move up"
+            );
+            self.outbound.broadcast(&Message::StartViewChange { view });
+            return;
+        }
         let primary = (view_max % u64::from(self.config.replica_count)) as u8;
         let Some(&Message::RecoveryResponse {
             view,
