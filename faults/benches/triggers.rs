@@ -81,6 +81,9 @@ impl Lab for TimingLab {
     async fn cut(&self, _: usize, _: &faultline_faults::disk::spec::SurgerySpec) -> Result<Value, String> {
         Ok(json!({}))
     }
+    async fn ready_again(&self, _: usize) -> Result<Value, String> {
+        Ok(json!({}))
+    }
     fn record(&self, _: Nemesis, _: usize, _: Value) {}
 }
 

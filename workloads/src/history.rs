@@ -22,7 +22,8 @@
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
 //!   `wipe-failed`, `teardown`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `partition-start`,
-//!   `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`, `trigger`
+//!   `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`,
+//!   `rolling-ready`, `trigger`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
@@ -204,6 +205,10 @@ names! {
         IoFaultStop => "io-fault-stop",
         /// A stopped node's files were cut (the exact bytes before and after are in the value).
         DiskSurgery => "disk-surgery",
+        /// A rolling fault (`targets: each`) waited for the node it restarted to be ready again before the next
+        /// goes down. Value: `{fault_id, rolling: {step, of, down_ms}, waited_ms, booted_ms?, caught_up?}`, or an
+        /// `error` saying why the node was not ready within the bound (the fault went on).
+        RollingReady => "rolling-ready",
         /// A plan trigger's condition held and it acted (or declined). Node: the condition's subject, if any. Value:
         /// `{trigger, condition, subject?, action, delay_ms, latency_ms?, fault_id?, skipped?}`; `latency_ms` is the
         /// time from the observation that fired it to the fault, less the drawn `delay_ms`.

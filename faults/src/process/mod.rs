@@ -9,7 +9,9 @@
 //!   (as TigerBeetle's simulator does), so one node restarts while another is still down, majority outages happen
 //!   and end with only some nodes back, and kill-restart flaps can be quick;
 //! - **targeted faults**: at exponentially distributed intervals, a fault (kill or pause) on a target
-//!   (`one|minority|majority|primary|backup|next-primary|all|[names]`) for a duration drawn from a range.
+//!   (`one|minority|majority|primary|backup|next-primary|all|each|[names]`) for a duration drawn from a range.
+//!
+//! `each` is a rolling fault: every node in turn, each ready again before the next goes down ([`rolling`]).
 //!
 //! Role targets (`primary`, `backup`, `next-primary`) are resolved when the fault starts, by asking the lab; their
 //! random choice (which backup) is drawn at generation time so the schedule itself stays seed-determined. Stable
@@ -18,8 +20,10 @@
 //! schedule and heals whatever is still active when a run stops early.
 
 mod detail;
+pub mod rolling;
 
 pub use detail::{is_file_class, kind_name, FaultDetail, StopHow, DEFAULT_GRACE};
+pub use rolling::{check_rolling_kind, split_rolling, RollingFaults};
 
 use crate::disk::spec::SurgerySpec;
 use crate::interpreter::{TimedFault, Window};
@@ -86,6 +90,8 @@ pub enum Target {
     NextPrimary,
     /// Every node.
     All,
+    /// Every node in turn, n1 to nN, each ready again before the next goes down: a rolling restart ([`rolling`]).
+    Each,
     /// Named nodes (`n1..nN`).
     Nodes(Vec<String>),
 }
@@ -101,10 +107,11 @@ impl Target {
             "backup" => Target::Backup,
             "next-primary" => Target::NextPrimary,
             "all" => Target::All,
+            "each" => Target::Each,
             other => {
                 return Err(format!(
                     "unknown target `{other}`: expected one of one, minority, majority, primary, backup, next-primary, \
-                     all, or a list of node names like [n1, n3]"
+                     all, each, or a list of node names like [n1, n3]"
                 ))
             }
         })
@@ -121,6 +128,7 @@ impl fmt::Display for Target {
             Target::Backup => "backup",
             Target::NextPrimary => "next-primary",
             Target::All => "all",
+            Target::Each => "each",
             Target::Nodes(names) => return write!(f, "[{}]", names.join(", ")),
         };
         f.write_str(name)
@@ -142,7 +150,7 @@ impl<'de> Deserialize<'de> for Target {
         impl<'de> serde::de::Visitor<'de> for TargetVisitor {
             type Value = Target;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a target role (one, minority, majority, primary, backup, next-primary, all) or a list of node names")
+                f.write_str("a target role (one, minority, majority, primary, backup, next-primary, all, each) or a list of node names")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Target, E> {
                 Target::parse_role(v).map_err(E::custom)
@@ -298,6 +306,8 @@ pub enum Resolved {
     Backup(u64),
     /// The next view's primary at fault start.
     NextPrimary,
+    /// Every one of these nodes in turn, in this order: a rolling fault ([`rolling`]).
+    Each(Vec<usize>),
 }
 
 /// Where a scheduled fault came from.
@@ -321,7 +331,7 @@ pub struct ScheduledFault {
     pub id: u64,
     /// Offset from the start of the fault phase.
     pub start_ms: u64,
-    /// How long it lasts.
+    /// How long it lasts (a rolling fault: how long each node stays down).
     pub duration_ms: u64,
     /// What it does.
     pub kind: ProcessFault,
@@ -340,9 +350,30 @@ pub struct ScheduledFault {
 }
 
 impl ScheduledFault {
-    /// When it heals.
+    /// When it heals (a rolling fault: when its nominal span ends, waits for readiness not counted).
     pub fn end_ms(&self) -> u64 {
-        self.start_ms + self.duration_ms
+        self.start_ms + self.span_ms()
+    }
+
+    /// Whether it is a rolling fault (`targets: each`): applied by [`RollingFaults`], not the timed interpreter.
+    pub fn is_rolling(&self) -> bool {
+        matches!(self.nodes, Resolved::Each(_))
+    }
+
+    /// How long it lasts as scheduled: its duration, or for a rolling fault its duration once per node.
+    pub fn span_ms(&self) -> u64 {
+        match &self.nodes {
+            Resolved::Each(order) => self.duration_ms * order.len().max(1) as u64,
+            _ => self.duration_ms,
+        }
+    }
+
+    /// Makes it last `span_ms` as scheduled (a rolling fault: each node gets its share, at least 1 ms).
+    fn set_span_ms(&mut self, span_ms: u64) {
+        self.duration_ms = match &self.nodes {
+            Resolved::Each(order) => (span_ms / order.len().max(1) as u64).max(1),
+            _ => span_ms,
+        };
     }
 
     /// How it takes its targets down (`None`: a pause, which does not).
@@ -422,7 +453,8 @@ pub fn generate(
     }
     faults.retain(|f| f.start_ms < phase_ms);
     for fault in &mut faults {
-        fault.duration_ms = fault.duration_ms.min(phase_ms - fault.start_ms);
+        let span_ms = fault.span_ms().min(phase_ms - fault.start_ms);
+        fault.set_span_ms(span_ms);
     }
     faults.sort_by_key(|f| (f.start_ms, f.end_ms()));
     for (id, fault) in faults.iter_mut().enumerate() {
@@ -465,6 +497,7 @@ pub(crate) fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> R
         Target::Minority => random_set(((n - 1) / 2).max(1)),
         Target::Majority => random_set(n / 2 + 1),
         Target::All => Resolved::Nodes((0..n).collect()),
+        Target::Each => Resolved::Each((0..n).collect()),
         Target::Nodes(names) => Resolved::Nodes(names.iter().filter_map(|name| parse_node_name(name)).collect()),
         Target::Primary => Resolved::Primary,
         Target::Backup => Resolved::Backup(rng.gen()),
@@ -492,7 +525,7 @@ fn fit_into_windows(faults: Vec<ScheduledFault>, stable: Option<&StableSpec>, ph
                 end = end.min(next_window);
             }
             (end > fault.start_ms).then(|| {
-                fault.duration_ms = end - fault.start_ms;
+                fault.set_span_ms(end - fault.start_ms);
                 fault
             })
         })
@@ -530,6 +563,10 @@ pub trait Lab {
     /// Applies one cut to a stopped node's files (its `files:` a file class of the adapter or a glob), with the
     /// node's own surgeon (chunk snapshots live from one fault to a later one); returns the surgery record.
     async fn cut(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String>;
+    /// Waits until a node a rolling fault just restarted is ready again: booted and, if a live cut damaged it,
+    /// caught up with what the cluster held at the cut (as the history records it), within the lab's own bound.
+    /// Returns what to record (how long it took), or why the node is not ready.
+    async fn ready_again(&self, node: usize) -> Result<Value, String>;
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
 }
@@ -625,6 +662,11 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             Resolved::Nodes(nodes) => nodes.clone(),
             Resolved::Primary => lab.primary().await.into_iter().collect(),
             Resolved::NextPrimary => lab.next_primary().await.into_iter().collect(),
+            // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
+            Resolved::Each(_) => {
+                debug_assert!(false, "a rolling fault reached the timed interpreter: {fault:?}");
+                Vec::new()
+            }
             Resolved::Backup(pick) => {
                 let primary = lab.primary().await;
                 let backups: Vec<usize> = (0..lab.node_count()).filter(|&n| Some(n) != primary).collect();
@@ -664,23 +706,11 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 None => lab.pause(node).await,
                 Some(StopHow::Kill) => lab.kill(node).await,
                 Some(StopHow::Graceful) => lab.stop(node, fault.detail.grace_duration()).await,
-                Some(StopHow::PowerLoss) => match killed.remove(&node).expect("killed above") {
-                    Ok(mut details) => lab.lose_unsynced(node).await.map(|lost| {
-                        merge(&mut details, json!({"lost": lost}));
-                        details
-                    }),
-                    Err(e) => Err(e),
-                },
+                Some(StopHow::PowerLoss) => {
+                    lose_after_kill(lab, node, killed.remove(&node).expect("killed above")).await
+                }
             };
-            let mut value = json!({"fault_id": fault.id, "target": fault.target, "source": fault.source});
-            if let Some(trigger) = fault.trigger {
-                value["trigger"] = Value::from(trigger);
-            }
-            if fault.kind == ProcessFault::Corrupt {
-                // What a replay needs to do it again: how the node went down and the cuts as the plan wrote them.
-                value["stop"] = json!(down);
-                value["cuts"] = json!(fault.detail.cuts);
-            }
+            let mut value = fault_value(fault);
             let went_down = result.is_ok();
             match result {
                 Ok(details) => {
@@ -694,23 +724,11 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             lab.record(fault.kind.start_name(), node, value);
             if went_down && fault.kind == ProcessFault::Corrupt {
-                self.cut_files(fault, node).await;
+                cut_files(lab, fault, node).await;
             }
         }
         if !affected.is_empty() {
             self.holding.insert(fault.id, (fault.kind, affected));
-        }
-    }
-
-    /// Applies `fault`'s cuts to `node` (down), in order, each recorded as a `disk-surgery` event of the fault (as the
-    /// final phase records its cuts, so the checks read both alike).
-    async fn cut_files(&self, fault: &ScheduledFault, node: usize) {
-        for cut in &fault.detail.cuts {
-            let value = match self.lab.cut(node, cut).await {
-                Ok(record) => json!({"fault_id": fault.id, "surgery": record}),
-                Err(error) => json!({"fault_id": fault.id, "op": cut_op(cut), "error": error}),
-            };
-            self.lab.record(Nemesis::DiskSurgery, node, value);
         }
     }
 
@@ -733,6 +751,41 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             self.states.lock()[node] = NodeState::Up;
             lab.record(kind.stop_name(), node, value);
         }
+    }
+}
+
+/// What the event that takes a node down records of its fault: its id, target and source (and trigger), and for
+/// `corrupt` what a replay needs to do it again (how the node went down, the cuts as the plan wrote them).
+fn fault_value(fault: &ScheduledFault) -> Value {
+    let mut value = json!({"fault_id": fault.id, "target": fault.target, "source": fault.source});
+    if let Some(trigger) = fault.trigger {
+        value["trigger"] = Value::from(trigger);
+    }
+    if fault.kind == ProcessFault::Corrupt {
+        value["stop"] = json!(fault.down_how());
+        value["cuts"] = json!(fault.detail.cuts);
+    }
+    value
+}
+
+/// The second half of a power loss: once `node` is killed (`killed`, what its kill recorded), drops what it had not
+/// fsynced; what was lost joins the record.
+async fn lose_after_kill<L: Lab>(lab: &L, node: usize, killed: Result<Value, String>) -> Result<Value, String> {
+    let mut details = killed?;
+    let lost = lab.lose_unsynced(node).await?;
+    merge(&mut details, json!({"lost": lost}));
+    Ok(details)
+}
+
+/// Applies `fault`'s cuts to `node` (down), in order, each recorded as a `disk-surgery` event of the fault (as the
+/// final phase records its cuts, so the checks read both alike).
+async fn cut_files<L: Lab>(lab: &L, fault: &ScheduledFault, node: usize) {
+    for cut in &fault.detail.cuts {
+        let value = match lab.cut(node, cut).await {
+            Ok(record) => json!({"fault_id": fault.id, "surgery": record}),
+            Err(error) => json!({"fault_id": fault.id, "op": cut_op(cut), "error": error}),
+        };
+        lab.record(Nemesis::DiskSurgery, node, value);
     }
 }
 

@@ -226,6 +226,9 @@ impl Lab for FakeLab {
             }
         }
     }
+    async fn ready_again(&self, _: usize) -> Result<Value, String> {
+        unreachable!("only rolling faults wait for readiness")
+    }
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         let name = match value.get("error") {
             Some(_) => format!("{name}!"),

@@ -15,7 +15,7 @@ use crate::network::schedule::{
 use crate::network::shape::{isolate, Shape};
 use crate::network::Network;
 use crate::process::{
-    node_name, resolve_static, Lab, NodeHolds, ProcessFaults, Resolved, ScheduledFault, Source, StableSpec,
+    node_name, resolve_static, Lab, NodeHolds, ProcessFaults, Resolved, ScheduledFault, Source, StableSpec, Target,
 };
 use faultline_workloads::history::Nemesis;
 use rand::Rng;
@@ -630,6 +630,11 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             | TriggeredKind::Corrupt => {
                 let target = spec.targets.clone().unwrap_or(TriggerTarget::Subject);
                 let nodes = match &target {
+                    TriggerTarget::Target(Target::Each) => {
+                        return Err(
+                            "a rolling fault (`targets: each`) cannot be triggered (refused at plan check)".into(),
+                        )
+                    }
                     TriggerTarget::Subject => Resolved::Nodes(vec![need_subject()?]),
                     TriggerTarget::NotSubject => {
                         let subject = need_subject()?;

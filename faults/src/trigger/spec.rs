@@ -606,6 +606,14 @@ impl TriggerSpec {
             ));
         }
         if let Some(TriggerTarget::Target(target)) = &action.targets {
+            if *target == Target::Each {
+                return Err(format!(
+                    "`targets: each` (a rolling fault, every node in turn) cannot be triggered: a `{kind}` trigger's \
+                     fault lasts its drawn `duration` and ends before the next stable window, and a rolling fault \
+                     lasts as long as its nodes take to be ready again; put it in `nemesis.process.faults` or \
+                     `script`"
+                ));
+            }
             if let Target::Nodes(names) = target {
                 if let Some(bad) = names.iter().find(|name| parse_node_name(name).is_none_or(|i| i >= n)) {
                     return Err(format!(

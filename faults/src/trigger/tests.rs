@@ -66,6 +66,9 @@ impl Lab for FakeLab {
     async fn cut(&self, _: usize, _: &crate::disk::spec::SurgerySpec) -> Result<Value, String> {
         Ok(json!({}))
     }
+    async fn ready_again(&self, _: usize) -> Result<Value, String> {
+        Ok(json!({}))
+    }
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.log.lock().unwrap().push((name.to_string(), Some(node), value));
     }
@@ -572,4 +575,24 @@ fn given_plan_typos_when_validated_should_name_the_field_and_what_to_do() {
         ok,
         "the resolved plan round-trips: {yaml}"
     );
+}
+
+#[test]
+fn given_a_rolling_fault_in_a_trigger_when_validated_should_refuse_it_and_say_where_it_belongs() {
+    for kind in [
+        "stop",
+        "kill",
+        "corrupt, cuts: [{op: delete-file, files: wal}]",
+        "io, faults: {eio: []}",
+    ] {
+        let yaml = format!("- {{when: {{restarted: any}}, do: {{kind: {kind}, targets: each, duration: 1s}}}}");
+        let mut caps = caps();
+        caps.fault_fs = true;
+        let error = specs(&yaml)[0].validate(&caps).unwrap_err();
+        assert!(
+            error.contains("`targets: each`") && error.contains("cannot be triggered"),
+            "{kind}: {error}"
+        );
+        assert!(error.contains("`nemesis.process.faults` or `script`"), "{error}");
+    }
 }

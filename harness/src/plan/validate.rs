@@ -2,7 +2,7 @@
 
 use super::{AfterRefusal, NetworkBackend, Plan, PlanError, WorkloadKind};
 use faultline_faults::disk::spec::SurgerySpec;
-use faultline_faults::process::{is_file_class, parse_node_name, ProcessFault, StopHow, Target};
+use faultline_faults::process::{check_rolling_kind, is_file_class, parse_node_name, ProcessFault, StopHow, Target};
 use faultline_faults::trigger::TriggerCapabilities;
 
 impl Plan {
@@ -115,6 +115,9 @@ impl Plan {
                 detail
                     .validate(kind)
                     .map_err(|message| at(targets.referenced, message))?;
+                if targets.value == Target::Each {
+                    check_rolling_kind(kind).map_err(|message| at(targets.referenced, message))?;
+                }
                 check_cut_files(&classes, &detail.cuts).map_err(|message| at(targets.referenced, message))?;
                 note_chunks(&detail.cuts, targets.referenced, &mut snapshots, &mut restores);
             }

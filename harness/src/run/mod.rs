@@ -24,7 +24,7 @@ use faultline_faults::io::{IoFaults, IoWindow};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::network::schedule::{self as network_faults, NetworkFaults, NetworkHolds};
 use faultline_faults::network::{BackendChoice, BackendKind, Network};
-use faultline_faults::process::{self as process_faults, node_name, NodeHolds, ProcessFaults};
+use faultline_faults::process::{self as process_faults, node_name, NodeHolds, ProcessFaults, RollingFaults};
 use faultline_faults::rng::stream;
 use faultline_faults::trigger::{TriggerSpec, Triggers};
 use faultline_reports::results::{Results, Verdict};
@@ -110,7 +110,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         log_paths,
         plan.final_phase.boot_timeout.duration(),
     );
-    lab.arm_cuts(seed, plan.system.adapter().file_classes());
+    let wipes_live_refusals = plan.final_phase.after_refusal == crate::plan::AfterRefusal::Wipe;
+    lab.arm_cuts(seed, plan.system.adapter().file_classes(), wipes_live_refusals);
     if let Some((netns_lab, _)) = &netns {
         lab.launch_inside(netns_lab.clone());
     }
@@ -262,6 +263,8 @@ async fn fault_phase(
         Meta::Schedule,
         json!({"process": schedule, "network": network_schedule}),
     );
+    // Rolling faults (`targets: each`) run beside the timed interpreter: their steps wait for each node to be ready.
+    let (schedule, rolling_schedule) = process_faults::split_rolling(schedule);
     let io_windows = io_faults(&plan.nemesis.io);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
@@ -285,6 +288,7 @@ async fn fault_phase(
     let nemesis = tokio::spawn(async move {
         let lab = nemesis_lab.as_ref();
         let holds = (NodeHolds::new(lab.node_count()), NetworkHolds::default());
+        let rolling = RollingFaults::shared(lab, &rolling_schedule, holds.0.clone());
         let mut families = Families {
             process: ProcessFaults::shared(lab, &schedule, holds.0.clone()),
             network: nemesis_network
@@ -296,10 +300,14 @@ async fn fault_phase(
             let mut triggers = Triggers::new(lab, &triggers, seed, nemesis_network.as_ref(), holds, stable, phase_ms);
             tokio::join!(
                 families.run(phase_start, nemesis_stop.clone()),
+                rolling.run(phase_start, nemesis_stop.clone()),
                 triggers.run(phase_start, nemesis_stop, facts),
             );
         } else {
-            families.run(phase_start, nemesis_stop).await;
+            tokio::join!(
+                families.run(phase_start, nemesis_stop.clone()),
+                rolling.run(phase_start, nemesis_stop),
+            );
         }
     });
     let progress = crate::run::progress::Progress::new(quiet, phase_ms);

@@ -233,6 +233,8 @@ struct Open {
     trigger: Option<u64>,
     /// The nodes a process fault hit (a role keeps only its name in `action`).
     hit: Vec<usize>,
+    /// A rolling fault's (`targets: each`) time down per node, as scheduled.
+    down_ms: Option<u64>,
 }
 
 /// The faults of a history's fault phase (from the `schedule` event to `fault-phase-end`), in start order.
@@ -296,12 +298,14 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     },
                     trigger: value["trigger"].as_u64(),
                     hit: Vec::new(),
+                    down_ms: value["rolling"]["down_ms"].as_u64(),
                 });
                 entry.hit.push(node);
                 if let Action::Process { targets, .. } = &mut entry.action {
                     let role = value["target"].as_str().unwrap_or("");
                     *targets = match role {
-                        "primary" | "backup" | "next-primary" | "subject" | "not-subject" => role.to_string(),
+                        // `each` is a rolling fault: it replays as one, node after node, each waited for again.
+                        "primary" | "backup" | "next-primary" | "subject" | "not-subject" | "each" => role.to_string(),
                         _ => add_node(targets, node),
                     };
                 }
@@ -328,6 +332,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                         },
                         trigger: None,
                         hit: Vec::new(),
+                        down_ms: None,
                     },
                 );
             }
@@ -350,6 +355,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                         action: Action::Link { fault, links },
                         trigger: None,
                         hit: Vec::new(),
+                        down_ms: None,
                     },
                 );
             }
@@ -379,6 +385,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     },
                     trigger: value["trigger"].as_u64(),
                     hit: Vec::new(),
+                    down_ms: None,
                 });
                 if let Action::Io { nodes, .. } = &mut entry.action {
                     nodes.push(node);
@@ -408,7 +415,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     fired.insert(id, value.clone());
                 }
             }
-            Nemesis::DiskSurgery => {}
+            Nemesis::DiskSurgery | Nemesis::RollingReady => {}
         }
     }
     let offset_ms = |ns: u64| ns.saturating_sub(start_ns) / 1_000_000;
@@ -427,10 +434,17 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                 .get(&id)
                 .and_then(|value| anchor_of(plan, value, start_ms, node_count))
         };
-        let anchor = triggered.or_else(|| restart_before(&ready, start_ms, &entry.hit));
+        // A rolling fault is timed (triggers cannot aim one), and its recorded length is per node.
+        let (anchor, duration_ms) = match entry.down_ms {
+            Some(down_ms) => (None, down_ms),
+            None => (
+                triggered.or_else(|| restart_before(&ready, start_ms, &entry.hit)),
+                end_ms.saturating_sub(start_ms),
+            ),
+        };
         faults.push(RecordedFault {
             start_ms,
-            duration_ms: end_ms.saturating_sub(start_ms).max(1),
+            duration_ms: duration_ms.max(1),
             action: entry.action,
             anchor,
         });

@@ -293,3 +293,43 @@ fn seconds_reads_well() {
     assert_eq!(seconds(2000), "2s");
     assert_eq!(seconds(1250), "1.25s");
 }
+
+/// A rolling graceful restart whose second node restarted right before the next step: it replays as one rolling
+/// fault at its offset with each node's time down (not as one stop of every node for the whole span), and is never
+/// anchored to a restart (triggers cannot aim a rolling fault).
+#[test]
+fn given_a_rolling_restart_when_replayed_should_be_one_rolling_fault_with_its_time_down_per_node() {
+    let plan = Plan::default_plan();
+    let mut events = vec![
+        at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
+        at(1000, Meta::Schedule.into(), None, json!({})),
+    ];
+    for (i, node) in ["n1", "n2", "n3"].into_iter().enumerate() {
+        let t = 3000 + 1500 * i as u64;
+        let step = json!({"step": i + 1, "of": 3, "down_ms": 1000});
+        let down = json!({"fault_id": 4, "target": "each", "source": "scripted", "rolling": step, "grace_ms": 5000});
+        let again = json!({"fault_id": 4, "rolling": step});
+        events.push(at(t, Nemesis::Stop.into(), Some(node), down));
+        events.push(at(t + 1000, Nemesis::Start.into(), Some(node), again.clone()));
+        events.push(at(t + 1100, Lifecycle::BootOk.into(), Some(node), json!({})));
+        events.push(at(t + 1200, Nemesis::RollingReady.into(), Some(node), again));
+    }
+    events.push(at(9000, Lifecycle::FaultPhaseEnd.into(), None, json!({})));
+    let recorded = recorded_faults(&plan, &events).unwrap();
+    let shown: Vec<String> = recorded.faults.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["stop each at 2s for 1s"]);
+    assert_eq!(recorded.faults[0].anchor, None);
+    let scripted = scripted_plan(&plan, &recorded.faults, recorded.seed, "replay".into());
+    let back = Plan::parse(&scripted.to_yaml(), "the replay").unwrap();
+    let script = &back.nemesis.process.as_ref().unwrap().value.script;
+    assert_eq!(script.len(), 1);
+    assert_eq!(
+        (
+            script[0].kind,
+            &script[0].targets.value,
+            script[0].duration,
+            script[0].grace
+        ),
+        (ProcessFault::Stop, &Target::Each, Millis(1000), Some(Millis(5000)))
+    );
+}

@@ -20,16 +20,20 @@ pub(super) struct Cuts {
     /// number the cluster had reached then, which the node must report again. A refusal of theirs is legitimate,
     /// and they do not count as holding the cluster's data.
     damaged: Vec<Mutex<Option<u64>>>,
+    /// The plan wipes a node that refuses to boot after a live cut during the fault phase (`after_refusal: wipe`).
+    pub(super) wipes_live_refusals: bool,
 }
 
 impl Lab {
-    /// Prepares the cuts of `corrupt` faults: the run's seed and the adapter's file classes.
-    pub fn arm_cuts(&mut self, seed: u64, classes: Vec<(String, String)>) {
+    /// Prepares the cuts of `corrupt` faults: the run's seed, the adapter's file classes, and whether the fault phase
+    /// wipes a node that refuses to boot after a cut.
+    pub fn arm_cuts(&mut self, seed: u64, classes: Vec<(String, String)>, wipes_live_refusals: bool) {
         self.cuts = Cuts {
             seed,
             classes,
             surgeons: (0..self.node_count()).map(|_| Arc::default()).collect(),
             damaged: (0..self.node_count()).map(|_| Mutex::new(None)).collect(),
+            wipes_live_refusals,
         };
     }
 
@@ -40,6 +44,12 @@ impl Lab {
             .damaged
             .get(node)
             .is_some_and(|d| d.lock().map(|d| d.is_some()).unwrap_or(false))
+    }
+
+    /// The durable number `node` must report again to hold the cluster's data, while a live cut (or a wipe) has it
+    /// damaged.
+    pub(super) fn damage_needed(&self, node: usize) -> Option<u64> {
+        self.cuts.damaged.get(node).and_then(|d| d.lock().ok().and_then(|d| *d))
     }
 
     /// `node` lost data on purpose (a cut, a wipe): it is damaged until it reports the durable number the cluster

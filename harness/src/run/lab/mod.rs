@@ -4,6 +4,7 @@
 
 mod cuts;
 mod nemesis;
+mod ready;
 mod stop;
 mod watch;
 

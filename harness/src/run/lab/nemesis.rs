@@ -49,6 +49,10 @@ impl faultline_faults::process::Lab for Lab {
         self.cut_node(node, cut).await
     }
 
+    async fn ready_again(&self, node: usize) -> Result<Value, String> {
+        Lab::ready_again(self, node).await
+    }
+
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }
