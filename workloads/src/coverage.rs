@@ -26,7 +26,8 @@
 //!    after a `view-change` log line with no `role: primary` status recorded since.
 //! 4. `majority-down`: in the fault phase, at least `n/2+1` nodes are down at once. Counted once per entry into it.
 //! 5. `all-lost-power`: every node lost power at once: successful nemesis `power-loss` events of one `fault_id`
-//!    covering all `n` nodes, or the final phase's power loss (`source: restart-all`) of all `n` nodes after one
+//!    covering all `n` nodes (the steps of a rolling fault, `rolling: {step}`, each count on their own: one node at
+//!    a time is not at once), or the final phase's power loss (`source: restart-all`) of all `n` nodes after one
 //!    `restart-all`.
 //! 6. `refused-wiped-rejoined`: a node refused to boot (`boot-refused`), was wiped (`wipe`) and then booted
 //!    (`boot-ok`).
@@ -37,6 +38,9 @@
 //!    `fault_id`) that cut with that op, one state per op; the final phase's cuts (no `fault_id`) do not count.
 //! 15. `damaged-node-led`: a node whose files a live cut damaged later reported `role: primary`: the state in which
 //!     a system that trusts a damaged log loses acknowledged writes. Counted once per cut.
+//! 16. `rolling-restart`: one rolling fault (`targets: each`) took every one of the `n` nodes down and each was ready
+//!     again before the next went down: successful `rolling-ready` events of one `fault_id` for all `n` nodes.
+//!     Counted once per rolling fault.
 //!
 //! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
 //! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
@@ -52,7 +56,7 @@ const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
 const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
 
 /// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
-pub const STATES: [(&str, &str); 15] = [
+pub const STATES: [(&str, &str); 16] = [
     (
         "primary-killed-while-backup-lagged",
         "the primary was killed or lost power while another node reported lagging",
@@ -103,6 +107,10 @@ pub const STATES: [(&str, &str); 15] = [
     (
         "damaged-node-led",
         "a node whose files a live cut damaged later became primary",
+    ),
+    (
+        "rolling-restart",
+        "every node was taken down and was ready again in turn, one at a time (a rolling fault)",
     ),
 ];
 
@@ -264,6 +272,7 @@ const GRACEFUL_STOP: usize = 7;
 /// The first of the [`CUT_OPS`] states; the others follow in that order.
 const FIRST_CUT: usize = 8;
 const DAMAGED_NODE_LED: usize = 14;
+const ROLLING_RESTART: usize = 15;
 
 /// Where a refused node is on its way back (state 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,6 +297,8 @@ struct Walk {
     view_change_ns: Option<u64>,
     /// Successful power losses: `fault_id` (or the final phase's `restart-all` number) -> nodes.
     power_lost: BTreeMap<String, BTreeSet<String>>,
+    /// Rolling faults: `fault_id` -> the nodes that were ready again (state 16).
+    rolled: BTreeMap<u64, BTreeSet<String>>,
     rejoin: BTreeMap<String, Rejoin>,
     restart_alls: u64,
     cluster_ready: bool,
@@ -307,6 +318,7 @@ impl Walk {
             repairing: BTreeMap::new(),
             view_change_ns: None,
             power_lost: BTreeMap::new(),
+            rolled: BTreeMap::new(),
             rejoin: BTreeMap::new(),
             restart_alls: 0,
             cluster_ready: false,
@@ -350,6 +362,10 @@ impl Walk {
         } else if event.is(Lifecycle::Start) || event.is(Nemesis::Start) {
             if ok {
                 self.down.remove(&node);
+            }
+        } else if event.is(Nemesis::RollingReady) {
+            if ok {
+                self.rolled_ready(event, node);
             }
         } else if event.is(Lifecycle::Wipe) {
             if self.rejoin.get(&node) == Some(&Rejoin::Refused) {
@@ -409,7 +425,10 @@ impl Walk {
 
     fn power_loss(&mut self, event: &Event, node: &str) {
         let key = match event.value["fault_id"].as_u64() {
-            Some(id) => format!("fault {id}"),
+            Some(id) => match event.value["rolling"]["step"].as_u64() {
+                Some(step) => format!("fault {id} step {step}"),
+                None => format!("fault {id}"),
+            },
             None if event.value["source"].as_str() == Some("restart-all") => {
                 format!("restart-all {}", self.restart_alls)
             }
@@ -420,6 +439,19 @@ impl Walk {
         nodes.insert(node.to_string());
         if self.nodes > 0 && before < self.nodes && nodes.len() >= self.nodes {
             self.hits[ALL_LOST_POWER].record(event.time_ns);
+        }
+    }
+
+    /// A node of a rolling fault is ready again: once every node of the cluster was, the fault rolled through it.
+    fn rolled_ready(&mut self, event: &Event, node: String) {
+        let Some(id) = event.value["fault_id"].as_u64() else {
+            return;
+        };
+        let nodes = self.rolled.entry(id).or_default();
+        let before = nodes.len();
+        nodes.insert(node);
+        if self.nodes > 0 && before < self.nodes && nodes.len() >= self.nodes {
+            self.hits[ROLLING_RESTART].record(event.time_ns);
         }
     }
 
@@ -910,5 +942,34 @@ mod tests {
             (true, 1, Some(1000)),
             "once per cut"
         );
+    }
+
+    #[test]
+    fn given_a_rolling_fault_when_covered_should_count_a_rolling_restart_once_every_node_was_ready_again() {
+        let step = |ms, name: Nemesis, node: &str, step: u64, extra: Value| {
+            let mut value = json!({"fault_id": 4, "target": "each", "rolling": {"step": step, "of": 3}});
+            if let (Some(value), Value::Object(extra)) = (value.as_object_mut(), extra) {
+                value.extend(extra);
+            }
+            at(ms, name, Some(node), value)
+        };
+        let mut events = Vec::new();
+        for (i, node) in ["n1", "n2", "n3"].into_iter().enumerate() {
+            let (t, n) = (1000 + 1000 * i as u64, i as u64 + 1);
+            events.push(step(t, Nemesis::PowerLoss, node, n, json!({})));
+            events.push(step(t + 500, Nemesis::Start, node, n, json!({})));
+            events.push(step(t + 700, Nemesis::RollingReady, node, n, json!({"waited_ms": 200})));
+        }
+        let coverage = run(events.clone());
+        assert_eq!(reached(&coverage, "rolling-restart"), (true, 1, Some(3700)));
+        assert_eq!(
+            reached(&coverage, "all-lost-power"),
+            (false, 0, None),
+            "one node at a time is not every node at once"
+        );
+        assert_eq!(reached(&coverage, "majority-down"), (false, 0, None));
+        // A node that was not ready again within the bound: the fault did not roll through the cluster.
+        events[8] = step(3700, Nemesis::RollingReady, "n3", 3, json!({"error": "not ready"}));
+        assert_eq!(reached(&run(events), "rolling-restart"), (false, 0, None));
     }
 }

@@ -100,7 +100,10 @@ pub fn severity(event: &Event) -> &'static str {
             | Name::Lifecycle(L::Kill)
             | Name::Meta(Meta::Interrupted),
         ) => "warn",
-        Some(Name::Lifecycle(L::BootOk | L::VerifyOk | L::Recovered | L::Converged | L::ClusterReady)) => "ok",
+        Some(
+            Name::Lifecycle(L::BootOk | L::VerifyOk | L::Recovered | L::Converged | L::ClusterReady)
+            | Name::Nemesis(Nemesis::RollingReady),
+        ) => "ok",
         _ => "info",
     }
 }
@@ -186,6 +189,9 @@ pub fn build(history: &History) -> Timeline {
         if let Some((kind, mut label)) = window {
             if let Some(trigger) = event.value.get("trigger").and_then(Value::as_u64) {
                 label.push_str(&format!(" (trigger #{trigger})"));
+            }
+            if let Some(step) = rolling_step(&event.value) {
+                label.push_str(&format!(" (rolling, {step})"));
             }
             open.insert(node.clone(), timeline.faults.len());
             timeline.faults.push(FaultWindow {
@@ -321,10 +327,27 @@ fn suffix(event: &Event) -> String {
         }
         Some(Name::Lifecycle(Lifecycle::Crashed)) => event.value["exit"].as_str().map(|e| format!("exit {e}")),
         Some(Name::Lifecycle(Lifecycle::BootOk)) => event.value["boot_ms"].as_u64().map(|b| format!("after {b} ms")),
+        Some(Name::Nemesis(Nemesis::RollingReady)) => rolling_step(&event.value).map(|step| {
+            match (event.value["error"].as_str(), event.value["waited_ms"].as_u64()) {
+                (Some(error), _) => format!("{step}: not ready: {error}"),
+                (None, Some(waited)) => format!("{step}: ready again {waited} ms after its restart"),
+                (None, None) => step,
+            }
+        }),
         _ if event.value.get("error").is_some() => event.value["error"].as_str().map(|e| format!("failed: {e}")),
         _ => None,
     };
     text.map(|t| format!(": {t}")).unwrap_or_default()
+}
+
+/// `step 2 of 3` for a step of a rolling fault (`targets: each`).
+fn rolling_step(value: &Value) -> Option<String> {
+    let rolling = value.get("rolling")?;
+    Some(format!(
+        "step {} of {}",
+        rolling["step"].as_u64()?,
+        rolling["of"].as_u64()?
+    ))
 }
 
 fn phase_label(event: &Event) -> String {
@@ -513,5 +536,77 @@ mod tests {
         assert_eq!((kill.label.as_str(), kill.t0, kill.t1), ("kill n2", 100.0, Some(900.0)));
         assert!(kill.detail.contains("flap"));
         assert_eq!(timeline.faults[1].t1, None, "the pause never ended");
+    }
+
+    #[test]
+    fn given_a_rolling_stop_when_built_should_draw_one_window_per_node_in_turn_and_mark_each_ready_again() {
+        let mut events = Vec::new();
+        for (i, node) in ["n1", "n2", "n3"].into_iter().enumerate() {
+            let (t, step) = (1000 + 2000 * i as u64, json!({"step": i + 1, "of": 3, "down_ms": 1000}));
+            let stop = json!({"fault_id": 3, "target": "each", "source": "scripted", "rolling": step});
+            let ready = if node == "n3" {
+                json!({"fault_id": 3, "rolling": step, "error": "n3 crashed; going on with the next node"})
+            } else {
+                json!({"fault_id": 3, "rolling": step, "waited_ms": 210})
+            };
+            let base = 3 * i as u64;
+            events.push(event(base, t, EventKind::Nemesis, "stop", node, stop));
+            events.push(event(
+                base + 1,
+                t + 1000,
+                EventKind::Nemesis,
+                "start",
+                node,
+                json!({"fault_id": 3, "rolling": step}),
+            ));
+            events.push(event(
+                base + 2,
+                t + 1210,
+                EventKind::Nemesis,
+                "rolling-ready",
+                node,
+                ready,
+            ));
+        }
+        let timeline = build(&History {
+            events,
+            truncated_tail: false,
+        });
+        let windows: Vec<(&str, &str, f64, Option<f64>)> = timeline
+            .faults
+            .iter()
+            .map(|w| (w.node.as_str(), w.label.as_str(), w.t0, w.t1))
+            .collect();
+        assert_eq!(
+            windows,
+            [
+                ("n1", "stop n1 (rolling, step 1 of 3)", 1000.0, Some(2000.0)),
+                ("n2", "stop n2 (rolling, step 2 of 3)", 3000.0, Some(4000.0)),
+                ("n3", "stop n3 (rolling, step 3 of 3)", 5000.0, Some(6000.0)),
+            ]
+        );
+        let ready: Vec<(&str, &str)> = timeline
+            .markers
+            .iter()
+            .filter(|m| m.f == "rolling-ready")
+            .map(|m| (m.label.as_str(), m.sev))
+            .collect();
+        assert_eq!(
+            ready,
+            [
+                (
+                    "rolling-ready n1: step 1 of 3: ready again 210 ms after its restart",
+                    "ok"
+                ),
+                (
+                    "rolling-ready n2: step 2 of 3: ready again 210 ms after its restart",
+                    "ok"
+                ),
+                (
+                    "rolling-ready n3: step 3 of 3: not ready: n3 crashed; going on with the next node",
+                    "warn"
+                ),
+            ]
+        );
     }
 }

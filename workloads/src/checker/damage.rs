@@ -242,6 +242,42 @@ mod tests {
         );
     }
 
+    /// The events of a rolling `corrupt` (`targets: each`) as the harness writes them: each node's step waits for a
+    /// recorded status that shows the durable number the cluster had at its cut (`rolling-ready`) before the next
+    /// node is cut, so the rolling fault never damages two nodes at once, however many it damages in turn.
+    #[test]
+    fn given_a_rolling_corrupt_that_waits_for_each_node_to_catch_up_should_never_count_a_majority() {
+        let nemesis = |f: &str, node: &str, step: u64| {
+            let value = json!({"fault_id": 1, "target": "each", "rolling": {"step": step, "of": 3}});
+            event(EventKind::Nemesis, f, Some(node), value)
+        };
+        let mut events = vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            status("n1", 100),
+            status("n2", 100),
+        ];
+        for (step, node) in [(1, "n1"), (2, "n2"), (3, "n3")] {
+            let reached = 100 + 50 * step;
+            events.extend([
+                nemesis("corrupt", node, step),
+                cut(node, "truncate-tail"),
+                nemesis("start", node, step),
+                lifecycle("boot-ok", node, json!({})),
+                status(node, reached - 60), // booted with less than the cluster had at its cut: still damaged
+                status(node, reached),      // caught up: the step's wait ends here
+                nemesis("rolling-ready", node, step),
+                status("n1", reached),
+                status("n2", reached),
+                status("n3", reached),
+            ]);
+        }
+        let damage = live_damage(&timed(events));
+        assert_eq!(damage.cuts.len(), 3, "every node was cut, in turn");
+        assert_eq!(damage.majority, None, "never two at once");
+    }
+
     #[test]
     fn given_two_nodes_damaged_at_once_should_leave_a_later_failure_unjudged_and_an_earlier_one_judged() {
         let h = timed(vec![
