@@ -1,6 +1,7 @@
 //! Tests of plan loading: the default plan, and errors that point at the offending line and column.
 
 use super::*;
+use faultline_faults::process::{ProcessFault, Target};
 
 #[test]
 fn given_the_default_plan_when_parsed_should_be_valid_and_round_trip() {
@@ -57,4 +58,54 @@ fn given_a_target_beyond_the_cluster_when_validated_should_point_at_the_target()
 fn given_zero_nodes_when_parsed_should_say_the_range() {
     let err = error_of(&with("nodes: 3", "nodes: 0"));
     assert!(err.message.contains("1..=9"), "{err}");
+}
+
+#[test]
+fn given_rolling_faults_in_the_schedule_when_validated_should_accept_them_and_keep_them_in_the_resolved_plan() {
+    let plan = Plan::default_plan();
+    let script = &plan.nemesis.process.as_ref().unwrap().value.script;
+    assert!(
+        script.iter().any(|f| f.targets.value == Target::Each),
+        "the default plan has a rolling restart"
+    );
+    let text = with(
+        "      - {kind: pause, targets: one, duration: 500ms..3s}",
+        "      - {kind: pause, targets: one, duration: 500ms..3s}\n      \
+         - {kind: corrupt, targets: each, duration: 1s, cuts: [{op: truncate-tail, files: wal, max_bytes: 100}]}\n      \
+         - {kind: kill, targets: each, duration: 1s..2s}",
+    );
+    let plan = Plan::parse(&text, "p.yaml").unwrap();
+    let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap();
+    let faults = &again.nemesis.process.as_ref().unwrap().value.faults;
+    let rolling: Vec<ProcessFault> = faults
+        .iter()
+        .filter(|f| f.targets.value == Target::Each)
+        .map(|f| f.kind)
+        .collect();
+    assert_eq!(rolling, [ProcessFault::Corrupt, ProcessFault::Kill]);
+}
+
+#[test]
+fn given_a_rolling_pause_when_validated_should_point_at_its_targets_and_say_why() {
+    let text = with("{kind: pause, targets: one,", "{kind: pause, targets: each,");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "targets: each"), "{err}");
+    assert!(err.column > 0, "{err}");
+    assert!(err.message.contains("a pause restarts nothing"), "{err}");
+}
+
+#[test]
+fn given_a_rolling_fault_in_a_trigger_when_validated_should_point_at_the_trigger_and_say_why() {
+    let text = with(
+        "do: {kind: kill, targets: primary, duration: 1s..3s}",
+        "do: {kind: stop, targets: each, duration: 1s..3s}",
+    );
+    let err = error_of(&text);
+    assert_eq!(
+        err.line,
+        line_of(&text, "- when: {restarted: any}"),
+        "the first trigger's line: {err}"
+    );
+    assert!(err.message.contains("nemesis.triggers[0]"), "{err}");
+    assert!(err.message.contains("cannot be triggered"), "{err}");
 }
