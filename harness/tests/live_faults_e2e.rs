@@ -177,3 +177,145 @@ fn given_bad_stop_and_corrupt_faults_when_checked_should_exit_254_with_line_and_
     );
     assert!(stderr.contains("a 1-node cluster has none"), "{stderr}");
 }
+
+/// A rolling fault's events in history order: `(f, node)` of its `stop`/`kill`/`corrupt`, `start`, `rolling-ready`,
+/// and of every `boot-ok` in the fault phase; after asserting that each node of n1..n3 had one step, in that order.
+fn rolling_steps<'a>(events: &'a [Value], down: &str) -> Vec<(&'a str, &'a str)> {
+    let phase_start = events.iter().position(|e| e["f"] == "schedule").unwrap();
+    let phase_end = events.iter().position(|e| e["f"] == "fault-phase-end").unwrap();
+    let steps: Vec<(&str, &str)> = events[phase_start..phase_end]
+        .iter()
+        .filter(|e| {
+            let rolling = e["kind"] == "nemesis" && !e["value"]["rolling"].is_null();
+            rolling || (e["kind"] == "lifecycle" && e["f"] == "boot-ok")
+        })
+        .map(|e| (e["f"].as_str().unwrap(), e["node"].as_str().unwrap()))
+        .collect();
+    let downs: Vec<&str> = steps.iter().filter(|(f, _)| *f == down).map(|(_, n)| *n).collect();
+    assert_eq!(downs, ["n1", "n2", "n3"], "one step per node, in node order: {steps:?}");
+    for event in events.iter().filter(|e| !e["value"]["rolling"].is_null()) {
+        let target = if event["f"] == down {
+            Value::from("each")
+        } else {
+            Value::Null
+        };
+        assert_eq!(event["value"]["target"], target, "{event}");
+        assert!(event["value"].get("error").is_none(), "{event}");
+    }
+    steps
+}
+
+/// At no point of `steps` is more than one node down or booting: each node is stopped, restarted and booted, and
+/// ready again (`rolling-ready`), before the next one goes down.
+fn assert_one_at_a_time(steps: &[(&str, &str)], down: &str) {
+    let mut away: Vec<&str> = Vec::new(); // down, or restarted and not yet ready again
+    for &(f, node) in steps {
+        match f {
+            "rolling-ready" => {
+                assert_eq!(away, [node], "ready again: {steps:?}");
+                away.clear();
+            }
+            "start" | "boot-ok" => {}
+            _ if f == down => {
+                assert!(
+                    away.is_empty(),
+                    "{node} went down while {away:?} was not ready again: {steps:?}"
+                );
+                away.push(node);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        away.is_empty(),
+        "the last node was ready again before the phase ended: {steps:?}"
+    );
+    for node in ["n1", "n2", "n3"] {
+        let at = |f: &str| steps.iter().position(|s| *s == (f, node)).unwrap();
+        assert!(at(down) < at("start") && at("start") < at("boot-ok") && at("boot-ok") < at("rolling-ready"));
+    }
+}
+
+/// A rolling graceful restart (`targets: each`): n1, n2, n3 each asked to stop, exiting on their own, restarted after
+/// the fault's duration, and ready again before the next goes down; the correct node loses nothing.
+#[test]
+fn given_a_rolling_graceful_restart_when_run_should_stop_and_restart_every_node_one_at_a_time_and_stay_valid() {
+    let _one = one_cluster();
+    let script = "      - {at: 1s, kind: stop, targets: each, duration: 1s, grace: 5s}\n";
+    let run = run_text(&scripted(script, ""), &[]);
+    let events = history(&run.run_dir);
+    let steps = rolling_steps(&events, "stop");
+    assert_one_at_a_time(&steps, "stop");
+    for stop in nemesis(&events, "stop") {
+        assert_eq!(stop["value"]["killed"], false, "{stop}");
+        assert!(
+            stop["value"]["ended"].as_str().unwrap().starts_with("exited 0 after"),
+            "{stop}"
+        );
+        assert_eq!(stop["value"]["rolling"]["of"], 3, "{stop}");
+    }
+    let results = results(&run.run_dir);
+    assert_eq!(results["verdict"], "valid", "{}", explain(&run.output));
+    let coverage = results["coverage"]["states"].as_array().unwrap().clone();
+    let state = |name: &str| coverage.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(state("rolling-restart")["count"], 1, "{coverage:#?}");
+    assert_eq!(state("graceful-stop")["count"], 3, "{coverage:#?}");
+    assert_eq!(state("majority-down")["reached"], false, "{coverage:#?}");
+}
+
+/// A rolling corruption: each node's WAL tail cut in turn, and the next node cut only once the last one caught up
+/// again as the history records it, so the checks never see two damaged nodes at once (no majority damage), and the
+/// correct node loses nothing.
+#[test]
+fn given_a_rolling_corrupt_when_run_should_damage_one_node_at_a_time_and_never_a_majority() {
+    let _one = one_cluster();
+    let script = "      - {at: 1s, kind: corrupt, targets: each, duration: 500ms, \
+                  cuts: [{op: truncate-tail, files: wal, max_bytes: 4096}]}\n";
+    let run = run_text(&scripted(script, ""), &[]);
+    let events = history(&run.run_dir);
+    let steps = rolling_steps(&events, "corrupt");
+    assert_one_at_a_time(&steps, "corrupt");
+    let cuts: Vec<&str> = nemesis(&events, "disk-surgery")
+        .into_iter()
+        .filter(|e| !e["value"]["fault_id"].is_null())
+        .map(|e| e["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(cuts, ["n1", "n2", "n3"]);
+    for ready in nemesis(&events, "rolling-ready") {
+        assert!(
+            ready["value"]["caught_up"].is_u64(),
+            "waited until it caught up: {ready}"
+        );
+    }
+    let stored = faultline_workloads::History::read_jsonl(&run.run_dir.join("history.jsonl")).unwrap();
+    let damage = faultline_workloads::checker::damage::live_damage(&stored);
+    assert_eq!(damage.cuts.len(), 3, "{damage:?}");
+    assert_eq!(damage.majority, None, "never two damaged nodes at once: {damage:?}");
+    let results = results(&run.run_dir);
+    assert_eq!(results["verdict"], "valid", "{}", explain(&run.output));
+}
+
+/// `targets: each` where it cannot work is refused before anything starts, at its line.
+#[test]
+fn given_a_rolling_pause_when_checked_should_exit_254_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = scripted("      - {at: 2s, kind: pause, targets: each, duration: 1s}\n", "");
+    let plan = write_plan(dir.path(), &text);
+    let output = faultline().args(["plan", "--check"]).arg(&plan).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(254), "{stderr}");
+    let line = text.lines().position(|l| l.contains("targets: each")).unwrap() + 1;
+    assert!(
+        stderr.contains(&format!("plan.yaml:{line}:")),
+        "no line {line} in: {stderr}"
+    );
+    assert!(stderr.contains("a pause restarts nothing"), "{stderr}");
+    let ok = scripted("      - {at: 2s, kind: stop, targets: each, duration: 1s}\n", "");
+    let output = faultline()
+        .args(["plan", "--check"])
+        .arg(write_plan(dir.path(), &ok))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", explain(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("targets: each"));
+}
