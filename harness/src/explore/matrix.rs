@@ -30,6 +30,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("boot-skips-verification", &["reference-disk-surgery"]),
     ("checkpoint-without-fsync", &["reference-checkpoint"]),
     ("truncate-on-boot", &["default"]),
+    ("rejoin-after-lost-tail", &["reference-corruption"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
@@ -40,6 +41,7 @@ pub const GENERAL_PLANS: &[&str] = &[
     "reference-swarm",
     "reference-partition",
     "reference-crash-points",
+    "reference-corruption",
 ];
 
 /// What to run.
