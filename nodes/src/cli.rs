@@ -244,7 +244,7 @@ fn verify(dir: &Path) -> ExitCode {
             let lost = if superblock.acked > head && !superblock.recovering {
                 format!(
                     "; the wal ends at op {head}, below the acknowledged mark {}: it lost acknowledged entries and \
-                     will recover from a quorum before voting",
+                     its log is no candidate in a view change until it holds a view's log again",
                     superblock.acked
                 )
             } else {

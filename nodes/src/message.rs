@@ -60,6 +60,8 @@ pub enum Message {
         checksum: u128,
         /// Sender's commit number.
         commit: u64,
+        /// Sender's acknowledged mark: above `op` when its WAL lost entries it acknowledged.
+        acked: u64,
     },
     /// New primary -> all: the view has started with this head.
     StartView {
@@ -310,8 +312,14 @@ impl Message {
                 op,
                 checksum,
                 commit,
+                acked,
             } => {
-                w.u64(*view).u64(*log_view).u64(*op).u128(*checksum).u64(*commit);
+                w.u64(*view)
+                    .u64(*log_view)
+                    .u64(*op)
+                    .u128(*checksum)
+                    .u64(*commit)
+                    .u64(*acked);
             }
             Message::StartView {
                 view,
@@ -415,6 +423,7 @@ impl Message {
                 op: r.u64()?,
                 checksum: r.u128()?,
                 commit: r.u64()?,
+                acked: r.u64()?,
             },
             6 => Message::StartView {
                 view: r.u64()?,
@@ -510,6 +519,7 @@ mod tests {
                 op: 5,
                 checksum: 8,
                 commit: 4,
+                acked: 7,
             },
             Message::StartView {
                 view: 3,

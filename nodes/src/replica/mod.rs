@@ -215,6 +215,23 @@ pub struct LogSummary {
     pub checksum: u128,
     /// Its commit number.
     pub commit: u64,
+    /// Its acknowledged mark: above `op` when the replica lost acknowledged entries (a short log).
+    pub acked: u64,
+}
+
+impl LogSummary {
+    /// Whether the replica's WAL lost entries it acknowledged: its log may lack committed ops, so it is no candidate
+    /// for the new view's log, and the chosen log must cover what it acknowledged.
+    pub fn is_short(&self) -> bool {
+        self.acked > self.op
+    }
+
+    /// Whether `self` (a candidate log) holds every op `other` acknowledged: a newer log_view (its view change
+    /// already covered them), or the same log_view and at least `other`'s mark (two logs of one view agree up to
+    /// the shorter one).
+    pub fn covers(&self, other: &LogSummary) -> bool {
+        (self.log_view, self.op) >= (other.log_view, other.acked)
+    }
 }
 
 /// A replica's head as announced by a peer: where a log is synced from.
@@ -253,6 +270,8 @@ struct LogSync {
 struct ViewChangeState {
     /// Set right after a restart: asking for the current view instead of voting for a new one.
     rejoining: bool,
+    /// The view change is waiting for a log that covers a short replica's mark (logged once).
+    waiting_for_cover: bool,
     start_view_change_from: BTreeSet<u8>,
     do_view_change_sent: bool,
     do_view_changes: BTreeMap<u8, LogSummary>,
@@ -422,10 +441,11 @@ impl Replica {
     /// Protocol-aware recovery (Alagappan et al., FAST 2018): a WAL whose head is below the acknowledged mark lost
     /// entries this replica acknowledged (a truncated or rolled-back tail that looked like a torn write, or no
     /// damage sign at all). Such a replica must not vote in a view change as if it never had them: with it in a
-    /// DoViewChange quorum, the new view could be chosen from logs that all lack a committed op. It recovers from a
-    /// quorum that includes the current primary instead (as a wiped replica does), durably marked so that a crash
-    /// during the recovery boots into it again. A replica that merely crashed never gets here: the mark is raised
-    /// only after the WAL fsync that made the acknowledged entries durable.
+    /// DoViewChange quorum, the new view could be chosen from logs that all lack a committed op. It keeps its mark,
+    /// which its DoViewChange carries: its log is then no candidate, and a view starts only from a log that covers
+    /// the mark (`view_change::maybe_complete_view_change`); the mark comes down once it holds a view's log again.
+    /// A replica that merely crashed never gets here: the mark is raised only after the WAL fsync that made the
+    /// acknowledged entries durable.
     fn check_acknowledged_tail(&mut self) -> Result<(), ReplicaError> {
         let head = self.journal.head().op;
         let acked = self.superblock.acked;
@@ -433,18 +453,16 @@ impl Replica {
             return Ok(());
         }
         if self.config.mutants.has(Bug::RejoinAfterLostTail) {
-            // MUTANT(rejoin-after-lost-tail): the replica rejoins as if its shorter log were all it ever
-            // acknowledged, and votes with it in the next view change.
-            return Ok(());
+            // MUTANT(rejoin-after-lost-tail): the replica believes its shorter log is all it ever acknowledged (it
+            // forgets the mark) and offers it in the next view change as a whole log.
+            return self.lower_acked(head);
         }
         tracing::warn!(
             replica = self.config.replica,
             op = head,
             acked,
-            "the wal ends below what this replica acknowledged (lost acknowledged entries): recovering from a quorum before voting"
+            "the wal ends below what this replica acknowledged (lost acknowledged entries): its log is no candidate in a view change until it holds a view's log again"
         );
-        self.status = Status::Recovering;
-        self.persist_superblock()?;
         Ok(())
     }
 
@@ -564,6 +582,7 @@ impl Replica {
                 op,
                 checksum,
                 commit,
+                acked,
             } => {
                 let summary = LogSummary {
                     replica: from,
@@ -571,6 +590,7 @@ impl Replica {
                     op,
                     checksum,
                     commit,
+                    acked,
                 };
                 self.on_do_view_change(view, summary)?
             }

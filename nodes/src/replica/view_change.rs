@@ -57,6 +57,7 @@ impl Replica {
             op: head.op,
             checksum: head.checksum,
             commit: self.commit_min,
+            acked: self.superblock.acked,
         }
     }
 
@@ -96,6 +97,7 @@ impl Replica {
             op: own.op,
             checksum: own.checksum,
             commit: own.commit,
+            acked: own.acked,
         };
         self.outbound.send(self.primary_of(self.view), &message);
     }
@@ -123,7 +125,31 @@ impl Replica {
         let own = self.own_summary();
         self.view_change.do_view_changes.insert(own.replica, own);
         let summaries: Vec<LogSummary> = self.view_change.do_view_changes.values().copied().collect();
-        let best = choose_log(&summaries, self.config.replica, self.config.mutants);
+        // Protocol-aware recovery: a short log (its replica lost entries it acknowledged) is no candidate, and the
+        // chosen log must cover every short replica's mark, or it may lack a committed op that only the short
+        // replica had seen besides a replica not heard from. Otherwise the view waits for more DoViewChanges (or
+        // times out into the next view).
+        let candidates: Vec<LogSummary> = summaries.iter().filter(|s| !s.is_short()).copied().collect();
+        let covered = !candidates.is_empty() && {
+            let best = choose_log(&candidates, self.config.replica, self.config.mutants);
+            summaries
+                .iter()
+                .filter(|s| s.is_short())
+                .all(|short| best.covers(short))
+        };
+        if !covered {
+            if !self.view_change.waiting_for_cover {
+                self.view_change.waiting_for_cover = true;
+                let short: Vec<u8> = summaries.iter().filter(|s| s.is_short()).map(|s| s.replica).collect();
+                tracing::warn!(
+                    view = self.view,
+                    ?short,
+                    "view change waits: no log heard so far covers what a replica with a short log acknowledged"
+                );
+            }
+            return Ok(());
+        }
+        let best = choose_log(&candidates, self.config.replica, self.config.mutants);
         let mut commit = summaries.iter().map(|s| s.commit).max().expect("non-empty");
         if self.config.mutants.has(Bug::RejoinAfterLostTail) && commit > best.op {
             // MUTANT(rejoin-after-lost-tail): the modeled replica has no cross-check of the chosen log against the
@@ -156,8 +182,9 @@ impl Replica {
 
     pub(super) fn become_primary(&mut self) -> Result<(), ReplicaError> {
         self.journal.sync()?;
-        // The primary counts its own ack for the whole chosen log: the acknowledged mark covers it first.
-        self.superblock.acked = self.superblock.acked.max(self.journal.head().op);
+        // Its log is the new view's now, which holds every committed op: what it acknowledged above it in older
+        // views never committed. The primary counts its own ack for the whole log, so the mark is exactly its head.
+        self.superblock.acked = self.journal.head().op;
         self.log_view = self.view;
         self.status = Status::Normal;
         self.view_change = ViewChangeState::default();
@@ -234,6 +261,9 @@ impl Replica {
     pub(super) fn finish_adopt_view(&mut self, head: LogSource) -> Result<(), ReplicaError> {
         self.truncate_log_after(head.op)?;
         self.journal.sync()?;
+        // It holds the view's log up to the primary's head: what it acknowledged above that in older views (or
+        // lost from its tail) never committed, or the view would hold it.
+        self.superblock.acked = self.superblock.acked.min(self.journal.head().op);
         self.log_view = self.view;
         self.persist_superblock()?;
         self.ack_pending = true;
@@ -305,6 +335,7 @@ mod tests {
             op,
             checksum: u128::from(op),
             commit: 0,
+            acked: op,
         }
     }
 
@@ -336,5 +367,25 @@ mod tests {
     fn given_equal_logs_when_choosing_should_prefer_the_local_replica() {
         let chosen = choose_log(&[summary(0, 2, 5), summary(1, 2, 5)], 1, Mutants::NONE);
         assert_eq!(chosen.replica, 1);
+    }
+
+    #[test]
+    fn given_a_short_log_when_judged_should_be_covered_only_by_a_newer_view_or_a_longer_log_of_its_view() {
+        // Replica 2 acknowledged up to op 9 in log_view 3, then lost its tail down to op 6.
+        let short = LogSummary {
+            acked: 9,
+            ..summary(2, 3, 6)
+        };
+        assert!(short.is_short() && !summary(1, 3, 6).is_short());
+        assert!(summary(0, 3, 9).covers(&short), "the same view's log up to its mark");
+        assert!(
+            summary(0, 4, 2).covers(&short),
+            "a newer view's log: its view change covered the mark"
+        );
+        assert!(!summary(0, 3, 8).covers(&short), "one op short of the mark");
+        assert!(
+            !summary(0, 2, 20).covers(&short),
+            "a longer log of an older view may lack what it acknowledged"
+        );
     }
 }
