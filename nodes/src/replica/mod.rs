@@ -468,6 +468,11 @@ impl Replica {
 
     /// Durably raises the acknowledged mark to the head before an ack for it leaves (the WAL is already synced).
     fn raise_acked(&mut self) -> Result<(), ReplicaError> {
+        if self.config.mutants.has(Bug::NoFsync) {
+            // The node `no-fsync` models has no durable record of what it acknowledged either: it cannot tell that
+            // a power loss took acknowledged entries, which is how it loses them.
+            return Ok(());
+        }
         let head = self.journal.head().op;
         if head > self.superblock.acked {
             self.superblock.store_acked(&self.config.data_dir, head)?;
