@@ -39,6 +39,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-partition", include_str!("../../../plans/etcd-partition.yaml")),
     ("etcd-disk", include_str!("../../../plans/etcd-disk.yaml")),
     ("etcd-mixed", include_str!("../../../plans/etcd-mixed.yaml")),
+    ("etcd-corruption", include_str!("../../../plans/etcd-corruption.yaml")),
     (
         "reference-crash-points",
         include_str!("../../../plans/reference-crash-points.yaml"),
