@@ -72,13 +72,25 @@ fn main() {
     let rate = std::env::var("FAULTLINE_BENCH_RATE").ok();
     let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
     let exec_text = std::fs::read_to_string(plans.join("exec-reference.yaml")).expect("plans/exec-reference.yaml");
-    // The same workload and faults: the exec plan's system section over the default plan's.
-    let native_text = std::fs::read_to_string(plans.join("default.yaml")).expect("plans/default.yaml");
-    let (_, rest) = exec_text.split_at(exec_text.find("workload:\n").expect("a workload section"));
-    let native_rest = &native_text[native_text.find("workload:\n").expect("a workload section")..];
-    assert_eq!(
-        rest, native_rest,
-        "exec-reference.yaml keeps the default plan's workload, nemesis and final phase"
+    // The same workload, faults and final phase: the exec plan's, under the default plan's native system section
+    // with the exec plan's checkpoint interval. The exec plan's file classes `wal` and `snapshot` are the native
+    // adapter's too; its `data` (the superblock) is the native `superblock`.
+    let default_text = std::fs::read_to_string(plans.join("default.yaml")).expect("plans/default.yaml");
+    let rest = &exec_text[exec_text.find("workload:\n").expect("a workload section")..];
+    let head = &default_text[..default_text.find("workload:\n").expect("a workload section")];
+    let checkpoints = "--checkpoint-interval-ops, \"300\"";
+    assert!(
+        exec_text.contains(checkpoints),
+        "exec-reference.yaml checkpoints every 300 ops"
+    );
+    let native_text = format!(
+        "{}{}",
+        head.replacen(
+            "  nodes: 3\n",
+            "  nodes: 3\n  args: [\"--checkpoint-interval-ops\", \"300\"]\n",
+            1
+        ),
+        rest.replace("files: data,", "files: superblock,")
     );
     let work = tempfile::tempdir().expect("a temporary folder");
     let with_rate = |text: &str| match &rate {

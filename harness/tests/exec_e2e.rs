@@ -101,10 +101,16 @@ fn given_the_exec_reference_plan_when_nodes_never_fsync_and_every_node_loses_pow
     }
     let _one = one_cluster();
     // One power loss of the whole cluster at 5 s, and the restart-all is one too.
-    let plan = without_faults(&exec_plan(21, "8s", ", --bug, no-fsync")).replace(
-        "\nfinal_phase:\n",
-        "\ndisk:\n  fault_fs: true\nnemesis:\n  process:\n    script:\n      \
-         - {at: 5s, kind: power-loss, targets: all, duration: 2s}\nfinal_phase:\n  power_loss: true\n",
+    let plan = without_faults(&exec_plan(21, "8s", ", --bug, no-fsync"))
+        .replace("\ndisk:\n", "\ndisk:\n  fault_fs: true\n")
+        .replace(
+            "\nfinal_phase:\n",
+            "\nnemesis:\n  process:\n    script:\n      \
+             - {at: 5s, kind: power-loss, targets: all, duration: 2s}\nfinal_phase:\n  power_loss: true\n",
+        );
+    assert!(
+        plan.contains("  fault_fs: true\n"),
+        "the plan's disk section gets the fault filesystem"
     );
     let run = run_text(&plan, &[]);
     let results = results(&run.run_dir);
@@ -247,11 +253,7 @@ fn given_a_bad_template_or_a_missing_program_when_checked_should_name_file_line_
             "\"{data_dri}\"",
             "unknown template variable `{data_dri}`",
         ),
-        (
-            "start: [\"{faultline}\"",
-            "start: [./bin/mydb",
-            "build it, or fix the path",
-        ),
+        ("start: [sh,", "start: [./bin/mydb,", "build it, or fix the path"),
         ("command: [python3,", "command: [no-such-python-xyz,", "not on PATH"),
     ];
     for (find, replace, expected) in cases {

@@ -83,21 +83,22 @@ fn given_a_graceful_stop_and_cuts_on_one_live_node_when_run_should_record_each_a
     );
 }
 
-/// `plans/exec-reference.yaml` with its client path made absolute, a stop command that does not stop the node (it
-/// ignores the request), and one scripted graceful stop.
+/// `plans/exec-reference.yaml` with its client path made absolute, its stop command replaced by one that does not
+/// stop the node (it ignores the request), and one scripted graceful stop.
 fn exec_stop_plan() -> String {
     let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
     let text = repo_plan_text("exec-reference.yaml").replace("{plan_dir}", &plans.display().to_string());
     let start = text.find("\nnemesis:\n").unwrap();
     let end = text.find("\nfinal_phase:\n").unwrap();
     let limit = text.lines().find(|l| l.starts_with("time_limit:")).unwrap().to_string();
+    let stop = text.lines().find(|l| l.starts_with("  stop: [")).unwrap().to_string();
     format!(
         "{}\nnemesis:\n  process:\n    script:\n      - {{at: 2s, kind: stop, targets: [n1], duration: 1s, grace: 1500ms}}{}",
         &text[..start],
         &text[end..]
     )
     .replace(&limit, "time_limit: 8s\nseed: 3")
-    .replace("  verify: [", "  stop: [\"true\"]\n  verify: [")
+    .replace(&stop, "  stop: [\"true\"]")
 }
 
 /// A node that does not stop when asked is SIGKILLed after its grace, and the history says so.
