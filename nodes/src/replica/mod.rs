@@ -466,11 +466,15 @@ impl Replica {
         Ok(())
     }
 
+    /// Whether this replica keeps an acknowledged mark. The node `no-fsync` models has no durable record of what it
+    /// acknowledged either: it cannot tell that a power loss took acknowledged entries, which is how it loses them.
+    fn keeps_acked_mark(&self) -> bool {
+        !self.config.mutants.has(Bug::NoFsync)
+    }
+
     /// Durably raises the acknowledged mark to the head before an ack for it leaves (the WAL is already synced).
     fn raise_acked(&mut self) -> Result<(), ReplicaError> {
-        if self.config.mutants.has(Bug::NoFsync) {
-            // The node `no-fsync` models has no durable record of what it acknowledged either: it cannot tell that
-            // a power loss took acknowledged entries, which is how it loses them.
+        if !self.keeps_acked_mark() {
             return Ok(());
         }
         let head = self.journal.head().op;

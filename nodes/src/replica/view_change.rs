@@ -184,7 +184,9 @@ impl Replica {
         self.journal.sync()?;
         // Its log is the new view's now, which holds every committed op: what it acknowledged above it in older
         // views never committed. The primary counts its own ack for the whole log, so the mark is exactly its head.
-        self.superblock.acked = self.journal.head().op;
+        if self.keeps_acked_mark() {
+            self.superblock.acked = self.journal.head().op;
+        }
         self.log_view = self.view;
         self.status = Status::Normal;
         self.view_change = ViewChangeState::default();
