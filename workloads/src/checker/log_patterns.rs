@@ -234,7 +234,10 @@ mod tests {
                 "n2".to_string(),
                 "2026-12-05T01:00:27.250000Z INFO view change\npanicked at y.rs:3:4\n".to_string(),
             ),
-            ("n3".to_string(), "panicked at z.rs:5:6 with no timestamp anywhere\n".to_string()),
+            (
+                "n3".to_string(),
+                "panicked at z.rs:5:6 with no timestamp anywhere\n".to_string(),
+            ),
         ]);
         let checker = LogPatterns {
             patterns: vec!["panicked at".into()],
@@ -250,8 +253,15 @@ mod tests {
             history: &h,
             node_logs: &logs,
         });
-        assert_eq!(result.details[0]["at_ns"], 4_500_000_000u64, "n1, dated by the line above the panic");
-        assert_eq!(result.evidence_ns, Some(1_250_000_000), "the earliest hit is n2's, not the first listed");
+        assert_eq!(
+            result.details[0]["at_ns"], 4_500_000_000u64,
+            "n1, dated by the line above the panic"
+        );
+        assert_eq!(
+            result.evidence_ns,
+            Some(1_250_000_000),
+            "the earliest hit is n2's, not the first listed"
+        );
         assert!(result.details[2].get("at_ns").is_none(), "no timestamp: no date");
         let undated = checker.check(&CheckInput {
             history: &history(vec![]),
