@@ -312,9 +312,10 @@ pub struct FinalPhaseSpec {
     /// Bound on the cluster accepting a write after healing; past it the run is invalid (liveness).
     #[serde(default = "default_recovery_timeout")]
     pub recovery_timeout: Millis,
-    /// Bound on every node reporting the same commit point.
-    #[serde(default = "default_recovery_timeout")]
-    pub convergence_timeout: Millis,
+    /// Bound on every node reporting the same commit point (default: 30 s). Refused for a system without a status
+    /// probe, which reports no commit point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence_timeout: Option<Spanned<Millis>>,
     /// Bound on a restarted node becoming ready.
     #[serde(default = "default_boot_timeout")]
     pub boot_timeout: Millis,
@@ -422,12 +423,22 @@ pub struct TestCorruptWal {
     pub recorded: bool,
 }
 
+impl FinalPhaseSpec {
+    /// The bound on convergence: the plan's, else the default.
+    pub fn convergence_timeout(&self) -> std::time::Duration {
+        self.convergence_timeout
+            .as_ref()
+            .map_or(default_recovery_timeout(), |t| t.value)
+            .duration()
+    }
+}
+
 impl Default for FinalPhaseSpec {
     fn default() -> Self {
         FinalPhaseSpec {
             enabled: true,
             recovery_timeout: default_recovery_timeout(),
-            convergence_timeout: default_recovery_timeout(),
+            convergence_timeout: None,
             boot_timeout: default_boot_timeout(),
             restart_all: true,
             test_only_corrupt_wal: None,

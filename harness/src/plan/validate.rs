@@ -296,6 +296,39 @@ impl Plan {
                 }
             }
         }
+        if let (false, Some(network)) = (capabilities.primary_probe, &self.nemesis.network) {
+            let isolates_primary = network
+                .value
+                .partitions
+                .iter()
+                .any(|p| p.shape == faultline_faults::network::shape::Shape::IsolatePrimary);
+            if isolates_primary {
+                return Err(at(
+                    network.referenced,
+                    format!(
+                        "this {kind} system cannot tell who the primary is, so the `isolate-primary` partition cannot \
+                         be aimed: give the system a status probe with a `role` pointer, or use `isolate-one`"
+                    ),
+                ));
+            }
+        }
+        if !capabilities.status_probe {
+            if let Some(timeout) = self
+                .final_phase
+                .convergence_timeout
+                .as_ref()
+                .filter(|_| self.final_phase.enabled)
+            {
+                return Err(at(
+                    timeout.referenced,
+                    format!(
+                        "final_phase.convergence_timeout: this {kind} system has no status probe, so faultline sees no \
+                         commit point and cannot check that the nodes converge; remove the line (the run checks \
+                         everything else), or give the system a `status` (http or command) with a `commit_point`"
+                    ),
+                ));
+            }
+        }
         if self.final_phase.after_refusal == AfterRefusal::Wipe && !capabilities.wipe {
             return Err(PlanError {
                 origin: origin.into(),

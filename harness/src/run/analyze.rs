@@ -146,7 +146,10 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
         workload,
         Box::new(Boot::default()),
         Box::new(Liveness { final_phase_enabled }),
-        Box::new(Convergence { final_phase_enabled }),
+        Box::new(Convergence {
+            final_phase_enabled,
+            commit_point_known: capabilities.status_probe,
+        }),
     ];
     // Only for systems whose adapter reads a durable progress number and a boot's own account of what it kept.
     if capabilities.durable_progress {

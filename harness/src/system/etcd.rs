@@ -93,6 +93,7 @@ impl AdapterSpec for EtcdConfig {
             // Members also use peer connections they open themselves (and advertise), which a proxy cannot cut.
             proxy_partitions: false,
             primary_probe: true,
+            status_probe: true,
             wipe: true,
             offline_verify: false,
             // raftAppliedIndex, settled (see `EtcdSystem::durable_settle`); raft's `newRaft ... lastindex` says the rest.

@@ -43,6 +43,8 @@ pub struct Capabilities {
     pub proxy_partitions: bool,
     /// It can tell who the primary is (role targets `primary`, `backup`, `next-primary` need it).
     pub primary_probe: bool,
+    /// It has a status probe at all: a commit point to compare (the convergence check needs it).
+    pub status_probe: bool,
     /// It can wipe a node and let it rejoin (`final_phase.after_refusal: wipe`).
     pub wipe: bool,
     /// It has an offline WAL verifier, run on every stopped node in the restart-all.
@@ -376,6 +378,11 @@ pub trait System: Send + Sync {
     fn launch(&self, node: usize) -> LaunchCommand;
     /// Asks a live node for its status.
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError>;
+    /// Whether the system has a status probe; without one [`System::probe`] never answers, the observer does not
+    /// ask, and nothing waits for a commit point.
+    fn reports_status(&self) -> bool {
+        true
+    }
     /// Whether a started node is ready to serve (by default: it answers a status probe).
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         self.probe(node, timeout).await.is_ok()

@@ -58,6 +58,7 @@ impl AdapterSpec for ReferenceConfig {
             workloads: vec![WorkloadKind::Register, WorkloadKind::Log],
             proxy_partitions: true,
             primary_probe: true,
+            status_probe: true,
             wipe: true,
             offline_verify: true,
             durable_progress: true,

@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 pub struct Convergence {
     /// The plan runs a final phase; without one there is nothing to check.
     pub final_phase_enabled: bool,
+    /// The system reports a commit point (it has a status probe); without one there is nothing to compare.
+    pub commit_point_known: bool,
 }
 
 impl Checker for Convergence {
@@ -40,6 +42,15 @@ impl Checker for Convergence {
             return result(
                 Verdict::Valid,
                 "not checked: the plan disables the final phase".into(),
+                Value::Null,
+            );
+        }
+        if !self.commit_point_known {
+            return result(
+                Verdict::Valid,
+                "not checked: the system has no status probe, so it reports no commit point to compare (give it \
+                 `system.status` with a `commit_point`)"
+                    .into(),
                 Value::Null,
             );
         }

@@ -72,7 +72,7 @@ impl Lab {
                         _ = stop.wait_for(|stop| *stop) => return,
                     }
                     let now = tokio::time::Instant::now();
-                    if lab.boot_state(node) != BootState::Ready || now < next_probe {
+                    if lab.boot_state(node) != BootState::Ready || now < next_probe || !lab.system.reports_status() {
                         continue;
                     }
                     next_probe = now + lab.system.observe_interval();

@@ -1,7 +1,8 @@
 //! The exec adapter's plan section (`system: {kind: exec, ...}`): its types, load-time checks and the build of a run.
 
 use super::client;
-use super::{ExecSystem, Template, Vars};
+use super::template::Scope;
+use super::{ExecSystem, Template};
 use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
 use crate::system::{AdapterSpec, BuildContext, Built, Capabilities, Recovered};
 use anyhow::Context;
@@ -33,8 +34,15 @@ pub struct ExecConfig {
     /// When a started node is ready; default: it answers the status probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<ReadyProbe>,
-    /// How to ask a node for its role and commit point.
-    pub status: StatusProbe,
+    /// How to ask a node for its role and commit point. Without it faultline knows no roles and no commit point:
+    /// role targets, role triggers and the convergence check are refused, the rest works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusProbe>,
+    /// Configuration files, path -> content, both templates: written before a node's first start (before
+    /// `prepare`) and again after a wipe, never at a restart (the system may rewrite them). A relative path is
+    /// relative to the node's folder (`{node_dir}`); every file must stay inside it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_files: BTreeMap<String, Spanned<String>>,
     /// Offline check of a stopped node's data dir (exit 0 = sound), run on every node in the restart-all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<CommandSpec>,
@@ -88,12 +96,22 @@ pub enum ReadyProbe {
     Command(CommandSpec),
 }
 
-/// The status probe.
+/// The status probe: `http` or `command` (once per probe, or one `persistent` process per node), read with JSON
+/// pointers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatusProbe {
     /// The URL of a JSON status document (a GET, or a POST of `post`).
-    pub http: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Spanned<String>>,
+    /// A command that prints the status document (one JSON object) on stdout; a non-zero exit: the node did not
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSpec>,
+    /// Run `command` once per node and talk to it in lines: `{"probe": N, "timeout_ms": T}` out, the document (or
+    /// `{"error": "why"}`) back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
     /// A body to POST instead of a GET (e.g. `"{}"` for gRPC gateways, which answer POSTs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post: Option<String>,
@@ -206,7 +224,7 @@ fn all_workloads() -> Vec<WorkloadKind> {
 }
 
 /// Port bases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ports {
     /// Client port of node 0.
@@ -218,6 +236,77 @@ pub struct Ports {
     /// Proxy of link 0->0 (link i->j: `+ 10 i + j`).
     #[serde(default = "default_proxy_port")]
     pub proxy: u16,
+    /// More ports by name, each a base (node i: `base + i`): `{port.NAME}`, `{addr.NAME}`, `{addrs.NAME}` and
+    /// `{node.K.port.NAME}` in templates, e.g. `{admin: 28001, election: 29001}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub named: BTreeMap<String, u16>,
+}
+
+impl Ports {
+    /// Every port name and its base: `client`, `peer`, then the named ones.
+    pub fn bases(&self) -> Vec<(String, u16)> {
+        [("client".to_string(), self.client), ("peer".to_string(), self.peer)]
+            .into_iter()
+            .chain(self.named.iter().map(|(name, base)| (name.clone(), *base)))
+            .collect()
+    }
+
+    /// Every port name.
+    pub fn names(&self) -> Vec<String> {
+        self.bases().into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// The base of port `name`.
+    pub fn base(&self, name: &str) -> Option<u16> {
+        self.bases().into_iter().find(|(n, _)| n == name).map(|(_, base)| base)
+    }
+
+    /// Names that are not identifiers, ranges that leave the port space or overlap (the proxies' too), for a
+    /// cluster of `nodes`.
+    fn check(&self, nodes: usize) -> Result<(), String> {
+        for name in self.named.keys() {
+            let identifier =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !identifier {
+                return Err(format!(
+                    "ports.named: `{name}` is not a port name (letters, digits, `_` and `-`, e.g. `admin`)"
+                ));
+            }
+            if ["client", "peer", "proxy"].contains(&name.as_str()) {
+                return Err(format!(
+                    "ports.named: `{name}` is already a port of every node; give it as `ports.{name}`"
+                ));
+            }
+        }
+        let mut ranges: Vec<(String, u32, u32)> = self
+            .bases()
+            .into_iter()
+            .map(|(name, base)| (name, base as u32, base as u32 + nodes as u32 - 1))
+            .collect();
+        ranges.push((
+            "proxy".into(),
+            self.proxy as u32,
+            self.proxy as u32 + 10 * (nodes as u32 - 1) + nodes as u32 - 1,
+        ));
+        for (name, low, high) in &ranges {
+            if *low == 0 || *high > u16::MAX as u32 {
+                return Err(format!(
+                    "ports: `{name}` ({low}..={high} for {nodes} nodes) leaves the port range 1..=65535"
+                ));
+            }
+        }
+        for (i, (a, a_low, a_high)) in ranges.iter().enumerate() {
+            for (b, b_low, b_high) in &ranges[i + 1..] {
+                if a_low <= b_high && b_low <= a_high {
+                    return Err(format!(
+                        "ports: `{a}` ({a_low}..={a_high}) and `{b}` ({b_low}..={b_high}) overlap for {nodes} nodes; \
+                         give each its own range (node i uses base + i)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for Ports {
@@ -226,6 +315,7 @@ impl Default for Ports {
             client: default_client_port(),
             peer: default_peer_port(),
             proxy: default_proxy_port(),
+            named: BTreeMap::new(),
         }
     }
 }
@@ -264,6 +354,9 @@ impl ExecConfig {
         if let Some(ReadyProbe::Command(ready)) = &self.ready {
             commands.push(("system.ready.command", ready, true));
         }
+        if let Some(command) = self.status.as_ref().and_then(|s| s.command.as_ref()) {
+            commands.push(("system.status.command", command, true));
+        }
         commands
     }
 
@@ -276,6 +369,9 @@ impl ExecConfig {
         if let Some(ReadyProbe::Command(ready)) = &mut self.ready {
             commands.push(ready);
         }
+        if let Some(command) = self.status.as_mut().and_then(|s| s.command.as_mut()) {
+            commands.push(command);
+        }
         commands
     }
 
@@ -283,7 +379,12 @@ impl ExecConfig {
     fn node_templates(&self) -> Vec<(String, &Spanned<String>)> {
         let mut templates: Vec<(String, &Spanned<String>)> =
             self.env.iter().map(|(k, v)| (format!("system.env.{k}"), v)).collect();
-        templates.push(("system.status.http".into(), &self.status.http));
+        if let Some(url) = self.status.as_ref().and_then(|s| s.http.as_ref()) {
+            templates.push(("system.status.http".into(), url));
+        }
+        for (path, content) in &self.config_files {
+            templates.push((format!("system.config_files[{path:?}]"), content));
+        }
         match &self.ready {
             Some(ReadyProbe::Http(url)) => templates.push(("system.ready.http".into(), url)),
             Some(ReadyProbe::Tcp(addr)) => templates.push(("system.ready.tcp".into(), addr)),
@@ -307,10 +408,14 @@ impl AdapterSpec for ExecConfig {
         Capabilities {
             workloads: self.client.workloads.clone(),
             proxy_partitions: self.proxy_partitions,
-            primary_probe: self.status.role.is_some() || !self.status.primary_if_equal.is_empty(),
+            primary_probe: self
+                .status
+                .as_ref()
+                .is_some_and(|s| s.role.is_some() || !s.primary_if_equal.is_empty()),
+            status_probe: self.status.is_some(),
             wipe: self.wipe.is_some(),
             offline_verify: self.verify.is_some(),
-            durable_progress: self.status.durable.is_some() && self.recovered.is_some(),
+            durable_progress: self.status.as_ref().is_some_and(|s| s.durable.is_some()) && self.recovered.is_some(),
             // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
             repairing_pattern: self.log_lines.repairing.is_some(),
@@ -343,6 +448,23 @@ impl AdapterSpec for ExecConfig {
             column: spanned.referenced.column(),
             message,
         };
+        let nodes = plan.system.nodes();
+        self.ports.check(nodes).map_err(|message| PlanError {
+            origin: origin.to_string(),
+            line: 0,
+            column: 0,
+            message,
+        })?;
+        let port_names = self.ports.names();
+        let node_scope = Scope {
+            per_node: true,
+            ports: &port_names,
+            node_count: nodes,
+        };
+        let client_scope = Scope {
+            per_node: false,
+            ..node_scope
+        };
         for (field, command, per_node) in self.commands() {
             let Some(program) = command.first() else {
                 return Err(PlanError {
@@ -352,24 +474,96 @@ impl AdapterSpec for ExecConfig {
                     message: format!("{field} is empty: give the program and its arguments, e.g. [./mydb, serve]"),
                 });
             };
-            let allowed = if per_node { Vars::NODE } else { Vars::CLIENT };
+            let scope = if per_node { &node_scope } else { &client_scope };
             for arg in command {
-                Template::parse(&arg.value, allowed).map_err(|e| at(arg, format!("{field}: {e}")))?;
+                Template::parse(&arg.value, scope).map_err(|e| at(arg, format!("{field}: {e}")))?;
             }
             check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
         }
         for (field, template) in self.node_templates() {
-            Template::parse(&template.value, Vars::NODE).map_err(|e| at(template, format!("{field}: {e}")))?;
+            Template::parse(&template.value, &node_scope).map_err(|e| at(template, format!("{field}: {e}")))?;
         }
-        let pointers = self
-            .status
+        for (path, content) in &self.config_files {
+            let field = format!("system.config_files[{path:?}]");
+            Template::parse(path, &node_scope).map_err(|e| at(content, format!("{field} (its path): {e}")))?;
+            let anchored = path.starts_with("{node_dir}") || path.starts_with("{data_dir}");
+            let relative_inside = Path::new(path)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+            if !anchored && !relative_inside {
+                return Err(at(
+                    content,
+                    format!(
+                        "{field}: a config file lives in the node's folder: write a path relative to it (`node.conf`), \
+                         or one under `{{node_dir}}` or `{{data_dir}}`"
+                    ),
+                ));
+            }
+        }
+        let surgery = !plan.final_phase.surgery.is_empty() || plan.final_phase.test_only_corrupt_wal.is_some();
+        if surgery && self.wal_glob.is_none() {
+            return Err(PlanError {
+                origin: origin.to_string(),
+                line: 0,
+                column: 0,
+                message: "this plan cuts WAL files, but system.wal_glob does not say which files are the WAL \
+                          (e.g. `wal_glob: \"wal/*\"`)"
+                    .into(),
+            });
+        }
+        if self.status.is_none() && self.recovered.is_some() {
+            let recovered = self.recovered.as_ref().expect("checked");
+            return Err(at(
+                &recovered.line,
+                "system.recovered needs system.status with a `durable` pointer: the durability check compares what a \
+                 node reported before it stopped with what it booted with"
+                    .into(),
+            ));
+        }
+        let Some(status) = &self.status else {
+            return Ok(());
+        };
+        let status_at = status
+            .http
+            .as_ref()
+            .or(status.command.as_ref().and_then(|c| c.first()))
+            .or(status.commit_point.first());
+        let status_err = |message: &str| match status_at {
+            Some(spanned) => at(spanned, message.to_string()),
+            None => PlanError {
+                origin: origin.to_string(),
+                line: 0,
+                column: 0,
+                message: message.to_string(),
+            },
+        };
+        match (&status.http, &status.command) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(status_err(
+                    "system.status takes one source: `http: URL` (a JSON document), or `command: [...]` (prints one; \
+                     add `persistent: true` to keep one process per node and ask it a line per probe)",
+                ))
+            }
+            (Some(_), None) if status.persistent => {
+                return Err(status_err(
+                    "system.status.persistent is for `command`: an HTTP probe keeps its connections anyway",
+                ))
+            }
+            (None, Some(_)) if status.post.is_some() => {
+                return Err(status_err(
+                    "system.status.post is the body of an HTTP POST; a status `command` takes none",
+                ))
+            }
+            _ => {}
+        }
+        let pointers = status
             .role
             .iter()
-            .chain(&self.status.primary)
-            .chain(&self.status.commit_point)
-            .chain(&self.status.primary_if_equal)
-            .chain(&self.status.durable)
-            .chain(&self.status.view);
+            .chain(&status.primary)
+            .chain(&status.commit_point)
+            .chain(&status.primary_if_equal)
+            .chain(&status.durable)
+            .chain(&status.view);
         for pointer in pointers {
             if !pointer.value.is_empty() && !pointer.value.starts_with('/') {
                 return Err(at(
@@ -381,7 +575,7 @@ impl AdapterSpec for ExecConfig {
                 ));
             }
         }
-        match (&self.status.durable, &self.recovered) {
+        match (&status.durable, &self.recovered) {
             (Some(durable), None) => {
                 return Err(at(
                     durable,
@@ -400,16 +594,14 @@ impl AdapterSpec for ExecConfig {
             }
             _ => {}
         }
-        if self.status.commit_point.is_empty() {
-            return Err(at(
-                &self.status.http,
+        if status.commit_point.is_empty() {
+            return Err(status_err(
                 "system.status.commit_point needs at least one JSON pointer (e.g. [/commit, /head]): the final \
-                 phase waits for every node to report the same values"
-                    .into(),
+                 phase waits for every node to report the same values",
             ));
         }
-        if let Some(first) = self.status.primary_if_equal.first() {
-            if self.status.primary_if_equal.len() != 2 || self.status.role.is_some() {
+        if let Some(first) = status.primary_if_equal.first() {
+            if status.primary_if_equal.len() != 2 || status.role.is_some() {
                 return Err(at(
                     first,
                     "system.status.primary_if_equal takes two JSON pointers (the leader's id and the node's own), \
@@ -418,32 +610,22 @@ impl AdapterSpec for ExecConfig {
                 ));
             }
         }
-        if let Some(role) = &self.status.role {
-            if self.status.primary_when.is_empty() {
+        if let Some(role) = &status.role {
+            if status.primary_when.is_empty() {
                 return Err(at(
                     role,
                     "system.status.role needs `primary_when`: the role values of a primary (e.g. [leader])".into(),
                 ));
             }
         }
-        let surgery = !plan.final_phase.surgery.is_empty() || plan.final_phase.test_only_corrupt_wal.is_some();
-        if surgery && self.wal_glob.is_none() {
-            return Err(PlanError {
-                origin: origin.to_string(),
-                line: 0,
-                column: 0,
-                message: "this plan cuts WAL files, but system.wal_glob does not say which files are the WAL \
-                          (e.g. `wal_glob: \"wal/*\"`)"
-                    .into(),
-            });
-        }
         Ok(())
     }
 
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
         let n = context.node_count();
+        let bases: Vec<u16> = self.ports.bases().into_iter().map(|(_, base)| base).collect();
         let ports: Vec<u16> = (0..n as u16)
-            .flat_map(|i| [self.ports.client + i, self.ports.peer + i])
+            .flat_map(|i| bases.iter().map(move |base| base + i))
             .chain(
                 (0..n)
                     .flat_map(|i| (0..n).map(move |j| (i * 10 + j) as u16))
@@ -476,7 +658,10 @@ impl AdapterSpec for ExecConfig {
                 .build()
                 .context("building the status probe's HTTP client")?,
             log_patterns: self.log_lines.patterns(),
+            run_id: context.run_id.to_string(),
+            persistent: Vec::new(),
         };
+        let system = system.with_persistent_status();
         let program = system.node_vars(0).expand(&self.start[0].value);
         Ok(Built {
             system: Arc::new(system),

@@ -28,12 +28,13 @@
 
 pub mod client;
 mod config;
+mod status;
 mod template;
 
 pub use config::{
     ClientSpec, CommandSpec, ExecConfig, LogLines, Ports, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec,
 };
-pub use template::{Template, Vars};
+pub use template::{Scope, Template, Vars};
 
 use super::{
     LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient, System,
@@ -52,7 +53,7 @@ use std::time::Duration;
 /// Bound on one `prepare`, `wipe` or `verify` command.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 /// Characters of a status answer quoted in a misconfiguration message.
-const QUOTE_CHARS_MAX: usize = 300;
+pub(super) const QUOTE_CHARS_MAX: usize = 300;
 
 /// The exec system of one run.
 pub struct ExecSystem {
@@ -66,6 +67,10 @@ pub struct ExecSystem {
     http: reqwest::Client,
     /// `log_lines` as [`System::log_patterns`] gives them.
     log_patterns: Vec<(&'static str, std::borrow::Cow<'static, str>)>,
+    /// The run's id (tags the processes the adapter starts).
+    run_id: String,
+    /// Each node's persistent status process, when `status.persistent` (empty otherwise).
+    persistent: Vec<status::Persistent>,
 }
 
 impl ExecSystem {
@@ -89,6 +94,39 @@ impl ExecSystem {
             .join(",")
     }
 
+    /// Starts the persistent status process slots (one per node; each process starts at its node's first probe).
+    fn with_persistent_status(mut self) -> Self {
+        if let Some(StatusProbe {
+            command: Some(spec),
+            persistent: true,
+            ..
+        }) = &self.config.status
+        {
+            self.persistent = (0..self.node_count())
+                .map(|node| {
+                    let command = self.command(spec, &self.node_vars(node));
+                    status::Persistent::new(command, &self.run_id, self.status_log(node))
+                })
+                .collect();
+        }
+        self
+    }
+
+    /// `status.log` of a node's folder: its status command's stderr.
+    fn status_log(&self, node: usize) -> status::StatusLog {
+        status::StatusLog::open(self.node_dir(node).join("status.log"))
+    }
+
+    /// The node's folder (its data dir's parent).
+    fn node_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(Self::name(node))
+    }
+
+    /// Node `node`'s port `name`.
+    fn port_addr(&self, node: usize, base: u16) -> SocketAddr {
+        SocketAddr::new(self.node_ips[node], base + node as u16)
+    }
+
     /// The template variables of node `node`.
     fn node_vars(&self, node: usize) -> Vars {
         let me = self.addrs(node);
@@ -96,19 +134,58 @@ impl ExecSystem {
         vars.set("id", node.to_string());
         vars.set("name", Self::name(node));
         vars.set("data_dir", self.data_dir(node).display().to_string());
+        vars.set("node_dir", self.node_dir(node).display().to_string());
+        vars.set("host", self.node_ips[node].to_string());
         vars.set("client_addr", me.client.to_string());
         vars.set("peer_addr", me.peer.to_string());
         vars.set("peers", self.id_list(|to| self.peer_route(node, to), Some(node)));
+        for (name, base) in self.config.ports.bases() {
+            vars.set(format!("port.{name}"), (base + node as u16).to_string());
+            vars.set(format!("addr.{name}"), self.port_addr(node, base).to_string());
+        }
         vars
     }
 
-    /// The variables every command may use.
+    /// The variables every command may use: the cluster's.
     fn client_vars(&self) -> Vars {
         let mut vars = Vars::default();
         vars.set("node_count", self.node_count().to_string());
         vars.set("client_addrs", self.id_list(|i| self.addrs(i).client, None));
         vars.set("faultline", self.faultline.display().to_string());
+        for (name, base) in self.config.ports.bases() {
+            vars.set(format!("addrs.{name}"), self.id_list(|i| self.port_addr(i, base), None));
+            for k in 0..self.node_count() {
+                vars.set(format!("node.{k}.port.{name}"), (base + k as u16).to_string());
+                vars.set(format!("node.{k}.addr.{name}"), self.port_addr(k, base).to_string());
+            }
+        }
+        for k in 0..self.node_count() {
+            vars.set(format!("node.{k}.host"), self.node_ips[k].to_string());
+        }
         vars
+    }
+
+    /// Writes the plan's `config_files` of node `node` (before its first start, and after a wipe).
+    fn write_config_files(&self, node: usize) -> anyhow::Result<()> {
+        let vars = self.node_vars(node);
+        let node_dir = self.node_dir(node);
+        for (path, content) in &self.config.config_files {
+            let expanded = PathBuf::from(vars.expand(path));
+            let target = lexical(&node_dir.join(&expanded));
+            anyhow::ensure!(
+                target.starts_with(lexical(&node_dir)),
+                "system.config_files: `{path}` is {}, outside {}'s folder {}; a config file lives in the node's folder",
+                target.display(),
+                Self::name(node),
+                node_dir.display()
+            );
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            }
+            std::fs::write(&target, vars.expand(&content.value))
+                .with_context(|| format!("writing {}'s config file {}", Self::name(node), target.display()))?;
+        }
+        Ok(())
     }
 
     fn command(&self, spec: &CommandSpec, vars: &Vars) -> LaunchCommand {
@@ -170,7 +247,9 @@ impl ExecSystem {
 
     /// Reads a status answer with the plan's pointers.
     fn read_status(&self, raw: Value) -> Result<NodeStatus, ProbeError> {
-        let status = &self.config.status;
+        let Some(status) = &self.config.status else {
+            return Err(ProbeError::NoAnswer);
+        };
         let lookup = |pointer: &Spanned<String>, what: &str| -> Result<String, ProbeError> {
             match raw.pointer(&pointer.value) {
                 Some(Value::String(text)) => Ok(text.clone()),
@@ -220,6 +299,40 @@ impl ExecSystem {
         })
     }
 
+    /// The status document at `url` (template) of node `node`: a GET, or a POST of `post`.
+    async fn probe_http(
+        &self,
+        node: usize,
+        url: &str,
+        post: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, ProbeError> {
+        let url = self.node_vars(node).expand(url);
+        let request = match post {
+            Some(body) => self
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+            None => self.http.get(&url),
+        };
+        let response = request
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|_| ProbeError::NoAnswer)?;
+        if !response.status().is_success() {
+            return Err(ProbeError::NoAnswer);
+        }
+        let body = response.bytes().await.map_err(|_| ProbeError::NoAnswer)?;
+        serde_json::from_slice(&body).map_err(|e| {
+            ProbeError::Misconfigured(format!(
+                "its status answer at {url} (system.status.http) is not JSON ({e}): {}",
+                String::from_utf8_lossy(&body[..body.len().min(QUOTE_CHARS_MAX)])
+            ))
+        })
+    }
+
     fn client(
         &self,
         home: usize,
@@ -233,6 +346,21 @@ impl ExecSystem {
             client::ExecClient::new(command, self.clients.clone(), addrs, home, op_timeout, process)
         })
     }
+}
+
+/// `path` without `.` and `..` components (resolved by name, not through the filesystem: the file may not exist).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A JSON value, clipped for a message.
@@ -263,9 +391,12 @@ impl System for ExecSystem {
                     _ => None,
                 })
         };
-        let durable = number(&self.config.status.durable);
+        let Some(config) = &self.config.status else {
+            return Progress::default();
+        };
+        let durable = number(&config.durable);
         Progress {
-            view: number(&self.config.status.view),
+            view: number(&config.view),
             durable,
             numbers: durable.map(|d| ("durable", d)).into_iter().collect(),
         }
@@ -274,7 +405,8 @@ impl System for ExecSystem {
     fn durable_settle(&self) -> Duration {
         self.config
             .status
-            .durable_settle
+            .as_ref()
+            .and_then(|s| s.durable_settle)
             .map_or(Duration::ZERO, |m| Duration::from_millis(m.0))
     }
 
@@ -308,6 +440,7 @@ impl System for ExecSystem {
     async fn prepare(&self, node: usize) -> anyhow::Result<()> {
         let dir = self.data_dir(node);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        self.write_config_files(node)?;
         match &self.config.prepare {
             Some(prepare) => self.run_once("prepare", prepare, node).await,
             None => Ok(()),
@@ -322,6 +455,7 @@ impl System for ExecSystem {
             );
         };
         super::empty_data_dir(&self.data_dir(node))?;
+        self.write_config_files(node)?;
         self.run_once("wipe", &wipe.command, node).await
     }
 
@@ -330,37 +464,37 @@ impl System for ExecSystem {
     }
 
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
-        let url = self.node_vars(node).expand(&self.config.status.http.value);
-        let request = match &self.config.status.post {
-            Some(body) => self
-                .http
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.clone()),
-            None => self.http.get(&url),
-        };
-        let response = request
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(|_| ProbeError::NoAnswer)?;
-        if !response.status().is_success() {
+        let Some(config) = &self.config.status else {
             return Err(ProbeError::NoAnswer);
-        }
-        let body = response.bytes().await.map_err(|_| ProbeError::NoAnswer)?;
-        let raw: Value = serde_json::from_slice(&body).map_err(|e| {
-            ProbeError::Misconfigured(format!(
-                "its status answer at {url} (system.status.http) is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body[..body.len().min(QUOTE_CHARS_MAX)])
-            ))
-        })?;
+        };
+        let raw = match (&config.http, &config.command) {
+            (Some(url), _) => {
+                self.probe_http(node, &url.value, config.post.as_deref(), timeout)
+                    .await?
+            }
+            (None, Some(_)) if config.persistent => self.persistent[node].probe(timeout).await?,
+            (None, Some(spec)) => {
+                let command = self.command(spec, &self.node_vars(node));
+                status::run_command(&command, &self.run_id, timeout, &self.status_log(node)).await?
+            }
+            (None, None) => return Err(ProbeError::NoAnswer),
+        };
         self.read_status(raw)
+    }
+
+    fn reports_status(&self) -> bool {
+        self.config.status.is_some()
     }
 
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         let vars = self.node_vars(node);
         match &self.config.ready {
-            None => self.probe(node, timeout).await.is_ok(),
+            None if self.config.status.is_some() => self.probe(node, timeout).await.is_ok(),
+            // No status: a node is ready when it accepts connections on its client address.
+            None => {
+                let connect = tokio::net::TcpStream::connect(self.addrs(node).client);
+                matches!(tokio::time::timeout(timeout, connect).await, Ok(Ok(_)))
+            }
             Some(ReadyProbe::Http(url)) => {
                 let answer = self.http.get(vars.expand(&url.value)).timeout(timeout).send().await;
                 answer.is_ok_and(|a| a.status().is_success())

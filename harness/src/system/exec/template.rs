@@ -11,21 +11,33 @@ pub struct Template;
 /// Variable values for expanding templates (and the lists of which variables a template may use).
 #[derive(Default)]
 pub struct Vars {
-    values: BTreeMap<&'static str, String>,
+    values: BTreeMap<String, String>,
 }
 
-/// (name, meaning) of every variable, for error messages and the docs.
+/// (name, meaning) of every variable, for error messages and the docs. `NAME` stands for a port's name (`client`,
+/// `peer` or one of `ports.named`) and `K` for a node's 0-based id.
 const VARIABLES: &[(&str, &str)] = &[
     ("id", "the node's 0-based id"),
     ("name", "the node's name, n1.."),
     ("data_dir", "the node's data dir"),
+    (
+        "node_dir",
+        "the node's folder (the data dir's parent; node.log is there)",
+    ),
+    ("host", "the node's IP address"),
     ("client_addr", "HOST:PORT the node serves clients on"),
     ("peer_addr", "HOST:PORT the node listens on for its peers"),
+    ("port.NAME", "the node's port NAME"),
+    ("addr.NAME", "HOST:PORT of the node's port NAME"),
     (
         "peers",
         "ID=HOST:PORT,... where the node dials every other node (the proxies, when proxied)",
     ),
     ("client_addrs", "ID=HOST:PORT,... of every node's client address"),
+    ("addrs.NAME", "ID=HOST:PORT,... of every node's port NAME"),
+    ("node.K.host", "node K's IP address"),
+    ("node.K.port.NAME", "node K's port NAME"),
+    ("node.K.addr.NAME", "HOST:PORT of node K's port NAME"),
     ("node_count", "the cluster size"),
     (
         "faultline",
@@ -34,27 +46,121 @@ const VARIABLES: &[(&str, &str)] = &[
     ("plan_dir", "the plan's folder"),
 ];
 
-impl Vars {
-    /// Variables of a node's commands (start, prepare, verify, wipe, ready, env, status URL).
-    pub const NODE: &'static [&'static str] = &[
-        "id",
-        "name",
-        "data_dir",
-        "client_addr",
-        "peer_addr",
-        "peers",
-        "client_addrs",
-        "node_count",
-        "faultline",
-        "plan_dir",
-    ];
-    /// Variables of the client command, which serves every node.
-    pub const CLIENT: &'static [&'static str] = &["client_addrs", "node_count", "faultline", "plan_dir"];
+/// Where a template is used, which decides the variables it may name.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// Per node (start, prepare, status, config files ...): every variable; else the client's, which serves every
+    /// node (no `{id}`, `{host}`, `{port.NAME}` ...).
+    pub per_node: bool,
+    /// Every port name: `client`, `peer` and the plan's `ports.named`.
+    pub ports: &'a [String],
+    /// The cluster size (`{node.K....}` needs K below it).
+    pub node_count: usize,
+}
 
+/// Variables of a node's commands that are not patterns.
+const NODE_VARS: &[&str] = &[
+    "id",
+    "name",
+    "data_dir",
+    "node_dir",
+    "host",
+    "client_addr",
+    "peer_addr",
+    "peers",
+    "client_addrs",
+    "node_count",
+    "faultline",
+    "plan_dir",
+];
+/// Variables of the client command, which serves every node, that are not patterns.
+const CLIENT_VARS: &[&str] = &["client_addrs", "node_count", "faultline", "plan_dir"];
+
+impl Scope<'_> {
+    /// Whether the scope offers `name`; else why not.
+    fn check(&self, name: &str) -> Result<(), String> {
+        let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
+        if fixed.contains(&name) {
+            return Ok(());
+        }
+        let port = |port: &str| -> Result<(), String> {
+            if self.ports.iter().any(|p| p == port) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{{{name}}}` names no port: the ports are {} (`ports.named` adds more, e.g. `named: {{admin: 28001}}`)",
+                    self.ports.join(", ")
+                ))
+            }
+        };
+        let parts: Vec<&str> = name.split('.').collect();
+        match parts.as_slice() {
+            ["port" | "addr", port_name] if self.per_node => port(port_name),
+            ["addrs", port_name] => port(port_name),
+            ["node", k, rest @ ..] if !rest.is_empty() => {
+                let k: usize = k
+                    .parse()
+                    .map_err(|_| format!("`{{{name}}}`: `{k}` is not a node id (0-based, e.g. `{{node.0.host}}`)"))?;
+                if k >= self.node_count {
+                    return Err(format!(
+                        "`{{{name}}}`: the cluster has {} nodes, ids 0..{}",
+                        self.node_count,
+                        self.node_count.saturating_sub(1)
+                    ));
+                }
+                match rest {
+                    ["host"] => Ok(()),
+                    ["port" | "addr", port_name] => port(port_name),
+                    _ => Err(format!(
+                        "unknown template variable `{{{name}}}`: node K's variables are {{node.K.host}}, \
+                         {{node.K.port.NAME}} and {{node.K.addr.NAME}}"
+                    )),
+                }
+            }
+            _ => {
+                let generic = match parts.as_slice() {
+                    ["port" | "addr", _] => Some(format!("{}.NAME", parts[0])),
+                    _ => None,
+                };
+                let known = VARIABLES
+                    .iter()
+                    .any(|(n, _)| *n == name || Some(n.to_string()) == generic);
+                let list: Vec<String> = VARIABLES
+                    .iter()
+                    .filter(|(n, _)| self.offers(n))
+                    .map(|(n, meaning)| format!("{{{n}}} ({meaning})"))
+                    .collect();
+                Err(if known {
+                    format!(
+                        "`{{{name}}}` is not available here (it is per node); here you can use {}",
+                        list.join(", ")
+                    )
+                } else {
+                    format!(
+                        "unknown template variable `{{{name}}}`; the variables are {}",
+                        list.join(", ")
+                    )
+                })
+            }
+        }
+    }
+
+    /// Whether a documented variable (or pattern) is offered here.
+    fn offers(&self, documented: &str) -> bool {
+        let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
+        fixed.contains(&documented)
+            || documented.starts_with("addrs.")
+            || documented.starts_with("node.K.")
+            || (self.per_node && (documented.starts_with("port.") || documented.starts_with("addr.")))
+    }
+}
+
+impl Vars {
     /// Sets a variable.
-    pub fn set(&mut self, name: &'static str, value: String) {
+    pub fn set(&mut self, name: impl Into<String>, value: String) {
+        let name = name.into();
         debug_assert!(
-            VARIABLES.iter().any(|(n, _)| *n == name),
+            VARIABLES.iter().any(|(n, _)| *n == name) || name.contains('.'),
             "undocumented variable {name}"
         );
         self.values.insert(name, value);
@@ -123,30 +229,12 @@ fn pieces(template: &str) -> Result<Vec<Piece>, String> {
 }
 
 impl Template {
-    /// Checks that `template` is well formed and uses only the variables in `allowed`.
-    pub fn parse(template: &str, allowed: &[&str]) -> Result<(), String> {
+    /// Checks that `template` is well formed and uses only the variables `scope` offers.
+    pub fn parse(template: &str, scope: &Scope) -> Result<(), String> {
         for piece in pieces(template)? {
-            let Piece::Var(name) = piece else { continue };
-            if allowed.contains(&name.as_str()) {
-                continue;
+            if let Piece::Var(name) = piece {
+                scope.check(&name)?;
             }
-            let known = VARIABLES.iter().any(|(n, _)| *n == name);
-            let list: Vec<String> = VARIABLES
-                .iter()
-                .filter(|(n, _)| allowed.contains(n))
-                .map(|(n, meaning)| format!("{{{n}}} ({meaning})"))
-                .collect();
-            return Err(if known {
-                format!(
-                    "`{{{name}}}` is not available here (it is per node); here you can use {}",
-                    list.join(", ")
-                )
-            } else {
-                format!(
-                    "unknown template variable `{{{name}}}`; the variables are {}",
-                    list.join(", ")
-                )
-            });
         }
         Ok(())
     }
@@ -169,20 +257,74 @@ mod tests {
         assert_eq!(vars.expand("--id={id} {{\"n\": \"{name}\"}}"), "--id=2 {\"n\": \"n3\"}");
     }
 
+    fn ports() -> Vec<String> {
+        vec!["client".into(), "peer".into(), "election".into()]
+    }
+
+    fn node_scope(ports: &[String]) -> Scope<'_> {
+        Scope {
+            per_node: true,
+            ports,
+            node_count: 3,
+        }
+    }
+
     #[test]
     fn given_unknown_or_misplaced_variables_when_parsed_should_name_them() {
-        assert!(Template::parse("{id}-{name}", Vars::NODE).is_ok());
-        let err = Template::parse("{idd}", Vars::NODE).unwrap_err();
+        let ports = ports();
+        let node = node_scope(&ports);
+        let client = Scope {
+            per_node: false,
+            ..node
+        };
+        assert!(Template::parse("{id}-{name}", &node).is_ok());
+        let err = Template::parse("{idd}", &node).unwrap_err();
         assert!(
             err.contains("unknown template variable `{idd}`") && err.contains("{id}"),
             "{err}"
         );
-        let err = Template::parse("{data_dir}", Vars::CLIENT).unwrap_err();
+        let err = Template::parse("{data_dir}", &client).unwrap_err();
         assert!(err.contains("not available here"), "{err}");
-        assert!(Template::parse("{id", Vars::NODE)
-            .unwrap_err()
-            .contains("does not close"));
-        assert!(Template::parse("id}", Vars::NODE).unwrap_err().contains("without its"));
+        assert!(Template::parse("{id", &node).unwrap_err().contains("does not close"));
+        assert!(Template::parse("id}", &node).unwrap_err().contains("without its"));
+    }
+
+    #[test]
+    fn given_named_ports_when_parsed_should_accept_them_per_node_and_cluster_wide_and_name_mistakes() {
+        let ports = ports();
+        let node = node_scope(&ports);
+        let client = Scope {
+            per_node: false,
+            ..node
+        };
+        for ok in [
+            "{host}:{port.election}",
+            "{addr.client}",
+            "{addrs.election}",
+            "server.1={node.0.host}:{node.0.port.peer}:{node.2.port.election}",
+            "{node.1.addr.client} {node_dir}/x.conf",
+        ] {
+            assert!(Template::parse(ok, &node).is_ok(), "{ok}");
+        }
+        assert!(Template::parse("{addrs.election} {node.2.addr.client}", &client).is_ok());
+        let err = Template::parse("{port.admin}", &node).unwrap_err();
+        assert!(
+            err.contains("names no port") && err.contains("client, peer, election"),
+            "{err}"
+        );
+        let err = Template::parse("{node.3.host}", &node).unwrap_err();
+        assert!(err.contains("3 nodes, ids 0..2"), "{err}");
+        let err = Template::parse("{node.x.host}", &node).unwrap_err();
+        assert!(err.contains("not a node id"), "{err}");
+        let err = Template::parse("{node.0.name}", &node).unwrap_err();
+        assert!(err.contains("node K's variables"), "{err}");
+        let err = Template::parse("{port.election}", &client).unwrap_err();
+        assert!(err.contains("not available here"), "{err}");
+        let err = Template::parse("{host}", &client).unwrap_err();
+        assert!(
+            err.contains("not available here") && err.contains("{addrs.NAME}"),
+            "{err}"
+        );
     }
 
     #[test]

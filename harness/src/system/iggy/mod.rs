@@ -109,6 +109,7 @@ impl AdapterSpec for IggyConfig {
             // Replicas dial each other at the roster's addresses, which a proxy mesh cannot stand in for.
             proxy_partitions: false,
             primary_probe: true,
+            status_probe: true,
             wipe: true,
             offline_verify: false,
             // Its status names no op number the harness can compare across a restart.
