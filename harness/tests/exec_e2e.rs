@@ -343,3 +343,86 @@ fn given_etcd_through_the_exec_adapter_when_killed_paused_and_partitioned_should
     assert_eq!(durability["verdict"], "valid", "{durability:#}");
     assert!(durability["details"]["judged"].as_u64().unwrap() >= 3, "{durability:#}");
 }
+
+#[test]
+fn given_no_status_probe_when_killed_paused_and_partitioned_should_be_valid_with_convergence_not_checked() {
+    let _one = one_cluster();
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let text = repo_plan_text("exec-reference-nostatus.yaml")
+        .replace("{plan_dir}", &plans.display().to_string())
+        .replace("time_limit: 30s", "time_limit: 12s\nseed: 4");
+    let run = run_text(&text, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let oks = |f: &str| events.iter().filter(|e| e["kind"] == "ok" && e["f"] == f).count();
+    assert!(
+        oks("write") > 0 && oks("read") > 0,
+        "{} ok writes, {} ok reads",
+        oks("write"),
+        oks("read")
+    );
+    let nemesis = |f: &str| events.iter().filter(|e| e["f"] == f).count();
+    assert!(nemesis("kill") + nemesis("partition-start") > 0, "faults were injected");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "observation" && e["f"] == "status")
+            .count(),
+        0,
+        "nothing probes a system without a status"
+    );
+    let convergence = check(&results, "convergence");
+    assert!(
+        convergence["reason"].as_str().unwrap().contains("no status probe"),
+        "{convergence:#}"
+    );
+    assert_eq!(check(&results, "liveness")["verdict"], "valid");
+}
+
+#[test]
+fn given_a_persistent_status_process_when_the_run_is_faulted_should_read_roles_through_it_and_be_valid() {
+    let _one = one_cluster();
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let plan = exec_plan(5, "12s", "").replace(
+        "    http: \"http://{client_addr}/status\"\n",
+        &format!(
+            "    command: [python3, \"{}/exec/http_status.py\", \"http://{{client_addr}}/status\"]\n    persistent: true\n",
+            plans.display()
+        ),
+    );
+    assert!(
+        plan.contains("persistent: true"),
+        "the status section of exec-reference.yaml moved"
+    );
+    let run = run_text(&plan, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let primaries = events
+        .iter()
+        .filter(|e| e["kind"] == "observation" && e["f"] == "status" && e["value"]["role"] == "primary")
+        .count();
+    assert!(primaries > 0, "the status process told faultline who leads");
+    assert_eq!(check(&results, "convergence")["verdict"], "valid");
+    assert!(check(&results, "durability")["details"]["judged"].as_u64().unwrap() >= 3);
+    for node in ["n1", "n2", "n3"] {
+        let log = std::fs::read_to_string(run.run_dir.join(format!("nodes/{node}/status.log"))).unwrap();
+        assert!(log.contains("started status process"), "{node}: {log}");
+    }
+    let start = events.iter().find(|e| e["f"] == "run-start").unwrap();
+    assert!(
+        tagged_processes(start["value"]["run_id"].as_str().unwrap()).is_empty(),
+        "status processes are gone after the run"
+    );
+}
