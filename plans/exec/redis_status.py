@@ -17,6 +17,7 @@ import json
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the plan
 from redis_client import MASTER_NAME, NotSent, Pool, ServerError, Unknown
 
 DEFAULT_TIMEOUT_MS = 500
