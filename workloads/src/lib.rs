@@ -16,6 +16,7 @@ pub mod linearizability;
 pub mod log_check;
 pub mod models;
 pub mod set_check;
+pub mod txn_check;
 pub mod verdict;
 
 pub use checker::{check_all, CheckInput, CheckResult, Checker, Composed};

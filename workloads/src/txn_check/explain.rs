@@ -1,0 +1,117 @@
+//! Sentences: one per dependency edge, saying which read or write puts one transaction before another, in Elle's
+//! manner ("T2 read k3 = [1 4], so it followed T1's append of 4 (wr)").
+
+use super::graph::{Edge, Why};
+use super::index::Index;
+use super::input::{MicroOp, ReadValue, TxnModel};
+
+/// Lists longer than this are shown by their first and last few elements.
+const LIST_SHOWN_MAX: usize = 12;
+
+/// A list as Elle prints it, `[1 4 7]`; a long one abbreviated, `[1 2 3 4 … 97 98 99 100] (100 values)`.
+pub(crate) fn show_list(items: &[i64]) -> String {
+    let join = |part: &[i64]| part.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
+    if items.len() <= LIST_SHOWN_MAX {
+        return format!("[{}]", join(items));
+    }
+    let edge = LIST_SHOWN_MAX / 3;
+    format!(
+        "[{} … {}] ({} values)",
+        join(&items[..edge]),
+        join(&items[items.len() - edge..]),
+        items.len()
+    )
+}
+
+/// What a read returned, as a sentence shows it: `[1 4]`, `5` or `nil` (for list-append, `nil` is the empty list).
+pub(crate) fn show_read(value: &Option<ReadValue>, model: TxnModel) -> String {
+    match (value, model) {
+        (Some(ReadValue::List(items)), _) => show_list(items),
+        (Some(ReadValue::Register(v)), _) => v.to_string(),
+        (None, TxnModel::ListAppend) => "[]".to_string(),
+        (None, TxnModel::RwRegister) => "nil".to_string(),
+    }
+}
+
+/// `read k3 = [1 4]`, for the read micro-op `op` of `txn`.
+fn read_phrase(index: &Index<'_>, txn: u32, op: u32) -> String {
+    match index.op(txn, op) {
+        MicroOp::Read { key, value } => format!("read {key} = {}", show_read(value, index.model)),
+        other => format!("did {other:?}"),
+    }
+}
+
+/// `append of 4` or `write of 4`.
+fn write_noun(model: TxnModel, value: i64) -> String {
+    match model {
+        TxnModel::ListAppend => format!("append of {value}"),
+        TxnModel::RwRegister => format!("write of {value}"),
+    }
+}
+
+/// `appended 4 to k3` or `wrote 4 to k3`.
+fn write_verb(model: TxnModel, value: i64, key: &str) -> String {
+    match model {
+        TxnModel::ListAppend => format!("appended {value} to {key}"),
+        TxnModel::RwRegister => format!("wrote {value} to {key}"),
+    }
+}
+
+/// A time since the run's start, in ms with µs precision.
+fn show_ms(time_ns: u64) -> String {
+    format!("{:.3} ms", time_ns as f64 / 1e6)
+}
+
+/// The sentence that explains one edge of a cycle.
+pub(crate) fn edge_sentence(index: &Index<'_>, edge: &Edge) -> String {
+    let (from, to) = (index.name(edge.from), index.name(edge.to));
+    let model = index.model;
+    match edge.why {
+        Why::Ww {
+            key,
+            before,
+            after,
+            read_op: None,
+        } => format!(
+            "{to} {} right after {from}'s {}, so it followed {from} (ww)",
+            write_verb(model, after, index.key(key)),
+            write_noun(model, before)
+        ),
+        Why::Ww {
+            before,
+            after,
+            read_op: Some(op),
+            ..
+        } => format!(
+            "{to} {} ({from}'s {}) and then wrote {after}, so it followed {from} (ww)",
+            read_phrase(index, edge.to, op),
+            write_noun(model, before)
+        ),
+        Why::Wr { op, value } => format!(
+            "{to} {}, so it followed {from}'s {} (wr)",
+            read_phrase(index, edge.to, op),
+            write_noun(model, value)
+        ),
+        Why::Rw { op, value } => {
+            let key = index.key(index.op_key[op as usize]);
+            let missed = match model {
+                TxnModel::ListAppend => " without it",
+                TxnModel::RwRegister => ", an earlier version",
+            };
+            format!(
+                "{to} {} and {from} {}{missed}, so {from} came before {to} (rw)",
+                write_verb(model, value, key),
+                read_phrase(index, edge.from, op)
+            )
+        }
+        Why::Realtime => format!(
+            "{from} completed at {}, before {to} began at {} (realtime)",
+            show_ms(index.txns[edge.from as usize].complete_time_ns),
+            show_ms(index.txns[edge.to as usize].invoke_time_ns)
+        ),
+        Why::Process => format!(
+            "process {} ran {from} and then {to} (process)",
+            index.txns[edge.from as usize].process
+        ),
+    }
+}

@@ -1,0 +1,591 @@
+//! Conformance: a hand-written history for every anomaly class, each found with the right class and its minimal
+//! cycle; valid histories that must pass (with indeterminate transactions that could close a cycle but need not);
+//! the model table applied to write skew.
+
+use super::*;
+use serde_json::json;
+
+/// A transaction from the client protocol's JSON `value`.
+fn txn(
+    index: u64,
+    process: u64,
+    invoke_time_ns: u64,
+    complete_time_ns: u64,
+    outcome: &str,
+    ops: serde_json::Value,
+) -> Txn {
+    serde_json::from_value(json!({
+        "index": index,
+        "process": process,
+        "invoke_time_ns": invoke_time_ns,
+        "complete_time_ns": complete_time_ns,
+        "outcome": outcome,
+        "value": ops,
+    }))
+    .expect("a well-formed test transaction")
+}
+
+/// An `ok` transaction on its own process, concurrent with every other `concurrent` one (no real-time or process
+/// edges between them).
+fn concurrent(index: u64, ops: serde_json::Value) -> Txn {
+    txn(index, index, 0, 1_000, "ok", ops)
+}
+
+fn options(model: TxnModel, claimed: ConsistencyModel) -> TxnCheckOptions {
+    TxnCheckOptions {
+        model,
+        claimed,
+        ..TxnCheckOptions::default()
+    }
+}
+
+fn check(txns: &[Txn], model: TxnModel, claimed: ConsistencyModel) -> TxnCheckResult {
+    check_txns(txns, &options(model, claimed)).expect("a history the checker accepts")
+}
+
+fn list(txns: &[Txn], claimed: ConsistencyModel) -> TxnCheckResult {
+    check(txns, TxnModel::ListAppend, claimed)
+}
+
+/// The classes found, sorted.
+fn classes(result: &TxnCheckResult) -> Vec<AnomalyClass> {
+    result.anomaly_counts.keys().copied().collect()
+}
+
+/// The only anomaly of `class`.
+fn only(result: &TxnCheckResult, class: AnomalyClass) -> &Anomaly {
+    let found = result
+        .anomalies
+        .get(&class)
+        .unwrap_or_else(|| panic!("no {class} in {result:#?}"));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    &found[0]
+}
+
+/// The cycle's transactions rotated to start at the smallest, and its edge kinds in that order.
+fn cycle_of(anomaly: &Anomaly) -> (Vec<u64>, Vec<EdgeKind>) {
+    let at = (0..anomaly.txns.len())
+        .min_by_key(|&i| anomaly.txns[i])
+        .expect("a cycle has transactions");
+    let mut txns = anomaly.txns.clone();
+    let mut kinds: Vec<EdgeKind> = anomaly.cycle.iter().map(|s| s.kind).collect();
+    txns.rotate_left(at);
+    kinds.rotate_left(at);
+    for (i, step) in anomaly.cycle.iter().enumerate() {
+        assert_eq!(step.from, anomaly.txns[i]);
+        assert_eq!(step.to, anomaly.txns[(i + 1) % anomaly.txns.len()]);
+    }
+    (txns, kinds)
+}
+
+use AnomalyClass as A;
+use ConsistencyModel as M;
+use EdgeKind::{Realtime, Rw, Wr, Ww};
+
+#[test]
+fn given_protocol_json_when_parsed_should_read_every_micro_op_and_write_it_back_the_same() {
+    let ops = json!([
+        ["append", "k3", 7],
+        ["r", "k1", [1, 4, 7]],
+        ["w", "k2", 5],
+        ["r", "k2", null],
+        ["r", "k4", 9]
+    ]);
+    let parsed: Vec<MicroOp> = serde_json::from_value(ops.clone()).expect("the protocol's shape");
+    assert_eq!(
+        parsed,
+        vec![
+            MicroOp::Append {
+                key: "k3".into(),
+                value: 7
+            },
+            MicroOp::Read {
+                key: "k1".into(),
+                value: Some(ReadValue::List(vec![1, 4, 7]))
+            },
+            MicroOp::Write {
+                key: "k2".into(),
+                value: 5
+            },
+            MicroOp::Read {
+                key: "k2".into(),
+                value: None
+            },
+            MicroOp::Read {
+                key: "k4".into(),
+                value: Some(ReadValue::Register(9))
+            },
+        ]
+    );
+    assert_eq!(serde_json::to_value(&parsed).expect("serializable"), ops);
+    let bad = serde_json::from_value::<MicroOp>(json!(["cas", "k1", 3])).expect_err("an unknown function");
+    assert!(bad.to_string().contains("unknown function \"cas\""), "{bad}");
+}
+
+#[test]
+fn given_a_value_written_twice_when_checked_should_refuse_naming_key_value_and_both_writers() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1]])),
+        concurrent(2, json!([["append", "x", 1]])),
+    ];
+    let err = check_txns(&history, &TxnCheckOptions::default()).expect_err("values must be unique per key");
+    assert_eq!(
+        err.to_string(),
+        "T1 and T2 both wrote 1 to \"x\"; values must be unique per key, so a read of it could not name its writer"
+    );
+}
+
+#[test]
+fn given_a_write_in_a_list_append_history_when_checked_should_refuse_naming_the_op() {
+    let history = [concurrent(4, json!([["append", "x", 1], ["w", "y", 2]]))];
+    let err = check_txns(&history, &TxnCheckOptions::default()).expect_err("a write has no list-append meaning");
+    assert_eq!(
+        err.to_string(),
+        "T4 op 1: a write in a list-append history; refusing to guess what it means"
+    );
+}
+
+#[test]
+fn given_interleaved_appends_to_two_keys_when_checked_should_find_g0_with_two_ww_edges() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["append", "y", 1]])),
+        concurrent(2, json!([["append", "x", 2], ["append", "y", 2]])),
+        concurrent(3, json!([["r", "x", [1, 2]], ["r", "y", [2, 1]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::G0]);
+    let g0 = only(&result, A::G0);
+    assert_eq!(cycle_of(g0), (vec![1, 2], vec![Ww, Ww]));
+    assert_eq!(
+        g0.cycle[0].key.as_deref(),
+        Some(if g0.txns[0] == 1 { "x" } else { "y" })
+    );
+    assert!(
+        g0.cycle
+            .iter()
+            .any(|s| s.sentence == "T2 appended 2 to x right after T1's append of 1, so it followed T1 (ww)"),
+        "{g0:#?}"
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert!(result.models_satisfied.is_empty());
+}
+
+#[test]
+fn given_a_read_of_a_failed_append_when_checked_should_find_g1a_allowed_only_by_read_uncommitted() {
+    let history = [
+        txn(1, 1, 0, 1_000, "fail", json!([["append", "x", 1]])),
+        concurrent(2, json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::ReadCommitted);
+    assert_eq!(classes(&result), vec![A::G1a]);
+    let g1a = only(&result, A::G1a);
+    assert_eq!(g1a.txns, vec![2, 1]);
+    assert_eq!(
+        g1a.explanation,
+        "T2 read x = [1], but 1 was written only by T1, which failed (aborted read)"
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.models_satisfied, vec![M::ReadUncommitted]);
+}
+
+#[test]
+fn given_a_read_of_a_non_final_append_when_checked_should_find_g1b() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["append", "x", 2]])),
+        concurrent(2, json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::ReadCommitted);
+    assert_eq!(classes(&result), vec![A::G1b]);
+    assert_eq!(only(&result, A::G1b).txns, vec![2, 1]);
+    assert_eq!(result.strongest_model, Some(M::ReadUncommitted));
+}
+
+#[test]
+fn given_two_transactions_reading_each_others_appends_when_checked_should_find_g1c_with_two_wr_edges() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["r", "y", [1]]])),
+        concurrent(2, json!([["append", "y", 1], ["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::ReadCommitted);
+    assert_eq!(classes(&result), vec![A::G1c]);
+    let g1c = only(&result, A::G1c);
+    assert_eq!(cycle_of(g1c), (vec![1, 2], vec![Wr, Wr]));
+    assert!(g1c
+        .cycle
+        .iter()
+        .any(|s| s.sentence == "T2 read x = [1], so it followed T1's append of 1 (wr)"));
+    assert_eq!(result.models_satisfied, vec![M::ReadUncommitted]);
+}
+
+#[test]
+fn given_read_skew_when_checked_should_find_g_single_with_one_rw_edge() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["append", "y", 1]])),
+        concurrent(2, json!([["r", "x", []], ["r", "y", [1]]])),
+        concurrent(3, json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::SnapshotIsolation);
+    assert_eq!(classes(&result), vec![A::GSingle]);
+    let single = only(&result, A::GSingle);
+    assert_eq!(cycle_of(single), (vec![1, 2], vec![Wr, Rw]));
+    assert!(single
+        .cycle
+        .iter()
+        .any(|s| s.sentence == "T1 appended 1 to x and T2 read x = [] without it, so T2 came before T1 (rw)"));
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::ReadCommitted));
+}
+
+#[test]
+fn given_two_rw_edges_separated_by_wr_edges_when_checked_should_find_g_nonadjacent_of_four() {
+    let history = [
+        concurrent(1, json!([["r", "a", []], ["r", "b", [1]]])),
+        concurrent(2, json!([["append", "a", 1]])),
+        concurrent(3, json!([["r", "a", [1]], ["r", "b", []]])),
+        concurrent(4, json!([["append", "b", 1]])),
+    ];
+    let result = list(&history, M::SnapshotIsolation);
+    assert_eq!(classes(&result), vec![A::GNonadjacent]);
+    let nonadjacent = only(&result, A::GNonadjacent);
+    assert_eq!(cycle_of(nonadjacent), (vec![1, 2, 3, 4], vec![Rw, Wr, Rw, Wr]));
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::ReadCommitted));
+}
+
+/// T1 and T2 each read the key the other appends to, and miss the other's append: write skew.
+fn write_skew() -> Vec<Txn> {
+    vec![
+        concurrent(1, json!([["r", "x", []], ["append", "y", 1]])),
+        concurrent(2, json!([["r", "y", []], ["append", "x", 1]])),
+        txn(3, 3, 2_000, 3_000, "ok", json!([["r", "x", [1]], ["r", "y", [1]]])),
+    ]
+}
+
+#[test]
+fn given_write_skew_when_checked_should_find_g2_item_with_two_adjacent_rw_edges() {
+    let result = list(&write_skew(), M::Serializable);
+    assert_eq!(classes(&result), vec![A::G2Item]);
+    let skew = only(&result, A::G2Item);
+    assert_eq!(cycle_of(skew), (vec![1, 2], vec![Rw, Rw]));
+    assert!(
+        skew.explanation.starts_with("G2-item: a cycle of 2 transactions, T"),
+        "{}",
+        skew.explanation
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    let json = serde_json::to_value(&result).expect("serializable");
+    assert_eq!(json["anomalies"]["G2-item"][0]["cycle"][0]["kind"], "rw");
+    assert_eq!(json["models_satisfied"][0], "snapshot-isolation");
+}
+
+#[test]
+fn given_write_skew_when_judged_by_each_model_should_fail_serializable_and_pass_snapshot_isolation() {
+    let history = write_skew();
+    for (claimed, verdict) in [
+        (M::StrictSerializable, Verdict::Invalid),
+        (M::Serializable, Verdict::Invalid),
+        (M::RepeatableRead, Verdict::Invalid),
+        (M::SnapshotIsolation, Verdict::Valid),
+        (M::ReadCommitted, Verdict::Valid),
+    ] {
+        let result = list(&history, claimed);
+        assert_eq!(result.verdict, verdict, "{claimed}: {}", result.reason);
+        assert_eq!(
+            result.models_satisfied,
+            vec![M::SnapshotIsolation, M::ReadCommitted, M::ReadUncommitted]
+        );
+        assert_eq!(result.strongest_model, Some(M::SnapshotIsolation));
+    }
+    let result = list(&history, M::Serializable);
+    assert_eq!(
+        result.reason,
+        "the history shows G2-item (1), which serializable forbids; the strongest model it is still consistent with \
+         is snapshot-isolation"
+    );
+}
+
+#[test]
+fn given_a_search_budget_too_small_to_finish_when_checked_should_be_unknown_naming_the_undecided_classes() {
+    let options = TxnCheckOptions {
+        claimed: M::Serializable,
+        cycle_search_steps_max: 1,
+        ..TxnCheckOptions::default()
+    };
+    let result = check_txns(&write_skew(), &options).expect("a well-formed history");
+    assert_eq!(result.verdict, Verdict::Unknown, "{result:#?}");
+    assert!(result.anomalies.is_empty());
+    assert!(result.undecided[&A::G2Item].starts_with("the search ran out of its 1 steps in a component of 2"));
+    assert_eq!(
+        result.reason,
+        "no anomaly serializable forbids was found, but G-single, G-nonadjacent, G2-item could not be decided; the \
+         strongest model it is still consistent with is read-committed"
+    );
+    assert_eq!(result.strongest_model, Some(M::ReadCommitted));
+}
+
+#[test]
+fn given_a_stale_read_after_a_completed_append_when_checked_should_find_only_g_single_realtime() {
+    let history = [
+        txn(1, 1, 0, 10_000_000, "ok", json!([["append", "x", 1]])),
+        txn(2, 2, 20_000_000, 30_000_000, "ok", json!([["r", "x", []]])),
+        txn(3, 3, 40_000_000, 50_000_000, "ok", json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::StrictSerializable);
+    assert_eq!(classes(&result), vec![A::GSingleRealtime]);
+    let stale = only(&result, A::GSingleRealtime);
+    assert_eq!(cycle_of(stale), (vec![1, 2], vec![Realtime, Rw]));
+    assert!(stale
+        .cycle
+        .iter()
+        .any(|s| s.sentence == "T1 completed at 10.000 ms, before T2 began at 20.000 ms (realtime)"));
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::StrongSessionSerializable));
+    assert_eq!(list(&history, M::Serializable).verdict, Verdict::Valid);
+}
+
+#[test]
+fn given_a_stale_read_by_the_same_process_when_checked_should_find_the_process_variant_too() {
+    let history = [
+        txn(1, 1, 0, 10, "ok", json!([["append", "x", 1]])),
+        txn(2, 1, 20, 30, "ok", json!([["r", "x", []]])),
+        txn(3, 3, 40, 50, "ok", json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::StrongSessionSerializable);
+    assert_eq!(classes(&result), vec![A::GSingleRealtime, A::GSingleProcess]);
+    assert_eq!(
+        cycle_of(only(&result, A::GSingleProcess)),
+        (vec![1, 2], vec![EdgeKind::Process, Rw])
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::Serializable));
+}
+
+#[test]
+fn given_a_read_missing_its_own_append_when_checked_should_find_internal_inconsistency() {
+    let history = [concurrent(1, json!([["append", "x", 1], ["r", "x", []]]))];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::Internal]);
+    assert_eq!(
+        only(&result, A::Internal).explanation,
+        "T1 read x = [], but its own earlier micro-ops on x mean it should have read a list ending in [1]"
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert!(result.models_satisfied.is_empty());
+}
+
+#[test]
+fn given_a_register_read_disagreeing_with_its_own_write_when_checked_should_find_internal_inconsistency() {
+    let history = [
+        concurrent(1, json!([["w", "x", 1]])),
+        concurrent(2, json!([["w", "x", 2], ["r", "x", 1]])),
+    ];
+    let result = check(&history, TxnModel::RwRegister, M::ReadUncommitted);
+    assert!(result.anomaly_counts.contains_key(&A::Internal), "{result:#?}");
+    assert_eq!(only(&result, A::Internal).txns, vec![2]);
+}
+
+#[test]
+fn given_a_list_holding_a_value_twice_when_checked_should_find_duplicate_elements() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1]])),
+        concurrent(2, json!([["r", "x", [1, 1]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::DuplicateElements]);
+    assert_eq!(
+        only(&result, A::DuplicateElements).explanation,
+        "T2 read x = [1 1], in which 1 appears more than once"
+    );
+}
+
+#[test]
+fn given_two_reads_disagreeing_on_the_order_when_checked_should_find_incompatible_order() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1]])),
+        concurrent(2, json!([["append", "x", 2]])),
+        concurrent(3, json!([["r", "x", [1, 2]]])),
+        concurrent(4, json!([["r", "x", [2, 1]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::IncompatibleOrder]);
+    let incompatible = only(&result, A::IncompatibleOrder);
+    assert_eq!(incompatible.txns, vec![4, 3]);
+    assert_eq!(incompatible.key.as_deref(), Some("x"));
+}
+
+#[test]
+fn given_a_read_of_a_value_nobody_wrote_when_checked_should_find_a_phantom() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1]])),
+        concurrent(2, json!([["r", "x", [1, 5]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::Phantom]);
+    assert_eq!(
+        only(&result, A::Phantom).explanation,
+        "T2 read x = [1 5], but no transaction wrote 5 to it"
+    );
+}
+
+#[test]
+fn given_a_read_holding_a_later_append_of_a_transaction_but_not_its_earlier_one_should_find_a_lost_append() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["append", "x", 2]])),
+        concurrent(2, json!([["r", "x", [2]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::Lost]);
+    assert_eq!(only(&result, A::Lost).txns, vec![2, 1]);
+}
+
+#[test]
+fn given_a_serial_history_when_checked_should_be_valid_and_strict_serializable() {
+    let history = [
+        txn(1, 1, 0, 10, "ok", json!([["append", "x", 1], ["r", "y", null]])),
+        txn(
+            2,
+            2,
+            20,
+            30,
+            "ok",
+            json!([["r", "x", [1]], ["append", "x", 2], ["append", "y", 1]]),
+        ),
+        txn(5, 2, 31, 35, "fail", json!([["append", "y", 9], ["r", "x", null]])),
+        txn(3, 1, 40, 50, "ok", json!([["r", "x", [1, 2]], ["r", "y", [1]]])),
+        txn(4, 3, 45, 60, "ok", json!([["append", "x", 3], ["r", "x", [1, 2, 3]]])),
+    ];
+    let result = list(&history, M::StrictSerializable);
+    assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+    assert!(result.anomalies.is_empty());
+    assert_eq!(result.models_satisfied, ConsistencyModel::ALL.to_vec());
+    assert_eq!(result.strongest_model, Some(M::StrictSerializable));
+    assert_eq!(result.stats.cyclic_components, 0);
+    assert_eq!(result.stats.edges[&Ww], 2);
+}
+
+#[test]
+fn given_an_unobserved_info_append_that_would_make_a_stale_read_when_checked_should_be_valid() {
+    // Had T1 committed before it timed out, T2's empty read would be stale (T1 -rt-> T2 -rw-> T1). Nobody read 1,
+    // so T1 may as well have aborted: no cycle may be reported.
+    let history = [
+        txn(1, 1, 0, 10, "info", json!([["append", "x", 1], ["r", "y", null]])),
+        txn(2, 2, 20, 30, "ok", json!([["r", "x", []], ["append", "y", 1]])),
+        txn(3, 3, 40, 50, "ok", json!([["r", "y", [1]]])),
+    ];
+    let result = list(&history, M::StrictSerializable);
+    assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+    assert_eq!(result.stats.info_committed, 0);
+}
+
+#[test]
+fn given_an_unobserved_info_transaction_that_would_close_write_skew_when_checked_should_be_valid() {
+    let history = [
+        concurrent(1, json!([["r", "x", []], ["append", "y", 1]])),
+        txn(2, 2, 0, 1_000, "info", json!([["r", "y", null], ["append", "x", 1]])),
+        txn(3, 3, 2_000, 3_000, "ok", json!([["r", "y", [1]], ["r", "x", []]])),
+    ];
+    let result = list(&history, M::Serializable);
+    assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+}
+
+#[test]
+fn given_an_info_transaction_whose_append_was_read_when_checked_should_treat_it_as_committed() {
+    // T1 timed out, but T2 read its append to x, so it committed; T2 missed its append to y: read skew through T1.
+    let history = [
+        txn(1, 1, 0, 10, "info", json!([["append", "x", 1], ["append", "y", 1]])),
+        concurrent(2, json!([["r", "x", [1]], ["r", "y", []]])),
+        txn(3, 3, 2_000, 3_000, "ok", json!([["r", "y", [1]]])),
+    ];
+    let result = list(&history, M::Serializable);
+    assert_eq!(result.stats.info_committed, 1);
+    assert_eq!(classes(&result), vec![A::GSingle]);
+    assert_eq!(cycle_of(only(&result, A::GSingle)), (vec![1, 2], vec![Wr, Rw]));
+    assert_eq!(result.verdict, Verdict::Invalid);
+}
+
+#[test]
+fn given_register_read_skew_when_checked_should_find_g_single() {
+    let history = [
+        concurrent(1, json!([["w", "x", 1], ["w", "y", 1]])),
+        concurrent(2, json!([["r", "x", null], ["r", "y", 1]])),
+    ];
+    let result = check(&history, TxnModel::RwRegister, M::SnapshotIsolation);
+    assert_eq!(classes(&result), vec![A::GSingle]);
+    let single = only(&result, A::GSingle);
+    assert_eq!(cycle_of(single), (vec![1, 2], vec![Wr, Rw]));
+    assert!(single
+        .cycle
+        .iter()
+        .any(|s| s.sentence == "T1 wrote 1 to x and T2 read x = nil, an earlier version, so T2 came before T1 (rw)"));
+}
+
+#[test]
+fn given_register_write_skew_when_checked_should_find_g2_item_and_allow_snapshot_isolation() {
+    let history = [
+        concurrent(1, json!([["r", "x", null], ["w", "y", 1]])),
+        concurrent(2, json!([["r", "y", null], ["w", "x", 1]])),
+    ];
+    let result = check(&history, TxnModel::RwRegister, M::Serializable);
+    assert_eq!(classes(&result), vec![A::G2Item]);
+    assert_eq!(cycle_of(only(&result, A::G2Item)), (vec![1, 2], vec![Rw, Rw]));
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::SnapshotIsolation));
+}
+
+#[test]
+fn given_a_register_lost_update_when_checked_should_find_lost_update_and_its_rw_cycle() {
+    // Both read x = 1 and wrote over it. The order of 2 and 3 is unknown, so each read of 1 is known to precede both
+    // writes: two adjacent rw edges (G2-item). Whichever wrote second overwrote a version it never saw, a G-single in
+    // either order, which the lost-update check says without knowing the order.
+    let history = [
+        txn(1, 1, 0, 10, "ok", json!([["w", "x", 1]])),
+        txn(2, 2, 20, 100, "ok", json!([["r", "x", 1], ["w", "x", 2]])),
+        txn(3, 3, 20, 100, "ok", json!([["r", "x", 1], ["w", "x", 3]])),
+    ];
+    let result = check(&history, TxnModel::RwRegister, M::SnapshotIsolation);
+    assert_eq!(classes(&result), vec![A::G2Item, A::LostUpdate]);
+    assert_eq!(cycle_of(only(&result, A::G2Item)), (vec![2, 3], vec![Rw, Rw]));
+    let lost = only(&result, A::LostUpdate);
+    assert_eq!(lost.txns, vec![2, 3]);
+    assert_eq!(
+        lost.explanation,
+        "T2 and T3 both read x = 1 and both wrote x (2 and 3): one of them overwrote a version it never saw"
+    );
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.strongest_model, Some(M::ReadCommitted));
+}
+
+#[test]
+fn given_a_serial_register_history_when_checked_should_be_valid() {
+    let history = [
+        txn(1, 1, 0, 10, "ok", json!([["r", "x", null], ["w", "x", 1]])),
+        txn(2, 2, 20, 30, "ok", json!([["r", "x", 1], ["w", "x", 2], ["w", "y", 7]])),
+        txn(3, 1, 40, 50, "ok", json!([["r", "x", 2], ["r", "y", 7]])),
+        txn(4, 3, 41, 51, "info", json!([["w", "z", 3]])),
+    ];
+    let result = check(&history, TxnModel::RwRegister, M::StrictSerializable);
+    assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+    assert_eq!(result.stats.edges[&Ww], 1);
+    assert_eq!(result.strongest_model, Some(M::StrictSerializable));
+}
+
+#[test]
+fn given_a_ring_of_a_hundred_thousand_write_cycles_when_checked_should_find_g0_without_overflowing_the_stack() {
+    // Key k_i gets T_i's append, then T_{i+1}'s: one ww cycle through every transaction.
+    let n = 100_000u64;
+    let mut history: Vec<Txn> = (0..n)
+        .map(|i| {
+            let previous = (i + n - 1) % n;
+            concurrent(
+                i,
+                json!([["append", format!("k{i}"), 1], ["append", format!("k{previous}"), 2]]),
+            )
+        })
+        .collect();
+    let reads: Vec<serde_json::Value> = (0..n).map(|i| json!(["r", format!("k{i}"), [1, 2]])).collect();
+    history.push(concurrent(n, serde_json::Value::Array(reads)));
+    let result = list(&history, M::ReadUncommitted);
+    assert_eq!(classes(&result), vec![A::G0]);
+    assert_eq!(only(&result, A::G0).txns.len(), n as usize);
+    assert_eq!(result.stats.largest_component, n);
+}

@@ -1,0 +1,305 @@
+//! Version orders per key, and the ww, wr and rw edges they imply (Adya's direct dependencies).
+//!
+//! **List-append.** A read returns the whole list, so it reveals the order of every version up to its own. The
+//! longest `ok` read of a key is its version order; every other `ok` read must be a prefix of it, or the two reads
+//! disagree on the order (`incompatible-order`). Then, as in Elle:
+//! - ww: consecutive elements of the longest read, appended by two different committed transactions;
+//! - wr: a read's last element's writer precedes the reader (the reader saw that version);
+//! - rw: a read of a prefix of length `j` precedes the writer of element `j` (the next version, which it missed).
+//!
+//! **rw-register.** A read returns one value, so the version order is only known where something reveals it:
+//! - the initial `nil` precedes every write;
+//! - with [`super::TxnCheckOptions::writes_follow_reads`], a transaction that read `a` and then wrote `b` to the same
+//!   key installed `b` after `a` (Elle's `wfr-keys`: true of every database that runs a transaction on one snapshot).
+//!
+//! The edges then are: ww from `a`'s writer to `b`'s for every known `a < b`; wr from a value's writer to its reader;
+//! rw from a reader of `a` to the writer of every `b` known to follow `a` (for a `nil` read, of every write with no
+//! known predecessor). An order known only transitively is still class-preserving: the true dependency graph holds a
+//! path of ww edges where the inferred one has a single edge.
+//!
+//! Only *external* reads give wr and rw edges: a transaction's first read of a key, before it wrote the key. Later
+//! reads see its own writes and are checked for internal consistency instead. Only final writes are versions of an
+//! rw-register; an intermediate one that someone read is G1b.
+
+use super::anomalies::{read_values, Findings};
+use super::explain::show_list;
+use super::graph::{Edge, Why};
+use super::index::Index;
+use super::input::{MicroOp, TxnOutcome};
+use super::models::AnomalyClass;
+use super::Anomaly;
+use crate::models::FxBuild;
+use std::collections::{HashMap, HashSet};
+
+/// One `ok` read: its transaction, flat micro-op id, and whether it is the transaction's external read of the key.
+#[derive(Clone, Copy)]
+struct KeyRead {
+    txn: u32,
+    op: u32,
+    external: bool,
+}
+
+/// Every `ok` read, grouped by key id.
+fn reads_by_key(index: &Index<'_>) -> Vec<Vec<KeyRead>> {
+    let mut by_key: Vec<Vec<KeyRead>> = vec![Vec::new(); index.key_names.len()];
+    for (t, txn) in index.txns.iter().enumerate() {
+        if txn.outcome != TxnOutcome::Ok {
+            continue;
+        }
+        let t = t as u32;
+        for group in index.key_groups(t) {
+            for (i, &op) in group.iter().enumerate() {
+                if matches!(index.op(t, op), MicroOp::Read { .. }) {
+                    by_key[index.op_key[op as usize] as usize].push(KeyRead {
+                        txn: t,
+                        op,
+                        external: i == 0,
+                    });
+                }
+            }
+        }
+    }
+    by_key
+}
+
+/// The values an `ok` read returned.
+fn values<'a>(index: &Index<'a>, read: &KeyRead) -> &'a [i64] {
+    match index.op(read.txn, read.op) {
+        MicroOp::Read { value, .. } => read_values(value),
+        _ => &[],
+    }
+}
+
+/// List-append: reports incompatible orders and pushes the ww, wr and rw edges between committed transactions.
+pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: &mut Findings, edges: &mut Vec<Edge>) {
+    let committed = |value: i64, key: u32| {
+        index
+            .writers
+            .get(&(key, value))
+            .filter(|w| in_graph[w.txn as usize])
+            .map(|w| w.txn)
+    };
+    for (key, reads) in reads_by_key(index).iter().enumerate() {
+        let key = key as u32;
+        let Some(longest) = reads.iter().copied().reduce(|a, b| {
+            if values(index, &b).len() > values(index, &a).len() {
+                b
+            } else {
+                a
+            }
+        }) else {
+            continue;
+        };
+        let order = values(index, &longest);
+        // A list that holds a value twice does not say where that value's version sits; its key gets no ww or rw
+        // edges (the duplicate itself is reported, and no model allows it).
+        let mut sorted = order.to_vec();
+        sorted.sort_unstable();
+        let ordered = sorted.windows(2).all(|pair| pair[0] != pair[1]);
+        if ordered {
+            let mut previous: Option<(u32, i64)> = None;
+            for &value in order {
+                let Some(writer) = committed(value, key) else { continue };
+                if let Some((from, before)) = previous.filter(|(from, _)| *from != writer) {
+                    edges.push(Edge {
+                        from,
+                        to: writer,
+                        why: Why::Ww {
+                            key,
+                            before,
+                            after: value,
+                            read_op: None,
+                        },
+                    });
+                }
+                previous = Some((writer, value));
+            }
+        }
+        for read in reads {
+            let got = values(index, read);
+            let prefix = order.starts_with(got);
+            if !prefix {
+                report_incompatible(index, key, read, &longest, findings);
+            }
+            if !read.external {
+                continue;
+            }
+            if let Some(writer) = got.last().and_then(|&last| committed(last, key)) {
+                edges.push(Edge {
+                    from: writer,
+                    to: read.txn,
+                    why: Why::Wr {
+                        op: read.op,
+                        value: *got.last().expect("a last value"),
+                    },
+                });
+            }
+            if !(prefix && ordered) {
+                continue;
+            }
+            let next = order[got.len()..]
+                .iter()
+                .find_map(|&v| committed(v, key).map(|w| (w, v)));
+            if let Some((writer, value)) = next {
+                edges.push(Edge {
+                    from: read.txn,
+                    to: writer,
+                    why: Why::Rw { op: read.op, value },
+                });
+            }
+        }
+    }
+}
+
+fn report_incompatible(index: &Index<'_>, key: u32, read: &KeyRead, longest: &KeyRead, findings: &mut Findings) {
+    findings.add(AnomalyClass::IncompatibleOrder, || Anomaly {
+        class: AnomalyClass::IncompatibleOrder,
+        txns: vec![
+            index.txns[read.txn as usize].index,
+            index.txns[longest.txn as usize].index,
+        ],
+        key: Some(index.key(key).to_string()),
+        cycle: Vec::new(),
+        explanation: format!(
+            "{} read {} = {} and {} read {} = {}: the first is not a prefix of the second, so they disagree on the \
+             order of the list",
+            index.name(read.txn),
+            index.key(key),
+            show_list(values(index, read)),
+            index.name(longest.txn),
+            index.key(key),
+            show_list(values(index, longest)),
+        ),
+    });
+}
+
+/// `(key, version read, nil as None)` -> the transactions that read it and then wrote the key, with what they wrote.
+type Overwrites = HashMap<(u32, Option<i64>), Vec<(u32, i64)>, FxBuild>;
+
+/// rw-register: pushes the ww, wr and rw edges the known parts of each key's version order imply.
+pub(crate) fn rw_register_edges(
+    index: &Index<'_>,
+    in_graph: &[bool],
+    writes_follow_reads: bool,
+    findings: &mut Findings,
+    edges: &mut Vec<Edge>,
+) {
+    let reads = reads_by_key(index);
+    let mut overwrites = Overwrites::default();
+    // Known successors of each non-nil version, `(key, a) -> [b]`.
+    let mut successors: HashMap<(u32, i64), Vec<i64>, FxBuild> = HashMap::default();
+    let mut has_predecessor: HashSet<(u32, i64), FxBuild> = HashSet::default();
+    let final_write = |txn: u32, key: u32| {
+        index.ops_of(txn).rev().find_map(|op| match index.op(txn, op) {
+            MicroOp::Write { value, .. } if index.op_key[op as usize] == key => Some(*value),
+            _ => None,
+        })
+    };
+    let committed_final = |key: u32, value: i64| {
+        index
+            .writers
+            .get(&(key, value))
+            .filter(|w| in_graph[w.txn as usize] && w.last_in_txn)
+    };
+    for (key, key_reads) in reads.iter().enumerate() {
+        let key = key as u32;
+        for read in key_reads.iter().filter(|r| r.external) {
+            let got = values(index, read).first().copied();
+            if let Some(writer) = got.and_then(|v| index.writers.get(&(key, v))) {
+                if in_graph[writer.txn as usize] {
+                    edges.push(Edge {
+                        from: writer.txn,
+                        to: read.txn,
+                        why: Why::Wr {
+                            op: read.op,
+                            value: got.expect("a value"),
+                        },
+                    });
+                }
+            }
+            let Some(after) = final_write(read.txn, key) else {
+                continue;
+            };
+            overwrites.entry((key, got)).or_default().push((read.txn, after));
+            let (Some(before), true) = (got, writes_follow_reads) else {
+                continue;
+            };
+            has_predecessor.insert((key, after));
+            successors.entry((key, before)).or_default().push(after);
+            if let Some(writer) = committed_final(key, before) {
+                edges.push(Edge {
+                    from: writer.txn,
+                    to: read.txn,
+                    why: Why::Ww {
+                        key,
+                        before,
+                        after,
+                        read_op: Some(read.op),
+                    },
+                });
+            }
+        }
+    }
+    report_lost_updates(index, &overwrites, findings);
+    // Versions with no known predecessor but the initial nil, per key.
+    let mut roots: Vec<Vec<i64>> = vec![Vec::new(); index.key_names.len()];
+    for (&(key, value), w) in &index.writers {
+        if in_graph[w.txn as usize] && w.last_in_txn && !has_predecessor.contains(&(key, value)) {
+            roots[key as usize].push(value);
+        }
+    }
+    for r in &mut roots {
+        r.sort_unstable();
+    }
+    for (key, key_reads) in reads.iter().enumerate() {
+        let key = key as u32;
+        for read in key_reads.iter().filter(|r| r.external) {
+            let got = values(index, read).first().copied();
+            let next: &[i64] = match got {
+                None => &roots[key as usize],
+                Some(v) => successors.get(&(key, v)).map_or(&[], Vec::as_slice),
+            };
+            for &value in next {
+                if let Some(writer) = committed_final(key, value) {
+                    edges.push(Edge {
+                        from: read.txn,
+                        to: writer.txn,
+                        why: Why::Rw { op: read.op, value },
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Lost updates: two or more committed transactions read one version of a key and then wrote the key.
+fn report_lost_updates(index: &Index<'_>, overwrites: &Overwrites, findings: &mut Findings) {
+    let mut lost: Vec<_> = overwrites.iter().filter(|(_, writers)| writers.len() >= 2).collect();
+    lost.sort_unstable_by_key(|(_, writers)| writers[0].0);
+    for (&(key, read), writers) in lost {
+        let names: Vec<String> = writers.iter().map(|&(t, _)| index.name(t)).collect();
+        let values: Vec<String> = writers.iter().map(|(_, v)| v.to_string()).collect();
+        let (names, values) = (join_and(&names), join_and(&values));
+        let read = read.map_or("nil".to_string(), |v| v.to_string());
+        let key_name = index.key(key);
+        findings.add(AnomalyClass::LostUpdate, || Anomaly {
+            class: AnomalyClass::LostUpdate,
+            txns: writers.iter().map(|&(t, _)| index.txns[t as usize].index).collect(),
+            key: Some(key_name.to_string()),
+            cycle: Vec::new(),
+            explanation: format!(
+                "{names} both read {key_name} = {read} and both wrote {key_name} ({values}): one of them overwrote a \
+                 version it never saw"
+            ),
+        });
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
