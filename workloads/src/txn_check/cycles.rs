@@ -13,6 +13,12 @@
 //! shortest cycle of the class in the component. A start done with is left out of the later searches (as in
 //! Johnson's cycle enumeration): every cycle through it was already considered.
 //!
+//! **Needed order edges.** A real-time or process edge that runs beside a ww edge (or, past G0, a wr edge) between
+//! the same two transactions is not followed in a variant's search: the cycle would close on the dependency edge
+//! alone, so it is a plain-class cycle, not one that needs real time or process order (Elle, likewise, explains a
+//! pair by its dependency before its order). An order edge beside an rw edge is kept: without it the cycle would
+//! hold one more rw edge, a different class.
+//!
 //! **Simple cycles.** A shortest closed walk of a class may pass through one transaction twice (two G-single cycles
 //! sharing a node walk like one G-nonadjacent). Such a walk is not a cycle, so the search drops it and goes on; the
 //! cycles it was made of are found by their own classes. Because visited states are shared, the search may then miss
@@ -221,6 +227,9 @@ impl Search<'_> {
                 let Some(next) = step(self.base, self.variant, state, edge.kind(), first) else {
                     continue;
                 };
+                if self.redundant_order_edge(id) {
+                    continue;
+                }
                 if edge.to == start {
                     if accepts(self.base, self.variant, next) {
                         if let Some(cycle) = self.simple_cycle(pack(v, state), id) {
@@ -237,6 +246,22 @@ impl Search<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Whether edge `id` is a real-time or process edge beside a ww edge (or, past G0, a wr edge) between the same
+    /// transactions: a cycle through it closes without it, so a `-realtime` or `-process` variant does not need it.
+    /// Edges are sorted by `(from, to, kind)`, and dependency kinds sort first, so such an edge sits just before.
+    fn redundant_order_edge(&self, id: u32) -> bool {
+        let edge = &self.graph.edges[id as usize];
+        if !matches!(edge.kind(), EdgeKind::Realtime | EdgeKind::Process) {
+            return false;
+        }
+        let first = self.graph.offsets[edge.from as usize] as usize;
+        self.graph.edges[first..id as usize]
+            .iter()
+            .rev()
+            .take_while(|e| e.to == edge.to)
+            .any(|e| e.kind() == EdgeKind::Ww || (e.kind() == EdgeKind::Wr && self.base != CycleBase::G0))
     }
 
     /// The edges from the start to `(v, state)` and then `last`, if no transaction repeats on the way.

@@ -220,14 +220,23 @@ pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckRes
     let components = graph::strongly_connected(&graph);
     let undecided = search_cycles(&index, &graph, &components, options, &mut findings);
 
+    let mut stats = count(&index, &in_graph, &graph, &components);
+    let mut result = judge(options.claimed, findings, undecided);
+    stats.check_ms = started.elapsed().as_millis() as u64;
+    result.stats = stats;
+    Ok(result)
+}
+
+/// The counts of a checked history.
+fn count(index: &Index<'_>, in_graph: &[bool], graph: &Graph, components: &[Vec<u32>]) -> TxnCheckStats {
     let mut stats = TxnCheckStats {
-        txns: txns.len() as u64,
+        txns: index.txns.len() as u64,
         keys: index.key_names.len() as u64,
         cyclic_components: components.len() as u64,
         largest_component: components.iter().map(Vec::len).max().unwrap_or(0) as u64,
         ..TxnCheckStats::default()
     };
-    for (t, txn) in txns.iter().enumerate() {
+    for (t, txn) in index.txns.iter().enumerate() {
         match txn.outcome {
             TxnOutcome::Ok => stats.ok += 1,
             TxnOutcome::Fail => stats.failed += 1,
@@ -246,10 +255,7 @@ pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckRes
     ] {
         stats.edges.insert(kind, graph.count(kind));
     }
-    let mut result = judge(options.claimed, findings, undecided);
-    stats.check_ms = started.elapsed().as_millis() as u64;
-    result.stats = stats;
-    Ok(result)
+    stats
 }
 
 /// Searches every cyclic component for the shortest cycle of every class; returns the classes left undecided.

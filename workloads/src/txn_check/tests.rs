@@ -171,6 +171,19 @@ fn given_interleaved_appends_to_two_keys_when_checked_should_find_g0_with_two_ww
 }
 
 #[test]
+fn given_a_write_cycle_whose_ww_edge_is_also_real_time_when_checked_should_find_g0_only() {
+    // T1 completed before T2 began, so T1 -rt-> T2 runs beside T1 -ww-> T2: the cycle does not need real time.
+    let history = [
+        txn(1, 1, 0, 10, "ok", json!([["append", "x", 1], ["append", "y", 2]])),
+        txn(2, 2, 20, 30, "ok", json!([["append", "x", 2], ["append", "y", 1]])),
+        txn(3, 3, 40, 50, "ok", json!([["r", "x", [1, 2]], ["r", "y", [1, 2]]])),
+    ];
+    let result = list(&history, M::StrictSerializable);
+    assert_eq!(classes(&result), vec![A::G0]);
+    assert_eq!(cycle_of(only(&result, A::G0)), (vec![1, 2], vec![Ww, Ww]));
+}
+
+#[test]
 fn given_a_read_of_a_failed_append_when_checked_should_find_g1a_allowed_only_by_read_uncommitted() {
     let history = [
         txn(1, 1, 0, 1_000, "fail", json!([["append", "x", 1]])),
