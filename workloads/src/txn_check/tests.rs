@@ -602,3 +602,107 @@ fn given_a_ring_of_a_hundred_thousand_write_cycles_when_checked_should_find_g0_w
     assert_eq!(only(&result, A::G0).txns.len(), n as usize);
     assert_eq!(result.stats.largest_component, n);
 }
+
+/// A random history from a simulated strictly serializable store: each transaction takes effect at one instant
+/// inside its interval (an `info` one possibly after the client gave up, or never), in that order, against one
+/// in-memory state. Processes run their transactions one after the other.
+fn serializable_history(seed: u64, txns: usize, processes: u64, keys: u64, model: TxnModel) -> Vec<Txn> {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut clocks = vec![0u64; processes as usize];
+    // (commit instant, txn) with the transaction's ops still unfilled.
+    let mut planned: Vec<(u64, Txn)> = Vec::new();
+    for index in 0..txns as u64 {
+        let process = rng.gen_range(0..processes);
+        let invoke_time_ns = clocks[process as usize] + rng.gen_range(0..50);
+        let duration_ns = rng.gen_range(1..100);
+        let complete_time_ns = invoke_time_ns + duration_ns;
+        clocks[process as usize] = complete_time_ns;
+        let outcome = match rng.gen_range(0..10) {
+            0 => TxnOutcome::Fail,
+            1 => TxnOutcome::Info,
+            _ => TxnOutcome::Ok,
+        };
+        // An unknown outcome may take effect after the client gave up.
+        let window_ns = if outcome == TxnOutcome::Info {
+            3 * duration_ns
+        } else {
+            duration_ns
+        };
+        let commit_ns = invoke_time_ns + rng.gen_range(0..window_ns);
+        let txn = Txn {
+            index,
+            process,
+            invoke_time_ns,
+            complete_time_ns,
+            outcome,
+            ops: Vec::new(),
+        };
+        planned.push((commit_ns, txn));
+    }
+    planned.sort_by_key(|(commit_ns, txn)| (*commit_ns, txn.index));
+    let mut lists: Vec<Vec<i64>> = vec![Vec::new(); keys as usize];
+    let mut registers: Vec<Option<i64>> = vec![None; keys as usize];
+    let mut next_value = 0i64;
+    let mut history = Vec::new();
+    for (_, mut txn) in planned {
+        let applied = match txn.outcome {
+            TxnOutcome::Ok => true,
+            TxnOutcome::Fail => false,
+            TxnOutcome::Info => rng.gen_bool(0.5),
+        };
+        // A transaction that does not commit runs on a copy that is thrown away.
+        let (mut my_lists, mut my_registers) = (lists.clone(), registers.clone());
+        for _ in 0..rng.gen_range(1..5) {
+            let k = rng.gen_range(0..keys) as usize;
+            let key = format!("k{k}");
+            let read = rng.gen_bool(0.5);
+            let filled = txn.outcome == TxnOutcome::Ok;
+            txn.ops.push(match (model, read) {
+                (TxnModel::ListAppend, true) => MicroOp::Read {
+                    key,
+                    value: filled.then(|| ReadValue::List(my_lists[k].clone())),
+                },
+                (TxnModel::RwRegister, true) => MicroOp::Read {
+                    key,
+                    value: my_registers[k].filter(|_| filled).map(ReadValue::Register),
+                },
+                (TxnModel::ListAppend, false) => {
+                    next_value += 1;
+                    my_lists[k].push(next_value);
+                    MicroOp::Append { key, value: next_value }
+                }
+                (TxnModel::RwRegister, false) => {
+                    next_value += 1;
+                    my_registers[k] = Some(next_value);
+                    MicroOp::Write { key, value: next_value }
+                }
+            });
+        }
+        if applied {
+            (lists, registers) = (my_lists, my_registers);
+        }
+        history.push(txn);
+    }
+    history.sort_by_key(|t| t.index);
+    history
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+    #[test]
+    fn given_a_strictly_serializable_history_when_checked_should_be_valid_under_every_model(
+        seed in proptest::prelude::any::<u64>(),
+        txns in 1usize..60,
+        processes in 1u64..6,
+        keys in 1u64..4,
+        register in proptest::prelude::any::<bool>(),
+    ) {
+        let model = if register { TxnModel::RwRegister } else { TxnModel::ListAppend };
+        let history = serializable_history(seed, txns, processes, keys, model);
+        let result = check(&history, model, M::StrictSerializable);
+        proptest::prop_assert_eq!(result.verdict, Verdict::Valid, "{:#?}\n{:#?}", result, history);
+        proptest::prop_assert_eq!(result.models_satisfied, ConsistencyModel::ALL.to_vec());
+    }
+}
