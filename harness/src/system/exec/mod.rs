@@ -486,6 +486,19 @@ impl System for ExecSystem {
         self.config.status.is_some()
     }
 
+    fn observe_interval(&self) -> Duration {
+        match &self.config.status {
+            // A process per probe costs tens of milliseconds of CPU (a Python interpreter: over a hundred,
+            // `benches/status_probe.rs`): probed as often as an HTTP status, it would take the cores the nodes need.
+            Some(StatusProbe {
+                command: Some(_),
+                persistent: false,
+                ..
+            }) => status::COMMAND_OBSERVE_INTERVAL,
+            _ => Duration::from_millis(100),
+        }
+    }
+
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         let vars = self.node_vars(node);
         match &self.config.ready {

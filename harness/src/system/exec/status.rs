@@ -31,6 +31,8 @@ use tokio::process::{ChildStdin, ChildStdout};
 /// The shortest deadline a command probe gets: starting a process (a Python interpreter, a JVM tool) takes tens to
 /// hundreds of milliseconds, more than the observer's own probe timeout.
 pub(super) const COMMAND_TIMEOUT_MIN: Duration = Duration::from_secs(1);
+/// How often the observer runs a one-shot status command on each node (an HTTP or persistent status: every 100 ms).
+pub(super) const COMMAND_OBSERVE_INTERVAL: Duration = Duration::from_millis(500);
 /// The shortest deadline a persistent status process gets for one answer (pipes and scheduling on a busy machine).
 pub(super) const PERSISTENT_TIMEOUT_MIN: Duration = Duration::from_millis(250);
 
