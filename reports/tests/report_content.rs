@@ -53,6 +53,27 @@ fn given_a_non_linearizable_run_when_reported_should_show_the_failing_key_and_th
 }
 
 #[test]
+fn given_a_read_that_misses_acknowledged_writes_when_reported_should_name_those_writes() {
+    let tmp = temp_dir("unseen");
+    let page = render(&invalid_linearizability_run(tmp.path()));
+    // read() -> "a" at 1070 ms: write("b") was acknowledged (1020..1060 ms) after write("a") completed at 1010 ms.
+    assert!(
+        page.contains("id=\"lin-unseen\""),
+        "the list of unseen acknowledged writes"
+    );
+    assert!(page.contains("1 acknowledged write(s) the read does not see"));
+    assert!(
+        page.contains("<code>write(&quot;b&quot;)</code>"),
+        "names the write: {}",
+        excerpt(&page, "lin-unseen")
+    );
+}
+
+fn excerpt(page: &str, id: &str) -> String {
+    page[page.find(id).unwrap_or(0)..].chars().take(1500).collect()
+}
+
+#[test]
 fn given_a_boot_refusal_when_reported_should_show_the_refusal_line_and_the_log_before_it() {
     let tmp = temp_dir("refusal");
     let page = render(&boot_refusal_run(tmp.path()));
