@@ -252,6 +252,31 @@ pub fn track_group(pid: i32) {
     LIVE_GROUPS.lock().expect("live-group registry poisoned").insert(pid);
 }
 
+/// Whether process group `pgid` still has a member that is not a zombie (a zombie holds no ports or files). Read from
+/// /proc, since `kill(-pgid, 0)` also counts zombies, which nobody may reap soon (orphans go to init).
+pub fn group_has_live_members(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses, so read after its last `)`.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+    })
+}
+
 /// SIGKILLs a group registered with [`track_group`] and forgets it.
 pub fn kill_and_forget_group(pid: i32) {
     let mut groups = LIVE_GROUPS.lock().expect("live-group registry poisoned");
@@ -288,4 +313,30 @@ pub fn install_panic_cleanup() {
         kill_all_spawned();
         default_hook(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_a_group_whose_leader_died_when_a_child_lives_on_should_count_it_until_it_exits() {
+        // The leader exits at once; its child, in the same group, sleeps on.
+        let leader = Command::new("sh")
+            .args(["-c", "sleep 30 & exit 0"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id() as i32;
+        let mut leader = leader;
+        leader.wait().unwrap();
+        assert!(group_has_live_members(pgid), "the orphaned sleep is still in the group");
+        killpg(Pid::from_raw(pgid), Signal::SIGKILL).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while group_has_live_members(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!group_has_live_members(pgid), "killed, nothing of the group lives");
+        assert!(!group_has_live_members(i32::MAX), "no such group");
+    }
 }

@@ -30,6 +30,8 @@ use watch::{claims_primary, note_status, record_last_durable, watch_node};
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// Bound on waiting for a killed process to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on the rest of a killed node's process group exiting after the node itself was reaped.
+const GROUP_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Timeout of the fresh probe right before the harness stops a node: short, so a paused node delays its kill little.
 const LAST_PROBE_TIMEOUT: Duration = Duration::from_millis(50);
 /// How many observations the trigger engine may fall behind before it misses some.
@@ -300,6 +302,12 @@ impl Lab {
             })?
             .map_err(|_| "reaper gone".to_string())?
             .expect("waited for an exit");
+        // The node's own children (a sidecar it started, e.g. Redis's Sentinel beside redis-server) were killed with
+        // its group but may still be exiting, holding their ports: a restart must not race them.
+        let group_gone = tokio::time::Instant::now() + GROUP_EXIT_TIMEOUT;
+        while crate::supervisor::group_has_live_members(spawned.pid) && tokio::time::Instant::now() < group_gone {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         self.mark_down(node).await;
         Ok(exit)
     }
