@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A faultline exec client for Redis with Sentinel (register workload): plans/exec-redis-sentinel.yaml.
+"""A faultline exec client for Redis with Sentinel (register and set workloads): plans/exec-redis-sentinel.yaml.
 
     redis_client.py CLIENT_ADDRS SENTINEL_ADDRS      (each `0=HOST:PORT,1=HOST:PORT,...`)
 
@@ -10,6 +10,7 @@ as a Sentinel-aware Redis client does: a client whose node is cut off with the o
   replica's read would be stale by design, not a finding); on a replica, or any error: `fail`.
 - write: `SET k v`; an error reply (`READONLY` on a replica) did not apply it: `fail`.
 - cas: a Lua script (`GET`, compare, `SET`), atomic on the server; 0 means the value differed: `fail cas-mismatch`.
+- set workload (Jepsen's 2013 test): add is `SADD`, read is `MULTI; ROLE; SMEMBERS; EXEC`.
 - No answer in time, or a connection lost after sending: `info`. Nothing reached the server: `fail`.
 Standard library only: RESP spoken by hand (also imported by redis_status.py).
 """
@@ -150,14 +151,20 @@ def perform(pool, op, addr, deadline):
     f, key = op["f"], op["key"]
     remaining = deadline - time.monotonic()
     if f == "read":
-        replies = pool.call(addr, [["MULTI"], ["ROLE"], ["GET", key], ["EXEC"]], remaining, idempotent=True)
+        read = ["SMEMBERS", key] if key == "set" else ["GET", key]  # the set workload's one key is `set`
+        replies = pool.call(addr, [["MULTI"], ["ROLE"], read, ["EXEC"]], remaining, idempotent=True)
         result = replies[-1]
         if not isinstance(result, list) or len(result) != 2 or any(isinstance(r, ServerError) for r in result):
             return {"type": "fail", "error": f"transaction failed: {replies!r}"}
         role, value = result
         if role[0] != "master":
             return {"type": "fail", "error": f"{addr} is a {role[0]}, not the primary"}
-        return {"type": "ok", "value": value}
+        return {"type": "ok", "value": sorted(value) if isinstance(value, list) else value}
+    if f == "add":
+        reply = pool.call(addr, [["SADD", key, op["value"]]], remaining)[0]
+        if isinstance(reply, ServerError):
+            return {"type": "fail", "error": str(reply)}
+        return {"type": "ok"}
     if f == "write":
         reply = pool.call(addr, [["SET", key, op["value"]]], remaining)[0]
         if isinstance(reply, ServerError):

@@ -8,7 +8,7 @@ A probe line is `{"probe": N, "timeout_ms": T}`; the answer, from `INFO replicat
 `SENTINEL master mymaster` of its Sentinel, on the connections of the previous probe:
     {"role": "master"|"slave", "offset": master_repl_offset, "replid": master_replid,
      "epoch": the Sentinel's config-epoch, "believes": "HOST:PORT" of the primary its Sentinel names,
-     "view": the epoch when that is this node, else one less (a master its Sentinel no longer names is stale),
+     "view": 2 x epoch, plus 1 when that primary is this node (a master its Sentinel no longer names is stale),
      "link": master_link_status (replicas), "replicas": connected_slaves (primaries)}
 or `{"error": "why"}` when either does not answer in time (a node is both processes: paused or killed together).
 Standard library only (RESP from redis_client.py, beside this file).
@@ -45,8 +45,9 @@ def status(pool, redis_addr, sentinel_addr, timeout_ms):
         "replid": fields["master_replid"],
         "epoch": epoch,
         "believes": believes,
-        # A master its own Sentinel no longer names was replaced in a newer epoch than the Sentinel's current one.
-        "view": epoch if believes == redis_addr else epoch - 1,
+        # A master its own Sentinel no longer names was replaced in the Sentinel's current epoch: it ranks below the
+        # master that epoch names (2 e + 1), and above every master of older epochs.
+        "view": 2 * epoch + (1 if believes == redis_addr else 0),
     }
     if "master_link_status" in fields:
         document["link"] = fields["master_link_status"]

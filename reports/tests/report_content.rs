@@ -69,6 +69,26 @@ fn given_a_read_that_misses_acknowledged_writes_when_reported_should_name_those_
     );
 }
 
+#[test]
+fn given_a_final_read_that_misses_acknowledged_writes_when_reported_should_name_them_per_key() {
+    let tmp = temp_dir("lost");
+    let page = render(&lost_write_run(tmp.path()));
+    assert!(page.contains("id=\"lin-lost\""), "the final reads' summary");
+    assert!(
+        page.contains("1 acknowledged write(s) the final reads do not see, on 1 of 1 non-linearizable key(s)"),
+        "{}",
+        excerpt(&page, "lin-lost")
+    );
+    assert!(page.contains("<code>write(&quot;b&quot;)</code> p60, acknowledged by"));
+}
+
+#[test]
+fn given_a_run_without_final_reads_when_reported_should_not_claim_lost_writes() {
+    let tmp = temp_dir("no-final");
+    let page = render(&invalid_linearizability_run(tmp.path()));
+    assert!(!page.contains("id=\"lin-lost\""));
+}
+
 fn excerpt(page: &str, id: &str) -> String {
     page[page.find(id).unwrap_or(0)..].chars().take(1500).collect()
 }

@@ -2,7 +2,7 @@
 //! its real-time interval, one row per client process; the tail of the longest partial linearization numbered and
 //! joined at (valid) linearization points, with the model state after each step on hover; the operation that cannot be
 //! placed in red; the operations concurrent with it outlined. When that op is a read, the acknowledged writes it does
-//! not see are listed by name (see [`unseen_writes`]): in a system that lost them, they are the lost writes.
+//! not see are listed by name ([`super::unseen`]).
 
 use super::escape::Shown;
 use super::timeline::ms;
@@ -13,8 +13,6 @@ use std::collections::HashMap;
 
 /// Operations of the key drawn at most (the ones nearest the failing op).
 const OPS_DRAWN_MAX: usize = 160;
-/// Unseen acknowledged writes listed at most (the rest are counted).
-const UNSEEN_SHOWN_MAX: usize = 40;
 const WIDTH: f64 = 1200.0;
 const LABEL_W: f64 = 70.0;
 const ROW_H: f64 = 30.0;
@@ -82,132 +80,7 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Mark
                 "."
             }
             (steps_table(explanation))
-            (unseen_table(history, explanation))
-        }
-    }
-}
-
-/// The read that cannot be placed, what it returned, and the acknowledged writes it does not see.
-struct Unseen<'a> {
-    read: &'a Event,
-    value: &'a serde_json::Value,
-    writer: Option<&'a Event>,
-    writes: Vec<(&'a Event, &'a Event)>,
-}
-
-/// When the op that cannot be placed is a read returning `u`: every write or cas acknowledged `ok` that was invoked
-/// after the op that wrote `u` completed (after the start, for a read of nil) and completed before the read was
-/// invoked. Real time puts each of them between that write and the read, so the read should show one of them or a
-/// later value. The register workload writes each value once, so the read shows an older state: either those writes
-/// were lost (a primary that acknowledged them was replaced without them) or the read is stale. `None` when the op
-/// is not an `ok` read, or the read's value has no writer in the history.
-fn unseen_writes<'a>(history: &'a History, explanation: &Explanation) -> Option<Unseen<'a>> {
-    let pairs = completed_pairs(history, &explanation.key);
-    let (read, done) = pairs
-        .iter()
-        .find(|(invoke, _)| invoke.index == explanation.op.invoke_index)?;
-    if read.f != "read" || done.kind != EventKind::Ok {
-        return None;
-    }
-    let writer = pairs
-        .iter()
-        .filter(|(invoke, completion)| completion.kind != EventKind::Fail && written_value(invoke) == Some(&done.value))
-        .max_by_key(|(_, completion)| completion.time_ns);
-    if writer.is_none() && !done.value.is_null() {
-        return None;
-    }
-    let written_by_ns = writer.map_or(0, |(_, completion)| completion.time_ns);
-    let writes = pairs
-        .iter()
-        .filter(|(invoke, completion)| {
-            written_value(invoke).is_some()
-                && completion.kind == EventKind::Ok
-                && invoke.time_ns > written_by_ns
-                && completion.time_ns < read.time_ns
-        })
-        .copied()
-        .collect();
-    Some(Unseen {
-        read,
-        value: &done.value,
-        writer: writer.map(|(invoke, _)| *invoke),
-        writes,
-    })
-}
-
-/// The value a write or cas writes.
-fn written_value(invoke: &Event) -> Option<&serde_json::Value> {
-    match (invoke.f.as_str(), &invoke.value) {
-        ("write", v) => Some(v),
-        ("cas", serde_json::Value::Array(args)) if args.len() == 2 => Some(&args[1]),
-        _ => None,
-    }
-}
-
-/// The completed client ops on `key`, each as its invocation and completion.
-fn completed_pairs<'a>(history: &'a History, key: &str) -> Vec<(&'a Event, &'a Event)> {
-    let mut open: HashMap<u64, &Event> = HashMap::new();
-    let mut pairs = Vec::new();
-    for event in history.client_events() {
-        if event.key.as_deref() != Some(key) {
-            continue;
-        }
-        let process = event.process.unwrap_or(u64::MAX);
-        if event.kind == EventKind::Invoke {
-            open.insert(process, event);
-        } else if let Some(invoke) = open.remove(&process) {
-            pairs.push((invoke, event));
-        }
-    }
-    pairs
-}
-
-fn unseen_table(history: &History, explanation: &Explanation) -> Markup {
-    let Some(unseen) = unseen_writes(history, explanation) else {
-        return html! {};
-    };
-    if unseen.writes.is_empty() {
-        return html! {};
-    }
-    let value = |v: &serde_json::Value| if v.is_null() { "nil".to_string() } else { v.to_string() };
-    let count = unseen.writes.len();
-    html! {
-        div class="lin-unseen" id="lin-unseen" {
-            h4 { (count) " acknowledged write(s) the read does not see" }
-            p {
-                "The read (p" (unseen.read.process.unwrap_or(u64::MAX)) ", invoked at "
-                (format!("{:.3}", ms(unseen.read.time_ns) / 1000.0)) " s on " (unseen.read.node.as_deref().unwrap_or("?"))
-                ") returns " code { (Shown(&value(unseen.value))) }
-                @match unseen.writer {
-                    Some(writer) => {
-                        ", written by p" (writer.process.unwrap_or(u64::MAX)) " at "
-                        (format!("{:.3}", ms(writer.time_ns) / 1000.0)) " s"
-                    }
-                    None => { ", the initial state" }
-                }
-                ". These writes were acknowledged after that and before the read began, so in real time they come \
-                 between the two and the read should show one of them or a later value. Each value is written once: \
-                 the system lost these writes, or the read is stale."
-            }
-            table class="steps" {
-                thead {
-                    tr { th { "operation" } th { "process" } th { "acknowledged by" } th { "invoked" } th { "acknowledged" } }
-                }
-                tbody {
-                    @for (invoke, completion) in unseen.writes.iter().take(UNSEEN_SHOWN_MAX) {
-                        tr {
-                            td { code { (Shown(&describe(invoke, Some(completion)))) } }
-                            td { "p" (invoke.process.unwrap_or(u64::MAX)) }
-                            td { (completion.node.as_deref().unwrap_or("?")) }
-                            td { (format!("{:.3} s", ms(invoke.time_ns) / 1000.0)) }
-                            td { (format!("{:.3} s", ms(completion.time_ns) / 1000.0)) " (#" (completion.index) ")" }
-                        }
-                    }
-                    @if count > UNSEEN_SHOWN_MAX {
-                        tr class="elided" { td colspan="5" { "… and " (count - UNSEEN_SHOWN_MAX) " more" } }
-                    }
-                }
-            }
+            (super::unseen::for_failing_read(history, explanation))
         }
     }
 }
@@ -247,7 +120,7 @@ fn key_ops(history: &History, key: &str) -> Vec<KeyOp> {
 }
 
 /// `f(args) -> result` for ops the explanation does not describe.
-fn describe(invoke: &Event, completion: Option<&Event>) -> String {
+pub(super) fn describe(invoke: &Event, completion: Option<&Event>) -> String {
     let value = |v: &serde_json::Value| if v.is_null() { "nil".to_string() } else { v.to_string() };
     match (invoke.f.as_str(), completion) {
         ("read", Some(done)) if done.kind == EventKind::Ok => format!("read() -> {}", value(&done.value)),

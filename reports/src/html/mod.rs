@@ -19,6 +19,7 @@ mod observations;
 pub mod ops;
 mod page;
 mod timeline;
+mod unseen;
 
 pub use escape::json_for_script;
 pub use logs::parse_rfc3339;

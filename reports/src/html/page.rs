@@ -6,7 +6,7 @@ use super::nodes::{self, NodeInputs};
 use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
-use super::{anchor_offset_ns, checks, coverage, linearizability, RunInputs};
+use super::{anchor_offset_ns, checks, coverage, linearizability, unseen, RunInputs};
 use crate::results::{CheckResult, Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
@@ -33,6 +33,13 @@ pub fn render(inputs: &RunInputs) -> String {
         .find(|c| c.name == "linearizability")
         .and_then(|c| serde_json::from_value::<LinearizabilityResult>(c.details.clone()).ok());
     let explanation = lin.as_ref().and_then(|l| l.explanation.as_ref());
+    let invalid_keys: Vec<&str> = lin.as_ref().map_or_else(Vec::new, |l| {
+        l.keys
+            .iter()
+            .filter(|k| k.verdict == Verdict::Invalid)
+            .map(|k| k.key.as_str())
+            .collect()
+    });
     let node_inputs = NodeInputs {
         history,
         logs: &inputs.logs,
@@ -57,6 +64,7 @@ pub fn render(inputs: &RunInputs) -> String {
                 section class="card" id="linearizability" {
                     h2 { "Linearizability failure" }
                     (linearizability::render(explanation, history, end_ms))
+                    (unseen::for_final_reads(history, &invalid_keys))
                 }
             }
             section class="card" id="nodes" {

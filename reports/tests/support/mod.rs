@@ -410,7 +410,18 @@ pub fn valid_run(dir: &Path) -> PathBuf {
 
 /// A run whose key `k-bad` is not linearizable: a read returns a value nobody wrote while a write overlaps it.
 pub fn invalid_linearizability_run(dir: &Path) -> PathBuf {
-    let mut run = base_run("default", 7);
+    let run = base_run("default", 7);
+    bad_key_ops(run, false).write(dir, |h| passing_checks(h, boot_ok()))
+}
+
+/// The same run with the last read in the final phase: after the heal, `k-bad` reads "a", missing the acknowledged
+/// write of "b" (a write lost at a failover).
+pub fn lost_write_run(dir: &Path) -> PathBuf {
+    let run = base_run("default", 8);
+    bad_key_ops(run, true).write(dir, |h| passing_checks(h, boot_ok()))
+}
+
+fn bad_key_ops(mut run: RunBuilder, final_read: bool) -> RunBuilder {
     let t = 1000.0;
     run.op(
         5,
@@ -452,8 +463,11 @@ pub fn invalid_linearizability_run(dir: &Path) -> PathBuf {
         EventKind::Ok,
         json!("a"),
     );
+    if final_read {
+        run.lifecycle(t + 65.0, "final-reads", None, json!({"label": "after-heal"}));
+    }
     restart_all_boots(&mut run);
-    run.write(dir, |h| passing_checks(h, boot_ok()))
+    run
 }
 
 /// A run in which n2 refuses to boot after the restart-all although nothing corrupted its disk.
