@@ -256,9 +256,20 @@ impl Recovered {
     pub fn from_line(boot_log: &str, marker: &str, after: &str) -> Option<Recovered> {
         let line = boot_log.lines().find(|line| line.contains(marker))?;
         let (_, rest) = line.split_once(after)?;
-        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+        let rest = rest.trim_start();
+        // Decimal, or hexadecimal after `0x` (ZooKeeper logs its zxids so).
+        let recovered = match rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+            Some(hex) => {
+                let digits: String = hex.chars().take_while(char::is_ascii_hexdigit).collect();
+                u64::from_str_radix(&digits, 16).ok()?
+            }
+            None => {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()?
+            }
+        };
         Some(Recovered {
-            recovered: digits.parse().ok()?,
+            recovered,
             line: line.trim().to_string(),
         })
     }
@@ -496,5 +507,9 @@ mod tests {
             None,
             "no digits"
         );
+        let zookeeper = "2026-12-05 05:01:02,345 [myid:0] - INFO  [main:o.a.z.s.p.FileTxnSnapLog@372] - Snapshotting: \
+                         highest zxid is 0x900000115";
+        let found = Recovered::from_line(zookeeper, "Snapshotting", "highest zxid is").unwrap();
+        assert_eq!(found.recovered, 0x9_0000_0115, "hexadecimal after 0x");
     }
 }

@@ -182,7 +182,7 @@ impl ExecSystem {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
             }
-            std::fs::write(&target, vars.expand(&content.value))
+            write_durably(&target, vars.expand(&content.value).as_bytes())
                 .with_context(|| format!("writing {}'s config file {}", Self::name(node), target.display()))?;
         }
         Ok(())
@@ -346,6 +346,19 @@ impl ExecSystem {
             client::ExecClient::new(command, self.clients.clone(), addrs, home, op_timeout, process)
         })
     }
+}
+
+/// Writes a file and fsyncs it and its folder: a config file must survive the power loss of the fault filesystem as
+/// any file the system wrote and synced would (ZooKeeper's `myid`, lost, stops the server for good).
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// `path` without `.` and `..` components (resolved by name, not through the filesystem: the file may not exist).

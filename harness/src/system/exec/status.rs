@@ -33,6 +33,8 @@ use tokio::process::{ChildStdin, ChildStdout};
 pub(super) const COMMAND_TIMEOUT_MIN: Duration = Duration::from_secs(1);
 /// How often the observer runs a one-shot status command on each node (an HTTP or persistent status: every 100 ms).
 pub(super) const COMMAND_OBSERVE_INTERVAL: Duration = Duration::from_millis(500);
+/// What a freshly started persistent status process gets on top of its first probe's deadline.
+pub(super) const STARTUP_ALLOWANCE: Duration = Duration::from_secs(2);
 /// The shortest deadline a persistent status process gets for one answer (pipes and scheduling on a busy machine).
 pub(super) const PERSISTENT_TIMEOUT_MIN: Duration = Duration::from_millis(250);
 
@@ -207,9 +209,15 @@ impl Persistent {
         let Ok(mut running) = tokio::time::timeout_at(deadline, self.running.lock()).await else {
             return Err(ProbeError::NoAnswer);
         };
+        let mut deadline = deadline;
         if running.is_none() {
             match self.spawn() {
-                Ok(fresh) => *running = Some(fresh),
+                Ok(fresh) => {
+                    *running = Some(fresh);
+                    // A fresh process first starts its interpreter (a pyenv shim alone took 0.2-0.4 s): its first
+                    // answer gets that time on top of the probe's.
+                    deadline += STARTUP_ALLOWANCE;
+                }
                 Err(e) => {
                     return Err(ProbeError::Misconfigured(format!(
                         "its persistent status process cannot start ({e}): {} (system.status.command)",
