@@ -14,7 +14,7 @@
 //! starts a fresh one. Every such error names the client and the line; the client's stderr goes to `clients.log`.
 
 use crate::supervisor::{self, LaunchCommand};
-use crate::system::{unknown, LogClient, Outcome, RegisterClient, SetClient};
+use crate::system::{txn_answer, txn_is_read_only, unknown, LogClient, Outcome, RegisterClient, SetClient, TxnClient};
 use async_trait::async_trait;
 use faultline_faults::process::{node_name, parse_node_name};
 use serde_json::{json, Value};
@@ -159,8 +159,9 @@ impl ExecClient {
         }
     }
 
-    /// Sends one op and reads its answer: the outcome and the node that served it.
-    async fn call(&self, f: &str, key: &str, value: Value, is_read: bool) -> (Outcome, usize) {
+    /// Sends one op and reads its answer: the outcome and the node that served it. `key` is `None` for a
+    /// transaction (its keys are in its micro-ops; the line says `"key": null`).
+    async fn call(&self, f: &str, key: Option<&str>, value: Value, is_read: bool) -> (Outcome, usize) {
         let mut running = self.running.lock().await;
         if running.is_none() {
             match self.spawn() {
@@ -295,7 +296,7 @@ impl ExecClient {
         is_read: bool,
         shape: fn(&Value) -> Result<Value, &'static str>,
     ) -> (Outcome, usize) {
-        let (outcome, node) = self.call(f, key, value, is_read).await;
+        let (outcome, node) = self.call(f, Some(key), value, is_read).await;
         match outcome {
             Outcome::Ok(value) => match shape(&value) {
                 Ok(value) => (Outcome::Ok(value), node),
@@ -404,6 +405,27 @@ impl LogClient for ExecClient {
                 Outcome::Ok(json!({"from": from, "entries": value["entries"], "end": value["end"]})),
                 node,
             ),
+            other => (other, node),
+        }
+    }
+}
+
+#[async_trait]
+impl TxnClient for ExecClient {
+    /// `f: txn`, value = the micro-op list; an `ok` must return it with every read filled ([`txn_answer`]), else
+    /// the outcome is unknown and the process is replaced, as for any malformed answer.
+    async fn txn(&self, ops: &Value) -> (Outcome, usize) {
+        let is_read = txn_is_read_only(ops);
+        let (outcome, node) = self.call("txn", None, ops.clone(), is_read).await;
+        match outcome {
+            Outcome::Ok(value) => match txn_answer(ops, &value) {
+                Ok(value) => (Outcome::Ok(value), node),
+                Err(wrong) => {
+                    let why = format!("{} answered txn ok, but {wrong}", self.who());
+                    self.replace(&mut *self.running.lock().await, &why);
+                    (unknown(is_read, format!("{why}; its process is replaced")), node)
+                }
+            },
             other => (other, node),
         }
     }
