@@ -157,6 +157,23 @@ pub enum Reply {
     Stale,
 }
 
+impl Reply {
+    /// A transaction's reply with the reads at the positions `reads` gives replaced by those values (any other reply
+    /// as it is). Only the `txn-reads-at-receipt` mutant does this.
+    pub fn with_reads(self, reads: &[Option<Value>]) -> Reply {
+        let Reply::Txn(text) = &self else { return self };
+        let Ok(Value::Array(mut filled)) = serde_json::from_str::<Value>(text) else {
+            return self;
+        };
+        for (op, read) in filled.iter_mut().zip(reads) {
+            if let Some(read) = read {
+                op[2] = read.clone();
+            }
+        }
+        Reply::Txn(Value::Array(filled).to_string())
+    }
+}
+
 /// A body that does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("malformed operation body")]
@@ -464,6 +481,30 @@ impl StateMachine {
             (None, Some(register)) => number(register),
             (None, None) => Value::Null,
         }
+    }
+
+    /// What each read of `ops` would return if the transaction ran against the state as it is now (`None` for
+    /// writes), without running it: its own earlier writes show in its reads. Only the `txn-reads-at-receipt`
+    /// mutant asks.
+    pub fn txn_reads_now(&self, ops: &[TxnOp]) -> Vec<Option<Value>> {
+        let mut own: HashMap<&str, Value> = HashMap::new();
+        ops.iter()
+            .map(|op| match op {
+                TxnOp::Read { key } => Some(own.get(key.as_str()).cloned().unwrap_or_else(|| self.txn_read(key))),
+                TxnOp::Append { key, value } => {
+                    let list = own.entry(key).or_insert_with(|| self.txn_read(key));
+                    match list {
+                        Value::Array(items) => items.push(json!(value)),
+                        other => *other = json!([value]),
+                    }
+                    None
+                }
+                TxnOp::Write { key, value } => {
+                    own.insert(key, json!(value));
+                    None
+                }
+            })
+            .collect()
     }
 
     fn execute_txn(&mut self, ops: &[TxnOp]) -> Reply {
@@ -793,6 +834,35 @@ mod tests {
         assert_eq!(restored.snapshot(), machine.snapshot());
         assert!(TxnOp::from_json(&json!(["incr", "k", 1])).is_err());
         assert!(TxnOp::from_json(&json!(["append", "k", "x"])).is_err());
+    }
+
+    #[test]
+    fn given_reads_taken_before_a_commit_when_patched_in_should_miss_it_but_keep_the_txns_own_writes() {
+        let mut machine = StateMachine::default();
+        let txn = |ops: Value| -> Vec<TxnOp> {
+            ops.as_array()
+                .unwrap()
+                .iter()
+                .map(|op| TxnOp::from_json(op).unwrap())
+                .collect()
+        };
+        let late = txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", null]]));
+        let at_receipt = machine.txn_reads_now(&late);
+        assert_eq!(at_receipt, vec![Some(Value::Null), None, Some(json!([3]))]);
+        let first = Operation::Txn {
+            ops: txn(json!([["append", "k1", 1]])),
+        };
+        machine.apply(&entry(1, 7, 1, first));
+        let reply = machine.apply(&entry(2, 8, 1, Operation::Txn { ops: late }));
+        assert_eq!(
+            reply.clone().with_reads(&at_receipt),
+            Reply::Txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", [3]]]).to_string()),
+            "the mutant's answer misses append 1, which the log ordered first"
+        );
+        assert_eq!(
+            reply,
+            Reply::Txn(json!([["r", "k1", [1]], ["append", "k1", 3], ["r", "k1", [1, 3]]]).to_string())
+        );
     }
 
     #[test]
