@@ -443,3 +443,45 @@ impl SetClient for ExecClient {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client process that answers every op with `answer` (its `value`), keeping the op's id.
+    fn client_answering(answer: &str) -> ExecClient {
+        let script = format!(
+            "import json, sys\nfor line in sys.stdin:\n    op = json.loads(line)\n    answer = {answer}\n    \
+             answer['id'] = op['id']\n    print(json.dumps(answer), flush=True)\n"
+        );
+        let command = LaunchCommand {
+            program: "python3".into(),
+            args: vec!["-c".into(), script],
+            env: Vec::new(),
+            env_clear: false,
+        };
+        let addrs = vec!["127.0.0.1:1".parse().unwrap()];
+        ExecClient::new(command, ClientLog::disabled(), addrs, 0, Duration::from_secs(5), 3)
+    }
+
+    #[tokio::test]
+    async fn given_txn_answers_when_read_should_take_filled_reads_and_make_a_changed_list_unknown() {
+        let ops = json!([["append", "k1", 3], ["r", "k1", null]]);
+        let good = client_answering(r#"{"type": "ok", "value": [["append", "k1", 3], ["r", "k1", [1, 3]]]}"#);
+        let (outcome, node) = good.txn(&ops).await;
+        assert_eq!(outcome, Outcome::Ok(json!([["append", "k1", 3], ["r", "k1", [1, 3]]])));
+        assert_eq!(node, 0);
+
+        let changed = client_answering(r#"{"type": "ok", "value": [["append", "k1", 4], ["r", "k1", [4]]]}"#);
+        let Outcome::Info(why) = changed.txn(&ops).await.0 else {
+            panic!("a changed write makes the outcome unknown");
+        };
+        assert!(why.contains("micro-op 0 came back"), "{why}");
+
+        // A transaction without writes had no effect, whatever its answer: a bad one is a `fail`.
+        let read_only = json!([["r", "k1", null]]);
+        assert!(matches!(changed.txn(&read_only).await.0, Outcome::Fail(_)));
+        let aborted = client_answering(r#"{"type": "fail", "error": "serialization failure"}"#);
+        assert_eq!(aborted.txn(&ops).await.0, Outcome::Fail("serialization failure".into()));
+    }
+}
