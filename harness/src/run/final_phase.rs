@@ -189,6 +189,12 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
 async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration) {
     let recorder = lab.recorder();
     let kind = workload.kind();
+    if kind == WorkloadKind::Txn {
+        let mut keys = workload.keys_used();
+        keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+        final_txn_reads(lab, workload, home, op_timeout, &keys).await;
+        return;
+    }
     let mut process = workload.new_process();
     let Ok(mut client) = Client::new(lab.system().as_ref(), kind, home, op_timeout, process) else {
         return;
@@ -196,10 +202,6 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
     let mut keys = workload.keys_used();
     if kind != WorkloadKind::Set {
         keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
-    }
-    if kind == WorkloadKind::Txn {
-        final_txn_reads(lab, workload, home, op_timeout, &keys).await;
-        return;
     }
     for key in keys {
         let mut from = 0u64;
