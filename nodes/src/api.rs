@@ -1,4 +1,5 @@
-//! The HTTP/JSON client API. Every kv and log operation, reads included, goes through the replicated log.
+//! The HTTP/JSON client API. Every kv, log and transaction operation, reads included, goes through the replicated
+//! log.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -16,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::replica::{ClientOutcome, ClientRequest, Event, StatusSnapshot};
-use crate::state_machine::{Operation, Reply, LOG_READ_LIMIT_MAX};
+use crate::state_machine::{Operation, Reply, TxnOp, LOG_READ_LIMIT_MAX};
 use crate::wal::entry::{RequestIdentity, BODY_SIZE_MAX_BYTES};
 
 /// Largest accepted HTTP request body.
@@ -42,6 +43,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/kv/{key}", get(kv_get).put(kv_put))
         .route("/kv/{key}/cas", post(kv_cas))
         .route("/log/{name}", post(log_append).get(log_read))
+        .route("/txn", post(txn))
         .layer(DefaultBodyLimit::max(HTTP_BODY_SIZE_MAX_BYTES))
         .with_state(state)
 }
@@ -151,6 +153,26 @@ async fn log_read(
     .await
 }
 
+/// `POST /txn`, body: the micro-op list (`[["append","k3",7],["r","k1",null]]`), run as one operation.
+async fn txn(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+    let ops = parse::<Vec<Value>>(&body).and_then(|ops| {
+        let ops: Result<Vec<TxnOp>, String> = ops.iter().map(TxnOp::from_json).collect();
+        match ops {
+            Ok(ops) if !ops.is_empty() => Ok(ops),
+            Ok(_) => Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                "a transaction needs at least one micro-op",
+                "not-applied",
+            ))),
+            Err(why) => Err(Box::new(error(StatusCode::BAD_REQUEST, &why, "not-applied"))),
+        }
+    });
+    match ops {
+        Ok(ops) => submit(&state, &headers, Operation::Txn { ops }).await,
+        Err(response) => *response,
+    }
+}
+
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, Box<Response>> {
     let Some(value) = headers.get(name) else {
         return Ok(None);
@@ -246,6 +268,13 @@ fn reply_response(reply: Reply) -> Response {
                 .collect();
             (StatusCode::OK, json!({ "entries": entries, "end": end }))
         }
+        Reply::Txn(filled) => match serde_json::from_str::<Value>(&filled) {
+            Ok(filled) => (StatusCode::OK, json!({ "value": filled })),
+            Err(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({ "error": "unreadable transaction reply", "outcome": "unknown" }),
+            ),
+        },
         Reply::Malformed => (
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({ "error": "malformed op", "outcome": "unknown" }),

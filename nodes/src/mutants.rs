@@ -31,11 +31,14 @@ pub enum Bug {
     TruncateOnBoot,
     /// A replica whose WAL ends below what it acknowledged rejoins and votes as if it still held those entries.
     RejoinAfterLostTail,
+    /// The primary answers a transaction's reads from the state it had applied when the request arrived, while the
+    /// transaction's writes go through the log.
+    TxnReadsAtReceipt,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 10] = [
+    pub const ALL: [Bug; 11] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -46,6 +49,7 @@ impl Bug {
         Bug::CheckpointWithoutFsync,
         Bug::TruncateOnBoot,
         Bug::RejoinAfterLostTail,
+        Bug::TxnReadsAtReceipt,
     ];
 
     /// The name used on the command line and in logs.
@@ -61,6 +65,7 @@ impl Bug {
             Bug::CheckpointWithoutFsync => "checkpoint-without-fsync",
             Bug::TruncateOnBoot => "truncate-on-boot",
             Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
+            Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
         }
     }
 

@@ -1,8 +1,16 @@
 //! The replicated state machine: key-value registers, append-only logs, and the client table that deduplicates
 //! retried requests. Every replica applies the same committed entries in op order, so all of this is identical
 //! across replicas.
+//!
+//! Transactions ([`Operation::Txn`]) are one entry each, so they execute atomically and in the log's order (strict
+//! serializability comes from the log). Their micro-ops share the keyspaces of the other operations: a list-append
+//! `append` adds to the log of that name, an rw-register `w` sets the register of that name (values are integers,
+//! stored as their decimal text), and a read returns the key's log as a list of integers if it has one, else its
+//! register as an integer, else `null`.
 
 use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Value};
 
 use crate::wal::entry::Entry;
 
@@ -51,6 +59,73 @@ pub enum Operation {
         /// Most entries to return.
         limit: u64,
     },
+    /// Run micro-ops atomically, in order.
+    Txn {
+        /// The micro-ops (at least one).
+        ops: Vec<TxnOp>,
+    },
+}
+
+/// One micro-op of a transaction (the client protocol's `["append", k, v]`, `["w", k, v]`, `["r", k, null]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxnOp {
+    /// Append `value` to the log `key`.
+    Append {
+        /// Log name.
+        key: String,
+        /// Value appended.
+        value: i64,
+    },
+    /// Set the register `key` to `value`.
+    Write {
+        /// Register key.
+        key: String,
+        /// Value written.
+        value: i64,
+    },
+    /// Read `key`.
+    Read {
+        /// Key read.
+        key: String,
+    },
+}
+
+impl TxnOp {
+    /// The key it touches.
+    pub fn key(&self) -> &str {
+        match self {
+            TxnOp::Append { key, .. } | TxnOp::Write { key, .. } | TxnOp::Read { key } => key,
+        }
+    }
+
+    /// `["append", k, v]` and the like, with `read` as a read's value.
+    pub fn to_json(&self, read: Value) -> Value {
+        match self {
+            TxnOp::Append { key, value } => json!(["append", key, value]),
+            TxnOp::Write { key, value } => json!(["w", key, value]),
+            TxnOp::Read { key } => json!(["r", key, read]),
+        }
+    }
+
+    /// A micro-op from its JSON form (a read's value is ignored: the transaction fills it).
+    pub fn from_json(op: &Value) -> Result<TxnOp, String> {
+        let parts = op.as_array().filter(|parts| parts.len() == 3);
+        let (Some(f), Some(key)) = (parts.and_then(|p| p[0].as_str()), parts.and_then(|p| p[1].as_str())) else {
+            return Err(format!("micro-op {op}: expected [f, key, value]"));
+        };
+        let key = key.to_string();
+        let value = || {
+            op[2]
+                .as_i64()
+                .ok_or_else(|| format!("micro-op {op}: a write's value is an integer"))
+        };
+        match f {
+            "append" => Ok(TxnOp::Append { key, value: value()? }),
+            "w" => Ok(TxnOp::Write { key, value: value()? }),
+            "r" => Ok(TxnOp::Read { key }),
+            _ => Err(format!("micro-op {op}: unknown f {f:?} (expected append, w or r)")),
+        }
+    }
 }
 
 /// The result of applying an operation.
@@ -74,10 +149,29 @@ pub enum Reply {
         /// The log's end offset.
         end: u64,
     },
+    /// A transaction's micro-ops with every read filled, as JSON text (`[["r","k1",[1,4]],["append","k1",7]]`).
+    Txn(String),
     /// The entry body did not decode (never produced by a correct primary).
     Malformed,
     /// The entry repeats a request older than its client's latest: not executed.
     Stale,
+}
+
+impl Reply {
+    /// A transaction's reply with the reads at the positions `reads` gives replaced by those values (any other reply
+    /// as it is). Only the `txn-reads-at-receipt` mutant does this.
+    pub fn with_reads(self, reads: &[Option<Value>]) -> Reply {
+        let Reply::Txn(text) = &self else { return self };
+        let Ok(Value::Array(mut filled)) = serde_json::from_str::<Value>(text) else {
+            return self;
+        };
+        for (op, read) in filled.iter_mut().zip(reads) {
+            if let Some(read) = read {
+                op[2] = read.clone();
+            }
+        }
+        Reply::Txn(Value::Array(filled).to_string())
+    }
 }
 
 /// A body that does not decode.
@@ -143,6 +237,22 @@ impl Operation {
                 out.extend_from_slice(&from.to_le_bytes());
                 out.extend_from_slice(&limit.to_le_bytes());
             }
+            Operation::Txn { ops } => {
+                out.push(6);
+                out.extend_from_slice(&(ops.len() as u64).to_le_bytes());
+                for op in ops {
+                    let (tag, value) = match op {
+                        TxnOp::Append { value, .. } => (1, Some(value)),
+                        TxnOp::Write { value, .. } => (2, Some(value)),
+                        TxnOp::Read { .. } => (3, None),
+                    };
+                    out.push(tag);
+                    put_string(&mut out, op.key());
+                    if let Some(value) = value {
+                        out.extend_from_slice(&value.to_le_bytes());
+                    }
+                }
+            }
         }
         out
     }
@@ -171,6 +281,31 @@ impl Operation {
                 from: reader.u64()?,
                 limit: reader.u64()?,
             },
+            6 => {
+                // Each micro-op takes at least its tag and a key length.
+                let count = reader.count(5)?;
+                let mut ops = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let tag = reader.take(1)?[0];
+                    let key = reader.string()?;
+                    ops.push(match tag {
+                        1 => TxnOp::Append {
+                            key,
+                            value: reader.u64()? as i64,
+                        },
+                        2 => TxnOp::Write {
+                            key,
+                            value: reader.u64()? as i64,
+                        },
+                        3 => TxnOp::Read { key },
+                        _ => return Err(MalformedBody),
+                    });
+                }
+                if ops.is_empty() {
+                    return Err(MalformedBody);
+                }
+                Operation::Txn { ops }
+            }
             _ => return Err(MalformedBody),
         };
         if !reader.bytes.is_empty() {
@@ -216,6 +351,10 @@ fn put_reply(out: &mut Vec<u8>, reply: &Reply) {
         }
         Reply::Malformed => out.push(6),
         Reply::Stale => out.push(7),
+        Reply::Txn(filled) => {
+            out.push(8);
+            put_string(out, filled);
+        }
     }
 }
 
@@ -259,6 +398,7 @@ impl Reader<'_> {
             }
             6 => Reply::Malformed,
             7 => Reply::Stale,
+            8 => Reply::Txn(self.string()?),
             _ => return Err(MalformedBody),
         })
     }
@@ -328,8 +468,62 @@ impl StateMachine {
                     .collect();
                 Some(Reply::Entries { entries, end })
             }
-            Operation::Put { .. } | Operation::Cas { .. } | Operation::Append { .. } => None,
+            Operation::Put { .. } | Operation::Cas { .. } | Operation::Append { .. } | Operation::Txn { .. } => None,
         }
+    }
+
+    /// What a transaction's read of `key` returns now: the key's log as integers, else its register, else `null`
+    /// (a value that is not an integer, written by a non-transactional op, is returned as the text it is).
+    pub fn txn_read(&self, key: &str) -> Value {
+        let number = |text: &String| text.parse::<i64>().map_or_else(|_| json!(text), |n| json!(n));
+        match (self.logs.get(key), self.registers.get(key)) {
+            (Some(log), _) => Value::Array(log.iter().map(number).collect()),
+            (None, Some(register)) => number(register),
+            (None, None) => Value::Null,
+        }
+    }
+
+    /// What each read of `ops` would return if the transaction ran against the state as it is now (`None` for
+    /// writes), without running it: its own earlier writes show in its reads. Only the `txn-reads-at-receipt`
+    /// mutant asks.
+    pub fn txn_reads_now(&self, ops: &[TxnOp]) -> Vec<Option<Value>> {
+        let mut own: HashMap<&str, Value> = HashMap::new();
+        ops.iter()
+            .map(|op| match op {
+                TxnOp::Read { key } => Some(own.get(key.as_str()).cloned().unwrap_or_else(|| self.txn_read(key))),
+                TxnOp::Append { key, value } => {
+                    let list = own.entry(key).or_insert_with(|| self.txn_read(key));
+                    match list {
+                        Value::Array(items) => items.push(json!(value)),
+                        other => *other = json!([value]),
+                    }
+                    None
+                }
+                TxnOp::Write { key, value } => {
+                    own.insert(key, json!(value));
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn execute_txn(&mut self, ops: &[TxnOp]) -> Reply {
+        let mut filled = Vec::with_capacity(ops.len());
+        for op in ops {
+            let read = match op {
+                TxnOp::Append { key, value } => {
+                    self.logs.entry(key.clone()).or_default().push(value.to_string());
+                    Value::Null
+                }
+                TxnOp::Write { key, value } => {
+                    self.registers.insert(key.clone(), value.to_string());
+                    Value::Null
+                }
+                TxnOp::Read { key } => self.txn_read(key),
+            };
+            filled.push(op.to_json(read));
+        }
+        Reply::Txn(Value::Array(filled).to_string())
     }
 
     fn execute(&mut self, operation: Operation) -> Reply {
@@ -338,6 +532,7 @@ impl StateMachine {
         }
         match operation {
             Operation::Get { .. } | Operation::ReadLog { .. } => unreachable!("reads are answered above"),
+            Operation::Txn { ops } => self.execute_txn(&ops),
             Operation::Put { key, value } => {
                 self.registers.insert(key, value);
                 Reply::Written
@@ -578,10 +773,96 @@ mod tests {
                 from: 3,
                 limit: 9,
             },
+            Operation::Txn {
+                ops: vec![
+                    TxnOp::Append {
+                        key: "k1".into(),
+                        value: -7,
+                    },
+                    TxnOp::Read { key: "k1".into() },
+                    TxnOp::Write {
+                        key: "k2".into(),
+                        value: 9,
+                    },
+                ],
+            },
         ];
         for operation in operations {
             assert_eq!(Operation::decode(&operation.encode()), Ok(operation));
         }
+    }
+
+    #[test]
+    fn given_a_txn_when_applied_should_run_its_micro_ops_in_order_and_fill_its_reads() {
+        let mut machine = StateMachine::default();
+        let txn = |ops: Value| Operation::Txn {
+            ops: ops
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|op| TxnOp::from_json(op).unwrap())
+                .collect(),
+        };
+        let first = txn(json!([
+            ["r", "k1", null],
+            ["append", "k1", 1],
+            ["append", "k1", 2],
+            ["r", "k1", null]
+        ]));
+        assert_eq!(
+            machine.apply(&entry(1, 9, 1, first)),
+            Reply::Txn(
+                json!([
+                    ["r", "k1", null],
+                    ["append", "k1", 1],
+                    ["append", "k1", 2],
+                    ["r", "k1", [1, 2]]
+                ])
+                .to_string()
+            )
+        );
+        let second = txn(json!([["w", "r1", 5], ["r", "r1", null], ["r", "k1", null]]));
+        assert_eq!(
+            machine.apply(&entry(2, 9, 2, second)),
+            Reply::Txn(json!([["w", "r1", 5], ["r", "r1", 5], ["r", "k1", [1, 2]]]).to_string())
+        );
+        assert_eq!(
+            machine.lookup(9, 2),
+            SessionLookup::Duplicate(machine.sessions[&9].reply.clone())
+        );
+        let restored = StateMachine::restore(&machine.snapshot()).expect("a txn reply survives a checkpoint");
+        assert_eq!(restored.snapshot(), machine.snapshot());
+        assert!(TxnOp::from_json(&json!(["incr", "k", 1])).is_err());
+        assert!(TxnOp::from_json(&json!(["append", "k", "x"])).is_err());
+    }
+
+    #[test]
+    fn given_reads_taken_before_a_commit_when_patched_in_should_miss_it_but_keep_the_txns_own_writes() {
+        let mut machine = StateMachine::default();
+        let txn = |ops: Value| -> Vec<TxnOp> {
+            ops.as_array()
+                .unwrap()
+                .iter()
+                .map(|op| TxnOp::from_json(op).unwrap())
+                .collect()
+        };
+        let late = txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", null]]));
+        let at_receipt = machine.txn_reads_now(&late);
+        assert_eq!(at_receipt, vec![Some(Value::Null), None, Some(json!([3]))]);
+        let first = Operation::Txn {
+            ops: txn(json!([["append", "k1", 1]])),
+        };
+        machine.apply(&entry(1, 7, 1, first));
+        let reply = machine.apply(&entry(2, 8, 1, Operation::Txn { ops: late }));
+        assert_eq!(
+            reply.clone().with_reads(&at_receipt),
+            Reply::Txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", [3]]]).to_string()),
+            "the mutant's answer misses append 1, which the log ordered first"
+        );
+        assert_eq!(
+            reply,
+            Reply::Txn(json!([["r", "k1", [1]], ["append", "k1", 3], ["r", "k1", [1, 3]]]).to_string())
+        );
     }
 
     #[test]

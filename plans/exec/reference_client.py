@@ -83,10 +83,12 @@ def request(addr, method, path, body, op, deadline):
 
 def call(op):
     """Runs one op against the node the op names, following not-primary redirects; returns the answer dict."""
-    f, key, value = op["f"], urllib.parse.quote(op["key"], safe=""), op["value"]
+    f, key, value = op["f"], urllib.parse.quote(op["key"] or "", safe=""), op["value"]
     deadline = time.monotonic() + op["timeout_ms"] / 1000.0 * 0.9
     is_log = isinstance(value, dict) or f == "append"
-    if f == "read" and is_log:
+    if f == "txn":
+        method, path, body = "POST", "/txn", value  # the micro-op list; the node runs it as one op
+    elif f == "read" and is_log:
         method, path, body = "GET", f"/log/{key}?from={value['from']}&limit={value['limit']}", None
     elif f == "read":
         method, path, body = "GET", f"/kv/{key}", None
@@ -112,6 +114,8 @@ def call(op):
                 return {"type": "ok", "value": answer.get("value")}
             if f == "append":
                 return {"type": "ok", "value": {"offset": answer.get("offset")}}
+            if f == "txn":
+                return {"type": "ok", "value": answer.get("value")}  # the micro-ops, every read filled
             return {"type": "ok"}
         if status == 409 and answer.get("error") == "precondition failed":
             return {"type": "fail", "error": CAS_MISMATCH}

@@ -31,6 +31,8 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("checkpoint-without-fsync", &["reference-checkpoint"]),
     ("truncate-on-boot", &["default"]),
     ("rejoin-after-lost-tail", &["reference-corruption"]),
+    // Only transactions see it: the general plans (single-key workloads) cannot.
+    ("txn-reads-at-receipt", &["reference-txn"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures

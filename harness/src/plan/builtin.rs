@@ -54,6 +54,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("iggy-disk", include_str!("../../../plans/iggy-disk.yaml")),
     ("iggy-mixed", include_str!("../../../plans/iggy-mixed.yaml")),
     ("iggy-messages", include_str!("../../../plans/iggy-messages.yaml")),
+    ("reference-txn", include_str!("../../../plans/reference-txn.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../../plans/mutant-repair-rewinds-parent.yaml"),

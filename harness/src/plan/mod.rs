@@ -144,6 +144,9 @@ pub enum WorkloadKind {
     /// Clients add unique elements to one set and read the whole set (Jepsen's set-full): every acknowledged add
     /// must be in every read that starts after it, and nothing nobody added may appear.
     Set,
+    /// Multi-key transactions of micro-ops (`model: list-append | rw-register`, Elle's datatypes) over rotating
+    /// keys; checked for isolation anomalies (dependency cycles and more) against the claimed `consistency`.
+    Txn,
 }
 
 impl fmt::Display for WorkloadKind {
@@ -152,11 +155,13 @@ impl fmt::Display for WorkloadKind {
             WorkloadKind::Register => "register",
             WorkloadKind::Log => "log",
             WorkloadKind::Set => "set",
+            WorkloadKind::Txn => "txn",
         })
     }
 }
 
-/// Operation mix for the register workload (relative weights).
+/// Operation mix (relative weights). The txn workload mixes micro-ops: `read` against `write` (a write is an
+/// `append` in list-append and a `w` in rw-register; `append` is taken as a synonym in list-append).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mix {
@@ -204,9 +209,71 @@ pub struct WorkloadSpec {
     /// stale). Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linearizable_reads: Option<bool>,
+    /// Txn workload: the datatype of the keys, `list-append` or `rw-register` (required there, refused elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Spanned<faultline_workloads::txn_check::TxnModel>>,
+    /// Txn workload: the isolation level the system claims (default `strict-serializable`); the run is invalid
+    /// exactly when the history shows an anomaly it forbids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<faultline_workloads::txn_check::ConsistencyModel>,
+    /// Txn workload: micro-ops per transaction, `MIN..MAX` inclusive (e.g. `1..4`) or a number for exactly that
+    /// many (default `1..4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_length: Option<TxnLength>,
     /// Windows of the fault phase in which no client starts an op (scripted scenarios: let the cluster settle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quiet: Vec<QuietWindow>,
+}
+
+/// Micro-ops per transaction: between `min` and `max`, inclusive, at most [`TxnLength::MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnLength {
+    /// Fewest micro-ops (at least 1).
+    pub min: u64,
+    /// Most micro-ops (at least `min`).
+    pub max: u64,
+}
+
+impl TxnLength {
+    /// Longest transaction a plan may ask for (a node takes the whole transaction in one request body).
+    pub const MAX: u64 = 64;
+    /// The default, `1..4`.
+    pub const DEFAULT: TxnLength = TxnLength { min: 1, max: 4 };
+}
+
+impl Serialize for TxnLength {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}..{}", self.min, self.max))
+    }
+}
+
+impl<'de> Deserialize<'de> for TxnLength {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Exactly(u64),
+            Range(String),
+        }
+        let expected = |found: &str| {
+            serde::de::Error::custom(format!(
+                "txn_length `{found}`: expected `MIN..MAX` (e.g. `1..4`) or a number, with 1 <= MIN <= MAX <= {}",
+                TxnLength::MAX
+            ))
+        };
+        let (min, max) = match Form::deserialize(d)? {
+            Form::Exactly(n) => (n, n),
+            Form::Range(text) => {
+                let (min, max) = text.split_once("..").ok_or_else(|| expected(&text))?;
+                let parse = |part: &str| part.trim().parse::<u64>().map_err(|_| expected(&text));
+                (parse(min)?, parse(max)?)
+            }
+        };
+        if min == 0 || min > max || max > TxnLength::MAX {
+            return Err(expected(&format!("{min}..{max}")));
+        }
+        Ok(TxnLength { min, max })
+    }
 }
 
 /// A window without client ops.

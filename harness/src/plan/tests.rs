@@ -109,3 +109,62 @@ fn given_a_rolling_fault_in_a_trigger_when_validated_should_point_at_the_trigger
     assert!(err.message.contains("nemesis.triggers[0]"), "{err}");
     assert!(err.message.contains("cannot be triggered"), "{err}");
 }
+
+const TXN_PLAN_YAML: &str = include_str!("../../../plans/reference-txn.yaml");
+
+fn txn_with(find: &str, replace: &str) -> String {
+    assert!(TXN_PLAN_YAML.contains(find), "reference-txn lacks {find}");
+    TXN_PLAN_YAML.replacen(find, replace, 1)
+}
+
+#[test]
+fn given_the_txn_plan_when_parsed_should_keep_model_claim_and_length_through_a_round_trip() {
+    use faultline_workloads::txn_check::{ConsistencyModel, TxnModel};
+    let plan = Plan::parse(TXN_PLAN_YAML, "reference-txn.yaml").unwrap();
+    assert_eq!(plan.workload.kind, WorkloadKind::Txn);
+    assert_eq!(plan.workload.model.as_ref().unwrap().value, TxnModel::ListAppend);
+    assert_eq!(plan.workload.consistency, Some(ConsistencyModel::StrictSerializable));
+    assert_eq!(plan.workload.txn_length, Some(TxnLength { min: 1, max: 4 }));
+    let again = Plan::parse(&plan.to_yaml(), "roundtrip").unwrap();
+    assert_eq!(again.to_yaml(), plan.to_yaml());
+    let exact = Plan::parse(&txn_with("txn_length: 1..4", "txn_length: 3"), "p.yaml").unwrap();
+    assert_eq!(exact.workload.txn_length, Some(TxnLength { min: 3, max: 3 }));
+}
+
+#[test]
+fn given_a_txn_plan_without_a_model_or_with_a_bad_length_or_mix_when_validated_should_point_at_it() {
+    let text = txn_with("  model: list-append", "");
+    let err = error_of(&text);
+    assert!(err.message.contains("needs a `model`"), "{err}");
+    assert_eq!(err.line, line_of(&text, "mix:"), "{err}");
+
+    let text = txn_with("txn_length: 1..4", "txn_length: 4..2");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "txn_length"), "{err}");
+    assert!(err.message.contains("MIN..MAX"), "{err}");
+
+    let text = txn_with("mix: {read: 1, write: 1}", "mix: {read: 1, cas: 1}");
+    assert!(error_of(&text).message.contains("no cas or add"));
+    let text = txn_with("model: list-append", "model: rw-register").replacen(
+        "mix: {read: 1, write: 1}",
+        "mix: {read: 1, append: 1}",
+        1,
+    );
+    assert!(error_of(&text).message.contains("rw-register mixes read and write"));
+}
+
+#[test]
+fn given_txn_fields_on_another_workload_when_validated_should_refuse_them_at_their_line() {
+    let text = with("  kind: register ", "  model: list-append\n  kind: register ");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "model: list-append"), "{err}");
+    assert!(err.message.contains("for the txn workload"), "{err}");
+}
+
+#[test]
+fn given_a_txn_plan_for_an_adapter_without_txn_clients_when_validated_should_refuse_it_at_the_workload() {
+    let text = txn_with("  kind: reference\n", "  kind: etcd\n");
+    let err = error_of(&text);
+    assert!(err.message.contains("not `txn`"), "{err}");
+    assert_eq!(err.line, line_of(&text, "mix:"), "{err}");
+}

@@ -24,6 +24,7 @@ impl Plan {
             WorkloadKind::Set if m.add == 0 => {
                 return Err(at(mix.referenced, "the set workload needs `add` > 0 in its mix".into()))
             }
+            WorkloadKind::Txn => self.validate_txn(origin)?,
             WorkloadKind::Register | WorkloadKind::Log if m.add > 0 => {
                 return Err(at(mix.referenced, "`add` is for the set workload".into()))
             }
@@ -52,6 +53,17 @@ impl Plan {
                 ))
             }
             _ => {}
+        }
+        if self.workload.kind != WorkloadKind::Txn {
+            if let Some(model) = &self.workload.model {
+                return Err(at(model.referenced, "`model` is for the txn workload".into()));
+            }
+            if self.workload.consistency.is_some() || self.workload.txn_length.is_some() {
+                return Err(at(
+                    mix.referenced,
+                    "`consistency` and `txn_length` are for the txn workload".into(),
+                ));
+            }
         }
         self.validate_against_adapter(origin)?;
         if let Some(process) = &self.nemesis.process {
@@ -233,6 +245,44 @@ impl Plan {
 
     /// The one place that checks a plan against what its system can do (the adapter's [`crate::system::Capabilities`]), then the
     /// adapter's own checks of its section.
+    /// The txn workload's own fields: a model, and a mix of reads and writes (appends) only.
+    fn validate_txn(&self, origin: &str) -> Result<(), PlanError> {
+        use faultline_workloads::txn_check::TxnModel;
+        let mix = &self.workload.mix;
+        let m = &mix.value;
+        let at = |loc: serde_saphyr::Location, message: &str| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message: message.to_string(),
+        };
+        let Some(model) = &self.workload.model else {
+            return Err(at(
+                mix.referenced,
+                "the txn workload needs a `model`: `list-append` or `rw-register`",
+            ));
+        };
+        if m.cas + m.add > 0 {
+            return Err(at(
+                mix.referenced,
+                "the txn workload mixes read and write micro-ops (no cas or add)",
+            ));
+        }
+        if model.value == TxnModel::RwRegister && m.append > 0 {
+            return Err(at(
+                mix.referenced,
+                "`append` is a list-append micro-op; rw-register mixes read and write",
+            ));
+        }
+        if m.read + m.write + m.append == 0 {
+            return Err(at(
+                mix.referenced,
+                "the micro-op mix is empty: give read or write a weight > 0",
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_against_adapter(&self, origin: &str) -> Result<(), PlanError> {
         let adapter = self.system.adapter();
         let capabilities = adapter.capabilities();

@@ -10,7 +10,7 @@ use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_reports::triage::{check_findings, Finding, FindingKind};
 use faultline_workloads::checker::{
     check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
-    LogWorkload, SetWorkload,
+    LogWorkload, SetWorkload, TxnWorkload,
 };
 use faultline_workloads::history::{History, Meta};
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
@@ -138,6 +138,7 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
             })
         }
         WorkloadKind::Set => Box::new(SetWorkload),
+        WorkloadKind::Txn => Box::new(txn_checker(plan)),
     };
     let final_phase_enabled = plan.final_phase.enabled;
     let capabilities = plan.system.adapter().capabilities();
@@ -168,6 +169,23 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
         patterns: plan.log_patterns.clone(),
     }));
     checkers
+}
+
+/// The txn workload's check: the plan's model and claimed consistency (default strict-serializable), with real-time
+/// and process-order edges so that the strict and session claims can be decided.
+fn txn_checker(plan: &Plan) -> TxnWorkload {
+    use faultline_workloads::txn_check::{ConsistencyModel, TxnCheckOptions};
+    let defaults = TxnCheckOptions::default();
+    TxnWorkload {
+        options: TxnCheckOptions {
+            model: plan.workload.model.as_ref().map_or(defaults.model, |m| m.value),
+            claimed: plan
+                .workload
+                .consistency
+                .unwrap_or(ConsistencyModel::StrictSerializable),
+            ..defaults
+        },
+    }
 }
 
 /// Node name -> log text, from `nodes/<name>/node.log`; a node whose log cannot be read as text is left out.

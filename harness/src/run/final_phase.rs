@@ -12,6 +12,7 @@ use crate::run::workload::{perform, Client, PlannedOp, Workload};
 use crate::system::Outcome;
 use faultline_faults::disk::{self, Surgeon};
 use faultline_faults::process::{node_name, parse_node_name};
+use faultline_workloads::checker::TXN_F;
 use faultline_workloads::history::{Lifecycle, Nemesis};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -21,6 +22,8 @@ use std::time::Duration;
 const FINAL_READ_PAGE_ENTRIES: u64 = 1000;
 /// Upper bound on the pages of one log's final read.
 const FINAL_READ_PAGES_MAX: usize = 10_000;
+/// Keys one final read-only transaction reads (txn workload).
+const FINAL_TXN_READ_KEYS: usize = 8;
 /// Pause between recovery probe attempts.
 const PROBE_RETRY_DELAY: Duration = Duration::from_millis(200);
 /// Bound on an offline verification command.
@@ -93,11 +96,20 @@ async fn recover(
             WorkloadKind::Log => ("append", format!("probe-{after}")),
             // The probe's element is one more element of the one set, checked with the others.
             WorkloadKind::Set => ("add", crate::system::SET_KEY.to_string()),
+            WorkloadKind::Txn => (TXN_F, format!("probe-{after}")),
         };
-        let op = PlannedOp {
-            f,
-            key,
-            value: Value::from(format!("probe-{after}-{attempt}")),
+        let op = match workload.kind() {
+            // One write of a value unique on the probe's key: the attempt number.
+            WorkloadKind::Txn => PlannedOp {
+                f,
+                key: String::new(),
+                value: json!([[workload.txn_write_f(), key, attempt]]),
+            },
+            _ => PlannedOp {
+                f,
+                key,
+                value: Value::from(format!("probe-{after}-{attempt}")),
+            },
         };
         let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
         if matches!(outcome, Outcome::Ok(_)) {
@@ -165,7 +177,7 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
         .lifecycle(Lifecycle::FinalReads, None, json!({"label": label}));
     let primary = lab.find_primary().await.unwrap_or(0);
     let homes: Vec<usize> = match workload.kind() {
-        WorkloadKind::Register => vec![primary],
+        WorkloadKind::Register | WorkloadKind::Txn => vec![primary],
         // Every node is asked for the whole set; each forwards its linearizable read to the primary it knows.
         WorkloadKind::Log | WorkloadKind::Set => (0..lab.node_count()).collect(),
     };
@@ -177,6 +189,12 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
 async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration) {
     let recorder = lab.recorder();
     let kind = workload.kind();
+    if kind == WorkloadKind::Txn {
+        let mut keys = workload.keys_used();
+        keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
+        final_txn_reads(lab, workload, home, op_timeout, &keys).await;
+        return;
+    }
     let mut process = workload.new_process();
     let Ok(mut client) = Client::new(lab.system().as_ref(), kind, home, op_timeout, process) else {
         return;
@@ -189,7 +207,7 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
         let mut from = 0u64;
         for _page in 0..FINAL_READ_PAGES_MAX {
             let value = match kind {
-                WorkloadKind::Register | WorkloadKind::Set => Value::Null,
+                WorkloadKind::Register | WorkloadKind::Set | WorkloadKind::Txn => Value::Null,
                 WorkloadKind::Log => json!({"from": from, "limit": FINAL_READ_PAGE_ENTRIES}),
             };
             let op = PlannedOp {
@@ -220,6 +238,31 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
             match next {
                 Some(next) => from = next,
                 None => break,
+            }
+        }
+    }
+}
+
+/// The txn workload's final reads: read-only transactions of up to [`FINAL_TXN_READ_KEYS`] keys each, checked with
+/// the rest of the history (a lost append shows as a later read that misses it).
+async fn final_txn_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration, keys: &[String]) {
+    let recorder = lab.recorder();
+    let mut process = workload.new_process();
+    let Ok(mut client) = Client::new(lab.system().as_ref(), WorkloadKind::Txn, home, op_timeout, process) else {
+        return;
+    };
+    for chunk in keys.chunks(FINAL_TXN_READ_KEYS) {
+        let reads: Vec<Value> = chunk.iter().map(|key| json!(["r", key, null])).collect();
+        let op = PlannedOp {
+            f: TXN_F,
+            key: String::new(),
+            value: Value::Array(reads),
+        };
+        if let Outcome::Info(_) = perform(recorder, &client, process, u64::MAX, &node_name(home), &op).await {
+            process = workload.new_process();
+            match Client::new(lab.system().as_ref(), WorkloadKind::Txn, home, op_timeout, process) {
+                Ok(fresh) => client = fresh,
+                Err(_) => return,
             }
         }
     }

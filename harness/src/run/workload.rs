@@ -5,11 +5,18 @@
 //! still have an effect at any later time. Writes use unique values, so a read names the write it saw. CAS takes its
 //! `from` from the last value this run saw on the key, so many CAS ops can succeed. Keys rotate after a bounded number
 //! of ops (Jepsen's `independent`), which keeps every key's history small enough to check fast.
+//!
+//! The txn workload draws transactions of `txn_length` micro-ops from the same rotating keys (each micro-op counts as
+//! one op on its key): a read `["r", k, null]` or a write, `["append", k, v]` (list-append) or `["w", k, v]`
+//! (rw-register), with `v` unique in the run, so unique per key as Elle needs. One history op `f: txn` carries the
+//! list; its `ok` completion carries the list with every read filled.
 
-use crate::plan::{WorkloadKind, WorkloadSpec};
+use crate::plan::{TxnLength, WorkloadKind, WorkloadSpec};
 use crate::run::recorder::Recorder;
-use crate::system::{LogClient, Outcome, RegisterClient, SetClient, System};
+use crate::system::{LogClient, Outcome, RegisterClient, SetClient, System, TxnClient};
+use faultline_workloads::checker::TXN_F;
 use faultline_workloads::history::{Event, EventKind};
+use faultline_workloads::txn_check::TxnModel;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -62,6 +69,8 @@ pub struct Generator {
     next_value: u64,
     ops_per_key: u64,
     weights: [u32; 3],
+    /// Txn workload: the datatype and how many micro-ops a transaction has.
+    txn: Option<(TxnModel, TxnLength)>,
 }
 
 impl Generator {
@@ -80,7 +89,12 @@ impl Generator {
                 WorkloadKind::Register => [mix.read, mix.write, mix.cas],
                 WorkloadKind::Log => [mix.read, mix.append, 0],
                 WorkloadKind::Set => [mix.read, mix.add, 0],
+                WorkloadKind::Txn => [mix.read, mix.write + mix.append, 0],
             },
+            txn: spec
+                .model
+                .as_ref()
+                .map(|model| (model.value, spec.txn_length.unwrap_or(TxnLength::DEFAULT))),
         };
         for _ in 0..spec.keys.0 {
             let key = generator.fresh_key();
@@ -96,7 +110,7 @@ impl Generator {
     fn fresh_key(&mut self) -> String {
         self.next_key += 1;
         match self.kind {
-            WorkloadKind::Register => format!("k{}", self.next_key - 1),
+            WorkloadKind::Register | WorkloadKind::Txn => format!("k{}", self.next_key - 1),
             WorkloadKind::Log => format!("log{}", self.next_key - 1),
             WorkloadKind::Set => SET_KEY.to_string(),
         }
@@ -107,24 +121,11 @@ impl Generator {
         match self.kind {
             WorkloadKind::Log => return self.next_log_op(process),
             WorkloadKind::Set => return self.next_set_op(),
+            WorkloadKind::Txn => return self.next_txn_op(),
             WorkloadKind::Register => {}
         }
-        let slot_index = self.rng.gen_range(0..self.slots.len());
-        if self.slots[slot_index].ops >= self.ops_per_key {
-            let key = self.fresh_key();
-            self.slots[slot_index] = KeySlot {
-                key,
-                ops: 0,
-                last_seen: None,
-            };
-        }
-        let total: u32 = self.weights.iter().sum();
-        let mut pick = self.rng.gen_range(0..total);
-        let mut f = 0;
-        while pick >= self.weights[f] {
-            pick -= self.weights[f];
-            f += 1;
-        }
+        let slot_index = self.pick_slot();
+        let f = self.pick_f();
         self.next_value += 1;
         let fresh = format!("v{}", self.next_value);
         let slot = &mut self.slots[slot_index];
@@ -146,6 +147,62 @@ impl Generator {
                 key,
                 value: Value::from(fresh),
             },
+        }
+    }
+
+    /// A key slot for the next op, replacing its key by a fresh one once it has had `ops_per_key` ops.
+    fn pick_slot(&mut self) -> usize {
+        let slot_index = self.rng.gen_range(0..self.slots.len());
+        if self.slots[slot_index].ops >= self.ops_per_key {
+            let key = self.fresh_key();
+            self.slots[slot_index] = KeySlot {
+                key,
+                ops: 0,
+                last_seen: None,
+            };
+        }
+        slot_index
+    }
+
+    /// The index of the function to run next, drawn by the mix's weights.
+    fn pick_f(&mut self) -> usize {
+        let total: u32 = self.weights.iter().sum();
+        let mut pick = self.rng.gen_range(0..total);
+        let mut f = 0;
+        while pick >= self.weights[f] {
+            pick -= self.weights[f];
+            f += 1;
+        }
+        f
+    }
+
+    /// Txn workload: `txn_length` micro-ops, each a read or a write (append) of a fresh value on a rotating key.
+    fn next_txn_op(&mut self) -> PlannedOp {
+        let (model, length) = self.txn.expect("a txn workload has a model (plan validation)");
+        let count = self.rng.gen_range(length.min..=length.max);
+        let mut ops = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let slot_index = self.pick_slot();
+            let f = self.pick_f();
+            let slot = &mut self.slots[slot_index];
+            slot.ops += 1;
+            let key = slot.key.clone();
+            let op = if f == 0 {
+                json!(["r", key, null])
+            } else {
+                self.next_value += 1;
+                let write = match model {
+                    TxnModel::ListAppend => "append",
+                    TxnModel::RwRegister => "w",
+                };
+                json!([write, key, self.next_value])
+            };
+            ops.push(op);
+        }
+        PlannedOp {
+            f: TXN_F,
+            key: String::new(),
+            value: Value::Array(ops),
         }
     }
 
@@ -195,7 +252,7 @@ impl Generator {
     /// Learns from a completed op: the key's latest value (so CAS has a plausible `from`), or where a consumer goes on.
     pub fn observe(&mut self, process: u64, op: &PlannedOp, outcome: &Outcome) {
         let Outcome::Ok(read) = outcome else { return };
-        if self.kind == WorkloadKind::Set {
+        if matches!(self.kind, WorkloadKind::Set | WorkloadKind::Txn) {
             return;
         }
         if self.kind == WorkloadKind::Log {
@@ -231,6 +288,8 @@ pub enum Client {
     Log(Box<dyn LogClient>),
     /// Set ops.
     Set(Box<dyn SetClient>),
+    /// Transactions.
+    Txn(Box<dyn TxnClient>),
 }
 
 impl Client {
@@ -247,6 +306,7 @@ impl Client {
             WorkloadKind::Register => system.register_client(home, op_timeout, process).map(Client::Register),
             WorkloadKind::Log => system.log_client(home, op_timeout, process).map(Client::Log),
             WorkloadKind::Set => system.set_client(home, op_timeout, process).map(Client::Set),
+            WorkloadKind::Txn => system.txn_client(home, op_timeout, process).map(Client::Txn),
         };
         client.ok_or_else(|| format!("the {} adapter offers no {kind} client", system.kind()))
     }
@@ -269,7 +329,8 @@ pub async fn perform(
         worker: Some(worker),
         node: Some(node),
         f: op.f.to_string(),
-        key: Some(op.key.clone()),
+        // A transaction's keys are in its micro-ops.
+        key: (!matches!(client, Client::Txn(_))).then(|| op.key.clone()),
         value,
         error,
     };
@@ -283,6 +344,7 @@ pub async fn perform(
         }
         (Client::Set(set), "add") => set.add(op.value.as_str().unwrap_or_default()).await,
         (Client::Set(set), _) => set.read_all().await,
+        (Client::Txn(txn), _) => txn.txn(&op.value).await,
         (Client::Register(register), "read") => register.read(&op.key).await,
         (Client::Register(register), "write") => register.write(&op.key, op.value.as_str().unwrap_or_default()).await,
         (Client::Register(register), _) => {
@@ -295,7 +357,7 @@ pub async fn perform(
     let completion = match &outcome {
         Outcome::Ok(read) => {
             let value = match client {
-                Client::Log(_) => read.clone(),
+                Client::Log(_) | Client::Txn(_) => read.clone(),
                 Client::Set(_) if op.f == "read" => read.clone(),
                 Client::Set(_) => op.value.clone(),
                 Client::Register(_) if op.f == "read" => read.clone(),
@@ -345,7 +407,7 @@ impl Workload {
         let generator = self.generator.lock().expect("generator poisoned");
         let prefix = match generator.kind {
             WorkloadKind::Log => "log",
-            WorkloadKind::Register => "k",
+            WorkloadKind::Register | WorkloadKind::Txn => "k",
             WorkloadKind::Set => return vec![SET_KEY.to_string()],
         };
         (0..generator.next_key).map(|i| format!("{prefix}{i}")).collect()
@@ -354,6 +416,14 @@ impl Workload {
     /// The workload's kind.
     pub fn kind(&self) -> WorkloadKind {
         self.spec.kind
+    }
+
+    /// Txn workload: the write micro-op of its model (`append` for list-append, `w` for rw-register).
+    pub fn txn_write_f(&self) -> &'static str {
+        match self.spec.model.as_ref().map(|m| m.value) {
+            Some(TxnModel::RwRegister) => "w",
+            _ => "append",
+        }
     }
 
     /// A fresh process id (for retired processes and the final phase).
@@ -423,6 +493,7 @@ mod tests {
     use super::*;
     use crate::plan::Plan;
     use faultline_faults::rng::stream;
+    use std::collections::HashSet;
 
     #[test]
     fn given_ops_per_key_when_generating_should_rotate_keys_and_keep_values_unique() {
@@ -462,5 +533,35 @@ mod tests {
             generator.observe(0, &op, &Outcome::Ok(Value::from("v1")));
         }
         assert!(saw_cas);
+    }
+
+    #[test]
+    fn given_the_txn_workload_when_generating_should_draw_lengths_in_range_unique_values_and_rotate_keys() {
+        let mut spec = crate::plan::builtin::load("reference-txn").unwrap().workload;
+        spec.keys = crate::plan::Bounded(2);
+        spec.ops_per_key = crate::plan::Bounded(10);
+        let mut generator = Generator::new(&spec, stream(3, "workload"));
+        let (mut keys, mut values, mut lengths) = (HashSet::new(), HashSet::new(), HashSet::new());
+        let mut reads = 0;
+        for _ in 0..200 {
+            let op = generator.next_op(0);
+            assert_eq!(op.f, "txn");
+            let micro_ops = op.value.as_array().unwrap();
+            lengths.insert(micro_ops.len());
+            for micro_op in micro_ops {
+                keys.insert(micro_op[1].as_str().unwrap().to_string());
+                match micro_op[0].as_str().unwrap() {
+                    "r" => {
+                        assert!(micro_op[2].is_null());
+                        reads += 1;
+                    }
+                    "append" => assert!(values.insert(micro_op[2].as_i64().unwrap()), "duplicate value"),
+                    other => panic!("list-append drew {other}"),
+                }
+            }
+        }
+        assert_eq!(lengths, HashSet::from([1, 2, 3, 4]), "txn_length 1..4");
+        assert!(reads > 100 && values.len() > 100, "reads and appends both drawn");
+        assert!(keys.len() >= 40, "keys rotate every 10 micro-ops: {}", keys.len());
     }
 }

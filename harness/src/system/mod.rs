@@ -353,6 +353,58 @@ pub trait SetClient: Send + Sync {
     async fn read_all(&self) -> (Outcome, usize);
 }
 
+/// A transaction client bound to one node: one request runs a whole transaction of micro-ops, atomically or not at
+/// all (`fail`), or with an unknown outcome (`info`).
+#[async_trait]
+pub trait TxnClient: Send + Sync {
+    /// Runs the micro-op list `ops` (`[["append","k3",7],["r","k1",null]]`): `Ok` of the same list with every read
+    /// filled (checked by [`txn_answer`]).
+    async fn txn(&self, ops: &Value) -> (Outcome, usize);
+}
+
+/// Whether a transaction has no write (an unknown outcome of it is a `fail`: it had no effect).
+pub fn txn_is_read_only(ops: &Value) -> bool {
+    ops.as_array()
+        .is_some_and(|ops| ops.iter().all(|op| op.get(0).and_then(Value::as_str) == Some("r")))
+}
+
+/// An `ok` answer to transaction `sent`, checked: the same micro-ops in the same order, writes as sent, every read
+/// filled with `null`, an integer or a list of integers. The error says which micro-op is wrong and how.
+pub fn txn_answer(sent: &Value, got: &Value) -> Result<Value, String> {
+    let (Some(sent_ops), Some(got_ops)) = (sent.as_array(), got.as_array()) else {
+        return Err(format!("expected the micro-op list back, got {got}"));
+    };
+    if sent_ops.len() != got_ops.len() {
+        return Err(format!(
+            "expected {} micro-ops back, got {}: {got}",
+            sent_ops.len(),
+            got_ops.len()
+        ));
+    }
+    for (position, (asked, answered)) in sent_ops.iter().zip(got_ops).enumerate() {
+        let same_op =
+            answered.as_array().is_some_and(|a| a.len() == 3) && asked[0] == answered[0] && asked[1] == answered[1];
+        if !same_op {
+            return Err(format!("micro-op {position} is {answered}, but {asked} was sent"));
+        }
+        let filled = &answered[2];
+        let fits = if asked[0] == "r" {
+            filled.is_null()
+                || filled.is_i64()
+                || filled.as_array().is_some_and(|items| items.iter().all(Value::is_i64))
+        } else {
+            *filled == asked[2]
+        };
+        if !fits {
+            return Err(format!(
+                "micro-op {position} came back as {answered} (a read is filled with null, an integer or a list of \
+                 integers; a write comes back as sent, {asked})"
+            ));
+        }
+    }
+    Ok(got.clone())
+}
+
 /// Why a probe got no status.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProbeError {
@@ -448,6 +500,10 @@ pub trait System: Send + Sync {
     fn set_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn SetClient>> {
         None
     }
+    /// A transaction client bound to `home`, if the system offers multi-key transactions.
+    fn txn_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn TxnClient>> {
+        None
+    }
 }
 
 /// Jepsen's central rule, in one place: an op whose outcome is unknown is `info`, except a read, which has no effect
@@ -489,7 +545,29 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Recovered;
+    use super::{txn_answer, Recovered};
+    use serde_json::json;
+
+    #[test]
+    fn given_txn_answers_when_checked_should_take_filled_reads_and_refuse_changed_ops() {
+        let sent = json!([["append", "k1", 3], ["r", "k1", null], ["r", "k2", null]]);
+        let good = json!([["append", "k1", 3], ["r", "k1", [1, 3]], ["r", "k2", null]]);
+        assert_eq!(txn_answer(&sent, &good), Ok(good.clone()));
+        let dropped = json!([["append", "k1", 3], ["r", "k1", [1, 3]]]);
+        assert!(txn_answer(&sent, &dropped)
+            .unwrap_err()
+            .contains("expected 3 micro-ops"));
+        let changed = json!([["append", "k1", 4], ["r", "k1", [1, 4]], ["r", "k2", null]]);
+        assert!(txn_answer(&sent, &changed)
+            .unwrap_err()
+            .starts_with("micro-op 0 came back"));
+        let strings = json!([["append", "k1", 3], ["r", "k1", ["1"]], ["r", "k2", null]]);
+        assert!(txn_answer(&sent, &strings)
+            .unwrap_err()
+            .starts_with("micro-op 1 came back"));
+        let reordered = json!([["r", "k1", [3]], ["append", "k1", 3], ["r", "k2", null]]);
+        assert!(txn_answer(&sent, &reordered).unwrap_err().starts_with("micro-op 0 is"));
+    }
 
     #[test]
     fn given_real_boot_lines_when_read_should_take_the_number_after_the_marker_and_nothing_else() {

@@ -1,8 +1,9 @@
 //! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
 
 use super::{
-    transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, LogClient, NodeAddrs, NodeStatus,
-    Outcome, ProbeError, Progress, Recovered, RegisterClient, Role, System,
+    transport_outcome, txn_answer, txn_is_read_only, unknown, AdapterSpec, BuildContext, Built, Capabilities,
+    LogClient, NodeAddrs, NodeStatus, Outcome, ProbeError, Progress, Recovered, RegisterClient, Role, System,
+    TxnClient,
 };
 use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -55,7 +56,7 @@ impl AdapterSpec for ReferenceConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: vec![WorkloadKind::Register, WorkloadKind::Log],
+            workloads: vec![WorkloadKind::Register, WorkloadKind::Log, WorkloadKind::Txn],
             proxy_partitions: true,
             primary_probe: true,
             status_probe: true,
@@ -406,6 +407,10 @@ impl System for ReferenceSystem {
     fn register_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn RegisterClient>> {
         Some(Box::new(self.reference_client(home, op_timeout, client_id)))
     }
+
+    fn txn_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn TxnClient>> {
+        Some(Box::new(self.reference_client(home, op_timeout, client_id)))
+    }
 }
 
 impl ReferenceSystem {
@@ -443,7 +448,12 @@ enum Verb<'a> {
     Write(&'a str),
     Cas(&'a str, &'a str),
     Append(&'a str),
-    ReadLog { from: u64, limit: u64 },
+    ReadLog {
+        from: u64,
+        limit: u64,
+    },
+    /// `POST /txn` with the micro-op list.
+    Txn(&'a Value),
 }
 
 impl ReferenceClient {
@@ -471,12 +481,17 @@ impl ReferenceClient {
                     .post(format!("{base}/log/{key}"))
                     .json(&json!({"value": value})),
                 Verb::ReadLog { from, limit } => self.http.get(format!("{base}/log/{key}?from={from}&limit={limit}")),
+                Verb::Txn(ops) => self.http.post(format!("{base}/txn")).json(ops),
             }
             .timeout(remaining)
             .header("X-Faultline-Deadline-Ms", remaining.as_millis().to_string())
             .header("X-Client-Id", self.client_id.to_string())
             .header("X-Request-Number", request_number.to_string());
-            let is_read = matches!(verb, Verb::Read | Verb::ReadLog { .. });
+            let is_read = match verb {
+                Verb::Read | Verb::ReadLog { .. } => true,
+                Verb::Txn(ops) => txn_is_read_only(ops),
+                _ => false,
+            };
             let response = match request.send().await {
                 Ok(response) => response,
                 Err(e) => return (transport_outcome(&e, is_read), node),
@@ -541,6 +556,7 @@ fn success_value(verb: &Verb<'_>, body: Value) -> Value {
     match verb {
         Verb::Read => body["value"].clone(),
         Verb::Write(_) | Verb::Cas(..) => Value::Null,
+        Verb::Txn(_) => body["value"].clone(),
         Verb::Append(_) => json!({"offset": body["offset"]}),
         Verb::ReadLog { from, .. } => {
             let entries: Vec<Value> = body["entries"]
@@ -560,6 +576,23 @@ impl LogClient for ReferenceClient {
 
     async fn read(&self, log: &str, from: u64, limit: u64) -> (Outcome, usize) {
         self.call(log, Verb::ReadLog { from, limit }).await
+    }
+}
+
+#[async_trait]
+impl TxnClient for ReferenceClient {
+    async fn txn(&self, ops: &Value) -> (Outcome, usize) {
+        let (outcome, node) = self.call("", Verb::Txn(ops)).await;
+        match outcome {
+            Outcome::Ok(value) => match txn_answer(ops, &value) {
+                Ok(value) => (Outcome::Ok(value), node),
+                Err(wrong) => (
+                    unknown(txn_is_read_only(ops), format!("the node answered txn ok, but {wrong}")),
+                    node,
+                ),
+            },
+            other => (other, node),
+        }
     }
 }
 

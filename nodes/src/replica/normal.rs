@@ -7,7 +7,7 @@ use super::{
 };
 use crate::message::Message;
 use crate::mutants::Bug;
-use crate::state_machine::SessionLookup;
+use crate::state_machine::{Operation, SessionLookup};
 use crate::wal::entry::{Entry, BODY_SIZE_MAX_BYTES};
 use crate::wal::journal::InsertRejected;
 
@@ -45,6 +45,18 @@ impl Replica {
         if self.primary.queue.len() >= REQUEST_QUEUE_MAX {
             let _ = reply.send(ClientOutcome::Busy);
             return;
+        }
+        if self.config.mutants.has(Bug::TxnReadsAtReceipt) && identity.client_id != 0 {
+            if let Operation::Txn { ops } = &request.operation {
+                // MUTANT(txn-reads-at-receipt): the reads are taken now, from what this primary has applied (with
+                // the transaction's own earlier writes over it), while the writes wait their turn in the log: a
+                // transaction committed between the two is missed by the reads but ordered before the writes.
+                let reads = self.machine.txn_reads_now(ops);
+                self.primary
+                    .receipt_reads
+                    .insert((identity.client_id, identity.request_number), reads);
+                assert!(self.primary.receipt_reads.len() <= REQUEST_QUEUE_MAX + 1);
+            }
         }
         self.primary.queue.push_back((request, reply));
         self.prepare_queued();
@@ -94,6 +106,10 @@ impl Replica {
                 }
             }
             self.primary.waiters.entry(op).or_default().push(reply);
+            let identity = (request.identity.client_id, request.identity.request_number);
+            if let Some(reads) = self.primary.receipt_reads.remove(&identity) {
+                self.primary.receipt_reads_by_op.insert(op, reads);
+            }
             self.outbound.broadcast(&Message::Prepare {
                 view: self.view,
                 commit: self.commit_max,
@@ -238,5 +254,7 @@ impl Replica {
             let _ = waiter.send(ClientOutcome::NotPrimary { primary: None });
         }
         self.primary.acks.clear();
+        self.primary.receipt_reads.clear();
+        self.primary.receipt_reads_by_op.clear();
     }
 }

@@ -47,7 +47,7 @@ impl ClassKey {
                     Severity::RefusedCleanDisk
                 }
                 "durability" => Severity::DataLoss,
-                "set" | "log" | "linearizability" => Severity::Consistency,
+                "set" | "log" | "linearizability" | "txn" => Severity::Consistency,
                 "boot" | "liveness" => Severity::NoRecovery,
                 "convergence" => Severity::NoConvergence,
                 "log-patterns" => Severity::LogPattern,

@@ -53,6 +53,9 @@ pub enum FindingKind {
     FailedButPresent,
     /// The history has no linearization.
     NotLinearizable,
+    /// Transactions show an isolation anomaly their claimed consistency model forbids (a dependency cycle, an
+    /// intermediate read, ...); the key is the anomaly class.
+    IsolationAnomaly,
     /// A read missed what was acknowledged before it began.
     Stale,
     /// A reader saw the log go backwards or change.
@@ -116,6 +119,11 @@ const KINDS: &[(FindingKind, Severity, &str)] = &[
         "failed write took effect",
     ),
     (FindingKind::NotLinearizable, Severity::Consistency, "not linearizable"),
+    (
+        FindingKind::IsolationAnomaly,
+        Severity::Consistency,
+        "isolation anomaly",
+    ),
     (FindingKind::Stale, Severity::Consistency, "stale reads"),
     (FindingKind::NonMonotonic, Severity::Consistency, "non-monotonic reads"),
     (FindingKind::NoRecovery, Severity::NoRecovery, "no recovery"),
@@ -312,6 +320,7 @@ pub fn check_findings(system: &str, check: &CheckResult) -> Vec<Finding> {
             "boot" => boot(system, check),
             "set" => set(system, check),
             "log" => log(system, check),
+            "txn" => txn(system, check),
             "linearizability" => {
                 let model = check.details["model"].as_str().unwrap_or("");
                 vec![Finding::new(
@@ -466,6 +475,40 @@ fn set(system: &str, check: &CheckResult) -> Vec<Finding> {
         found.push(Finding::new(system, &check.name, kind, key, example));
     }
     found
+}
+
+/// `txn`: one finding per anomaly class the claimed model forbids, with its first explanation as the example: lost,
+/// phantom and duplicate values and reads of aborted writes as the data findings they are, every other class (the
+/// cycles, intermediate and internal reads, incompatible orders) as an isolation anomaly keyed by its class.
+fn txn(system: &str, check: &CheckResult) -> Vec<Finding> {
+    use faultline_workloads::txn_check::{AnomalyClass, TxnCheckResult};
+    let Ok(result) = serde_json::from_value::<TxnCheckResult>(check.details.clone()) else {
+        return Vec::new();
+    };
+    let forbidden = result.claimed.forbids();
+    let found = result.anomaly_counts.keys().filter(|class| forbidden.contains(class));
+    found
+        .map(|class| {
+            let kind = match class {
+                AnomalyClass::Lost => FindingKind::Lost,
+                AnomalyClass::Phantom => FindingKind::Phantom,
+                AnomalyClass::DuplicateElements => FindingKind::Duplicated,
+                AnomalyClass::G1a => FindingKind::FailedButPresent,
+                _ => FindingKind::IsolationAnomaly,
+            };
+            let example = result
+                .anomalies
+                .get(class)
+                .and_then(|found| found.first())
+                .map_or(check.reason.as_str(), |anomaly| anomaly.explanation.as_str());
+            let key = if kind == FindingKind::IsolationAnomaly {
+                class.name().to_string()
+            } else {
+                String::new()
+            };
+            Finding::new(system, &check.name, kind, key, example)
+        })
+        .collect()
 }
 
 /// `log`: one finding per anomaly kind whose severity made the verdict (errors for invalid, warnings for unknown).
@@ -950,6 +993,59 @@ pub(crate) mod tests {
                 (FindingKind::NoConvergence, ""),
             ],
             "the restart-all's kill -9 is a kill -9; a power loss is not"
+        );
+    }
+
+    #[test]
+    fn given_an_invalid_txn_check_when_triaged_should_give_one_finding_per_forbidden_class() {
+        use faultline_workloads::checker::TxnWorkload;
+        let op = |kind, process, value: Value| Event {
+            index: 0,
+            time_ns: 0,
+            kind,
+            process: Some(process),
+            worker: Some(process),
+            node: None,
+            f: "txn".into(),
+            key: None,
+            value,
+            error: None,
+        };
+        // Write skew: each reads the key the other appends to, before the other's append (a later read shows both).
+        let events = vec![
+            op(EventKind::Invoke, 0, json!([["r", "x", null], ["append", "y", 1]])),
+            op(EventKind::Invoke, 1, json!([["r", "y", null], ["append", "x", 2]])),
+            op(EventKind::Ok, 0, json!([["r", "x", null], ["append", "y", 1]])),
+            op(EventKind::Ok, 1, json!([["r", "y", null], ["append", "x", 2]])),
+            op(EventKind::Invoke, 2, json!([["r", "x", null], ["r", "y", null]])),
+            op(EventKind::Ok, 2, json!([["r", "x", [2]], ["r", "y", [1]]])),
+        ];
+        let history = History {
+            events: events
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut e)| {
+                    e.index = i as u64;
+                    e.time_ns = i as u64;
+                    e
+                })
+                .collect(),
+            truncated_tail: false,
+        };
+        let logs = BTreeMap::new();
+        let check = TxnWorkload::default().check(&CheckInput {
+            history: &history,
+            node_logs: &logs,
+        });
+        assert_eq!(check.verdict, Verdict::Invalid, "{}", check.reason);
+        let found = check_findings("reference", &check);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].signature.kind, FindingKind::IsolationAnomaly);
+        assert_eq!(found[0].severity(), Severity::Consistency);
+        assert!(
+            found[0].example.starts_with("G2-item: a cycle of 2"),
+            "{}",
+            found[0].example
         );
     }
 

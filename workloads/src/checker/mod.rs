@@ -12,7 +12,8 @@
 //!
 //! The checks faultline runs, in the order `results.json` lists them:
 //! - [`Completion`] (`history`): the run finished;
-//! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`) or [`SetWorkload`] (`set`);
+//! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`), [`SetWorkload`] (`set`) or
+//!   [`TxnWorkload`] (`txn`);
 //! - [`Boot`]: no node refused to boot or died on its own without a recorded reason;
 //! - [`Liveness`]: after healing the cluster accepted a write within the bound;
 //! - [`Convergence`]: every node reached the same commit point;
@@ -29,6 +30,7 @@ mod liveness;
 mod log_patterns;
 mod log_workload;
 mod set_workload;
+mod txn_workload;
 
 pub use boot::{Boot, IO_FAULT_GRACE_NS};
 pub use completion::Completion;
@@ -39,6 +41,7 @@ pub use liveness::Liveness;
 pub use log_patterns::{message_line, strip_ansi, LogPatterns};
 pub use log_workload::LogWorkload;
 pub use set_workload::SetWorkload;
+pub use txn_workload::{history_txns, TxnWorkload, TXN_F};
 
 use crate::history::{Event, History, Lifecycle};
 use crate::verdict::Verdict;

@@ -14,7 +14,7 @@
 //! starts a fresh one. Every such error names the client and the line; the client's stderr goes to `clients.log`.
 
 use crate::supervisor::{self, LaunchCommand};
-use crate::system::{unknown, LogClient, Outcome, RegisterClient, SetClient};
+use crate::system::{txn_answer, txn_is_read_only, unknown, LogClient, Outcome, RegisterClient, SetClient, TxnClient};
 use async_trait::async_trait;
 use faultline_faults::process::{node_name, parse_node_name};
 use serde_json::{json, Value};
@@ -159,8 +159,9 @@ impl ExecClient {
         }
     }
 
-    /// Sends one op and reads its answer: the outcome and the node that served it.
-    async fn call(&self, f: &str, key: &str, value: Value, is_read: bool) -> (Outcome, usize) {
+    /// Sends one op and reads its answer: the outcome and the node that served it. `key` is `None` for a
+    /// transaction (its keys are in its micro-ops; the line says `"key": null`).
+    async fn call(&self, f: &str, key: Option<&str>, value: Value, is_read: bool) -> (Outcome, usize) {
         let mut running = self.running.lock().await;
         if running.is_none() {
             match self.spawn() {
@@ -295,7 +296,7 @@ impl ExecClient {
         is_read: bool,
         shape: fn(&Value) -> Result<Value, &'static str>,
     ) -> (Outcome, usize) {
-        let (outcome, node) = self.call(f, key, value, is_read).await;
+        let (outcome, node) = self.call(f, Some(key), value, is_read).await;
         match outcome {
             Outcome::Ok(value) => match shape(&value) {
                 Ok(value) => (Outcome::Ok(value), node),
@@ -410,6 +411,27 @@ impl LogClient for ExecClient {
 }
 
 #[async_trait]
+impl TxnClient for ExecClient {
+    /// `f: txn`, value = the micro-op list; an `ok` must return it with every read filled ([`txn_answer`]), else
+    /// the outcome is unknown and the process is replaced, as for any malformed answer.
+    async fn txn(&self, ops: &Value) -> (Outcome, usize) {
+        let is_read = txn_is_read_only(ops);
+        let (outcome, node) = self.call("txn", None, ops.clone(), is_read).await;
+        match outcome {
+            Outcome::Ok(value) => match txn_answer(ops, &value) {
+                Ok(value) => (Outcome::Ok(value), node),
+                Err(wrong) => {
+                    let why = format!("{} answered txn ok, but {wrong}", self.who());
+                    self.replace(&mut *self.running.lock().await, &why);
+                    (unknown(is_read, format!("{why}; its process is replaced")), node)
+                }
+            },
+            other => (other, node),
+        }
+    }
+}
+
+#[async_trait]
 impl SetClient for ExecClient {
     async fn add(&self, element: &str) -> (Outcome, usize) {
         self.call_expecting("add", crate::system::SET_KEY, json!(element), false, anything)
@@ -419,5 +441,47 @@ impl SetClient for ExecClient {
     async fn read_all(&self) -> (Outcome, usize) {
         self.call_expecting("read", crate::system::SET_KEY, Value::Null, true, set_elements)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client process that answers every op with `answer` (its `value`), keeping the op's id.
+    fn client_answering(answer: &str) -> ExecClient {
+        let script = format!(
+            "import json, sys\nfor line in sys.stdin:\n    op = json.loads(line)\n    answer = {answer}\n    \
+             answer['id'] = op['id']\n    print(json.dumps(answer), flush=True)\n"
+        );
+        let command = LaunchCommand {
+            program: "python3".into(),
+            args: vec!["-c".into(), script],
+            env: Vec::new(),
+            env_clear: false,
+        };
+        let addrs = vec!["127.0.0.1:1".parse().unwrap()];
+        ExecClient::new(command, ClientLog::disabled(), addrs, 0, Duration::from_secs(5), 3)
+    }
+
+    #[tokio::test]
+    async fn given_txn_answers_when_read_should_take_filled_reads_and_make_a_changed_list_unknown() {
+        let ops = json!([["append", "k1", 3], ["r", "k1", null]]);
+        let good = client_answering(r#"{"type": "ok", "value": [["append", "k1", 3], ["r", "k1", [1, 3]]]}"#);
+        let (outcome, node) = good.txn(&ops).await;
+        assert_eq!(outcome, Outcome::Ok(json!([["append", "k1", 3], ["r", "k1", [1, 3]]])));
+        assert_eq!(node, 0);
+
+        let changed = client_answering(r#"{"type": "ok", "value": [["append", "k1", 4], ["r", "k1", [4]]]}"#);
+        let Outcome::Info(why) = changed.txn(&ops).await.0 else {
+            panic!("a changed write makes the outcome unknown");
+        };
+        assert!(why.contains("micro-op 0 came back"), "{why}");
+
+        // A transaction without writes had no effect, whatever its answer: a bad one is a `fail`.
+        let read_only = json!([["r", "k1", null]]);
+        assert!(matches!(changed.txn(&read_only).await.0, Outcome::Fail(_)));
+        let aborted = client_answering(r#"{"type": "fail", "error": "serialization failure"}"#);
+        assert_eq!(aborted.txn(&ops).await.0, Outcome::Fail("serialization failure".into()));
     }
 }

@@ -214,7 +214,7 @@ pub struct WipeSpec {
 pub struct ClientSpec {
     /// The command (templates: `{node_count}`, `{client_addrs}`, `{faultline}`).
     pub command: CommandSpec,
-    /// The workload kinds it speaks (default all: register, log, set).
+    /// The workload kinds it speaks (default: register, log, set; a client that speaks `f: txn` lists `txn`).
     #[serde(default = "all_workloads")]
     pub workloads: Vec<WorkloadKind>,
 }

@@ -38,6 +38,7 @@ pub use template::{Scope, Template, Vars};
 
 use super::{
     LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient, System,
+    TxnClient,
 };
 use crate::plan::WorkloadKind;
 use crate::supervisor::LaunchCommand;
@@ -586,6 +587,11 @@ impl System for ExecSystem {
 
     fn set_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn SetClient>> {
         let client = self.client(home, op_timeout, process, WorkloadKind::Set)?;
+        Some(Box::new(client))
+    }
+
+    fn txn_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn TxnClient>> {
+        let client = self.client(home, op_timeout, process, WorkloadKind::Txn)?;
         Some(Box::new(client))
     }
 }
