@@ -64,6 +64,12 @@ fn unseen_by<'a>(pairs: &[Pair<'a>], (read, done): Pair<'a>) -> Option<Unseen<'a
     })
 }
 
+/// Shorter keys first, then as text: `k3` before `k12` for the `k<N>` keys workloads generate, and still a total
+/// order for any other names.
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
 fn is_ok_read((invoke, completion): &Pair) -> bool {
     invoke.f == "read" && completion.kind == EventKind::Ok
 }
@@ -193,6 +199,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
     if rows.is_empty() {
         return html! {};
     }
+    rows.sort_by(|(a, _), (b, _)| key_order(a, b));
     let total: usize = rows.iter().map(|(_, u)| u.writes.len()).sum();
     html! {
         div class="lin-unseen" id="lin-lost" {
@@ -232,5 +239,17 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_order;
+
+    #[test]
+    fn given_generated_keys_when_ordered_should_put_k3_before_k12_and_keep_a_total_order() {
+        let mut keys = vec!["k12", "k3", "k100", "k20", "b", "a"];
+        keys.sort_by(|a, b| key_order(a, b));
+        assert_eq!(keys, ["a", "b", "k3", "k12", "k20", "k100"]);
     }
 }
