@@ -19,6 +19,8 @@ mod observations;
 pub mod ops;
 mod page;
 mod timeline;
+mod txn;
+mod txn_cycle;
 mod unseen;
 
 pub use escape::json_for_script;
