@@ -25,6 +25,7 @@ mod unseen;
 
 pub use escape::json_for_script;
 pub use logs::parse_rfc3339;
+pub use txn::class_sentence;
 
 use crate::error::ReportError;
 use crate::results::Results;
