@@ -285,4 +285,5 @@ fn given_an_invalid_txn_run_when_reported_should_show_the_transactions_section_l
     let valid = temp_dir("valid-no-txn");
     let other = render(&valid_run(valid.path()));
     assert!(!other.contains("id=\"transactions\"") && embedded_data(&other).get("txns").is_none());
+    assert!(!page.contains("No anomaly of any class was found"));
 }

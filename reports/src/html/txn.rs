@@ -147,7 +147,12 @@ pub fn render(result: &TxnCheckResult, history: &History, timeline: &Timeline, e
     };
     html! {
         (summary(result))
-        @if !result.anomalies.is_empty() { (class_table(result)) }
+        @if result.anomalies.is_empty() {
+            p { "No anomaly of any class was found: no dependency cycle, and every read is one a committed \
+                 transaction's writes explain." }
+        } @else {
+            (class_table(result))
+        }
         @for class in classes_in_order(result) { (class_section(&context, class)) }
     }
 }
@@ -779,8 +784,28 @@ mod tests {
                 "the class table links {class}"
             );
         }
+        assert!(!page.contains("No anomaly of any class was found"));
         let details = check_details(&result()).into_string();
         assert!(details.contains("<a href=\"#txn-G2-item-1\">G2-item</a> (1)") && details.contains("#transactions"));
+    }
+
+    #[test]
+    fn given_a_valid_result_when_rendered_should_say_nothing_was_found_and_mark_nothing() {
+        let valid: TxnCheckResult = serde_json::from_value(json!({
+            "verdict": "valid", "claimed": "strict-serializable", "reason": "no anomaly strict-serializable forbids was found",
+            "anomalies": {}, "anomaly_counts": {}, "undecided": {},
+            "models_satisfied": ConsistencyModel::ALL, "strongest_model": "strict-serializable",
+            "stats": {"txns": 5, "ok": 5, "failed": 0, "info": 0, "info_committed": 0, "keys": 4, "edges": {},
+                      "cyclic_components": 0, "largest_component": 0, "check_ms": 0}
+        }))
+        .unwrap();
+        let page = render(&valid, &history(), &timeline(), 70.0).into_string();
+        assert!(page.contains("No anomaly of any class was found"), "{page}");
+        assert!(
+            page.contains("✓ strict-serializable (claimed)") && !page.contains('✗'),
+            "{page}"
+        );
+        assert!(marks(&valid, &OpTable::from_history(&history()), 70.0).is_empty());
     }
 
     #[test]
