@@ -10,7 +10,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
+use support::{check, explain, faultline, history, one_cluster, repo_plan_text, results, run_text, with_bug};
 
 /// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
 fn repeat() -> u64 {
@@ -156,7 +156,30 @@ fn given_txn_reads_at_receipt_when_run_should_be_invalid_by_the_txn_check_alone_
             report.contains(class.as_str()),
             "seed {seed}: report.html names {class}"
         );
+        assert!(
+            report.contains(&format!("id=\"txn-{class}-1\"")) && report.contains("<svg class=\"txn-cycle\""),
+            "seed {seed}: the transactions section draws the {class} cycle"
+        );
+        // `faultline analyze` rebuilds the same section from the store folder alone.
+        let analyzed = faultline().arg("analyze").arg(&run.run_dir).output().unwrap();
+        assert_eq!(analyzed.status.code(), Some(1), "{}", explain(&analyzed));
+        let again = std::fs::read_to_string(run.run_dir.join("report.html")).unwrap();
+        assert_eq!(
+            txn_anchors(&again),
+            txn_anchors(&report),
+            "seed {seed}: the same anomalies and transactions after analyze"
+        );
     }
+}
+
+/// The anchors of the transactions section (`txn-G2-item-1`, `txn-G2-item-1-T12` ...), in page order.
+fn txn_anchors(page: &str) -> Vec<&str> {
+    page.match_indices("id=\"txn-")
+        .map(|(at, _)| {
+            let id = &page[at + 4..];
+            &id[..id.find('"').unwrap_or(id.len())]
+        })
+        .collect()
 }
 
 #[test]

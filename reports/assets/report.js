@@ -197,7 +197,42 @@
       if (TL.laneH >= 9) ctx.fillText(D.lanes[l].label, MARGIN_L - 8, y + TL.laneH - 4);
       drawn += drawLane(ctx, w, l, y);
     }
+    drawTxnMarks(ctx, w);
     return drawn;
+  }
+
+  // ---- transactions of reported anomalies (D.txns, absent otherwise): [{t0, t1, lane, label, a, class}] ----
+  // Each is outlined in red over its op, labelled `T<index>` when there is room; those of the anomaly last shown from
+  // the Transactions section (FOCUS, its anchor) are filled too.
+  var FOCUS = null;
+  function drawTxnMarks(ctx, w) {
+    var marks = D.txns || [];
+    ctx.font = 'bold 10px ui-monospace, monospace'; ctx.textAlign = 'left';
+    for (var i = 0; i < marks.length; i++) {
+      var m = marks[i];
+      if (m.t1 < view.t0 || m.t0 > view.t1) continue;
+      var y = TL.lanesY + m.lane * TL.laneH, x0 = Math.max(MARGIN_L - 2, xOf(m.t0, w) - 2);
+      var x1 = Math.min(w - MARGIN_R + 2, xOf(m.t1, w) + 2), focused = FOCUS === m.a;
+      if (focused) { ctx.fillStyle = 'rgba(220,38,38,0.25)'; ctx.fillRect(x0, y, Math.max(4, x1 - x0), TL.laneH - 1); }
+      ctx.strokeStyle = '#b91c1c'; ctx.lineWidth = focused ? 2.5 : 1.5;
+      ctx.strokeRect(x0, y + 0.5, Math.max(4, x1 - x0), TL.laneH - 2); ctx.lineWidth = 1;
+      var tw = ctx.measureText(m.label).width;
+      if (TL.laneH >= 9 && (focused || x1 - x0 > tw + 6)) {
+        ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(x0 + 1, y + 1, tw + 4, TL.laneH - 3);
+        ctx.fillStyle = '#7f1d1d'; ctx.fillText(m.label, x0 + 3, y + TL.laneH - 4);
+      }
+    }
+  }
+  // The marks of lane l around time t (within tol): hover lines and the first one's anchor.
+  function hitTxnMarks(l, t, tol) {
+    var marks = D.txns || [], lines = [], anchor = null;
+    for (var i = 0; i < marks.length; i++) {
+      var m = marks[i];
+      if (m.lane !== l || t < m.t0 - tol || t > m.t1 + tol) continue;
+      lines.push(m.label + ': in ' + m.class + ' #' + m.a.slice(m.a.lastIndexOf('-') + 1));
+      anchor = anchor || m.a;
+    }
+    return lines.length ? { text: lines.join('\n') + '\n(click: the anomaly)', anchor: anchor } : null;
   }
 
   // ---- observation lanes: per node, durable progress (a step line) over its role (a strip), and drops ----
@@ -613,7 +648,11 @@
         var d = t < OPS.start[i] ? OPS.start[i] - t : t > OPS.end[i] ? t - OPS.end[i] : 0;
         if (d < bestD) { bestD = d; best = i; }
       }
-      return best >= 0 && bestD <= tol ? { text: D.lanes[l].label + ': ' + opText(best) } : null;
+      var marked = hitTxnMarks(l, t, tol);
+      if (best < 0 || bestD > tol) return marked;
+      var hit = { text: D.lanes[l].label + ': ' + opText(best) };
+      if (marked) { hit.text += '\n' + marked.text; hit.anchor = marked.anchor; }
+      return hit;
     }
     if (OBS.nodes.length && y >= TL.obsY && y < TL.obsY + OBS.nodes.length * TL.obsH) return hitObservations(y, t, tol);
     if (y >= TL.nodesY) {
@@ -679,6 +718,7 @@
       if (drag && drag.moved) return;
       if (chart.id !== 'timeline') return;
       var hit = hitTimeline(ev.offsetX, ev.offsetY, canvas.clientWidth);
+      if (hit && hit.anchor && document.getElementById(hit.anchor)) { location.hash = hit.anchor; return; }
       if (hit && hit.index !== undefined && hit.index !== null) {
         var row = document.getElementById('ev-' + hit.index);
         if (row) { location.hash = 'ev-' + hit.index; }
@@ -696,6 +736,7 @@
         ev.preventDefault();
         var t0 = parseFloat(this.getAttribute('data-t0')), t1 = parseFloat(this.getAttribute('data-t1'));
         var pad = Math.max((t1 - t0) * 0.15, 50);
+        FOCUS = this.getAttribute('data-focus');
         setView(t0 - pad, t1 + pad);
         document.getElementById('timeline').scrollIntoView({ behavior: 'smooth' });
       });
@@ -733,7 +774,8 @@
     if (!errors.length) {
       statusEl.textContent = 'ok: ' + D.lanes.length + ' lanes, ' + nodeRows.length + ' node rows, ' + drawn +
         ' ops drawn, ' + D.faults.length + ' fault windows' +
-        (OBS.nodes.length ? ', ' + OBS.nodes.length + ' observation lanes, ' + OBS.drops.length + ' drops' : '') + ', in ' + Math.round(performance.now() - started) + ' ms';
+        (OBS.nodes.length ? ', ' + OBS.nodes.length + ' observation lanes, ' + OBS.drops.length + ' drops' : '') +
+        (D.txns ? ', ' + D.txns.length + ' anomaly transactions marked' : '') + ', in ' + Math.round(performance.now() - started) + ' ms';
       statusEl.setAttribute('data-status', 'ok');
     }
   } catch (e) {

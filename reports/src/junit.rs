@@ -115,10 +115,7 @@ pub fn render(results: &Results) -> String {
             name: check.name.clone(),
             verdict: Some(check.verdict),
             reason: check.reason.clone(),
-            text: match &check.details {
-                serde_json::Value::Null => String::new(),
-                details => details.to_string(),
-            },
+            text: check_text(check),
             duration_ms: None,
             plan: &results.plan,
             seed: results.seed,
@@ -136,6 +133,50 @@ pub fn render(results: &Results) -> String {
         ("started_at", results.started_at.clone()),
     ];
     document(&name, suite(&name, results.duration_ms, properties, cases))
+}
+
+/// Anomalies written out per class in a txn check's failure text; the rest are counted.
+const TXN_ANOMALIES_PER_CLASS: usize = 3;
+
+/// A check's failure or error body: for the txn check, each anomaly class it found in one sentence with its first
+/// anomalies and the sentence behind each edge (a CI log is read by a person; the whole result is in results.json);
+/// for the others, their details as JSON.
+fn check_text(check: &crate::results::CheckResult) -> String {
+    use faultline_workloads::txn_check::TxnCheckResult;
+    if check.name == "txn" {
+        if let Ok(result) = serde_json::from_value::<TxnCheckResult>(check.details.clone()) {
+            return txn_text(&result);
+        }
+    }
+    match &check.details {
+        serde_json::Value::Null => String::new(),
+        details => details.to_string(),
+    }
+}
+
+fn txn_text(result: &faultline_workloads::txn_check::TxnCheckResult) -> String {
+    let mut lines = vec![format!("claimed {}", result.claimed)];
+    for (class, found) in &result.anomalies {
+        let total = result.anomaly_counts.get(class).copied().unwrap_or(found.len() as u64);
+        let forbids = if result.claimed.forbids().contains(class) {
+            "forbids"
+        } else {
+            "allows"
+        };
+        lines.push(format!(
+            "{} ({total} found; {} {forbids} it)",
+            crate::html::class_sentence(*class),
+            result.claimed
+        ));
+        for anomaly in found.iter().take(TXN_ANOMALIES_PER_CLASS) {
+            lines.push(format!("  {}", anomaly.explanation));
+            lines.extend(anomaly.cycle.iter().map(|step| format!("    {}", step.sentence)));
+        }
+        if total > TXN_ANOMALIES_PER_CLASS as u64 {
+            lines.push(format!("  … and {} more", total - TXN_ANOMALIES_PER_CLASS as u64));
+        }
+    }
+    lines.join("\n")
 }
 
 /// `junit.xml` of a campaign: a test suite `faultline.campaign.<id>`, a test case per seed (its first run's verdict;
@@ -233,6 +274,7 @@ fn cell_name(nodes: Option<u64>, seed: u64) -> String {
 mod tests {
     use super::*;
     use crate::results::{CheckResult, Counts, SCHEMA_VERSION};
+    use serde_json::json;
 
     #[test]
     fn given_an_invalid_check_when_rendered_should_emit_a_failure_with_the_repro() {
@@ -275,6 +317,55 @@ mod tests {
         assert!(xml.contains("repro: faultline run --seed 3"), "{xml}");
         assert!(xml.contains("<property name=\"seed\" value=\"3\"/>"), "{xml}");
         assert!(!xml.contains("system-out"), "no warnings, no output: {xml}");
+    }
+
+    #[test]
+    fn given_an_invalid_txn_check_when_rendered_should_name_the_class_and_write_each_edge_sentence() {
+        let steps = |n: u64| {
+            (0..n)
+                .map(|i| json!({"from": i, "to": (i + 1) % n, "kind": "rw", "key": "x", "sentence": format!("edge {i}")}))
+                .collect::<Vec<_>>()
+        };
+        let anomaly = |n: u64| {
+            json!({"class": "G2-item", "txns": (0..n).collect::<Vec<_>>(), "cycle": steps(n),
+            "explanation": format!("G2-item: a cycle of {n} transactions")})
+        };
+        let details = json!({
+            "verdict": "invalid", "claimed": "serializable", "reason": "the history shows G2-item (5)",
+            "anomalies": {"G2-item": [anomaly(2), anomaly(3), anomaly(2), anomaly(2)]},
+            "anomaly_counts": {"G2-item": 5}, "undecided": {}, "models_satisfied": [], "strongest_model": null,
+            "stats": {"txns": 9, "ok": 9, "failed": 0, "info": 0, "info_committed": 0, "keys": 1, "edges": {},
+                      "cyclic_components": 1, "largest_component": 3, "check_ms": 0}
+        });
+        let check = CheckResult {
+            name: "txn".into(),
+            verdict: Verdict::Invalid,
+            reason: "the history shows G2-item (5), which serializable forbids".into(),
+            details,
+            evidence_ns: None,
+            warnings: Vec::new(),
+        };
+        let text = check_text(&check);
+        assert!(
+            text.starts_with("claimed serializable\nG2-item: write skew — "),
+            "{text}"
+        );
+        assert!(text.contains("(5 found; serializable forbids it)"), "{text}");
+        assert_eq!(
+            text.matches("  G2-item: a cycle of").count(),
+            3,
+            "the first three: {text}"
+        );
+        assert!(
+            text.contains("    edge 2\n") && text.ends_with("  … and 2 more"),
+            "{text}"
+        );
+        let raw = CheckResult {
+            name: "boot".into(),
+            details: json!({"n1": 1}),
+            ..check
+        };
+        assert_eq!(check_text(&raw), "{\"n1\":1}", "other checks keep their JSON");
     }
 
     #[test]

@@ -6,10 +6,9 @@ mod support;
 
 use support::*;
 
-fn load(name: &str, build: fn(&std::path::Path) -> std::path::PathBuf) {
-    let Some(chromium) = chromium() else {
-        return;
-    };
+/// Loads the report of the run `build` writes; returns its DOM after the scripts ran (none without Chromium).
+fn load(name: &str, build: fn(&std::path::Path) -> std::path::PathBuf) -> Option<String> {
+    let chromium = chromium()?;
     let tmp = temp_dir(name);
     let page = faultline_reports::write_report(&build(tmp.path())).unwrap();
     let (dom, elapsed) = dump_dom(&chromium, &page);
@@ -31,6 +30,7 @@ fn load(name: &str, build: fn(&std::path::Path) -> std::path::PathBuf) {
         "{name}: no screenshot"
     );
     eprintln!("{name}: {status}; loaded in {elapsed:?}; screenshot {}", png.display());
+    Some(dom)
 }
 
 #[test]
@@ -51,4 +51,23 @@ fn given_a_boot_refusal_run_when_loaded_in_chromium_should_draw_the_timeline_wit
 #[test]
 fn given_a_run_with_etcd_and_iggy_log_lines_when_loaded_in_chromium_should_draw_the_timeline_without_errors() {
     load("etcd-iggy", etcd_and_iggy_logs_run);
+}
+
+#[test]
+fn given_an_invalid_txn_run_when_loaded_in_chromium_should_draw_the_cycle_and_mark_its_transactions_without_errors() {
+    let Some(dom) = load("txn", invalid_txn_run) else {
+        return;
+    };
+    let status = element_text(&dom, "render-status").unwrap_or("");
+    assert!(
+        status.contains(", 2 anomaly transactions marked"),
+        "the write skew's two transactions on the timeline: {status}"
+    );
+    assert!(
+        dom.contains("<section class=\"card\" id=\"transactions\">"),
+        "the section"
+    );
+    assert!(dom.contains("<svg class=\"txn-cycle\""), "the cycle graph");
+    assert!(dom.contains("id=\"txn-G2-item-1\""), "the G2-item anomaly");
+    assert!(dom.contains(">rw k9</text>"), "an edge label");
 }

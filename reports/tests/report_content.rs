@@ -252,3 +252,38 @@ fn given_any_run_when_reported_should_use_the_base_stylesheet_of_every_page_then
         .expect("report.css is embedded");
     assert!(base < own, "the report's rules come after the base ones");
 }
+
+#[test]
+fn given_an_invalid_txn_run_when_reported_should_show_the_transactions_section_linked_from_the_problems_and_toc() {
+    let tmp = temp_dir("txn");
+    let page = render(&invalid_txn_run(tmp.path()));
+    assert!(page.contains("<div class=\"verdict\">INVALID</div>"));
+    assert!(
+        page.contains("<a href=\"#transactions\">Transactions</a>"),
+        "the table of contents"
+    );
+    let problems = excerpt(&page, "What went wrong");
+    assert!(
+        problems.contains("href=\"#transactions\""),
+        "the evidence link: {problems}"
+    );
+    assert!(
+        page.contains("G2-item: write skew — each transaction's read missed the other's write"),
+        "the class said in one sentence"
+    );
+    assert!(page.contains("id=\"txn-G2-item-1\"") && page.contains("<svg class=\"txn-cycle\""));
+    assert!(!page.contains(HOSTILE_KEY), "the key named as markup is escaped");
+    assert!(page.contains("&lt;/script&gt;&lt;script&gt;window.pwned=1&lt;/script&gt;"));
+    let data = embedded_data(&page);
+    let marks: Vec<&str> = data["txns"]
+        .as_array()
+        .expect("the anomaly's transactions, for the timeline")
+        .iter()
+        .map(|m| m["a"].as_str().unwrap())
+        .collect();
+    assert_eq!(marks, ["txn-G2-item-1", "txn-G2-item-1"]);
+    let valid = temp_dir("valid-no-txn");
+    let other = render(&valid_run(valid.path()));
+    assert!(!other.contains("id=\"transactions\"") && embedded_data(&other).get("txns").is_none());
+    assert!(!page.contains("No anomaly of any class was found"));
+}

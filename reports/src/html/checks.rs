@@ -72,6 +72,10 @@ fn details(check: &CheckResult) -> Markup {
             Ok(result) if !result.anomalies.is_empty() => set_anomalies(&result),
             _ => raw(d),
         },
+        "txn" => match serde_json::from_value::<faultline_workloads::txn_check::TxnCheckResult>(d.clone()) {
+            Ok(result) => super::txn::check_details(&result),
+            Err(_) => raw(d),
+        },
         "boot" if d.is_object() => boot(d),
         "durability" if d["nodes"].is_object() => super::durability::render(d),
         "liveness" => liveness(d),

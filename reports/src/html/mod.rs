@@ -6,7 +6,9 @@
 //! from the run is escaped by construction (see [`escape`] for the two cases maud alone does not cover); the timeline,
 //! latency and throughput charts are drawn on canvas by `assets/report.js` from compact columns (see [`ops`]), and the
 //! timeline's observation lanes (durable progress and role per node) from the history's observations (see
-//! `observations`).
+//! `observations`). A txn run gets a Transactions section (`txn`): each anomaly class in one sentence, each cycle
+//! drawn as an inline SVG graph (`txn_cycle`) over its transactions' micro-ops, and those transactions outlined on
+//! the timeline, linked both ways.
 
 mod checks;
 mod coverage;
@@ -19,10 +21,13 @@ mod observations;
 pub mod ops;
 mod page;
 mod timeline;
+mod txn;
+mod txn_cycle;
 mod unseen;
 
 pub use escape::json_for_script;
 pub use logs::parse_rfc3339;
+pub use txn::class_sentence;
 
 use crate::error::ReportError;
 use crate::results::Results;

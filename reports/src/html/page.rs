@@ -6,7 +6,7 @@ use super::nodes::{self, NodeInputs};
 use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
-use super::{anchor_offset_ns, checks, coverage, linearizability, unseen, RunInputs};
+use super::{anchor_offset_ns, checks, coverage, linearizability, txn, unseen, RunInputs};
 use crate::results::{CheckResult, Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
@@ -45,7 +45,16 @@ pub fn render(inputs: &RunInputs) -> String {
         logs: &inputs.logs,
         anchor_offset_ns: anchor_offset_ns(history),
     };
-    let data = json_for_script(&page_data(&table, &timeline, &lanes, end_ms).to_string());
+    let txn_result = txn::result_of(results);
+    let txn_marks = txn_result
+        .as_ref()
+        .map_or_else(Vec::new, |r| txn::marks(r, &table, end_ms));
+    let mut data = page_data(&table, &timeline, &lanes, end_ms);
+    // Only a txn run with anomalies has marks, so every other page's data is what it was.
+    if !txn_marks.is_empty() {
+        data["txns"] = json!(txn_marks);
+    }
+    let data = json_for_script(&data.to_string());
     let title = format!(
         "{} · {} seed {} · faultline",
         crate::results::shout(results.verdict),
@@ -54,12 +63,18 @@ pub fn render(inputs: &RunInputs) -> String {
     );
     let body = html! {
         (banner(inputs, &table, &timeline))
-        (toc(explanation.is_some()))
+        (toc(explanation.is_some(), txn_result.is_some()))
         main {
             (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
             (coverage_section(inputs))
-            (charts(!lanes.is_empty()))
+            (charts(!lanes.is_empty(), !txn_marks.is_empty()))
+            @if let Some(result) = &txn_result {
+                section class="card" id="transactions" {
+                    h2 { "Transactions" }
+                    (txn::render(result, history, &timeline, end_ms))
+                }
+            }
             @if let Some(explanation) = explanation {
                 section class="card" id="linearizability" {
                     h2 { "Linearizability failure" }
@@ -263,13 +278,16 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn toc(has_lin: bool) -> Markup {
+fn toc(has_lin: bool, has_txn: bool) -> Markup {
     let mut links = vec![
         ("checks", "Checks"),
         ("coverage", "Coverage"),
         ("timeline", "Timeline"),
         ("latency", "Latency & throughput"),
     ];
+    if has_txn {
+        links.push(("transactions", "Transactions"));
+    }
     if has_lin {
         links.push(("linearizability", "Failing key"));
     }
@@ -358,6 +376,7 @@ fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
 fn evidence_link(check: &str, details: &Value, history: &History) -> String {
     match check {
         "linearizability" if details.get("explanation").is_some() => "#linearizability".to_string(),
+        "txn" if details.is_object() => "#transactions".to_string(),
         "boot" => first_bad_event(history).map_or("#check-boot".to_string(), |i| format!("#ev-{i}")),
         name => format!("#check-{name}"),
     }
@@ -376,7 +395,7 @@ fn swatch(colour: &str, meaning: &str) -> Markup {
     html! { span { i style={ "background:" (colour) } {} (meaning) } }
 }
 
-fn charts(has_observations: bool) -> Markup {
+fn charts(has_observations: bool, has_txn_marks: bool) -> Markup {
     html! {
         section class="card" id="timeline" {
             h2 { "Timeline" }
@@ -396,6 +415,14 @@ fn charts(has_observations: bool) -> Markup {
                 (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause"))
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
                 span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault, drawn by an amber arrow to that fault; hollow: declined or skipped)" }
+            }
+            @if has_txn_marks {
+                div class="legend" {
+                    span {
+                        "red outline: a transaction of a reported anomaly, labelled T<history index> (hover: its \
+                         anomaly; click: go to it in the Transactions section)"
+                    }
+                }
             }
             @if has_observations {
                 div class="legend" {

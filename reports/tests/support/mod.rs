@@ -110,6 +110,31 @@ impl RunBuilder {
         self
     }
 
+    /// A transaction from `t0_ms` to `t1_ms` ending `outcome`: `sent` is its micro-ops as the client sent them
+    /// (reads `null`), `done` as its completion holds them (reads filled when `ok`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn txn(
+        &mut self,
+        worker: u64,
+        (t0_ms, t1_ms): (f64, f64),
+        outcome: EventKind,
+        sent: Value,
+        done: Value,
+    ) -> &mut Self {
+        let mut invoke = blank(EventKind::Invoke, "txn", t0_ms);
+        invoke.process = Some(worker);
+        invoke.worker = Some(worker);
+        invoke.node = Some(format!("n{}", worker % 3 + 1));
+        invoke.value = sent;
+        let mut completion = invoke.clone();
+        completion.kind = outcome;
+        completion.time_ns = ns(t1_ms);
+        completion.value = done;
+        self.events.push(invoke);
+        self.events.push(completion);
+        self
+    }
+
     /// A lifecycle event.
     pub fn lifecycle(&mut self, t_ms: f64, f: &str, node: Option<&str>, value: Value) -> &mut Self {
         let mut event = blank(EventKind::Lifecycle, f, t_ms);
@@ -250,6 +275,97 @@ pub fn rfc3339(unix_ns: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// A key whose name is markup: the transactions section must escape it in text, tables and the cycle graph.
+pub const HOSTILE_KEY: &str = "</script><script>window.pwned=1</script>";
+
+/// A txn run (list-append, claimed strict-serializable) under a kill of n2: sequential transactions that are fine,
+/// then write skew between two concurrent transactions on `k9` and [`HOSTILE_KEY`] (each reads the key the other
+/// appends to, and misses that append), which a later read shows: a G2-item, found by the real checker.
+pub fn invalid_txn_run(dir: &Path) -> PathBuf {
+    use faultline_workloads::checker::TxnWorkload;
+    use faultline_workloads::{CheckInput, Checker};
+    let mut run = RunBuilder::new("reference-txn", 11);
+    for (i, node) in ["n1", "n2", "n3"].iter().enumerate() {
+        run.start_node(node, 5.0 + i as f64);
+        run.lifecycle(100.0 + i as f64, "boot-ok", Some(node), json!({"boot_ms": 95}));
+    }
+    let mut lists: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for i in 0..90u64 {
+        let (worker, key, t0) = (i % 3, format!("k{}", i % 3), 120.0 + i as f64 * 10.0);
+        let failed = worker == 1 && (300.0..900.0).contains(&t0);
+        let outcome = if failed { EventKind::Fail } else { EventKind::Ok };
+        let (sent, done) = if i % 2 == 0 {
+            let op = json!([["append", key, i + 1]]);
+            if !failed {
+                lists.entry(key.clone()).or_default().push(i as i64 + 1);
+            }
+            (op.clone(), op)
+        } else {
+            let seen = lists.get(&key).cloned().unwrap_or_default();
+            (
+                json!([["r", key, null]]),
+                if failed {
+                    json!([["r", key, null]])
+                } else {
+                    json!([["r", key, seen]])
+                },
+            )
+        };
+        run.txn(worker, (t0, t0 + 4.0), outcome, sent, done);
+    }
+    run.nemesis(
+        300.0,
+        "kill",
+        "n2",
+        json!({"fault_id": 1, "source": "targeted", "target": "primary"}),
+    );
+    run.nemesis(900.0, "start", "n2", json!({"fault_id": 1}));
+    let (a, b) = (
+        json!([["r", HOSTILE_KEY, null], ["append", "k9", 1001]]),
+        json!([["r", "k9", null], ["append", HOSTILE_KEY, 1002]]),
+    );
+    run.txn(
+        0,
+        (1100.0, 1110.0),
+        EventKind::Ok,
+        a,
+        json!([["r", HOSTILE_KEY, []], ["append", "k9", 1001]]),
+    );
+    run.txn(
+        1,
+        (1101.0, 1111.0),
+        EventKind::Ok,
+        b,
+        json!([["r", "k9", []], ["append", HOSTILE_KEY, 1002]]),
+    );
+    let both = json!([["r", HOSTILE_KEY, null], ["r", "k9", null]]);
+    run.txn(
+        2,
+        (1120.0, 1125.0),
+        EventKind::Ok,
+        both,
+        json!([["r", HOSTILE_KEY, [1002]], ["r", "k9", [1001]]]),
+    );
+    let late = json!([["append", "k9", 1003]]);
+    run.txn(0, (1130.0, 1140.0), EventKind::Info, late.clone(), late);
+    run.write(dir, |history| {
+        let logs = BTreeMap::new();
+        let txn = TxnWorkload::default().check(&CheckInput {
+            history,
+            node_logs: &logs,
+        });
+        vec![
+            check(
+                "history",
+                Verdict::Valid,
+                "the run finished",
+                json!({"events": history.events.len()}),
+            ),
+            txn,
+        ]
+    })
 }
 
 /// Boots three nodes, runs a register workload on keys k0..k2 with a kill and a pause, then the final phase.

@@ -200,6 +200,111 @@ impl AnomalyClass {
     pub fn is_cycle(self) -> bool {
         CYCLE_CLASSES.iter().any(|(class, _, _)| *class == self)
     }
+
+    /// The class's everyday name and what it means, for a person reading a report: (`write skew`, `each
+    /// transaction's read missed the other's write ...`). The `-realtime` and `-process` variants say what order
+    /// closes their cycle.
+    pub fn meaning(self) -> (&'static str, &'static str) {
+        match self {
+            G0 => (
+                "write cycle",
+                "the transactions overwrote each other's writes in a circle (dirty write)",
+            ),
+            G1a => (
+                "aborted read",
+                "a committed transaction read a value that only a failed transaction wrote",
+            ),
+            G1b => (
+                "intermediate read",
+                "a committed transaction read a value that its writer overwrote later in the same transaction",
+            ),
+            G1c => (
+                "circular information flow",
+                "each transaction read or overwrote what the one before it wrote, around a circle",
+            ),
+            GSingle => (
+                "read skew",
+                "one transaction's read missed a write that, by the other dependencies, came before it (one rw edge)",
+            ),
+            GNonadjacent => (
+                "non-adjacent anti-dependencies",
+                "reads missed writes at two or more places around the circle, never two in a row",
+            ),
+            G2Item => (
+                "write skew",
+                "each transaction's read missed the other's write (two rw edges in a row around the circle)",
+            ),
+            G0Realtime | G1cRealtime | GSingleRealtime | GNonadjacentRealtime | G2ItemRealtime => (
+                "stale order in real time",
+                "a cycle that closes only because one transaction completed before another began, so the later one \
+                 acted as if the earlier had not happened (a stale read, typically)",
+            ),
+            G0Process | G1cProcess | GSingleProcess | GNonadjacentProcess | G2ItemProcess => (
+                "out of session order",
+                "a cycle that closes only because one client ran one transaction after another, so the later one \
+                 acted as if the client's own earlier transaction had not happened",
+            ),
+            Internal => (
+                "internal inconsistency",
+                "a transaction's read did not reflect its own earlier reads and writes of the key",
+            ),
+            DuplicateElements => (
+                "duplicate elements",
+                "one list read holds the same appended value twice",
+            ),
+            IncompatibleOrder => (
+                "incompatible order",
+                "two reads of one list disagree on the order of its elements",
+            ),
+            Phantom => (
+                "phantom value",
+                "a read returned a value that no transaction ever wrote",
+            ),
+            Lost => (
+                "lost append",
+                "a read shows a transaction's later append to a key but not its earlier one to the same key",
+            ),
+            LostUpdate => (
+                "lost update",
+                "two transactions read the same version of a key and both wrote it: one overwrote a version it never \
+                 saw",
+            ),
+        }
+    }
+
+    /// The models that forbid this class, strongest first.
+    pub fn forbidden_by(self) -> Vec<ConsistencyModel> {
+        ConsistencyModel::ALL
+            .into_iter()
+            .filter(|model| model.forbids().contains(&self))
+            .collect()
+    }
+
+    /// Which models forbid the class, said briefly: the weakest ones (those forbidding no more than any other that
+    /// forbids it) and "and the models above", or that every model forbids it.
+    pub fn forbidden_by_phrase(self) -> String {
+        let forbidding = self.forbidden_by();
+        if forbidding.len() == ConsistencyModel::ALL.len() {
+            return "forbidden by every model".to_string();
+        }
+        let sets: Vec<(ConsistencyModel, Vec<AnomalyClass>)> = forbidding.iter().map(|&m| (m, m.forbids())).collect();
+        let weaker = |a: &[AnomalyClass], b: &[AnomalyClass]| a.len() < b.len() && a.iter().all(|c| b.contains(c));
+        let weakest: Vec<&str> = sets
+            .iter()
+            .filter(|(_, mine)| !sets.iter().any(|(_, other)| weaker(other, mine)))
+            .map(|(m, _)| m.name())
+            .collect();
+        let names = match weakest.as_slice() {
+            [one] => one.to_string(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+            [] => return "forbidden by no model".to_string(),
+        };
+        if weakest.len() == forbidding.len() {
+            format!("forbidden by {names}")
+        } else {
+            format!("forbidden by {names} and every stronger model")
+        }
+    }
 }
 
 impl std::fmt::Display for AnomalyClass {

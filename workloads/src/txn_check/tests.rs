@@ -318,6 +318,34 @@ fn given_write_skew_when_judged_by_each_model_should_fail_serializable_and_pass_
 }
 
 #[test]
+fn given_each_class_when_described_should_name_the_weakest_models_that_forbid_it() {
+    assert_eq!(
+        A::G2Item.forbidden_by_phrase(),
+        "forbidden by serializable and repeatable-read and every stronger model"
+    );
+    assert_eq!(
+        A::GSingle.forbidden_by_phrase(),
+        "forbidden by snapshot-isolation and every stronger model"
+    );
+    assert_eq!(A::G0.forbidden_by_phrase(), "forbidden by every model");
+    assert_eq!(A::Internal.forbidden_by_phrase(), "forbidden by every model");
+    assert_eq!(
+        A::G1a.forbidden_by_phrase(),
+        "forbidden by read-committed and every stronger model"
+    );
+    assert_eq!(
+        A::GSingleRealtime.forbidden_by_phrase(),
+        "forbidden by strict-serializable"
+    );
+    assert_eq!(
+        A::G2ItemProcess.forbidden_by_phrase(),
+        "forbidden by strong-session-serializable and every stronger model"
+    );
+    assert_eq!(A::G2Item.meaning().0, "write skew");
+    assert!(!A::G2Item.forbidden_by().contains(&M::SnapshotIsolation));
+}
+
+#[test]
 fn given_a_search_budget_too_small_to_finish_when_checked_should_be_unknown_naming_the_undecided_classes() {
     let options = TxnCheckOptions {
         claimed: M::Serializable,
@@ -424,6 +452,25 @@ fn given_two_reads_disagreeing_on_the_order_when_checked_should_find_incompatibl
     let incompatible = only(&result, A::IncompatibleOrder);
     assert_eq!(incompatible.txns, vec![4, 3]);
     assert_eq!(incompatible.key.as_deref(), Some("x"));
+}
+
+#[test]
+fn given_one_disagreeing_list_read_three_times_when_checked_should_report_it_once() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1]])),
+        concurrent(2, json!([["append", "x", 2]])),
+        concurrent(3, json!([["r", "x", [1, 2]]])),
+        concurrent(4, json!([["r", "x", [2]], ["r", "x", [2]]])),
+        concurrent(5, json!([["r", "x", [2]]])),
+        concurrent(6, json!([["r", "x", [2, 1]]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    let found: Vec<&Vec<u64>> = result.anomalies[&A::IncompatibleOrder]
+        .iter()
+        .map(|a| &a.txns)
+        .collect();
+    assert_eq!(found, vec![&vec![4, 3], &vec![6, 3]], "each distinct list once");
+    assert_eq!(result.anomaly_counts[&A::IncompatibleOrder], 2);
 }
 
 #[test]

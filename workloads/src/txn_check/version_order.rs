@@ -115,10 +115,13 @@ pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: 
                 previous = Some((writer, value));
             }
         }
+        // One report per distinct list that disagrees: the same list read again (by the same transaction or
+        // another) is the same disagreement, not a new one.
+        let mut reported: HashSet<&[i64]> = HashSet::new();
         for read in reads {
             let got = values(index, read);
             let prefix = order.starts_with(got);
-            if !prefix {
+            if !prefix && reported.insert(got) {
                 report_incompatible(index, key, read, &longest, findings);
             }
             if !read.external {
