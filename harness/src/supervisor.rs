@@ -14,7 +14,7 @@ use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -54,6 +54,65 @@ pub struct LaunchCommand {
     /// Start from an empty environment (only `PATH`, `HOME` and the run id are kept) instead of inheriting the
     /// harness's: for systems that reject unknown variables of their own prefix.
     pub env_clear: bool,
+    /// The user it runs as (an exec plan's `system.user`); `None`: as the harness (root).
+    pub user: Option<Arc<RunAs>>,
+}
+
+/// A user a command runs as: its ids and groups are set between fork and exec, and `HOME`, `USER` and `LOGNAME`
+/// name it, as `runuser` would (the harness stays root, so it can still signal, chown and unmount).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// Login name.
+    pub name: String,
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Every group it is in (its primary group too), as `initgroups` would set them.
+    pub groups: Vec<u32>,
+    /// Its home directory.
+    pub home: PathBuf,
+}
+
+impl RunAs {
+    /// Looks `name` up in the user database (`/etc/passwd`, `/etc/group`, or whatever NSS is configured).
+    pub fn lookup(name: &str) -> Result<RunAs, String> {
+        let user = nix::unistd::User::from_name(name)
+            .map_err(|e| format!("cannot look user `{name}` up: {e}"))?
+            .ok_or_else(|| format!("there is no user `{name}` on this machine (create it, e.g. `useradd --system {name}`, or install the package that does)"))?;
+        let c_name = std::ffi::CString::new(name).map_err(|_| format!("`{name}` is not a user name"))?;
+        let groups = nix::unistd::getgrouplist(&c_name, user.gid)
+            .map_err(|e| format!("cannot list the groups of user `{name}`: {e}"))?;
+        Ok(RunAs {
+            name: name.to_string(),
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            groups: groups.into_iter().map(|g| g.as_raw()).collect(),
+            home: user.dir,
+        })
+    }
+
+    /// The environment that names the user.
+    fn env(&self) -> [(&'static str, std::ffi::OsString); 3] {
+        [
+            ("HOME", self.home.clone().into_os_string()),
+            ("USER", self.name.clone().into()),
+            ("LOGNAME", self.name.clone().into()),
+        ]
+    }
+
+    /// Whether the user may enter (search) directory `dir`, by its mode bits alone (no ACLs).
+    pub fn can_search(&self, metadata: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let mode = metadata.mode();
+        if metadata.uid() == self.uid {
+            mode & 0o100 != 0
+        } else if self.groups.contains(&metadata.gid()) || metadata.gid() == self.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        }
+    }
 }
 
 impl LaunchCommand {
@@ -173,6 +232,9 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
             }
         }
     }
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+    }
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_ID_ENV, run_id)
@@ -182,7 +244,7 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
         .process_group(0);
     // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(die_with_parent(parent_pid));
+        cmd.pre_exec(die_with_parent(parent_pid, command.user.clone()));
     }
     let mut child = cmd
         .spawn()
@@ -216,6 +278,9 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
 pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::Command {
     let parent_pid = std::process::id() as i32;
     let mut cmd = tokio::process::Command::new(&command.program);
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+    }
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_ID_ENV, run_id)
@@ -223,16 +288,57 @@ pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::C
         .kill_on_drop(true);
     // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(die_with_parent(parent_pid));
+        cmd.pre_exec(die_with_parent(parent_pid, command.user.clone()));
     }
     cmd
 }
 
-/// The child side of the parent-death signal, run between fork and exec: SIGKILL when the spawning thread dies, and
-/// exit at once if the harness (`parent_pid`) already died before the signal was armed. Only async-signal-safe calls
-/// (prctl, getppid, _exit).
-fn die_with_parent(parent_pid: i32) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+/// A one-shot command (`prepare`, `wipe`, `verify`, a ready probe): program, arguments, environment and, with a
+/// `user`, that user's ids and groups. It runs in the harness's process group and is killed when dropped.
+pub fn one_shot_command(command: &LaunchCommand) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&command.program);
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+        let user = user.clone();
+        // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || become_user(&user));
+        }
+    }
+    cmd.args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The child side of [`RunAs`], between fork and exec: supplementary groups, then the group, then the user (in
+/// that order: each step needs the privilege the next one drops). Only async-signal-safe calls (the group list was
+/// built before the fork).
+fn become_user(user: &RunAs) -> std::io::Result<()> {
+    // SAFETY: setgroups reads `groups.len()` gids from a live slice; setgid and setuid take plain ids.
+    unsafe {
+        if libc::setgroups(user.groups.len(), user.groups.as_ptr()) != 0
+            || libc::setgid(user.gid) != 0
+            || libc::setuid(user.uid) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The child side of the parent-death signal, run between fork and exec: first become `user` (if any: a change of
+/// credentials clears the parent-death signal, so it comes before the signal is armed), then SIGKILL when the
+/// spawning thread dies, and exit at once if the harness (`parent_pid`) already died before the signal was armed.
+/// Only async-signal-safe calls (setgroups, setgid, setuid, prctl, getppid, _exit).
+fn die_with_parent(
+    parent_pid: i32,
+    user: Option<Arc<RunAs>>,
+) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
     move || {
+        if let Some(user) = &user {
+            become_user(user)?;
+        }
         // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no memory of the parent.
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {

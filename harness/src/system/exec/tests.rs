@@ -104,6 +104,7 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
     exec.status = status;
     ExecSystem {
         config: exec.clone(),
+        user: None,
         nodes_dir: "/tmp/faultline-exec-test/nodes".into(),
         node_ips: vec!["127.9.9.1".parse().unwrap(); 3],
         peer_routes: None,
