@@ -8,7 +8,7 @@
 //!   of a crashed run (and nothing else).
 //! - A registry of live process groups lets Ctrl-C and panic paths kill them all before exiting.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -358,9 +358,13 @@ pub fn track_group(pid: i32) {
     LIVE_GROUPS.lock().expect("live-group registry poisoned").insert(pid);
 }
 
-/// Whether process group `pgid` still has a member that is not a zombie (a zombie holds no ports or files). Read from
-/// /proc, since `kill(-pgid, 0)` also counts zombies, which nobody may reap soon (orphans go to init).
+/// Whether process group `pgid` still has a member that is not a zombie (a zombie holds no ports or files), or a
+/// descendant outside it that [`signal_group`] killed with it still lives. Read from /proc, since `kill(-pgid, 0)`
+/// also counts zombies, which nobody may reap soon (orphans go to init).
 pub fn group_has_live_members(pgid: i32) -> bool {
+    if strays_alive(pgid) {
+        return true;
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
@@ -391,14 +395,114 @@ pub fn kill_and_forget_group(pid: i32) {
     }
 }
 
-/// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned.
+/// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned. A kill, a pause
+/// and a resume also reach the group's descendants that left it: PostgreSQL's postmaster puts every backend and
+/// helper it forks in a session of its own (`setsid`), so a kill of its group alone would leave them running (still
+/// answering clients, still writing to the data dir after a power loss, and holding the shared memory that stops
+/// the next start: "pre-existing shared memory block is still in use"). The group is stopped first, so nothing in
+/// it forks while its descendants are listed.
 pub fn signal_group(pid: i32, signal: Signal) -> Result<(), String> {
     if !LIVE_GROUPS.lock().expect("live-group registry poisoned").contains(&pid) {
         return Err(format!(
             "pid {pid} is not a live process group spawned by this run; not signalling it"
         ));
     }
-    killpg(Pid::from_raw(pid), signal).map_err(|e| format!("killpg({pid}, {signal}): {e}"))
+    let group = Pid::from_raw(pid);
+    let signal_err = |e| format!("killpg({pid}, {signal}): {e}");
+    match signal {
+        Signal::SIGKILL | Signal::SIGSTOP => {
+            killpg(group, Signal::SIGSTOP).map_err(signal_err)?;
+            let strays = descendants_outside_group(pid);
+            for (stray, _) in &strays {
+                let _ = nix::sys::signal::kill(Pid::from_raw(*stray), signal);
+            }
+            if signal == Signal::SIGKILL && !strays.is_empty() {
+                STRAYS.lock().expect("stray registry poisoned").insert(pid, strays);
+            }
+            killpg(group, signal).map_err(signal_err)
+        }
+        Signal::SIGCONT => {
+            killpg(group, signal).map_err(signal_err)?;
+            for (stray, _) in descendants_outside_group(pid) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(stray), signal);
+            }
+            Ok(())
+        }
+        _ => killpg(group, signal).map_err(signal_err),
+    }
+}
+
+/// Descendants of process group `pgid` killed with it that are in another group (see [`signal_group`]), by group:
+/// pid and start time (so that a reused pid is not taken for one of them).
+static STRAYS: Mutex<BTreeMap<i32, Vec<(i32, u64)>>> = Mutex::new(BTreeMap::new());
+
+/// One process's `/proc/<pid>/stat` fields: state, parent, process group, start time (clock ticks since boot).
+fn proc_stat(pid: i32) -> Option<(char, i32, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+    // priority nice threads itrealvalue starttime ...`: comm may hold spaces and parentheses, so read after its
+    // last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    Some((
+        state,
+        fields.get(1)?.parse().ok()?,
+        fields.get(2)?.parse().ok()?,
+        fields.get(19)?.parse().ok()?,
+    ))
+}
+
+/// Every live process that descends from a member of group `pgid` but is not in it, with its start time.
+fn descendants_outside_group(pgid: i32) -> Vec<(i32, u64)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let processes: Vec<(i32, (char, i32, i32, u64))> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, proc_stat(pid)?)))
+        .collect();
+    let mut inside: BTreeSet<i32> = processes
+        .iter()
+        .filter(|(_, (_, _, pgrp, _))| *pgrp == pgid)
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut strays = Vec::new();
+    // Parents before children is not guaranteed by pid order (pids wrap): repeat until nothing new is found; each
+    // pass adds a generation, and a process tree is shallow.
+    loop {
+        let found: Vec<(i32, u64)> = processes
+            .iter()
+            .filter(|(pid, (state, ppid, _, _))| {
+                !inside.contains(pid) && inside.contains(ppid) && !matches!(state, 'Z' | 'X')
+            })
+            .map(|(pid, (_, _, _, start))| (*pid, *start))
+            .collect();
+        if found.is_empty() {
+            return strays;
+        }
+        for (pid, start) in found {
+            inside.insert(pid);
+            strays.push((pid, start));
+        }
+    }
+}
+
+/// Whether a stray killed with group `pgid` still lives (same pid and start time, not a zombie); forgets the group's
+/// strays once none does.
+fn strays_alive(pgid: i32) -> bool {
+    let mut strays = STRAYS.lock().expect("stray registry poisoned");
+    let Some(list) = strays.get(&pgid) else {
+        return false;
+    };
+    let alive = list.iter().any(|(pid, start)| {
+        proc_stat(*pid).is_some_and(|(state, _, _, started)| started == *start && !matches!(state, 'Z' | 'X'))
+    });
+    if !alive {
+        strays.remove(&pgid);
+    }
+    alive
 }
 
 /// SIGKILLs every live process group this harness spawned (Ctrl-C, panic and error paths).
@@ -408,6 +512,10 @@ pub fn kill_all_spawned() {
         .map(|g| g.iter().copied().collect())
         .unwrap_or_default();
     for pid in groups {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGSTOP);
+        for (stray, _) in descendants_outside_group(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(stray), Signal::SIGKILL);
+        }
         let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
@@ -444,5 +552,39 @@ mod tests {
         }
         assert!(!group_has_live_members(pgid), "killed, nothing of the group lives");
         assert!(!group_has_live_members(i32::MAX), "no such group");
+    }
+
+    #[test]
+    fn given_a_child_that_left_the_group_when_the_group_is_killed_should_kill_it_too_and_wait_for_it() {
+        // PostgreSQL's way: the leader forks a child that makes a session (and group) of its own.
+        let mut leader = Command::new("sh")
+            .args(["-c", "setsid sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id() as i32;
+        track_group(pgid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut strays = descendants_outside_group(pgid);
+        while strays.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            strays = descendants_outside_group(pgid);
+        }
+        assert_eq!(strays.len(), 1, "the setsid sleep is outside the group: {strays:?}");
+        let (stray, _) = strays[0];
+
+        signal_group(pgid, Signal::SIGKILL).unwrap();
+        leader.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while group_has_live_members(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!group_has_live_members(pgid), "the group and its stray are gone");
+        let stray_state = proc_stat(stray).map(|(state, ..)| state);
+        assert!(
+            matches!(stray_state, None | Some('Z' | 'X')),
+            "the stray {stray} was killed: {stray_state:?}"
+        );
+        kill_and_forget_group(pgid);
     }
 }
