@@ -122,8 +122,8 @@ async fn measure(form: &'static str, status: &str, dir: &Path, seconds: f64) -> 
     let persistent_pid = || {
         let log = std::fs::read_to_string(nodes_dir.join("n1/status.log")).unwrap_or_default();
         log.lines()
-            .filter_map(|l| l.split("(pid ").nth(1)?.split(')').next()?.parse::<u32>().ok())
-            .last()
+            .rev()
+            .find_map(|l| l.split("(pid ").nth(1)?.split(')').next()?.parse::<u32>().ok())
     };
     let cpu_before = cpu_self_and_children() + persistent_pid().map_or(0.0, cpu_of);
     let started = Instant::now();

@@ -23,6 +23,13 @@
 //!   resolve in a node's answer stops the run's setup with a message naming it: a plan mistake, not a node fault.
 //!   Optional `durable` (a pointer to a durable lower bound) with a top-level `recovered: {line, after}` (the boot
 //!   log line saying what a restarted node kept) turns on the durability check.
+//! - `user: NAME` runs the node's commands (`start`, `prepare`, `wipe`, `verify`, `stop`, the `ready` and `status`
+//!   commands) as that user: its groups, group and user id are set between fork and exec, and `HOME`, `USER` and
+//!   `LOGNAME` name it. faultline stays root (it signals, chowns and unmounts); before `prepare` and after a wipe it
+//!   gives the node's folder (data dir, config files, `node.log`, `status.log`) to the user, and the fault filesystem
+//!   lets other users in (`allow_other`; the kernel checks their accesses with `default_permissions`). The client
+//!   command runs as faultline does: it only talks to the nodes over the network. Refused at load when faultline is
+//!   not root, the user does not exist, or the netns backend would wrap the nodes in `ip netns exec`.
 //! - Clients: one process per logical client speaking JSON lines on stdin/stdout ([`client`], spec in
 //!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
 
