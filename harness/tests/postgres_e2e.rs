@@ -68,7 +68,7 @@ fn postgres_plan(seed: u64, seconds: u64, nemesis: &str) -> String {
     format!("{}{section}{}", &text[..start], &text[end..])
 }
 
-/// A store the `postgres` user can reach: a temp dir is made 0700, which keeps every other user out of it.
+/// A store the `postgres` user can reach, whatever the temp dir's mode (a private 0700 one keeps it out).
 fn reachable_store() -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();

@@ -36,7 +36,7 @@ impl Lab {
 
     fn with_options(name: &str, options: FaultFsOptions) -> Lab {
         let tmp = tempfile::tempdir().expect("temp dir");
-        // Other users may enter the temp dir (it is made 0700), as they may a store folder.
+        // Other users may enter the temp dir (`mktemp -d` would make it 0700), as they may a store folder.
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
         let backing = tmp.path().join("backing");
