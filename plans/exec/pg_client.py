@@ -25,6 +25,7 @@ import sys
 import time
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 
 ISOLATION_LEVELS = {
@@ -96,7 +97,11 @@ class Session:
                 with self.conn.cursor() as cur:
                     try:
                         cur.execute(SCHEMA)
-                    except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):
+                    except (
+                        psycopg2.errors.UniqueViolation,
+                        psycopg2.errors.DuplicateTable,
+                        psycopg2.errors.DuplicateObject,
+                    ):
                         pass
                 self.schema_ready = True
             self.conn.autocommit = True
