@@ -8,13 +8,13 @@
 //!   of a crashed run (and nothing else).
 //! - A registry of live process groups lets Ctrl-C and panic paths kill them all before exiting.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -54,6 +54,65 @@ pub struct LaunchCommand {
     /// Start from an empty environment (only `PATH`, `HOME` and the run id are kept) instead of inheriting the
     /// harness's: for systems that reject unknown variables of their own prefix.
     pub env_clear: bool,
+    /// The user it runs as (an exec plan's `system.user`); `None`: as the harness (root).
+    pub user: Option<Arc<RunAs>>,
+}
+
+/// A user a command runs as: its ids and groups are set between fork and exec, and `HOME`, `USER` and `LOGNAME`
+/// name it, as `runuser` would (the harness stays root, so it can still signal, chown and unmount).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// Login name.
+    pub name: String,
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Every group it is in (its primary group too), as `initgroups` would set them.
+    pub groups: Vec<u32>,
+    /// Its home directory.
+    pub home: PathBuf,
+}
+
+impl RunAs {
+    /// Looks `name` up in the user database (`/etc/passwd`, `/etc/group`, or whatever NSS is configured).
+    pub fn lookup(name: &str) -> Result<RunAs, String> {
+        let user = nix::unistd::User::from_name(name)
+            .map_err(|e| format!("cannot look user `{name}` up: {e}"))?
+            .ok_or_else(|| format!("there is no user `{name}` on this machine (create it, e.g. `useradd --system {name}`, or install the package that does)"))?;
+        let c_name = std::ffi::CString::new(name).map_err(|_| format!("`{name}` is not a user name"))?;
+        let groups = nix::unistd::getgrouplist(&c_name, user.gid)
+            .map_err(|e| format!("cannot list the groups of user `{name}`: {e}"))?;
+        Ok(RunAs {
+            name: name.to_string(),
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            groups: groups.into_iter().map(|g| g.as_raw()).collect(),
+            home: user.dir,
+        })
+    }
+
+    /// The environment that names the user.
+    fn env(&self) -> [(&'static str, std::ffi::OsString); 3] {
+        [
+            ("HOME", self.home.clone().into_os_string()),
+            ("USER", self.name.clone().into()),
+            ("LOGNAME", self.name.clone().into()),
+        ]
+    }
+
+    /// Whether the user may enter (search) directory `dir`, by its mode bits alone (no ACLs).
+    pub fn can_search(&self, metadata: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let mode = metadata.mode();
+        if metadata.uid() == self.uid {
+            mode & 0o100 != 0
+        } else if self.groups.contains(&metadata.gid()) || metadata.gid() == self.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        }
+    }
 }
 
 impl LaunchCommand {
@@ -173,6 +232,9 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
             }
         }
     }
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+    }
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_ID_ENV, run_id)
@@ -182,7 +244,7 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
         .process_group(0);
     // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(die_with_parent(parent_pid));
+        cmd.pre_exec(die_with_parent(parent_pid, command.user.clone()));
     }
     let mut child = cmd
         .spawn()
@@ -216,6 +278,9 @@ fn spawn_now(command: &LaunchCommand, log_path: &PathBuf, run_id: &str) -> std::
 pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::Command {
     let parent_pid = std::process::id() as i32;
     let mut cmd = tokio::process::Command::new(&command.program);
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+    }
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_ID_ENV, run_id)
@@ -223,16 +288,57 @@ pub fn owned_command(command: &LaunchCommand, run_id: &str) -> tokio::process::C
         .kill_on_drop(true);
     // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(die_with_parent(parent_pid));
+        cmd.pre_exec(die_with_parent(parent_pid, command.user.clone()));
     }
     cmd
 }
 
-/// The child side of the parent-death signal, run between fork and exec: SIGKILL when the spawning thread dies, and
-/// exit at once if the harness (`parent_pid`) already died before the signal was armed. Only async-signal-safe calls
-/// (prctl, getppid, _exit).
-fn die_with_parent(parent_pid: i32) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+/// A one-shot command (`prepare`, `wipe`, `verify`, a ready probe): program, arguments, environment and, with a
+/// `user`, that user's ids and groups. It runs in the harness's process group and is killed when dropped.
+pub fn one_shot_command(command: &LaunchCommand) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&command.program);
+    if let Some(user) = &command.user {
+        cmd.envs(user.env());
+        let user = user.clone();
+        // SAFETY: the hook makes only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || become_user(&user));
+        }
+    }
+    cmd.args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The child side of [`RunAs`], between fork and exec: supplementary groups, then the group, then the user (in
+/// that order: each step needs the privilege the next one drops). Only async-signal-safe calls (the group list was
+/// built before the fork).
+fn become_user(user: &RunAs) -> std::io::Result<()> {
+    // SAFETY: setgroups reads `groups.len()` gids from a live slice; setgid and setuid take plain ids.
+    unsafe {
+        if libc::setgroups(user.groups.len(), user.groups.as_ptr()) != 0
+            || libc::setgid(user.gid) != 0
+            || libc::setuid(user.uid) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The child side of the parent-death signal, run between fork and exec: first become `user` (if any: a change of
+/// credentials clears the parent-death signal, so it comes before the signal is armed), then SIGKILL when the
+/// spawning thread dies, and exit at once if the harness (`parent_pid`) already died before the signal was armed.
+/// Only async-signal-safe calls (setgroups, setgid, setuid, prctl, getppid, _exit).
+fn die_with_parent(
+    parent_pid: i32,
+    user: Option<Arc<RunAs>>,
+) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
     move || {
+        if let Some(user) = &user {
+            become_user(user)?;
+        }
         // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no memory of the parent.
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
@@ -252,9 +358,13 @@ pub fn track_group(pid: i32) {
     LIVE_GROUPS.lock().expect("live-group registry poisoned").insert(pid);
 }
 
-/// Whether process group `pgid` still has a member that is not a zombie (a zombie holds no ports or files). Read from
-/// /proc, since `kill(-pgid, 0)` also counts zombies, which nobody may reap soon (orphans go to init).
+/// Whether process group `pgid` still has a member that is not a zombie (a zombie holds no ports or files), or a
+/// descendant outside it that [`signal_group`] killed with it still lives. Read from /proc, since `kill(-pgid, 0)`
+/// also counts zombies, which nobody may reap soon (orphans go to init).
 pub fn group_has_live_members(pgid: i32) -> bool {
+    if strays_alive(pgid) {
+        return true;
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
@@ -285,14 +395,114 @@ pub fn kill_and_forget_group(pid: i32) {
     }
 }
 
-/// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned.
+/// Sends `signal` to the process group of `pid`, which must be a live group this harness spawned. A kill, a pause
+/// and a resume also reach the group's descendants that left it: PostgreSQL's postmaster puts every backend and
+/// helper it forks in a session of its own (`setsid`), so a kill of its group alone would leave them running (still
+/// answering clients, still writing to the data dir after a power loss, and holding the shared memory that stops
+/// the next start: "pre-existing shared memory block is still in use"). The group is stopped first, so nothing in
+/// it forks while its descendants are listed.
 pub fn signal_group(pid: i32, signal: Signal) -> Result<(), String> {
     if !LIVE_GROUPS.lock().expect("live-group registry poisoned").contains(&pid) {
         return Err(format!(
             "pid {pid} is not a live process group spawned by this run; not signalling it"
         ));
     }
-    killpg(Pid::from_raw(pid), signal).map_err(|e| format!("killpg({pid}, {signal}): {e}"))
+    let group = Pid::from_raw(pid);
+    let signal_err = |e| format!("killpg({pid}, {signal}): {e}");
+    match signal {
+        Signal::SIGKILL | Signal::SIGSTOP => {
+            killpg(group, Signal::SIGSTOP).map_err(signal_err)?;
+            let strays = descendants_outside_group(pid);
+            for (stray, _) in &strays {
+                let _ = nix::sys::signal::kill(Pid::from_raw(*stray), signal);
+            }
+            if signal == Signal::SIGKILL && !strays.is_empty() {
+                STRAYS.lock().expect("stray registry poisoned").insert(pid, strays);
+            }
+            killpg(group, signal).map_err(signal_err)
+        }
+        Signal::SIGCONT => {
+            killpg(group, signal).map_err(signal_err)?;
+            for (stray, _) in descendants_outside_group(pid) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(stray), signal);
+            }
+            Ok(())
+        }
+        _ => killpg(group, signal).map_err(signal_err),
+    }
+}
+
+/// Descendants of process group `pgid` killed with it that are in another group (see [`signal_group`]), by group:
+/// pid and start time (so that a reused pid is not taken for one of them).
+static STRAYS: Mutex<BTreeMap<i32, Vec<(i32, u64)>>> = Mutex::new(BTreeMap::new());
+
+/// One process's `/proc/<pid>/stat` fields: state, parent, process group, start time (clock ticks since boot).
+fn proc_stat(pid: i32) -> Option<(char, i32, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+    // priority nice threads itrealvalue starttime ...`: comm may hold spaces and parentheses, so read after its
+    // last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    Some((
+        state,
+        fields.get(1)?.parse().ok()?,
+        fields.get(2)?.parse().ok()?,
+        fields.get(19)?.parse().ok()?,
+    ))
+}
+
+/// Every live process that descends from a member of group `pgid` but is not in it, with its start time.
+fn descendants_outside_group(pgid: i32) -> Vec<(i32, u64)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let processes: Vec<(i32, (char, i32, i32, u64))> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, proc_stat(pid)?)))
+        .collect();
+    let mut inside: BTreeSet<i32> = processes
+        .iter()
+        .filter(|(_, (_, _, pgrp, _))| *pgrp == pgid)
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut strays = Vec::new();
+    // Parents before children is not guaranteed by pid order (pids wrap): repeat until nothing new is found; each
+    // pass adds a generation, and a process tree is shallow.
+    loop {
+        let found: Vec<(i32, u64)> = processes
+            .iter()
+            .filter(|(pid, (state, ppid, _, _))| {
+                !inside.contains(pid) && inside.contains(ppid) && !matches!(state, 'Z' | 'X')
+            })
+            .map(|(pid, (_, _, _, start))| (*pid, *start))
+            .collect();
+        if found.is_empty() {
+            return strays;
+        }
+        for (pid, start) in found {
+            inside.insert(pid);
+            strays.push((pid, start));
+        }
+    }
+}
+
+/// Whether a stray killed with group `pgid` still lives (same pid and start time, not a zombie); forgets the group's
+/// strays once none does.
+fn strays_alive(pgid: i32) -> bool {
+    let mut strays = STRAYS.lock().expect("stray registry poisoned");
+    let Some(list) = strays.get(&pgid) else {
+        return false;
+    };
+    let alive = list.iter().any(|(pid, start)| {
+        proc_stat(*pid).is_some_and(|(state, _, _, started)| started == *start && !matches!(state, 'Z' | 'X'))
+    });
+    if !alive {
+        strays.remove(&pgid);
+    }
+    alive
 }
 
 /// SIGKILLs every live process group this harness spawned (Ctrl-C, panic and error paths).
@@ -302,6 +512,10 @@ pub fn kill_all_spawned() {
         .map(|g| g.iter().copied().collect())
         .unwrap_or_default();
     for pid in groups {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGSTOP);
+        for (stray, _) in descendants_outside_group(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(stray), Signal::SIGKILL);
+        }
         let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
@@ -338,5 +552,39 @@ mod tests {
         }
         assert!(!group_has_live_members(pgid), "killed, nothing of the group lives");
         assert!(!group_has_live_members(i32::MAX), "no such group");
+    }
+
+    #[test]
+    fn given_a_child_that_left_the_group_when_the_group_is_killed_should_kill_it_too_and_wait_for_it() {
+        // PostgreSQL's way: the leader forks a child that makes a session (and group) of its own.
+        let mut leader = Command::new("sh")
+            .args(["-c", "setsid sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id() as i32;
+        track_group(pgid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut strays = descendants_outside_group(pgid);
+        while strays.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            strays = descendants_outside_group(pgid);
+        }
+        assert_eq!(strays.len(), 1, "the setsid sleep is outside the group: {strays:?}");
+        let (stray, _) = strays[0];
+
+        signal_group(pgid, Signal::SIGKILL).unwrap();
+        leader.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while group_has_live_members(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!group_has_live_members(pgid), "the group and its stray are gone");
+        let stray_state = proc_stat(stray).map(|(state, ..)| state);
+        assert!(
+            matches!(stray_state, None | Some('Z' | 'X')),
+            "the stray {stray} was killed: {stray_state:?}"
+        );
+        kill_and_forget_group(pgid);
     }
 }

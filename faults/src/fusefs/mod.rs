@@ -80,6 +80,10 @@ pub struct FaultFsOptions {
     pub real_fsync: bool,
     /// When directory changes (creates, renames, unlinks) become durable.
     pub metadata: MetadataDurability,
+    /// Let users other than root in (the `allow_other` mount option), for nodes that run as their own user. The
+    /// kernel still checks every access against the files' owners and modes (`default_permissions`). Root needs no
+    /// `user_allow_other` in /etc/fuse.conf for it: that file only restricts unprivileged mounts through fusermount.
+    pub allow_other: bool,
 }
 
 impl Default for FaultFsOptions {
@@ -89,6 +93,7 @@ impl Default for FaultFsOptions {
             threads: 2,
             real_fsync: true,
             metadata: MetadataDurability::Posix,
+            allow_other: false,
         }
     }
 }
@@ -231,7 +236,12 @@ impl FaultFs {
             fuser::MountOption::NoSuid,
             fuser::MountOption::NoDev,
         ];
-        config.acl = fuser::SessionACL::All;
+        // Without `allow_other` the kernel lets in only the mounting user (root); fuser's `Owner` adds no option.
+        config.acl = if options.allow_other {
+            fuser::SessionACL::All
+        } else {
+            fuser::SessionACL::Owner
+        };
         config.n_threads = Some(options.threads.max(1));
         config.clone_fd = true;
         let server = ops::FsServer { inner: inner.clone() };

@@ -3,7 +3,7 @@
 //! Needs root and /dev/fuse. Under `CI=true` their absence fails the test with the reason; elsewhere the test skips
 //! with a printed reason (as `faults/tests/fusefs.rs` does).
 
-use super::{fuse_available, FaultFs, FaultFsHandle};
+use super::{fuse_available, FaultFs, FaultFsHandle, FaultFsOptions};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,13 +31,20 @@ struct Lab {
 
 impl Lab {
     fn new(name: &str) -> Lab {
+        Lab::with_options(name, FaultFsOptions::default())
+    }
+
+    fn with_options(name: &str, options: FaultFsOptions) -> Lab {
         let tmp = tempfile::tempdir().expect("temp dir");
+        // Other users may enter the temp dir (`mktemp -d` would make it 0700), as they may a store folder.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
         let backing = tmp.path().join("backing");
         let data = tmp.path().join("data");
         fs::create_dir(&backing).expect("backing dir");
         fs::create_dir(&data).expect("mountpoint");
         let tag = format!("unit-{name}-{}", std::process::id());
-        let fs = Some(FaultFs::mount(&backing, &data, &tag).expect("mount"));
+        let fs = Some(FaultFs::mount_with(&backing, &data, &tag, options).expect("mount"));
         Lab {
             _tmp: tmp,
             backing,
@@ -123,4 +130,116 @@ fn given_a_synced_file_when_truncated_by_path_and_power_is_lost_should_get_its_b
     let record = lab.fs().lose_unsynced();
     assert!(record.warnings.is_empty(), "{:?}", record.warnings);
     assert_eq!(fs::read(&path).expect("read back"), old);
+}
+
+/// `nobody`, the user the next tests act as (present on every Debian-like system).
+const NOBODY: u32 = 65_534;
+
+/// Runs `script` under `sh -e` as `nobody` (uid and gid 65534, no supplementary groups), in `dir`.
+fn as_nobody(dir: &Path, script: &str) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    std::process::Command::new("sh")
+        .args(["-ec", script])
+        .current_dir("/")
+        .env("DIR", dir)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .expect("sh runs")
+}
+
+/// A node run as its own user (PostgreSQL as `postgres`) on the fault filesystem: with `allow_other` the user gets in,
+/// the kernel checks its accesses against the owners and modes the filesystem reports (`default_permissions`), what
+/// it creates is its own with the modes it asked for, its fsyncs (of files and directories) and renames count, and a
+/// power loss still takes exactly what it did not sync.
+#[test]
+fn given_allow_other_when_a_non_root_user_writes_syncs_and_renames_should_own_its_files_and_lose_only_unsynced_writes()
+{
+    if !fuse_ready() {
+        return;
+    }
+    let options = FaultFsOptions {
+        allow_other: true,
+        ..FaultFsOptions::default()
+    };
+    let lab = Lab::with_options("allow-other", options);
+    std::os::unix::fs::chown(&lab.data, Some(NOBODY), Some(NOBODY)).expect("give the data dir to nobody");
+    fs::write(lab.data.join("root-owned"), b"root").expect("a file of root's");
+    File::open(&lab.data).and_then(|d| d.sync_all()).expect("dir fsync");
+
+    let output = as_nobody(
+        &lab.data,
+        r#"cd "$DIR"
+        chmod 700 .
+        umask 077
+        mkdir own
+        printf synced > own/a.tmp
+        sync own/a.tmp
+        mv own/a.tmp own/a
+        sync own .
+        printf unsynced > own/b
+        printf '%s' -more >> own/a
+        if printf x >> root-owned 2>/dev/null; then echo "wrote a file of root's"; exit 1; fi
+        if chown 0 own/a 2>/dev/null; then echo "gave a file away"; exit 1; fi"#,
+    );
+    assert!(
+        output.status.success(),
+        "nobody's script failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    use std::os::unix::fs::MetadataExt;
+    let mode_owner = |path: &Path| {
+        let md = fs::metadata(path).expect("stat");
+        (md.mode() & 0o7777, md.uid(), md.gid())
+    };
+    assert_eq!(
+        mode_owner(&lab.data),
+        (0o700, NOBODY, NOBODY),
+        "chmod of its own data dir"
+    );
+    assert_eq!(mode_owner(&lab.data.join("own")), (0o700, NOBODY, NOBODY));
+    assert_eq!(mode_owner(&lab.data.join("own/a")), (0o600, NOBODY, NOBODY));
+    assert_eq!(mode_owner(&lab.data.join("own/b")), (0o600, NOBODY, NOBODY));
+    assert_eq!(fs::read(lab.data.join("root-owned")).expect("read"), b"root");
+    assert_eq!(fs::read(lab.data.join("own/a")).expect("read"), b"synced-more");
+
+    let record = lab.fs().lose_unsynced();
+    assert!(record.warnings.is_empty(), "{:?}", record.warnings);
+    assert_eq!(
+        fs::read(lab.data.join("own/a")).expect("read after the power loss"),
+        b"synced"
+    );
+    assert!(
+        !lab.data.join("own/b").exists(),
+        "own/b was never synced, nor was its entry"
+    );
+    assert!(!lab.data.join("own/a.tmp").exists(), "the synced rename stays");
+    assert_eq!(
+        mode_owner(&lab.data.join("own/a")),
+        (0o600, NOBODY, NOBODY),
+        "owner and mode survive"
+    );
+    let again = as_nobody(&lab.data, r#"cd "$DIR"; printf again >> own/a; sync own/a"#);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(fs::read(lab.data.join("own/a")).expect("read"), b"syncedagain");
+}
+
+/// Without `allow_other` (every node runs as root) the kernel keeps every other user out of the mount.
+#[test]
+fn given_no_allow_other_when_a_non_root_user_enters_should_be_refused() {
+    if !fuse_ready() {
+        return;
+    }
+    let lab = Lab::new("owner-only");
+    std::os::unix::fs::chown(&lab.data, Some(NOBODY), Some(NOBODY)).expect("give the data dir to nobody");
+    let output = as_nobody(&lab.data, r#"ls "$DIR""#);
+    assert!(!output.status.success(), "nobody listed a mount without allow_other");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(fs::read_dir(&lab.data).is_ok(), "root, who mounted it, still gets in");
 }

@@ -446,14 +446,7 @@ async fn verify_offline(lab: &Arc<Lab>, node: usize) {
     let Some(command) = lab.system().verify_command(node) else {
         return;
     };
-    let output = tokio::time::timeout(
-        VERIFY_TIMEOUT,
-        tokio::process::Command::new(&command.program)
-            .args(&command.args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await;
+    let output = tokio::time::timeout(VERIFY_TIMEOUT, crate::supervisor::one_shot_command(&command).output()).await;
     let name = node_name(node);
     match output {
         Ok(Ok(output)) if output.status.success() => {

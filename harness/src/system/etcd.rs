@@ -367,6 +367,7 @@ impl System for EtcdSystem {
             args,
             env: vec![],
             env_clear: false,
+            user: None,
         }
     }
 

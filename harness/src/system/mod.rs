@@ -479,6 +479,11 @@ pub trait System: Send + Sync {
     fn next_primary(&self, primary: usize) -> Option<usize>;
     /// Glob of the WAL files, relative to the data dir (for disk faults), e.g. `wal*` or `member/wal/*.wal`.
     fn wal_glob(&self) -> &str;
+    /// Whether the nodes run as a user other than root (an exec plan's `system.user`): their fault filesystems must
+    /// then let other users in.
+    fn runs_as_other_user(&self) -> bool {
+        false
+    }
     /// The command that asks a live node to stop gracefully, if the system has its own; `None`: SIGTERM to the node.
     fn stop_command(&self, _node: usize) -> Option<LaunchCommand> {
         None

@@ -154,6 +154,7 @@ impl NodeProgram {
             args: all,
             env: vec![],
             env_clear: false,
+            user: None,
         }
     }
 }

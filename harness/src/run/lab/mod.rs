@@ -225,6 +225,14 @@ impl Lab {
         }
         let mut command = self.system.launch(node);
         if let Some(netns) = &self.netns {
+            if let Some(user) = &command.user {
+                return Err(format!(
+                    "{} runs as `{}`, but `ip netns exec` must run as root: system.user and the netns backend do not \
+                     mix",
+                    node_name(node),
+                    user.name
+                ));
+            }
             let (program, args) = netns.wrap_command(node, &command.program, &command.args);
             command.program = program;
             command.args = args;

@@ -459,6 +459,7 @@ mod tests {
             args: vec!["-c".into(), script],
             env: Vec::new(),
             env_clear: false,
+            user: None,
         };
         let addrs = vec!["127.0.0.1:1".parse().unwrap()];
         ExecClient::new(command, ClientLog::disabled(), addrs, 0, Duration::from_secs(5), 3)

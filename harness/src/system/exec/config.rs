@@ -28,6 +28,12 @@ pub struct ExecConfig {
     pub prepare: Option<CommandSpec>,
     /// Starts node `{id}` on its data dir; it must keep running in the foreground (stdout and stderr are its log).
     pub start: CommandSpec,
+    /// The user the node's commands run as (`start`, `prepare`, `wipe`, `verify`, `stop`, the `ready` and `status`
+    /// commands), e.g. `postgres` for a system that refuses to run as root. faultline stays root; it gives the node's
+    /// folder and the files it writes there to this user. The client command runs as faultline does (it only talks
+    /// to the nodes over the network). Needs faultline to run as root, and a user that exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Spanned<String>>,
     /// Extra environment of every command (values are templates).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, Spanned<String>>,
@@ -448,6 +454,9 @@ impl AdapterSpec for ExecConfig {
             column: spanned.referenced.column(),
             message,
         };
+        if let Some(user) = &self.user {
+            check_user(&user.value, plan).map_err(|message| at(user, message))?;
+        }
         let nodes = plan.system.nodes();
         self.ports.check(nodes).map_err(|message| PlanError {
             origin: origin.to_string(),
@@ -645,8 +654,15 @@ impl AdapterSpec for ExecConfig {
         };
         let faultline = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
         let store_dir = context.nodes_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let user = match &self.user {
+            Some(name) => Some(Arc::new(
+                crate::supervisor::RunAs::lookup(&name.value).map_err(|e| anyhow::anyhow!("system.user: {e}"))?,
+            )),
+            None => None,
+        };
         let system = ExecSystem {
             config: self.clone(),
+            user,
             nodes_dir: context.nodes_dir.clone(),
             node_ips: node_ips.clone(),
             peer_routes: routes,
@@ -669,6 +685,26 @@ impl AdapterSpec for ExecConfig {
             network,
         })
     }
+}
+
+/// A `system.user` this run can take: faultline is root (only root may change a process's user) and the user exists;
+/// the nodes are not launched through `ip netns exec` (which needs root, and would run as the user).
+fn check_user(name: &str, plan: &Plan) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(format!(
+            "system.user: running the nodes as `{name}` needs faultline to run as root (only root may start a process \
+             as another user); run it with sudo, or drop `user`"
+        ));
+    }
+    crate::supervisor::RunAs::lookup(name).map_err(|e| format!("system.user: {e}"))?;
+    if plan.network.backend == crate::plan::NetworkBackend::Netns {
+        return Err(format!(
+            "system.user: nodes in network namespaces start through `ip netns exec`, which must run as root; \
+             `{name}` is not supported with `network: {{backend: netns}}` (use the proxy backend, or drop `user`)"
+        ));
+    }
+    Ok(())
 }
 
 /// A program that exists: a path to a file, a template (checked when it runs), or a name found on `PATH`.

@@ -23,6 +23,13 @@
 //!   resolve in a node's answer stops the run's setup with a message naming it: a plan mistake, not a node fault.
 //!   Optional `durable` (a pointer to a durable lower bound) with a top-level `recovered: {line, after}` (the boot
 //!   log line saying what a restarted node kept) turns on the durability check.
+//! - `user: NAME` runs the node's commands (`start`, `prepare`, `wipe`, `verify`, `stop`, the `ready` and `status`
+//!   commands) as that user: its groups, group and user id are set between fork and exec, and `HOME`, `USER` and
+//!   `LOGNAME` name it. faultline stays root (it signals, chowns and unmounts); before `prepare` and after a wipe it
+//!   gives the node's folder (data dir, config files, `node.log`, `status.log`) to the user, and the fault filesystem
+//!   lets other users in (`allow_other`; the kernel checks their accesses with `default_permissions`). The client
+//!   command runs as faultline does: it only talks to the nodes over the network. Refused at load when faultline is
+//!   not root, the user does not exist, or the netns backend would wrap the nodes in `ip netns exec`.
 //! - Clients: one process per logical client speaking JSON lines on stdin/stdout ([`client`], spec in
 //!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
 
@@ -59,6 +66,8 @@ pub(super) const QUOTE_CHARS_MAX: usize = 300;
 /// The exec system of one run.
 pub struct ExecSystem {
     config: ExecConfig,
+    /// `system.user`, looked up: the user every node command runs as.
+    user: Option<Arc<crate::supervisor::RunAs>>,
     nodes_dir: PathBuf,
     node_ips: Vec<IpAddr>,
     /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
@@ -189,6 +198,56 @@ impl ExecSystem {
         Ok(())
     }
 
+    /// Gives node `node`'s folder and everything in it (its data dir, config files and logs; not the fault
+    /// filesystem's backing dir, reached through the mount instead) to `system.user`, and checks that the user can
+    /// reach the folder at all: a parent it may not enter (a `0700` temp dir) would fail every command later with a
+    /// bare "Permission denied".
+    fn give_to_user(&self, node: usize) -> anyhow::Result<()> {
+        let Some(user) = &self.user else {
+            return Ok(());
+        };
+        let node_dir = self.node_dir(node);
+        for ancestor in node_dir.ancestors().skip(1) {
+            let metadata = std::fs::metadata(ancestor).with_context(|| format!("reading {}", ancestor.display()))?;
+            anyhow::ensure!(
+                user.can_search(&metadata),
+                "system.user: `{}` cannot enter {} (mode {:o}), a parent of {}'s folder {}; give it `o+x` (e.g. \
+                 `chmod 755 {}`), or keep the store somewhere it can reach (`--store`)",
+                user.name,
+                ancestor.display(),
+                std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o7777,
+                Self::name(node),
+                node_dir.display(),
+                ancestor.display()
+            );
+        }
+        for log in ["node.log", "status.log"] {
+            let path = node_dir.join(log);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+        }
+        let backing = self.data_dir(node).with_extension("backing");
+        let hidden = self.data_dir(node).join(faultline_faults::fusefs::HIDDEN_DIR_NAME);
+        let mut pending = vec![node_dir];
+        while let Some(path) = pending.pop() {
+            std::os::unix::fs::lchown(&path, Some(user.uid), Some(user.gid))
+                .with_context(|| format!("system.user: giving {} to `{}`", path.display(), user.name))?;
+            let metadata = std::fs::symlink_metadata(&path).with_context(|| format!("reading {}", path.display()))?;
+            if metadata.is_dir() {
+                for entry in std::fs::read_dir(&path).with_context(|| format!("reading {}", path.display()))? {
+                    let entry = entry?.path();
+                    if entry != backing && entry != hidden {
+                        pending.push(entry);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn command(&self, spec: &CommandSpec, vars: &Vars) -> LaunchCommand {
         let mut words = spec.iter().map(|word| vars.expand(&word.value));
         LaunchCommand {
@@ -201,35 +260,29 @@ impl ExecSystem {
                 .map(|(k, v)| (k.clone(), vars.expand(&v.value)))
                 .collect(),
             env_clear: false,
+            user: self.user.clone(),
         }
     }
 
     /// Runs a one-shot command of node `node` to completion, its output appended to the node's log.
     async fn run_once(&self, what: &str, spec: &CommandSpec, node: usize) -> anyhow::Result<()> {
         let command = self.command(spec, &self.node_vars(node));
-        let output = tokio::time::timeout(
-            COMMAND_TIMEOUT,
-            tokio::process::Command::new(&command.program)
-                .args(&command.args)
-                .envs(command.env.iter().map(|(k, v)| (k, v)))
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{what} of {} did not finish within {COMMAND_TIMEOUT:?}: {}",
-                Self::name(node),
-                command.display()
-            )
-        })?
-        .with_context(|| {
-            format!(
-                "cannot run the {what} command of {}: {}",
-                Self::name(node),
-                command.display()
-            )
-        })?;
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, crate::supervisor::one_shot_command(&command).output())
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "{what} of {} did not finish within {COMMAND_TIMEOUT:?}: {}",
+                    Self::name(node),
+                    command.display()
+                )
+            })?
+            .with_context(|| {
+                format!(
+                    "cannot run the {what} command of {}: {}",
+                    Self::name(node),
+                    command.display()
+                )
+            })?;
         let log = self.nodes_dir.join(Self::name(node)).join("node.log");
         let mut text = format!("=== faultline: {what} `{}`: {} ===\n", command.display(), output.status);
         text.push_str(&String::from_utf8_lossy(&output.stdout));
@@ -342,7 +395,11 @@ impl ExecSystem {
         kind: WorkloadKind,
     ) -> Option<client::ExecClient> {
         self.config.client.workloads.contains(&kind).then(|| {
-            let command = self.command(&self.config.client.command, &self.client_vars());
+            // The client runs as faultline does: it only talks to the nodes over the network.
+            let command = LaunchCommand {
+                user: None,
+                ..self.command(&self.config.client.command, &self.client_vars())
+            };
             let addrs = (0..self.node_count()).map(|i| self.addrs(i).client).collect();
             client::ExecClient::new(command, self.clients.clone(), addrs, home, op_timeout, process)
         })
@@ -455,6 +512,7 @@ impl System for ExecSystem {
         let dir = self.data_dir(node);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         self.write_config_files(node)?;
+        self.give_to_user(node)?;
         match &self.config.prepare {
             Some(prepare) => self.run_once("prepare", prepare, node).await,
             None => Ok(()),
@@ -470,6 +528,7 @@ impl System for ExecSystem {
         };
         super::empty_data_dir(&self.data_dir(node))?;
         self.write_config_files(node)?;
+        self.give_to_user(node)?;
         self.run_once("wipe", &wipe.command, node).await
     }
 
@@ -532,13 +591,10 @@ impl System for ExecSystem {
             }
             Some(ReadyProbe::Command(spec)) => {
                 let command = self.command(spec, &vars);
-                let status = tokio::process::Command::new(&command.program)
-                    .args(&command.args)
-                    .envs(command.env.iter().map(|(k, v)| (k, v)))
+                let status = crate::supervisor::one_shot_command(&command)
                     .stdin(std::process::Stdio::null())
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())
-                    .kill_on_drop(true)
                     .status();
                 matches!(tokio::time::timeout(timeout.max(Duration::from_secs(1)), status).await, Ok(Ok(s)) if s.success())
             }
@@ -551,6 +607,10 @@ impl System for ExecSystem {
 
     fn wal_glob(&self) -> &str {
         self.config.wal_glob.as_deref().unwrap_or("*")
+    }
+
+    fn runs_as_other_user(&self) -> bool {
+        self.user.is_some()
     }
 
     fn stop_command(&self, node: usize) -> Option<LaunchCommand> {

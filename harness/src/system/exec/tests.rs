@@ -104,6 +104,7 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
     exec.status = status;
     ExecSystem {
         config: exec.clone(),
+        user: None,
         nodes_dir: "/tmp/faultline-exec-test/nodes".into(),
         node_ips: vec!["127.9.9.1".parse().unwrap(); 3],
         peer_routes: None,
@@ -528,4 +529,55 @@ async fn given_a_one_shot_status_command_when_probed_should_read_its_stdout_and_
         Err(ProbeError::Misconfigured(why)) => assert!(why.contains("not an object") && why.contains("[1]"), "{why}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// With `user`, `prepare` refuses a node folder the user cannot reach (naming the parent to open up), and otherwise
+/// gives the folder, its config files and its logs to the user; `prepare` itself runs as the user. Needs root.
+#[tokio::test]
+async fn given_a_user_when_prepared_should_give_the_node_folder_to_it_or_name_the_parent_it_cannot_enter() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: only root may give files to another user");
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let nobody = crate::supervisor::RunAs::lookup("nobody").expect("the nobody user");
+    let dir = tempfile::tempdir().unwrap();
+    let mut system = system(None);
+    system.nodes_dir = dir.path().join("nodes");
+    system.user = Some(Arc::new(nobody.clone()));
+    system
+        .config
+        .config_files
+        .insert("node.conf".into(), spanned("id={id}"));
+    // Runs as nobody: it can write to its own data dir, and says who it is.
+    system.config.prepare = Some(vec![
+        spanned("sh"),
+        spanned("-c"),
+        spanned("id -u > \"$1/whoami\"; echo \"$HOME\" >> \"$1/whoami\""),
+        spanned("sh"),
+        spanned("{data_dir}"),
+    ]);
+
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let refused = system.prepare(0).await.unwrap_err().to_string();
+    assert!(refused.contains("cannot enter"), "{refused}");
+    assert!(
+        refused.contains(&dir.path().display().to_string()),
+        "names the 0700 temp dir: {refused}"
+    );
+
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    system.prepare(0).await.unwrap_or_else(|e| panic!("{e:#}"));
+    let node_dir = dir.path().join("nodes/n1");
+    for path in ["", "data", "node.conf", "node.log", "status.log"] {
+        let md = std::fs::metadata(node_dir.join(path)).unwrap();
+        assert_eq!(
+            (md.uid(), md.gid()),
+            (nobody.uid, nobody.gid),
+            "{path} belongs to nobody"
+        );
+    }
+    let whoami = std::fs::read_to_string(node_dir.join("data/whoami")).unwrap();
+    assert_eq!(whoami, format!("{}\n{}\n", nobody.uid, nobody.home.display()));
 }

@@ -405,6 +405,7 @@ impl System for IggySystem {
             args: vec!["--replica-id".into(), node.to_string()],
             env: self.environment(node),
             env_clear: true,
+            user: None,
         }
     }
 
