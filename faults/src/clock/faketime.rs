@@ -172,7 +172,8 @@ impl NodeClock {
         write_atomically(&self.file, &line).map_err(|e| format!("writing {}: {e}", self.file.display()))
     }
 
-    /// Applies `shift` (the node's clock must be real: one clock fault at a time); returns what to record. A strobe
+    /// Applies `shift` (the node's clock must be real: one clock fault at a time); returns what to record beyond the
+    /// shift itself (the control file). A strobe
     /// flips on a task of the current tokio runtime until [`NodeClock::heal`].
     pub fn apply(&self, shift: ClockShift) -> Result<Value, String> {
         let mut state = self.lock();
@@ -193,9 +194,7 @@ impl NodeClock {
             let epoch = state.epoch;
             state.strobe = Some(tokio::spawn(strobe(self.clone(), epoch, delta_ms, period_ms)));
         }
-        let mut value = serde_json::to_value(shift).expect("a clock shift serializes");
-        value["file"] = json!(self.file);
-        Ok(value)
+        Ok(json!({"file": self.file}))
     }
 
     /// Returns the node's clock to real time; returns what to record (what it healed from).

@@ -245,7 +245,7 @@ impl ClockSpec {
 
 /// What one clock fault does to a node's clock, drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "clock", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum ClockShift {
     /// The clock jumps by `offset_ms` and stays there.
     Bump {
@@ -270,6 +270,30 @@ pub enum ClockShift {
 impl Eq for ClockShift {}
 
 impl ClockShift {
+    /// The plan fields that draw exactly this change again (a replay's script).
+    pub fn as_spec(&self) -> ClockSpec {
+        match *self {
+            ClockShift::Bump { offset_ms } => ClockSpec {
+                bump: Some(OffsetRange {
+                    min: Offset(offset_ms),
+                    max: Offset(offset_ms),
+                }),
+                ..ClockSpec::default()
+            },
+            ClockShift::Strobe { delta_ms, period_ms } => ClockSpec {
+                strobe: Some(StrobeSpec {
+                    delta: Offset(delta_ms),
+                    period: Millis(period_ms),
+                }),
+                ..ClockSpec::default()
+            },
+            ClockShift::Skew { rate } => ClockSpec {
+                skew: Some(RateRange { min: rate, max: rate }),
+                ..ClockSpec::default()
+            },
+        }
+    }
+
     /// Its kind, as the history and plans name it.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -31,6 +31,9 @@ fn spec() -> ProcessNemesisSpec {
                 grace: None,
                 stop: None,
                 cuts: vec![],
+                bump: None,
+                strobe: None,
+                skew: None,
             },
             TargetedFaultSpec {
                 kind: ProcessFault::Pause,
@@ -43,6 +46,9 @@ fn spec() -> ProcessNemesisSpec {
                 grace: None,
                 stop: None,
                 cuts: vec![],
+                bump: None,
+                strobe: None,
+                skew: None,
             },
         ],
         flaps: Some(FlapSpec {
@@ -111,6 +117,9 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             grace: None,
             stop: None,
             cuts: vec![],
+            bump: None,
+            strobe: None,
+            skew: None,
         },
         ScriptedFaultSpec {
             at: Millis(59_000),
@@ -120,6 +129,9 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             grace: None,
             stop: None,
             cuts: vec![],
+            bump: None,
+            strobe: None,
+            skew: None,
         },
     ];
     let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));

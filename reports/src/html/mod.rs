@@ -9,6 +9,7 @@
 //! `observations`).
 
 mod checks;
+mod clocks;
 mod coverage;
 mod durability;
 mod escape;
