@@ -1,5 +1,5 @@
-//! The HTTP/JSON client API. Every kv, log and transaction operation, reads included, goes through the replicated
-//! log.
+//! The HTTP/JSON client API. Every kv, log and transaction operation goes through the replicated log, except a
+//! `get` or log read the primary answers on its read lease (see `replica::lease`).
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::replica::{ClientOutcome, ClientRequest, Event, StatusSnapshot};
+use crate::replica::{ClientOutcome, ClientRequest, ClockReading, Event, StatusSnapshot};
 use crate::state_machine::{Operation, Reply, TxnOp, LOG_READ_LIMIT_MAX};
 use crate::wal::entry::{RequestIdentity, BODY_SIZE_MAX_BYTES};
 
@@ -49,7 +49,9 @@ pub fn router(state: ApiState) -> Router {
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusSnapshot> {
-    Json(state.status.lock().expect("status lock is never poisoned").clone())
+    let mut snapshot = state.status.lock().expect("status lock is never poisoned").clone();
+    snapshot.clock = ClockReading::now();
+    Json(snapshot)
 }
 
 #[derive(Deserialize)]

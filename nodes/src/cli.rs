@@ -13,6 +13,7 @@ use crate::checkpoint::{self, CheckpointRef};
 use crate::checksum::hex;
 use crate::mutants::{Bug, Mutants};
 use crate::network::{serve_inbound, Outbound};
+use crate::replica::lease::LeaseConfig;
 use crate::replica::{Replica, ReplicaConfig, StatusSnapshot};
 use crate::superblock::{Superblock, VsrState};
 use crate::wal::entry::{EntryHeader, HEADER_SIZE_BYTES};
@@ -114,6 +115,15 @@ struct RunArgs {
     /// Base view-change timeout (each arm randomized in [t, 2t)).
     #[arg(long, default_value_t = 600)]
     view_change_timeout_ms: u64,
+    /// Serve every read through the log, never on the primary's lease (and make no lease promises).
+    #[arg(long)]
+    no_lease_reads: bool,
+    /// The read lease's clock bound: most a replica's clock rate differs from real time, in percent.
+    #[arg(long, default_value_t = 10)]
+    clock_drift_max_percent: u64,
+    /// The read lease's clock bound: most a replica's clock jumps (forward or back) during one promise.
+    #[arg(long, default_value_t = 100)]
+    clock_jump_max_ms: u64,
     /// Log line format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -415,6 +425,9 @@ async fn serve(
     let peers: BTreeMap<u8, String> = args.peers.iter().cloned().collect();
     let outbound = Outbound::spawn(cluster, args.id, &peers);
     let published = Arc::new(Mutex::new(StatusSnapshot::default()));
+    let Some(lease) = lease_config(&args) else {
+        return ExitCode::FAILURE;
+    };
     let config = ReplicaConfig {
         cluster,
         replica: args.id,
@@ -424,6 +437,7 @@ async fn serve(
         view_change_timeout_ms: args.view_change_timeout_ms.max(1),
         checkpoint_interval_ops: args.checkpoint_interval_ops,
         mutants: Mutants::from_bugs(&args.bugs),
+        lease,
     };
     let replica = match Replica::new(config, superblock, checkpoint, journal, outbound, published.clone()) {
         Ok(replica) => replica,
@@ -442,6 +456,10 @@ async fn serve(
             }
         })
         .expect("spawn the replica thread");
+    if let Err(error) = crate::replica::spawn_ticker(events.clone()) {
+        tracing::error!(%error, "cannot start the replica's ticker thread");
+        return ExitCode::FAILURE;
+    }
     tokio::spawn(serve_inbound(
         peer_listener,
         cluster,
@@ -500,6 +518,54 @@ async fn shut_down(events: std::sync::mpsc::SyncSender<crate::replica::Event>) -
             ExitCode::FAILURE
         }
     }
+}
+
+/// The read-lease settings of `run`, or `None` (logged) when the clock bound leaves no lease: a backup promises
+/// for the view-change timeout's lower bound, and the primary's lease is that minus the drift margin.
+fn lease_config(args: &RunArgs) -> Option<LeaseConfig> {
+    let lease = LeaseConfig {
+        enabled: !args.no_lease_reads,
+        promise_ms: args.view_change_timeout_ms.max(1),
+        drift_max_percent: args.clock_drift_max_percent,
+        jump_max_ms: args.clock_jump_max_ms,
+        ignores_drift: args.bugs.contains(&Bug::LeaseIgnoresDrift),
+    };
+    if !lease.enabled {
+        return Some(lease);
+    }
+    if args.clock_drift_max_percent >= 100 {
+        tracing::error!(
+            clock_drift_max_percent = args.clock_drift_max_percent,
+            "--clock-drift-max-percent must be below 100"
+        );
+        return None;
+    }
+    let read_lease_ms = lease.read_lease_ms();
+    if read_lease_ms == 0 {
+        tracing::error!(
+            promise_ms = lease.promise_ms,
+            clock_drift_max_percent = lease.drift_max_percent,
+            clock_jump_max_ms = lease.jump_max_ms,
+            "the clock bound leaves no read lease: raise --view-change-timeout-ms, lower --clock-jump-max-ms or \
+             --clock-drift-max-percent, or pass --no-lease-reads"
+        );
+        return None;
+    }
+    if read_lease_ms <= args.heartbeat_interval_ms {
+        tracing::warn!(
+            read_lease_ms,
+            heartbeat_interval_ms = args.heartbeat_interval_ms,
+            "the read lease is not longer than the heartbeat interval: most reads will go through the log"
+        );
+    }
+    tracing::info!(
+        read_lease_ms,
+        promise_ms = lease.promise_ms,
+        clock_drift_max_percent = lease.drift_max_percent,
+        clock_jump_max_ms = lease.jump_max_ms,
+        "read leases on"
+    );
+    Some(lease)
 }
 
 fn config_count(peers: &BTreeMap<u8, String>) -> u8 {

@@ -11,7 +11,8 @@ use crate::wal::entry::{Entry, EntryError};
 pub const FRAME_HEADER_SIZE_BYTES: usize = 64;
 /// Upper bound on a frame body (an entry plus a few fields).
 pub const FRAME_BODY_SIZE_MAX_BYTES: usize = 128 * 1024;
-const PROTOCOL_VERSION: u16 = 1;
+/// 2: heartbeats carry a lease round and are answered by `CommitOk` (read leases).
+const PROTOCOL_VERSION: u16 = 2;
 
 /// A message between replicas (VSR Revisited, plus repair and recovery).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,17 @@ pub enum Message {
         commit: u64,
         /// Primary's head op (lets a backup notice prepares it missed).
         op: u64,
+        /// Heartbeat round of this view (increasing): a backup that grants the primary's read lease answers it with
+        /// [`Message::CommitOk`] (0: the primary asks for no lease).
+        round: u64,
+    },
+    /// Backup -> primary: heartbeat `round` of `view` arrived, and this backup promises not to take part in a view
+    /// change for one lease (the view-change timeout, on its own clock) from that moment: a read-lease grant.
+    CommitOk {
+        /// The view of the heartbeat.
+        view: u64,
+        /// The heartbeat's round.
+        round: u64,
     },
     /// Vote to move to `view`.
     StartViewChange {
@@ -273,6 +285,27 @@ impl Reader<'_> {
 }
 
 impl Message {
+    /// The view a message of the view-change or normal protocol speaks for (`None` for repair, recovery and state
+    /// transfer): a primary that hears of a higher view stops serving reads on its lease at once.
+    pub fn view(&self) -> Option<u64> {
+        match self {
+            Message::Prepare { view, .. }
+            | Message::PrepareOk { view, .. }
+            | Message::Commit { view, .. }
+            | Message::CommitOk { view, .. }
+            | Message::StartViewChange { view }
+            | Message::DoViewChange { view, .. }
+            | Message::StartView { view, .. }
+            | Message::RequestStartView { view }
+            | Message::RecoveryResponse { view, .. } => Some(*view),
+            Message::RequestPrepares { .. }
+            | Message::RepairPrepare { .. }
+            | Message::RepairDone { .. }
+            | Message::Recovery { .. }
+            | Message::CheckpointChunk { .. } => None,
+        }
+    }
+
     fn command(&self) -> u8 {
         match self {
             Message::Prepare { .. } => 1,
@@ -288,6 +321,7 @@ impl Message {
             Message::Recovery { .. } => 11,
             Message::RecoveryResponse { .. } => 12,
             Message::CheckpointChunk { .. } => 13,
+            Message::CommitOk { .. } => 14,
         }
     }
 
@@ -300,8 +334,16 @@ impl Message {
             Message::PrepareOk { view, op, checksum } => {
                 w.u64(*view).u64(*op).u128(*checksum);
             }
-            Message::Commit { view, commit, op } => {
-                w.u64(*view).u64(*commit).u64(*op);
+            Message::Commit {
+                view,
+                commit,
+                op,
+                round,
+            } => {
+                w.u64(*view).u64(*commit).u64(*op).u64(*round);
+            }
+            Message::CommitOk { view, round } => {
+                w.u64(*view).u64(*round);
             }
             Message::StartViewChange { view } | Message::RequestStartView { view } => {
                 w.u64(*view);
@@ -415,6 +457,7 @@ impl Message {
                 view: r.u64()?,
                 commit: r.u64()?,
                 op: r.u64()?,
+                round: r.u64()?,
             },
             4 => Message::StartViewChange { view: r.u64()? },
             5 => Message::DoViewChange {
@@ -464,6 +507,10 @@ impl Message {
                     bytes,
                 }
             }
+            14 => Message::CommitOk {
+                view: r.u64()?,
+                round: r.u64()?,
+            },
             command => return Err(FrameError::Malformed(command)),
         };
         r.finish(message)
@@ -511,7 +558,9 @@ mod tests {
                 view: 2,
                 commit: 4,
                 op: 5,
+                round: 6,
             },
+            Message::CommitOk { view: 2, round: 6 },
             Message::StartViewChange { view: 3 },
             Message::DoViewChange {
                 view: 3,

@@ -34,11 +34,15 @@ pub enum Bug {
     /// The primary answers a transaction's reads from the state it had applied when the request arrived, while the
     /// transaction's writes go through the log.
     TxnReadsAtReceipt,
+    /// The primary's read lease lasts the backups' whole promise: no margin for clock drift or jumps, so only a clock
+    /// fault (a primary clock slowed or bumped back, a backup's sped up or bumped forward) lets a deposed primary
+    /// serve a stale read.
+    LeaseIgnoresDrift,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 11] = [
+    pub const ALL: [Bug; 12] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -50,6 +54,7 @@ impl Bug {
         Bug::TruncateOnBoot,
         Bug::RejoinAfterLostTail,
         Bug::TxnReadsAtReceipt,
+        Bug::LeaseIgnoresDrift,
     ];
 
     /// The name used on the command line and in logs.
@@ -66,6 +71,7 @@ impl Bug {
             Bug::TruncateOnBoot => "truncate-on-boot",
             Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
             Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
+            Bug::LeaseIgnoresDrift => "lease-ignores-drift",
         }
     }
 

@@ -7,14 +7,11 @@
 
 mod common;
 
-use std::io::ErrorKind;
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{http, Cluster, NODE_BIN};
+use common::{http, Cluster, LinkProxy, NODE_BIN};
 
 const SECONDS_5: Duration = Duration::from_secs(5);
 
@@ -27,82 +24,6 @@ fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
 }
 const SECONDS_10: Duration = Duration::from_secs(10);
 const SECONDS_15: Duration = Duration::from_secs(15);
-
-/// One directed replica link through a userspace proxy that can be cut (connections closed, new ones refused
-/// right after accept) and healed. Replica traffic on a link flows one way only, so one copy loop suffices.
-struct LinkProxy {
-    address: String,
-    cut: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl LinkProxy {
-    fn spawn(upstream: String) -> LinkProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
-        listener.set_nonblocking(true).expect("nonblocking listener");
-        let proxy = LinkProxy {
-            address: listener.local_addr().expect("proxy address").to_string(),
-            cut: Arc::new(AtomicBool::new(false)),
-            stop: Arc::new(AtomicBool::new(false)),
-            streams: Arc::new(Mutex::new(Vec::new())),
-        };
-        let (cut, stop, streams) = (proxy.cut.clone(), proxy.stop.clone(), proxy.streams.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((client, _)) if !cut.load(Ordering::Relaxed) => forward(client, &upstream, &streams),
-                    Ok((client, _)) => drop(client),
-                    Err(error) if error.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        proxy
-    }
-
-    /// Closes every forwarded connection; new ones are closed right after accept until `heal`.
-    fn cut(&self) {
-        self.cut.store(true, Ordering::Relaxed);
-        for stream in self.streams.lock().expect("lock").drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn heal(&self) {
-        self.cut.store(false, Ordering::Relaxed);
-    }
-
-    /// Whether a connection was forwarded since the last `cut` (the replica has dialled again).
-    fn connected(&self) -> bool {
-        !self.streams.lock().expect("lock").is_empty()
-    }
-}
-
-fn forward(client: TcpStream, upstream: &str, streams: &Mutex<Vec<TcpStream>>) {
-    let _ = client.set_nonblocking(false);
-    let address = upstream.parse().expect("upstream address");
-    let Ok(server) = TcpStream::connect_timeout(&address, Duration::from_millis(500)) else {
-        return;
-    };
-    let (Ok(client_handle), Ok(server_handle)) = (client.try_clone(), server.try_clone()) else {
-        return;
-    };
-    streams.lock().expect("lock").extend([client_handle, server_handle]);
-    std::thread::spawn(move || {
-        let (mut from, mut to) = (client, server);
-        let _ = std::io::copy(&mut from, &mut to);
-        let _ = from.shutdown(Shutdown::Both);
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
-
-impl Drop for LinkProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.cut();
-    }
-}
 
 fn status_u64(cluster: &Cluster, id: u8, field: &str) -> u64 {
     let status = cluster.status(id).unwrap_or_else(|| panic!("status of replica {id}"));

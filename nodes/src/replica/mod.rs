@@ -6,8 +6,9 @@
 //! messages that must wait for durability (PrepareOk), then commit execution.
 //!
 //! Submodules: `normal` (requests, prepares, commits), `view_change`, `repair`, `recovery`, `state_transfer`
-//! (checkpoints and catching up from one).
+//! (checkpoints and catching up from one), `lease` (reads served by the primary on a quorum's promise).
 
+pub mod lease;
 mod normal;
 mod recovery;
 mod repair;
@@ -16,7 +17,7 @@ mod view_change;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,7 @@ use crate::state_machine::{Operation, Reply, StateMachine};
 use crate::superblock::{Superblock, SuperblockError, VsrState};
 use crate::wal::entry::RequestIdentity;
 use crate::wal::journal::{Journal, JournalError};
+use lease::{LeaseConfig, PrimaryLease};
 
 /// Events the replica core consumes.
 pub enum Event {
@@ -50,6 +52,8 @@ pub enum Event {
         /// Receives the outcome.
         reply: oneshot::Sender<ClientOutcome>,
     },
+    /// Time to look at the timers (from [`spawn_ticker`]).
+    Tick,
     /// Stop (SIGTERM): finish this loop iteration (its group fsync and the acks it gates), then tell `done`.
     Shutdown {
         /// Told once the WAL is synced and the loop has ended.
@@ -139,6 +143,55 @@ pub struct StatusSnapshot {
     pub wal_entries: u64,
     /// Names of the active mutants (`run --bug`); empty for the correct node.
     pub mutants: Vec<&'static str>,
+    /// The primary's read lease (`None` when leases are off).
+    pub lease: Option<LeaseStatus>,
+    /// This process's clocks as it sees them (under a clock fault: the faked ones), read when `/status` answers.
+    pub clock: ClockReading,
+}
+
+/// The read-lease part of `/status`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LeaseStatus {
+    /// Whether this replica may serve a read on its lease now (it is the primary of a normal view and holds one).
+    pub held: bool,
+    /// How long the lease still holds (0 when not held).
+    pub remaining_ms: u64,
+    /// How long a lease lasts from the send of a granted heartbeat: the promise minus the drift margin.
+    pub read_lease_ms: u64,
+    /// How long a backup's promise lasts (the view-change timeout's lower bound).
+    pub promise_ms: u64,
+    /// Whether this replica, as a backup, is bound by a promise now (it will not vote in a view change).
+    pub promising: bool,
+    /// Reads this process answered on its lease.
+    pub reads_served: u64,
+}
+
+/// What this process's clocks read: the realtime clock (ms since the Unix epoch) and CLOCK_MONOTONIC (ms since
+/// an unspecified start, the clock every timer and lease of the replica runs on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClockReading {
+    /// `CLOCK_REALTIME`, in ms since the Unix epoch.
+    pub realtime_ms: i64,
+    /// `CLOCK_MONOTONIC`, in ms.
+    pub monotonic_ms: i64,
+}
+
+impl ClockReading {
+    /// Reads both clocks through libc's `clock_gettime`, the call a clock fault (libfaketime) interposes, as it
+    /// does for `std::time::Instant` and `SystemTime`.
+    pub fn now() -> ClockReading {
+        let read_ms = |clock: libc::clockid_t| {
+            let mut spec = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: `spec` is a valid, writable timespec and both clock ids exist on every Linux.
+            let result = unsafe { libc::clock_gettime(clock, &mut spec) };
+            assert_eq!(result, 0, "clock_gettime({clock}) failed");
+            spec.tv_sec * 1000 + spec.tv_nsec / 1_000_000
+        };
+        ClockReading {
+            realtime_ms: read_ms(libc::CLOCK_REALTIME),
+            monotonic_ms: read_ms(libc::CLOCK_MONOTONIC),
+        }
+    }
 }
 
 /// Static configuration of a replica.
@@ -160,6 +213,8 @@ pub struct ReplicaConfig {
     pub checkpoint_interval_ops: u64,
     /// Active bugs (empty for the correct replica).
     pub mutants: Mutants,
+    /// Read leases (on by default; see `lease`).
+    pub lease: LeaseConfig,
 }
 
 /// A fatal error in the core: the replica stops rather than run on a log it cannot write.
@@ -190,6 +245,26 @@ const TRUNCATE_ON_BOOT_ENTRIES_MAX: u64 = 3;
 const DEFERRED_FSYNC_INTERVAL_MS: u64 = 1000;
 
 type Waiter = oneshot::Sender<ClientOutcome>;
+
+/// Starts the thread that wakes the replica loop every `TICK_MS` with [`Event::Tick`]; it ends when the loop has.
+///
+/// Why not `recv_timeout`: std's timed waits (`recv_timeout`, `park_timeout`, `Condvar::wait_timeout`) hand the
+/// kernel an absolute CLOCK_MONOTONIC deadline read through `clock_gettime`. Under a clock fault (libfaketime, whose
+/// faked CLOCK_MONOTONIC is the faked realtime, decades ahead of the kernel's) that deadline lies years away and the
+/// loop would sleep until the next message. A relative sleep (`nanosleep`) and an untimed `recv` are immune.
+pub fn spawn_ticker(events: SyncSender<Event>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("replica-ticker".to_string())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(TICK_MS));
+            match events.try_send(Event::Tick) {
+                // A full queue wakes the loop by itself.
+                Ok(()) | Err(TrySendError::Full(_)) => {}
+                Err(TrySendError::Disconnected(_)) => return,
+            }
+        })
+        .map(drop)
+}
 
 /// Per-view state of the primary.
 #[derive(Default)]
@@ -331,6 +406,13 @@ pub struct Replica {
     /// Highest op known to exist in the current view (from prepares, heartbeats, StartView).
     op_known_max: u64,
     primary: PrimaryState,
+    /// The primary's read lease in this view.
+    lease: PrimaryLease,
+    /// Until then this replica takes no part in a view change: its promise to the primary that holds a read lease
+    /// (or, after a boot, to whichever primary it may have promised before).
+    promise_until: Instant,
+    /// Reads served on the lease by this process.
+    lease_reads_served: u64,
     view_change: ViewChangeState,
     repair: Option<RepairInFlight>,
     repairing: bool,
@@ -360,6 +442,11 @@ impl Replica {
         published: Arc<Mutex<StatusSnapshot>>,
     ) -> Result<Replica, ReplicaError> {
         let now = Instant::now();
+        let promise_until = if config.lease.enabled {
+            now + config.lease.promise()
+        } else {
+            now
+        };
         let seed = u64::from(config.replica) ^ now.elapsed().as_nanos() as u64 ^ std::process::id() as u64;
         let mut replica = Replica {
             status: Status::ViewChange,
@@ -376,6 +463,11 @@ impl Replica {
             outbound,
             published,
             primary: PrimaryState::default(),
+            lease: PrimaryLease::default(),
+            // A replica may have promised just before it crashed and kept no record: it promises again from its
+            // boot, for one promise.
+            promise_until,
+            lease_reads_served: 0,
             view_change: ViewChangeState::default(),
             repair: None,
             repairing: false,
@@ -515,6 +607,7 @@ impl Replica {
             self.persist_superblock()?;
             self.timers.primary_deadline = Instant::now() + self.random_timeout();
             self.primary.acks.insert(self.config.replica, 0);
+            self.lease = PrimaryLease::new_view(0);
         } else {
             self.execute_committed();
             tracing::info!(
@@ -534,14 +627,24 @@ impl Replica {
         Ok(())
     }
 
-    /// Runs the event loop until every event sender is gone.
+    /// Runs the event loop until [`Event::Shutdown`] or until every event sender is gone. The loop wakes for each
+    /// event and for the ticks of [`spawn_ticker`], which must feed `events`.
     pub fn run(mut self, events: Receiver<Event>) -> Result<(), ReplicaError> {
         loop {
-            let wait_ms = if self.has_pending_work() { 0 } else { TICK_MS };
-            match events.recv_timeout(Duration::from_millis(wait_ms)) {
-                Ok(event) => self.on_event(event)?,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            let first = if self.has_pending_work() {
+                match events.try_recv() {
+                    Ok(event) => Some(event),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => return Ok(()),
+                }
+            } else {
+                match events.recv() {
+                    Ok(event) => Some(event),
+                    Err(_) => return Ok(()),
+                }
+            };
+            if let Some(event) = first {
+                self.on_event(event)?;
             }
             for _ in 0..EVENT_BATCH_MAX {
                 match events.try_recv() {
@@ -572,6 +675,7 @@ impl Replica {
                 Ok(())
             }
             Event::Message { from, message } => self.on_message(from, message),
+            Event::Tick => Ok(()),
             Event::Shutdown { done } => {
                 self.shutdown = Some(done);
                 Ok(())
@@ -584,10 +688,20 @@ impl Replica {
             from < self.config.replica_count && from != self.config.replica,
             "network checks the sender"
         );
+        if message.view().is_some_and(|view| view > self.view) {
+            // A higher view exists or is being voted for: whatever it commits may be missing here.
+            self.lease.revoke();
+        }
         match message {
             Message::Prepare { view, commit, entry } => self.on_prepare(from, view, commit, entry)?,
             Message::PrepareOk { view, op, checksum } => self.on_prepare_ok(from, view, op, checksum),
-            Message::Commit { view, commit, op } => self.on_commit(from, view, commit, op),
+            Message::Commit {
+                view,
+                commit,
+                op,
+                round,
+            } => self.on_commit(from, view, commit, op, round),
+            Message::CommitOk { view, round } => self.on_commit_ok(from, view, round),
             Message::StartViewChange { view } => self.on_start_view_change(from, view)?,
             Message::DoViewChange {
                 view,
@@ -643,7 +757,7 @@ impl Replica {
         match self.status {
             Status::Normal if self.is_primary() => self.tick_heartbeat(now),
             Status::Normal => {
-                if now >= self.timers.primary_deadline {
+                if now >= self.timers.primary_deadline && !self.promise_holds(now) {
                     tracing::warn!(
                         view = self.view,
                         primary = self.primary_of(self.view),
@@ -808,8 +922,39 @@ impl Replica {
             wal_base: self.journal.base().op,
             wal_entries: self.journal.len() as u64,
             mutants: self.config.mutants.names(),
+            lease: self.lease_status(),
+            clock: ClockReading::default(),
         };
         *self.published.lock().expect("status lock is never poisoned") = snapshot;
+    }
+
+    fn lease_status(&self) -> Option<LeaseStatus> {
+        if !self.config.lease.enabled {
+            return None;
+        }
+        let now = Instant::now();
+        let remaining = self.lease_remaining(now);
+        Some(LeaseStatus {
+            held: remaining.is_some(),
+            remaining_ms: remaining.map_or(0, |left| left.as_millis() as u64),
+            read_lease_ms: self.config.lease.read_lease_ms(),
+            promise_ms: self.config.lease.promise_ms,
+            promising: self.promise_holds(now),
+            reads_served: self.lease_reads_served,
+        })
+    }
+
+    /// How long this replica may still serve reads on its lease (`None`: it may not).
+    fn lease_remaining(&self, now: Instant) -> Option<Duration> {
+        if !self.config.lease.enabled || self.status != Status::Normal || !self.is_primary() {
+            return None;
+        }
+        self.lease.remaining(now, self.commit_min)
+    }
+
+    /// Whether this replica is bound by its promise: it neither starts nor joins a view change.
+    fn promise_holds(&self, now: Instant) -> bool {
+        self.config.lease.enabled && now < self.promise_until
     }
 
     fn primary_of(&self, view: u64) -> u8 {

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use super::lease::PrimaryLease;
 use super::{
     ClientOutcome, ClientRequest, Replica, ReplicaError, Status, Waiter, PIPELINE_PREPARE_MAX, REQUEST_QUEUE_MAX,
 };
@@ -27,6 +28,15 @@ impl Replica {
             let primary = (self.status == Status::Normal).then(|| self.primary_of(self.view));
             let _ = reply.send(ClientOutcome::NotPrimary { primary });
             return;
+        }
+        if self.lease_remaining(Instant::now()).is_some() {
+            if let Some(local) = self.machine.read(&request.operation) {
+                // A read on the lease: no newer view can have committed anything yet (see `lease`), and this
+                // state holds every op whose client has been answered.
+                self.lease_reads_served += 1;
+                let _ = reply.send(ClientOutcome::Done(local));
+                return;
+            }
         }
         let identity = request.identity;
         if identity.client_id != 0 {
@@ -217,9 +227,16 @@ impl Replica {
         self.commit_by_quorum();
     }
 
-    pub(super) fn on_commit(&mut self, from: u8, view: u64, commit: u64, op: u64) {
+    pub(super) fn on_commit(&mut self, from: u8, view: u64, commit: u64, op: u64, round: u64) {
         if !self.accept_from_primary(from, view) {
             return;
+        }
+        if self.config.lease.enabled && round != 0 {
+            // The grant: from now (it cannot have been sent later than now) this replica keeps out of view
+            // changes for one promise, on its own clock.
+            let promise_until = Instant::now() + self.config.lease.promise();
+            self.promise_until = self.promise_until.max(promise_until);
+            self.outbound.send(from, &Message::CommitOk { view, round });
         }
         self.commit_max = self.commit_max.max(commit);
         self.op_known_max = self.op_known_max.max(op);
@@ -235,11 +252,27 @@ impl Replica {
         }
         self.timers.resend_at = now + self.heartbeat_interval();
         let op = self.journal.head().op;
+        let round = if self.config.lease.enabled {
+            // Noted before the send: the lease is measured from no later than the instant the round left.
+            self.lease.next_round(now)
+        } else {
+            0
+        };
         self.outbound.broadcast(&Message::Commit {
             view: self.view,
             commit: self.commit_max,
             op,
+            round,
         });
+    }
+
+    /// A backup granted a heartbeat round of this view: the lease may extend.
+    pub(super) fn on_commit_ok(&mut self, from: u8, view: u64, round: u64) {
+        if !self.config.lease.enabled || self.status != Status::Normal || !self.is_primary() || view != self.view {
+            return;
+        }
+        let quorum = self.quorum();
+        self.lease.grant(from, round, quorum, &self.config.lease);
     }
 
     /// Fails every waiting client as the view changes: prepared ops may still commit in the next view, queued
@@ -254,6 +287,7 @@ impl Replica {
             let _ = waiter.send(ClientOutcome::NotPrimary { primary: None });
         }
         self.primary.acks.clear();
+        self.lease = PrimaryLease::default();
         self.primary.receipt_reads.clear();
         self.primary.receipt_reads_by_op.clear();
     }

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use super::lease::PrimaryLease;
 use super::{LogSource, LogSummary, Replica, ReplicaError, Status, SyncPurpose, ViewChangeState};
 use crate::message::Message;
 use crate::mutants::{Bug, Mutants};
@@ -66,6 +67,10 @@ impl Replica {
             return Ok(());
         }
         if view > self.view || (self.view_change.rejoining && self.status == Status::ViewChange) {
+            if self.promise_holds(Instant::now()) {
+                // Bound by a read-lease promise: the vote waits (the voters resend every heartbeat interval).
+                return Ok(());
+            }
             self.start_view_change(view)?;
         }
         if self.status != Status::ViewChange || view != self.view {
@@ -107,6 +112,9 @@ impl Replica {
             return Ok(());
         }
         if view > self.view || (self.view_change.rejoining && self.status == Status::ViewChange) {
+            if self.promise_holds(Instant::now()) {
+                return Ok(());
+            }
             self.start_view_change(view)?;
         }
         if self.status != Status::ViewChange || self.primary_of(self.view) != self.config.replica {
@@ -194,6 +202,9 @@ impl Replica {
         let head = self.journal.head();
         self.primary.acks.clear();
         self.primary.acks.insert(self.config.replica, head.op);
+        // No read on a lease until an op of this view commits: the ops above the commit point may have been
+        // committed by the old view without this replica knowing, and its state lacks them until then.
+        self.lease = PrimaryLease::new_view(head.op);
         self.op_known_max = head.op;
         tracing::info!(
             view = self.view,
@@ -304,7 +315,7 @@ impl Replica {
     }
 
     pub(super) fn tick_view_change(&mut self, now: Instant) -> Result<(), ReplicaError> {
-        if now >= self.timers.view_change_deadline {
+        if now >= self.timers.view_change_deadline && !self.promise_holds(now) {
             let next = self.view + 1;
             tracing::warn!(view = self.view, next_view = next, "view change timed out");
             self.view_change.rejoining = false;

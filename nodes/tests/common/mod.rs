@@ -2,10 +2,12 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_faultline-node");
@@ -83,6 +85,8 @@ pub struct Cluster {
     pub extra_args: Vec<Vec<String>>,
     /// (from, to) -> the address replica `from` dials to reach `to` (e.g. a test proxy); default: `to`'s peer address.
     pub dial: BTreeMap<(u8, u8), String>,
+    /// Extra environment per replica (e.g. libfaketime's `LD_PRELOAD` and control file).
+    pub env: Vec<Vec<(String, String)>>,
 }
 
 impl Cluster {
@@ -117,6 +121,7 @@ impl Cluster {
             heartbeat_interval_ms: None,
             extra_args: vec![Vec::new(); count as usize],
             dial: BTreeMap::new(),
+            env: vec![Vec::new(); count as usize],
         };
         for id in 0..count {
             cluster.format(id, false);
@@ -174,6 +179,7 @@ impl Cluster {
             .filter(|n| n.id != id)
             .flat_map(|n| ["--peer-client".to_string(), format!("{}={}", n.id, n.client_addr)])
             .collect();
+        let env = self.env[id as usize].clone();
         let node = &mut self.nodes[id as usize];
         assert!(node.child.is_none() && count > 0);
         let log = std::fs::OpenOptions::new()
@@ -188,6 +194,7 @@ impl Cluster {
             .args(&options)
             .args(&peers)
             .args(&peer_clients)
+            .envs(env)
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .spawn()
@@ -339,5 +346,81 @@ impl Drop for Cluster {
         for id in 0..self.nodes.len() as u8 {
             self.kill(id);
         }
+    }
+}
+
+/// One directed replica link through a userspace proxy that can be cut (connections closed, new ones refused
+/// right after accept) and healed. Replica traffic on a link flows one way only, so one copy loop suffices.
+pub struct LinkProxy {
+    pub address: String,
+    cut: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl LinkProxy {
+    pub fn spawn(upstream: String) -> LinkProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        listener.set_nonblocking(true).expect("nonblocking listener");
+        let proxy = LinkProxy {
+            address: listener.local_addr().expect("proxy address").to_string(),
+            cut: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicBool::new(false)),
+            streams: Arc::new(Mutex::new(Vec::new())),
+        };
+        let (cut, stop, streams) = (proxy.cut.clone(), proxy.stop.clone(), proxy.streams.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) if !cut.load(Ordering::Relaxed) => forward(client, &upstream, &streams),
+                    Ok((client, _)) => drop(client),
+                    Err(error) if error.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        proxy
+    }
+
+    /// Closes every forwarded connection; new ones are closed right after accept until `heal`.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+        for stream in self.streams.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether a connection was forwarded since the last `cut` (the replica has dialled again).
+    pub fn connected(&self) -> bool {
+        !self.streams.lock().expect("lock").is_empty()
+    }
+}
+
+fn forward(client: TcpStream, upstream: &str, streams: &Mutex<Vec<TcpStream>>) {
+    let _ = client.set_nonblocking(false);
+    let address = upstream.parse().expect("upstream address");
+    let Ok(server) = TcpStream::connect_timeout(&address, Duration::from_millis(500)) else {
+        return;
+    };
+    let (Ok(client_handle), Ok(server_handle)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    streams.lock().expect("lock").extend([client_handle, server_handle]);
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (client, server);
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+impl Drop for LinkProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
     }
 }
