@@ -9,7 +9,8 @@
 //!   default (`FAKETIME_CACHE_DURATION`, whole seconds, 1 at least); `FAKETIME_NO_CACHE=1` re-reads the file at every
 //!   clock call, which a strobe with a 10 ms period needs. The cost of that read is what `benches/clock.rs` in the
 //!   harness measures. A missing or empty file means real time.
-//! - The spec `+1.250` or `-30.000` (seconds, a `.` decimal point in the C locale the node runs in) is a relative
+//! - The spec `+1.250` or `-30.000` (seconds: a bare number, or with `s`; `m` means *minutes*, so `-800ms` is not
+//!   800 milliseconds; a `.` decimal point in the C locale the node runs in) is a relative
 //!   offset: every clock the node reads is real time plus the offset, from the next call on. Fractions and negative
 //!   offsets work.
 //! - `CLOCK_MONOTONIC` is faked too unless `FAKETIME_DONT_FAKE_MONOTONIC=1`: it moves with every offset, *backwards
@@ -20,11 +21,16 @@
 //!   loads), not since the rate was written: switching from `+0` to `+0 x2` after 2 s jumps the clock forward by 2 s.
 //!   Faked time is `t + offset + (t - start) * (rate - 1)`. So a skew that starts from the node's current time writes
 //!   the offset that cancels the jump: `offset = (start - anchor) * (rate - 1)` for a skew anchored at `anchor`.
-//!   faultline knows `start` as the moment it spawned the process (libfaketime loads within milliseconds of that;
-//!   the error is that gap times `rate - 1`), and rewrites the file before every restart of a skewed node, whose new
-//!   process starts its own count. `FAKETIME_XRESET=1` is libfaketime's own answer, but with it an offset of `+0`
+//!   faultline takes `start` as the moment the spawn returned (the process has exec'd; libfaketime's constructor
+//!   runs as the loader maps it, milliseconds later, or hundreds on a loaded machine: the skew then starts with a
+//!   jump of that gap times `rate - 1`, 3 ms for a 1.1x skew of a node that took 30 ms to load), and rewrites the
+//!   file around every restart of a skewed node, whose new process starts its own count. libfaketime's start is
+//!   when it loads, not its first clock call (a program that spins 1 s on raw syscalls before its first
+//!   `clock_gettime` under `+0 x2` reads +1 s). `FAKETIME_XRESET=1` is libfaketime's own answer, but with it an offset of `+0`
 //!   after a skew keeps the time the skew gained instead of returning to real time, so a heal would not heal.
-//! - A new spec replaces the old one whole: writing `+0` (the heal) returns the process to real time at once.
+//! - Sleeps (`nanosleep`, `sleep`) are scaled by the rate too: a 1 s sleep at `x2` lasts 0.5 s.
+//! - A spec without a rate keeps the rate in force: `+0` after `+0 x2` goes on at twice real speed. Every line
+//!   faultline writes carries its rate; the heal, `+0.000 x1`, returns the process to real time at once.
 //! - libfaketime sets up shared memory only for `faketime`'s wrapper (`FAKETIME_SHARED`); under `LD_PRELOAD` alone it
 //!   leaves nothing in `/dev/shm` behind a killed node.
 //!
@@ -64,14 +70,11 @@ pub fn library() -> Result<PathBuf, String> {
         })
 }
 
-/// The spec line for an offset and a rate, as libfaketime parses it.
+/// The spec line for an offset and a rate, as libfaketime parses it: always with its rate, since a spec without one
+/// keeps the rate of the spec before it.
 pub fn spec_line(offset_ms: i64, rate: f64) -> String {
     let seconds = offset_ms as f64 / 1000.0;
-    if rate == 1.0 {
-        format!("{seconds:+.3}\n")
-    } else {
-        format!("{seconds:+.3} x{rate}\n")
-    }
+    format!("{seconds:+.3} x{rate}\n")
 }
 
 /// The offset to write for a skew at `rate` anchored at `anchor`, for a process that started at `start`: the one
@@ -161,6 +164,18 @@ impl NodeClock {
             ("FAKETIME_TIMESTAMP_FILE".into(), self.file.display().to_string()),
             ("FAKETIME_NO_CACHE".into(), "1".into()),
         ])
+    }
+
+    /// Called right after the spawn returned (the process has exec'd; libfaketime loads now): notes that as its start,
+    /// a closer estimate than [`NodeClock::before_spawn`]'s on a busy machine (loading a large binary took 330 ms
+    /// under load in one test run), and rewrites the file if a skew depends on it.
+    pub fn spawned(&self) -> Result<(), String> {
+        let mut state = self.lock();
+        state.process_start = SystemTime::now();
+        match state.current {
+            Current::Skew { .. } => self.write(&state),
+            _ => Ok(()),
+        }
     }
 
     fn write(&self, state: &State) -> Result<(), String> {

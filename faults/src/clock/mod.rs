@@ -82,7 +82,9 @@ impl OffsetRange {
             }
         };
         if min > max {
-            return Err(format!("range `{text}` has min > max; write it as `MIN..MAX`, e.g. `-30s..+30s`"));
+            return Err(format!(
+                "range `{text}` has min > max; write it as `MIN..MAX`, e.g. `-30s..+30s`"
+            ));
         }
         Ok(OffsetRange { min, max })
     }
@@ -124,7 +126,9 @@ impl RateRange {
             }
         };
         if min > max {
-            return Err(format!("range `{text}` has min > max; write it as `MIN..MAX`, e.g. `0.5x..2x`"));
+            return Err(format!(
+                "range `{text}` has min > max; write it as `MIN..MAX`, e.g. `0.5x..2x`"
+            ));
         }
         Ok(RateRange { min, max })
     }
@@ -196,7 +200,9 @@ impl ClockSpec {
         if !is_clock {
             return match count {
                 0 => Ok(()),
-                _ => Err(format!("`bump`, `strobe` and `skew` belong to `kind: clock`, not `kind: {kind}`")),
+                _ => Err(format!(
+                    "`bump`, `strobe` and `skew` belong to `kind: clock`, not `kind: {kind}`"
+                )),
             };
         }
         if count != 1 {
@@ -208,7 +214,9 @@ impl ClockSpec {
         }
         if let Some(strobe) = self.strobe {
             if strobe.period < MIN_STROBE_PERIOD {
-                return Err(format!("strobe period must be >= {MIN_STROBE_PERIOD} (e.g. `period: 10ms`)"));
+                return Err(format!(
+                    "strobe period must be >= {MIN_STROBE_PERIOD} (e.g. `period: 10ms`)"
+                ));
             }
             if strobe.delta.0 == 0 {
                 return Err("a strobe with `delta: 0s` moves nothing; give it a delta such as `200ms`".into());

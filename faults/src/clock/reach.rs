@@ -154,7 +154,10 @@ mod tests {
         assert!(refused.reason.contains("statically linked"), "{refused}");
         let etcd = Path::new("/usr/bin/etcd");
         if !etcd.is_file() {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs etcd-server installed");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI needs etcd-server installed"
+            );
             eprintln!("skipping the Go half: /usr/bin/etcd is not installed (apt-get install -y etcd-server)");
             return;
         }
@@ -184,6 +187,9 @@ mod tests {
         let refused = check_command(Path::new("sh"), &["-c".into(), command]).unwrap_err();
         assert_eq!(refused.binary, fake);
         let templated = check_command(Path::new("sh"), &["-c".into(), "\"$DB\" serve".into()]);
-        assert!(templated.is_ok(), "an opaque wrapper is judged by its shell: {templated:?}");
+        assert!(
+            templated.is_ok(),
+            "an opaque wrapper is judged by its shell: {templated:?}"
+        );
     }
 }

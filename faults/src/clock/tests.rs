@@ -26,7 +26,10 @@ fn given_clock_fields_when_validated_should_need_exactly_one_on_clock_and_none_e
     };
     assert!(bump.validate(true, "clock").is_ok());
     assert!(bump.validate(false, "kill").unwrap_err().contains("`kind: clock`"));
-    assert!(ClockSpec::default().validate(true, "clock").unwrap_err().contains("exactly one"));
+    assert!(ClockSpec::default()
+        .validate(true, "clock")
+        .unwrap_err()
+        .contains("exactly one"));
     let both = ClockSpec {
         skew: Some(RateRange::parse("2x").unwrap()),
         ..bump
@@ -60,8 +63,8 @@ fn given_a_seed_when_drawn_should_give_the_same_shift_within_the_range() {
 
 #[test]
 fn given_offsets_and_rates_when_written_should_be_libfaketime_spec_lines() {
-    assert_eq!(spec_line(0, 1.0), "+0.000\n");
-    assert_eq!(spec_line(-1500, 1.0), "-1.500\n");
+    assert_eq!(spec_line(0, 1.0), "+0.000 x1\n");
+    assert_eq!(spec_line(-1500, 1.0), "-1.500 x1\n");
     assert_eq!(spec_line(250, 1.5), "+0.250 x1.5\n");
 }
 
@@ -73,7 +76,11 @@ fn given_a_skew_anchored_after_the_process_started_should_cancel_libfaketimes_ju
     let offset_ms = skew_offset_ms(start, anchor, 1.5);
     assert_eq!(offset_ms, -5000);
     assert_eq!(offset_ms as f64 + 10_000.0 * 0.5, 0.0);
-    assert_eq!(skew_offset_ms(anchor, anchor, 3.0), 0, "a process spawned at the anchor needs none");
+    assert_eq!(
+        skew_offset_ms(anchor, anchor, 3.0),
+        0,
+        "a process spawned at the anchor needs none"
+    );
 }
 
 /// What a process preloading libfaketime reads: `date +%s%3N` run by a shell that itself preloads it, so each
@@ -87,20 +94,29 @@ fn faked_minus_real_ms(clock: &NodeClock) -> i64 {
         .output()
         .expect("date runs");
     let real_after = now_ms();
-    let faked: i64 = String::from_utf8_lossy(&output.stdout).trim().parse().expect("date prints ms");
+    let faked: i64 = String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .expect("date prints ms");
     // The real time of the reading lies between the two; report the offset from their midpoint.
     faked - (real_before + real_after) / 2
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as i64
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 fn library_or_skip() -> Option<std::path::PathBuf> {
     match faketime::library() {
         Ok(library) => Some(library),
         Err(why) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs libfaketime: {why}");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI needs libfaketime: {why}"
+            );
             eprintln!("skipping: {why}");
             None
         }
@@ -152,5 +168,8 @@ async fn given_each_clock_shift_when_applied_and_healed_should_move_a_preloaded_
     clock.heal().unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let after: Vec<i64> = (0..5).map(|_| faked_minus_real_ms(&clock)).collect();
-    assert!(after.iter().all(|&r| near(r, 0)), "the strobe stopped at the heal: {after:?}");
+    assert!(
+        after.iter().all(|&r| near(r, 0)),
+        "the strobe stopped at the heal: {after:?}"
+    );
 }

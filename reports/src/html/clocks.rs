@@ -39,7 +39,9 @@ pub fn windows(history: &History) -> Vec<FaultWindow> {
                 windows[i].t1 = Some(ms(event.time_ns));
                 if let Some(gained) = event.value["offset_ms_before"].as_i64() {
                     if event.value.get("rate_before").is_some() {
-                        windows[i].label.push_str(&format!(", {} at the heal", signed_seconds(gained)));
+                        windows[i]
+                            .label
+                            .push_str(&format!(", {} at the heal", signed_seconds(gained)));
                     }
                 }
             }
@@ -110,15 +112,45 @@ mod tests {
     #[test]
     fn given_clock_faults_and_heals_when_built_should_draw_one_labelled_window_per_node_and_fault() {
         let events = vec![
-            event(0, 1000, "clock", "n1", json!({"fault_id": 3, "source": "targeted", "target": "one",
-                "clock": {"kind": "bump", "offset_ms": -2500}})),
+            event(
+                0,
+                1000,
+                "clock",
+                "n1",
+                json!({"fault_id": 3, "source": "targeted", "target": "one",
+                "clock": {"kind": "bump", "offset_ms": -2500}}),
+            ),
             event(1, 1200, "kill", "n1", json!({"fault_id": 4})),
-            event(2, 1500, "clock", "n2", json!({"fault_id": 5, "clock": {"kind": "skew", "rate": 1.5}})),
-            event(3, 3000, "clock-heal", "n1", json!({"fault_id": 3, "clock": "real", "offset_ms_before": -2500})),
-            event(4, 3500, "clock-heal", "n2", json!({"fault_id": 5, "clock": "real", "offset_ms_before": 1000,
-                "rate_before": 1.5})),
-            event(5, 4000, "clock", "n3", json!({"fault_id": 6, "clock": {"kind": "strobe", "delta_ms": 200,
-                "period_ms": 10}})),
+            event(
+                2,
+                1500,
+                "clock",
+                "n2",
+                json!({"fault_id": 5, "clock": {"kind": "skew", "rate": 1.5}}),
+            ),
+            event(
+                3,
+                3000,
+                "clock-heal",
+                "n1",
+                json!({"fault_id": 3, "clock": "real", "offset_ms_before": -2500}),
+            ),
+            event(
+                4,
+                3500,
+                "clock-heal",
+                "n2",
+                json!({"fault_id": 5, "clock": "real", "offset_ms_before": 1000,
+                "rate_before": 1.5}),
+            ),
+            event(
+                5,
+                4000,
+                "clock",
+                "n3",
+                json!({"fault_id": 6, "clock": {"kind": "strobe", "delta_ms": 200,
+                "period_ms": 10}}),
+            ),
             event(6, 4000, "clock", "n1", json!({"fault_id": 7, "error": "no clocks"})),
         ];
         let history = History {
@@ -126,8 +158,7 @@ mod tests {
             truncated_tail: false,
         };
         let windows = windows(&history);
-        let got: Vec<(&str, f64, Option<f64>)> =
-            windows.iter().map(|w| (w.label.as_str(), w.t0, w.t1)).collect();
+        let got: Vec<(&str, f64, Option<f64>)> = windows.iter().map(|w| (w.label.as_str(), w.t0, w.t1)).collect();
         assert_eq!(
             got,
             [

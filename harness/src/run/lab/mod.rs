@@ -274,6 +274,9 @@ impl Lab {
             .spawn(command, self.log_paths[node].clone())
             .await
             .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
+        if let Some(clock) = self.clocks.get(node) {
+            clock.spawned()?;
+        }
         let pid = spawned.pid;
         slot.stopping = false;
         slot.paused = false;

@@ -93,8 +93,8 @@ pub struct IggyConfig {
 #[async_trait]
 impl AdapterSpec for IggyConfig {
     fn node_command(&self) -> Result<(PathBuf, Vec<String>), String> {
-        let (binary, _) = IggySystem::locate(self.binary.as_deref(), self.source_root.as_deref())
-            .map_err(|e| format!("{e:#}"))?;
+        let (binary, _) =
+            IggySystem::locate(self.binary.as_deref(), self.source_root.as_deref()).map_err(|e| format!("{e:#}"))?;
         Ok((binary, Vec::new()))
     }
 
