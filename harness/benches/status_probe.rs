@@ -123,7 +123,7 @@ async fn measure(form: &'static str, status: &str, dir: &Path, seconds: f64) -> 
         let log = std::fs::read_to_string(nodes_dir.join("n1/status.log")).unwrap_or_default();
         log.lines()
             .filter_map(|l| l.split("(pid ").nth(1)?.split(')').next()?.parse::<u32>().ok())
-            .last()
+            .next_back()
     };
     let cpu_before = cpu_self_and_children() + persistent_pid().map_or(0.0, cpu_of);
     let started = Instant::now();

@@ -123,6 +123,8 @@ async fn wait_ready(client: &reqwest::Client) {
     }
 }
 
+// The guard only orders this file's tests (one cluster at a time); no task of this test waits for it.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn given_a_node_under_each_clock_fault_when_its_status_is_read_should_show_the_faked_time_then_real_time_after_the_heal(
 ) {

@@ -35,7 +35,7 @@ fn main() {
     Superblock::format(dir.path(), superblock, false).expect("format");
     let mut superblock = Superblock::open(dir.path()).expect("open superblock");
     let (mut journal, _) = Journal::open(dir.path(), CLUSTER).expect("open journal");
-    let mut commit = |journal: &mut Journal, superblock: &mut Superblock, mark: bool| {
+    let commit = |journal: &mut Journal, superblock: &mut Superblock, mark: bool| {
         let head = journal.head();
         let entry = Entry::new(
             CLUSTER,

@@ -517,8 +517,7 @@ impl AdapterSpec for ExecConfig {
                     .into(),
             });
         }
-        if self.status.is_none() && self.recovered.is_some() {
-            let recovered = self.recovered.as_ref().expect("checked");
+        if let (None, Some(recovered)) = (&self.status, &self.recovered) {
             return Err(at(
                 &recovered.line,
                 "system.recovered needs system.status with a `durable` pointer: the durability check compares what a \
