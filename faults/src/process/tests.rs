@@ -416,7 +416,8 @@ fn given_fault_details_when_validated_should_refuse_what_does_not_fit_the_kind()
 }
 
 #[tokio::test(start_paused = true)]
-async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_hold_one_clock_per_node_and_heal_to_real() {
+async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_hold_one_clock_per_node_and_heal_to_real()
+{
     use crate::clock::ClockShift;
     let fault = |id, start_ms, duration_ms, kind, nodes: Vec<usize>, clock| ScheduledFault {
         id,
