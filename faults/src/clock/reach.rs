@@ -13,10 +13,12 @@
 //!
 //! **What is looked at.** The program a node's start command runs (the adapter resolves it: `faultline-node`, etcd's
 //! binary, an exec plan's `start[0]` through `PATH`). A script (`#!`) is judged by its interpreter, and `sh -c
-//! 'exec ./db ...'` / `bash -c ...` by the first word of its command when that is a plain program path or name
-//! (after an optional `exec`), since those are the wrappers plans use; anything a wrapper starts in other ways
-//! cannot be seen without running it, and is the plan's responsibility (the run's `/status` clock fields or the
-//! node's log timestamps show whether time moved).
+//! 'exec ./db ...'` / `bash -c ...` by the first word of its command when that is a plain program path, or a name
+//! on `PATH` that is not a shell builtin (after an optional `exec`), since those are the wrappers plans use. A wrapper
+//! that starts with a builtin (`cd "$1" && ...`, `echo $$ > pid && exec "$@"`) or an expansion is judged by its shell
+//! alone: what it starts cannot be seen without running it, and is the plan's responsibility (the node's `/status`
+//! clock, if it has one, or its log timestamps show whether time moved). `plans/exec-etcd.yaml` is such a case: its
+//! script runs etcd, which no clock fault can reach.
 //!
 //! ELF parsing uses the `object` crate.
 
@@ -122,8 +124,14 @@ fn resolve(program: &Path) -> Result<PathBuf, Unreachable> {
         })
 }
 
-/// The program a shell's `-c` command starts first: its first word (after `exec`), when that is a plain path or
-/// name (no quoting, expansion or template to resolve).
+/// Shell builtins and keywords a wrapper's command may start with: what follows them is not seen.
+const SHELL_WORDS: &[&str] = &[
+    "cd", "echo", "printf", "set", "export", "test", "[", "if", "for", "while", "case", "true", ":", "ulimit", "umask",
+    "trap", "eval", "read", "source", ".", "{", "(",
+];
+
+/// The program a shell's `-c` command starts first: its first word (after `exec`), when that is a plain path, or a
+/// plain name found on `PATH` that is not a shell builtin (no quoting, expansion or template to resolve).
 fn first_program(command: &str) -> Option<String> {
     let mut words = command.split_whitespace();
     let mut first = words.next()?;
@@ -133,7 +141,9 @@ fn first_program(command: &str) -> Option<String> {
     let plain = first
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '+'));
-    plain.then(|| first.to_string())
+    let path_like = first.contains('/');
+    let known = path_like || (!SHELL_WORDS.contains(&first) && resolve(Path::new(first)).is_ok());
+    (plain && known).then(|| first.to_string())
 }
 
 #[cfg(test)]
@@ -186,10 +196,16 @@ mod tests {
         let command = format!("exec {} --port 1", fake.display());
         let refused = check_command(Path::new("sh"), &["-c".into(), command]).unwrap_err();
         assert_eq!(refused.binary, fake);
-        let templated = check_command(Path::new("sh"), &["-c".into(), "\"$DB\" serve".into()]);
-        assert!(
-            templated.is_ok(),
-            "an opaque wrapper is judged by its shell: {templated:?}"
-        );
+        for opaque in [
+            "\"$DB\" serve",
+            "cd \"$1\" && exec ./db",
+            "echo $$ > pid && exec \"$@\"",
+        ] {
+            let judged = check_command(Path::new("sh"), &["-c".into(), opaque.into()]);
+            assert!(
+                judged.is_ok(),
+                "an opaque wrapper is judged by its shell: {opaque}: {judged:?}"
+            );
+        }
     }
 }
