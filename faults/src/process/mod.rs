@@ -19,6 +19,7 @@
 //! the time limit. [`ProcessFaults`] is this family of the [timed interpreter](crate::interpreter), which applies the
 //! schedule and heals whatever is still active when a run stops early.
 
+mod clock;
 mod detail;
 pub mod rolling;
 
@@ -815,60 +816,6 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             self.states.lock()[node] = NodeState::Up;
             lab.record(kind.stop_name(), node, value);
-        }
-    }
-}
-
-impl<L: Lab> ProcessFaults<'_, L> {
-    /// Moves the clocks of `candidates` no other clock fault holds (whether their processes run or not), and records
-    /// each change: `clock` with the fault's id, target, source and the change (`clock: {kind, offset_ms | delta_ms,
-    /// period_ms | rate}`).
-    async fn start_clock(&mut self, fault: &ScheduledFault, candidates: Vec<usize>) {
-        let Some(shift) = fault.detail.clock else {
-            debug_assert!(false, "a clock fault without its drawn change: {fault:?}");
-            return;
-        };
-        let free: Vec<usize> = {
-            let mut clocks = self.states.clocks();
-            let free: Vec<usize> = candidates
-                .into_iter()
-                .filter(|&node| clocks.get(node) == Some(&None))
-                .collect();
-            for &node in &free {
-                clocks[node] = Some(fault.id);
-            }
-            free
-        };
-        let mut affected = Vec::new();
-        for node in free {
-            let mut value = fault_value(fault);
-            match self.lab.clock(node, Some(shift)).await {
-                Ok(details) => {
-                    merge(&mut value, details);
-                    affected.push(node);
-                }
-                Err(error) => {
-                    self.states.clocks()[node] = None;
-                    value["error"] = Value::from(error);
-                }
-            }
-            self.lab.record(Nemesis::Clock, node, value);
-        }
-        if !affected.is_empty() {
-            self.holding.insert(fault.id, (ProcessFault::Clock, affected));
-        }
-    }
-
-    /// Returns the clocks of `nodes` to real time and records each heal (`clock-heal`).
-    async fn heal_clocks(&mut self, fault_id: u64, nodes: Vec<usize>) {
-        for node in nodes {
-            let mut value = json!({"fault_id": fault_id});
-            match self.lab.clock(node, None).await {
-                Ok(details) => merge(&mut value, details),
-                Err(error) => value["error"] = Value::from(error),
-            }
-            self.states.clocks()[node] = None;
-            self.lab.record(Nemesis::ClockHeal, node, value);
         }
     }
 }
