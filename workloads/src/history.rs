@@ -21,9 +21,9 @@
 //!   `fault-phase-end`, `final-phase`, `recovered`, `recovery-timeout`, `converged`, `convergence-timeout`,
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
 //!   `wipe-failed`, `teardown`
-//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `partition-start`,
-//!   `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`,
-//!   `rolling-ready`, `trigger`
+//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
+//!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
+//!   `disk-surgery`, `rolling-ready`, `trigger`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
