@@ -15,7 +15,7 @@ use std::process::Command;
 const PLAN: &str = "name: clock-bench
 time_limit: 20s
 system: {kind: reference, nodes: 3}
-workload: {kind: register, concurrency: 16, rate: RATE, keys: 8, ops_per_key: 1000000, mix: {write: 1}, op_timeout: 1500ms}
+workload: {kind: register, concurrency: 16, rate: RATE, keys: 8, ops_per_key: 100000, mix: {write: 1}, op_timeout: 1500ms}
 final_phase: {enabled: false}
 ";
 
