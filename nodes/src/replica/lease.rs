@@ -12,9 +12,10 @@
 //!   the crash and kept no record.
 //! - The primary holds a lease that starts at the send instant of the newest round a quorum (itself included) has
 //!   granted, and lasts [`LeaseConfig::read_lease`] on its own clock: the promise minus the drift margin below.
-//! - While the lease holds, its view is normal, no message of a higher view was seen and it has committed an op of
-//!   its own view (so its state holds every op an older view committed), the primary serves `get` and log reads
-//!   locally. Otherwise a read goes through the log, as before.
+//! - While the lease holds, its view is normal, no message of a higher view was seen and its commit point has
+//!   reached the head it started the view with (the chosen log holds every op an older view committed, but until
+//!   they commit again here its state may lack some), the primary serves `get` and log reads locally. Otherwise a
+//!   read goes through the log, as before.
 //!
 //! Why it is safe: a new view needs a quorum of DoViewChange, which shares a replica with the quorum that granted
 //! the lease. That replica is the old primary itself (which stopped serving when it left normal status) or a backup
