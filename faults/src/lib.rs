@@ -1,5 +1,6 @@
 //! faultline nemeses: the faults a run injects into the lab.
 //!
+//! - [`clock`]: clock faults (bump, strobe, skew) on one node's view of time, through libfaketime.
 //! - [`process`]: kill -9 and restart, SIGSTOP/SIGCONT pauses, on roles (`primary`, `backup`, ...) or node sets, with a
 //!   seeded schedule that composes overlapping faults (independent per-node crash/restart flaps plus targeted faults).
 //! - [`network`]: partitions in Jepsen's shapes (any grudge, one-way included) and link faults (delay, rate, corrupt,
@@ -15,6 +16,7 @@
 //! A nemesis acts on the lab only through the small traits the harness implements ([`process::Lab`],
 //! [`network::schedule::NetworkLab`], [`io::IoLab`]), and records every fault it starts or heals as a history event.
 
+pub mod clock;
 pub mod disk;
 pub mod fusefs;
 pub mod interpreter;

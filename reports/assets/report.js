@@ -18,13 +18,13 @@
   var COLORS = { ok: '#3b82f6', fail: '#f472b6', info: '#f59e0b', open: '#9ca3af' };
   var OUTCOMES = ['ok', 'fail', 'info', 'open'];
   var BAND = {
-    kill: 'rgba(220,38,38,0.10)', pause: 'rgba(124,58,237,0.10)', crash: 'rgba(185,28,28,0.16)',
+    kill: 'rgba(220,38,38,0.10)', pause: 'rgba(124,58,237,0.10)', crash: 'rgba(185,28,28,0.16)', clock: 'rgba(202,138,4,0.12)',
     refused: 'rgba(185,28,28,0.16)', 'restart-all': 'rgba(100,116,139,0.14)',
     partition: 'rgba(2,132,199,0.10)', link: 'rgba(13,148,136,0.10)', 'power-loss': 'rgba(234,88,12,0.14)',
     stop: 'rgba(71,85,105,0.12)', corrupt: 'rgba(190,18,60,0.16)'
   };
   var BAR = {
-    kill: '#dc2626', pause: '#7c3aed', crash: '#7f1d1d', refused: '#7f1d1d', 'restart-all': '#64748b',
+    kill: '#dc2626', pause: '#7c3aed', crash: '#7f1d1d', refused: '#7f1d1d', 'restart-all': '#64748b', clock: '#ca8a04',
     partition: '#0284c7', link: '#0d9488', 'power-loss': '#ea580c', stop: '#475569', corrupt: '#be123c'
   };
   var SEV = { bad: '#b91c1c', warn: '#d97706', ok: '#15803d', info: '#6b7280' };

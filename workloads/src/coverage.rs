@@ -41,6 +41,9 @@
 //! 16. `rolling-restart`: one rolling fault (`targets: each`) took every one of the `n` nodes down and each was ready
 //!     again before the next went down: successful `rolling-ready` events of one `fault_id` for all `n` nodes.
 //!     Counted once per rolling fault.
+//! 17. `primary-clock-moved`: a clock fault moved the clock of a node whose current status says `role: primary`, or a
+//!     node whose clock a clock fault holds (a successful `clock`, no `clock-heal` since) reported `role: primary`:
+//!     the state in which leases and timeouts that trust a clock go wrong. Counted once per clock fault and node.
 //!
 //! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
 //! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
@@ -56,7 +59,7 @@ const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
 const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
 
 /// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
-pub const STATES: [(&str, &str); 16] = [
+pub const STATES: [(&str, &str); 17] = [
     (
         "primary-killed-while-backup-lagged",
         "the primary was killed or lost power while another node reported lagging",
@@ -111,6 +114,10 @@ pub const STATES: [(&str, &str); 16] = [
     (
         "rolling-restart",
         "every node was taken down and was ready again in turn, one at a time (a rolling fault)",
+    ),
+    (
+        "primary-clock-moved",
+        "a primary's clock was moved by a clock fault (bump, strobe or skew) while it led",
     ),
 ];
 
@@ -273,6 +280,7 @@ const GRACEFUL_STOP: usize = 7;
 const FIRST_CUT: usize = 8;
 const DAMAGED_NODE_LED: usize = 14;
 const ROLLING_RESTART: usize = 15;
+const PRIMARY_CLOCK_MOVED: usize = 16;
 
 /// Where a refused node is on its way back (state 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,6 +308,8 @@ struct Walk {
     /// Rolling faults: `fault_id` -> the nodes that were ready again (state 16).
     rolled: BTreeMap<u64, BTreeSet<String>>,
     rejoin: BTreeMap<String, Rejoin>,
+    /// Nodes whose clock a clock fault holds and that have not counted as a primary under it yet (state 17).
+    clock_moved: BTreeSet<String>,
     restart_alls: u64,
     cluster_ready: bool,
     fault_phase_end: bool,
@@ -320,6 +330,7 @@ impl Walk {
             power_lost: BTreeMap::new(),
             rolled: BTreeMap::new(),
             rejoin: BTreeMap::new(),
+            clock_moved: BTreeSet::new(),
             restart_alls: 0,
             cluster_ready: false,
             fault_phase_end: false,
@@ -363,6 +374,14 @@ impl Walk {
             if ok {
                 self.down.remove(&node);
             }
+        } else if event.is(Nemesis::Clock) {
+            if ok && self.is_primary(&node) {
+                self.hits[PRIMARY_CLOCK_MOVED].record(t);
+            } else if ok {
+                self.clock_moved.insert(node);
+            }
+        } else if event.is(Nemesis::ClockHeal) {
+            self.clock_moved.remove(&node);
         } else if event.is(Nemesis::RollingReady) {
             if ok {
                 self.rolled_ready(event, node);
@@ -385,6 +404,9 @@ impl Walk {
                     self.view_change_ns = None;
                     if self.damaged.remove(&node) {
                         self.hits[DAMAGED_NODE_LED].record(t);
+                    }
+                    if self.clock_moved.remove(&node) {
+                        self.hits[PRIMARY_CLOCK_MOVED].record(t);
                     }
                 }
                 self.status.insert(node, event.value.clone());
@@ -889,6 +911,20 @@ mod tests {
         let c = run(vec![status(1000, "n3", "backup", true), kill(2000, "n1", 1)]);
         let text = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Coverage>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn given_clock_faults_on_the_primary_and_on_a_backup_that_then_leads_should_reach_primary_clock_moved_twice() {
+        let clock = |ms: u64, node: &str, id: u64| at(ms, Nemesis::Clock, Some(node), json!({"fault_id": id}));
+        let c = run(vec![
+            clock(1000, "n1", 1),                                             // the primary: counts
+            clock(1100, "n2", 2),                                             // a backup: not yet
+            at(1500, Nemesis::ClockHeal, Some("n2"), json!({"fault_id": 2})), // healed before it leads
+            clock(2000, "n3", 3),
+            status(2500, "n3", "primary", false), // led under its moved clock: counts
+            status(2600, "n2", "primary", false), // healed: does not
+        ]);
+        assert_eq!(reached(&c, "primary-clock-moved"), (true, 2, Some(1000)));
     }
 
     #[test]

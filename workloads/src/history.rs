@@ -21,9 +21,9 @@
 //!   `fault-phase-end`, `final-phase`, `recovered`, `recovery-timeout`, `converged`, `convergence-timeout`,
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
 //!   `wipe-failed`, `teardown`
-//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `partition-start`,
-//!   `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`, `disk-surgery`,
-//!   `rolling-ready`, `trigger`
+//! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
+//!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
+//!   `disk-surgery`, `rolling-ready`, `trigger`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
@@ -191,6 +191,12 @@ names! {
         /// A live node was taken down (`stop`: kill, power-loss or graceful) for its files to be cut while the
         /// others go on; the cuts follow as `disk-surgery` events with the same `fault_id`.
         Corrupt => "corrupt",
+        /// A clock fault moved a node's clock (libfaketime). Value: `{fault_id, target, source, clock: {kind: bump |
+        /// strobe | skew, offset_ms | delta_ms, period_ms | rate}, file}`; a strobe is recorded once, not per flip.
+        Clock => "clock",
+        /// A clock fault ended: the node's clock is real time again. Value: `{fault_id, clock: "real",
+        /// offset_ms_before?, rate_before?}`.
+        ClockHeal => "clock-heal",
         /// A network partition (a grudge) was applied.
         PartitionStart => "partition-start",
         /// The partition was healed.

@@ -20,6 +20,7 @@
 //! dir (anything with `*`, `?`, `[`, `/` or `.` in it). A `snapshot-chunk` taken at one fault can be restored by a
 //! later fault on the same node: a disk that silently returns an old version of a block.
 
+use crate::clock::{ClockShift, ClockSpec};
 use crate::disk::spec::SurgerySpec;
 use crate::units::Millis;
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,9 @@ pub struct FaultDetail {
     /// `corrupt`'s cuts, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cuts: Vec<SurgerySpec>,
+    /// A `clock` fault's change, drawn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockShift>,
 }
 
 impl FaultDetail {
@@ -62,10 +66,20 @@ impl FaultDetail {
             grace,
             stop,
             cuts: cuts.to_vec(),
+            clock: None,
         }
     }
 
-    /// Whether it carries nothing (every kind but `stop` and `corrupt`).
+    /// The detail with a `clock` fault's change drawn from `spec` (other kinds draw nothing, so adding clock faults
+    /// to a plan never reshuffles the rest of a schedule that has none).
+    pub fn drawn(mut self, kind: super::ProcessFault, spec: &ClockSpec, rng: &mut impl rand::Rng) -> FaultDetail {
+        if kind == super::ProcessFault::Clock {
+            self.clock = spec.draw(rng);
+        }
+        self
+    }
+
+    /// Whether it carries nothing (every kind but `stop`, `corrupt` and `clock`).
     pub fn is_empty(&self) -> bool {
         *self == FaultDetail::default()
     }
@@ -126,6 +140,7 @@ pub fn kind_name(kind: super::ProcessFault) -> &'static str {
         ProcessFault::PowerLoss => "power-loss",
         ProcessFault::Stop => "stop",
         ProcessFault::Corrupt => "corrupt",
+        ProcessFault::Clock => "clock",
     }
 }
 

@@ -19,12 +19,14 @@
 //! the time limit. [`ProcessFaults`] is this family of the [timed interpreter](crate::interpreter), which applies the
 //! schedule and heals whatever is still active when a run stops early.
 
+mod clock;
 mod detail;
 pub mod rolling;
 
 pub use detail::{is_file_class, kind_name, FaultDetail, StopHow, DEFAULT_GRACE};
 pub use rolling::{check_rolling_kind, split_rolling, RollingFaults};
 
+use crate::clock::{ClockShift, ClockSpec, OffsetRange, RateRange, StrobeSpec};
 use crate::disk::spec::SurgerySpec;
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
@@ -52,6 +54,9 @@ pub enum ProcessFault {
     /// Take the node down (`stop`: kill, power loss or graceful), cut its files (`cuts`, the final phase's surgeon),
     /// restart it when the fault ends, while the workload and the other nodes go on.
     Corrupt,
+    /// Move the node's clock (`bump`, `strobe` or `skew`, [`crate::clock`]); real time again when the fault ends. The
+    /// process keeps running.
+    Clock,
 }
 
 impl ProcessFault {
@@ -62,6 +67,7 @@ impl ProcessFault {
             ProcessFault::PowerLoss => Nemesis::PowerLoss,
             ProcessFault::Stop => Nemesis::Stop,
             ProcessFault::Corrupt => Nemesis::Corrupt,
+            ProcessFault::Clock => Nemesis::Clock,
         }
     }
 
@@ -69,6 +75,7 @@ impl ProcessFault {
         match self {
             ProcessFault::Kill | ProcessFault::PowerLoss | ProcessFault::Stop | ProcessFault::Corrupt => Nemesis::Start,
             ProcessFault::Pause => Nemesis::Resume,
+            ProcessFault::Clock => Nemesis::ClockHeal,
         }
     }
 }
@@ -208,12 +215,30 @@ pub struct TargetedFaultSpec {
     /// `corrupt`: the cuts, in order (`files:` a file class of the adapter, such as `wal`, or a glob).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cuts: Vec<SurgerySpec>,
+    /// `clock`: a step of the node's clock, drawn from this signed range (`-30s..+30s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bump: Option<OffsetRange>,
+    /// `clock`: flip the node's clock between `+delta` and real time every `period`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strobe: Option<StrobeSpec>,
+    /// `clock`: the node's clock rate, drawn from this range (`1.5x`, `0.5x..2x`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<RateRange>,
 }
 
 impl TargetedFaultSpec {
-    /// What the fault carries beyond its kind.
+    /// What the fault carries beyond its kind (a clock fault's change is drawn later, [`FaultDetail::drawn`]).
     pub fn detail(&self) -> FaultDetail {
         FaultDetail::new(self.grace, self.stop, &self.cuts)
+    }
+
+    /// Its clock fields.
+    pub fn clock_spec(&self) -> ClockSpec {
+        ClockSpec {
+            bump: self.bump,
+            strobe: self.strobe,
+            skew: self.skew,
+        }
     }
 }
 
@@ -285,12 +310,30 @@ pub struct ScriptedFaultSpec {
     /// As in [`TargetedFaultSpec::cuts`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cuts: Vec<SurgerySpec>,
+    /// As in [`TargetedFaultSpec::bump`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bump: Option<OffsetRange>,
+    /// As in [`TargetedFaultSpec::strobe`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strobe: Option<StrobeSpec>,
+    /// As in [`TargetedFaultSpec::skew`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<RateRange>,
 }
 
 impl ScriptedFaultSpec {
-    /// What the fault carries beyond its kind.
+    /// What the fault carries beyond its kind (a clock fault's change is drawn later, [`FaultDetail::drawn`]).
     pub fn detail(&self) -> FaultDetail {
         FaultDetail::new(self.grace, self.stop, &self.cuts)
+    }
+
+    /// Its clock fields.
+    pub fn clock_spec(&self) -> ClockSpec {
+        ClockSpec {
+            bump: self.bump,
+            strobe: self.strobe,
+            skew: self.skew,
+        }
     }
 }
 
@@ -376,10 +419,10 @@ impl ScheduledFault {
         };
     }
 
-    /// How it takes its targets down (`None`: a pause, which does not).
+    /// How it takes its targets down (`None`: a pause or a clock fault, which do not).
     pub fn down_how(&self) -> Option<StopHow> {
         match self.kind {
-            ProcessFault::Pause => None,
+            ProcessFault::Pause | ProcessFault::Clock => None,
             ProcessFault::Kill => Some(StopHow::Kill),
             ProcessFault::PowerLoss => Some(StopHow::PowerLoss),
             ProcessFault::Stop => Some(StopHow::Graceful),
@@ -423,32 +466,34 @@ pub fn generate(
         while t < phase_ms {
             let chosen = choose_weighted(&spec.faults, total_weight, rng);
             let duration = rng.gen_range(chosen.duration.min.0..=chosen.duration.max.0).max(1);
+            let nodes = resolve_static(&chosen.targets.value, node_count, rng);
             faults.push(ScheduledFault {
                 id: 0,
                 start_ms: t,
                 duration_ms: duration,
                 kind: chosen.kind,
                 target: chosen.targets.value.to_string(),
-                nodes: resolve_static(&chosen.targets.value, node_count, rng),
+                nodes,
                 source: Source::Targeted,
                 trigger: None,
-                detail: chosen.detail(),
+                detail: chosen.detail().drawn(chosen.kind, &chosen.clock_spec(), rng),
             });
             t += exponential(rng, interval.0);
         }
     }
     let mut faults = fit_into_windows(faults, spec.stable.as_ref(), phase_ms);
     for scripted in &spec.script {
+        let nodes = resolve_static(&scripted.targets.value, node_count, rng);
         faults.push(ScheduledFault {
             id: 0,
             start_ms: scripted.at.0,
             duration_ms: scripted.duration.0.max(1),
             kind: scripted.kind,
             target: scripted.targets.value.to_string(),
-            nodes: resolve_static(&scripted.targets.value, node_count, rng),
+            nodes,
             source: Source::Scripted,
             trigger: None,
-            detail: scripted.detail(),
+            detail: scripted.detail().drawn(scripted.kind, &scripted.clock_spec(), rng),
         });
     }
     faults.retain(|f| f.start_ms < phase_ms);
@@ -567,6 +612,13 @@ pub trait Lab {
     /// caught up with what the cluster held at the cut (as the history records it), within the lab's own bound.
     /// Returns what to record (how long it took), or why the node is not ready.
     async fn ready_again(&self, node: usize) -> Result<Value, String>;
+    /// Moves the node's clock (`Some`, a clock fault starts) or returns it to real time (`None`, its heal), running or
+    /// not (a node started later reads its clock as it is); returns details to record. A lab that cannot move clocks
+    /// says so (plans with clock faults set up the labs that can, [`crate::clock`]).
+    async fn clock(&self, node: usize, shift: Option<ClockShift>) -> Result<Value, String> {
+        let _ = (node, shift);
+        Err("this lab cannot move a node's clock".into())
+    }
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
 }
@@ -582,15 +634,23 @@ enum NodeState {
 /// schedule and the [triggers](crate::trigger)), so that neither kills or resumes a node the other holds. A fault
 /// claims its nodes before it acts on them, so two appliers racing for a node never both take it.
 #[derive(Debug, Clone)]
-pub struct NodeHolds(std::sync::Arc<std::sync::Mutex<Vec<NodeState>>>);
+pub struct NodeHolds(
+    std::sync::Arc<std::sync::Mutex<Vec<NodeState>>>,
+    /// Which clock fault holds each node's clock (one at a time; independent of what holds its process).
+    std::sync::Arc<std::sync::Mutex<Vec<Option<u64>>>>,
+);
 
 impl NodeHolds {
     /// Every one of `node_count` nodes up and free.
     pub fn new(node_count: usize) -> NodeHolds {
-        NodeHolds(std::sync::Arc::new(std::sync::Mutex::new(vec![
-            NodeState::Up;
-            node_count
-        ])))
+        NodeHolds(
+            std::sync::Arc::new(std::sync::Mutex::new(vec![NodeState::Up; node_count])),
+            std::sync::Arc::new(std::sync::Mutex::new(vec![None; node_count])),
+        )
+    }
+
+    fn clocks(&self) -> std::sync::MutexGuard<'_, Vec<Option<u64>>> {
+        self.1.lock().expect("clock holds lock")
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<NodeState>> {
@@ -677,6 +737,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                     .collect()
             }
         };
+        if fault.kind == ProcessFault::Clock {
+            return self.start_clock(fault, candidates).await;
+        }
         let mut affected = Vec::new();
         let claimed = match fault.kind {
             ProcessFault::Pause => NodeState::Paused(fault.id),
@@ -738,6 +801,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         let Some((kind, nodes)) = self.holding.remove(&fault_id) else {
             return;
         };
+        if kind == ProcessFault::Clock {
+            return self.heal_clocks(fault_id, nodes).await;
+        }
         for node in nodes {
             let result = match kind {
                 ProcessFault::Pause => lab.resume(node).await,
@@ -764,6 +830,9 @@ fn fault_value(fault: &ScheduledFault) -> Value {
     if fault.kind == ProcessFault::Corrupt {
         value["stop"] = json!(fault.down_how());
         value["cuts"] = json!(fault.detail.cuts);
+    }
+    if let Some(shift) = fault.detail.clock {
+        value["clock"] = json!(shift);
     }
     value
 }

@@ -60,6 +60,11 @@ pub fn check_rolling_kind(kind: ProcessFault) -> Result<(), String> {
              time with `targets: one`"
                 .into(),
         ),
+        ProcessFault::Clock => Err(
+            "`targets: each` is a rolling restart; a clock fault restarts nothing: move every node's clock at once \
+             with `targets: all`, or one at a time with `targets: one`"
+                .into(),
+        ),
         ProcessFault::Kill | ProcessFault::PowerLoss | ProcessFault::Stop | ProcessFault::Corrupt => Ok(()),
     }
 }

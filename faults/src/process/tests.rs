@@ -31,6 +31,9 @@ fn spec() -> ProcessNemesisSpec {
                 grace: None,
                 stop: None,
                 cuts: vec![],
+                bump: None,
+                strobe: None,
+                skew: None,
             },
             TargetedFaultSpec {
                 kind: ProcessFault::Pause,
@@ -43,6 +46,9 @@ fn spec() -> ProcessNemesisSpec {
                 grace: None,
                 stop: None,
                 cuts: vec![],
+                bump: None,
+                strobe: None,
+                skew: None,
             },
         ],
         flaps: Some(FlapSpec {
@@ -111,6 +117,9 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             grace: None,
             stop: None,
             cuts: vec![],
+            bump: None,
+            strobe: None,
+            skew: None,
         },
         ScriptedFaultSpec {
             at: Millis(59_000),
@@ -120,6 +129,9 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             grace: None,
             stop: None,
             cuts: vec![],
+            bump: None,
+            strobe: None,
+            skew: None,
         },
     ];
     let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));
@@ -228,6 +240,11 @@ impl Lab for FakeLab {
     }
     async fn ready_again(&self, _: usize) -> Result<Value, String> {
         unreachable!("only rolling faults wait for readiness")
+    }
+    async fn clock(&self, node: usize, shift: Option<crate::clock::ClockShift>) -> Result<Value, String> {
+        let what = shift.map_or("real".to_string(), |s| s.kind().to_string());
+        self.log.lock().unwrap().push((format!("set-{what}"), node));
+        Ok(json!({}))
     }
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         let name = match value.get("error") {
@@ -396,4 +413,55 @@ fn given_fault_details_when_validated_should_refuse_what_does_not_fit_the_kind()
     assert!(refused(ProcessFault::Corrupt, FaultDetail::new(None, None, &[bad_cut])).contains("cuts[0]"));
     assert!(is_file_class("wal") && is_file_class("snapshot"));
     assert!(!is_file_class("wal*") && !is_file_class("member/wal/x") && !is_file_class("db.0"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_hold_one_clock_per_node_and_heal_to_real()
+{
+    use crate::clock::ClockShift;
+    let fault = |id, start_ms, duration_ms, kind, nodes: Vec<usize>, clock| ScheduledFault {
+        id,
+        start_ms,
+        duration_ms,
+        kind,
+        target: "nodes".into(),
+        nodes: Resolved::Nodes(nodes),
+        source: Source::Scripted,
+        trigger: None,
+        detail: FaultDetail {
+            clock,
+            ..FaultDetail::default()
+        },
+    };
+    let bump = Some(ClockShift::Bump { offset_ms: -500 });
+    let skew = Some(ClockShift::Skew { rate: 1.5 });
+    let schedule = vec![
+        fault(0, 10, 100, ProcessFault::Clock, vec![0], bump),
+        // n1's clock is held by fault 0: only n2's moves.
+        fault(1, 20, 100, ProcessFault::Clock, vec![0, 1], skew),
+        // A kill of n1 while its clock is moved: clocks do not hold processes.
+        fault(2, 30, 10, ProcessFault::Kill, vec![0], None),
+    ];
+    let lab = FakeLab {
+        log: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    process_only(ProcessFaults::new(&lab, &schedule))
+        .run(tokio::time::Instant::now(), rx)
+        .await;
+    let log: Vec<String> = lab.log.lock().unwrap().iter().map(|(f, n)| format!("{f}{n}")).collect();
+    let expected = [
+        "set-bump0",
+        "clock0",
+        "set-skew1",
+        "clock1",
+        "sigkill0",
+        "kill0",
+        "start0",
+        "set-real0",
+        "clock-heal0",
+        "set-real1",
+        "clock-heal1",
+    ];
+    assert_eq!(log, expected);
 }

@@ -627,7 +627,8 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             | TriggeredKind::Pause
             | TriggeredKind::PowerLoss
             | TriggeredKind::Stop
-            | TriggeredKind::Corrupt => {
+            | TriggeredKind::Corrupt
+            | TriggeredKind::Clock => {
                 let target = spec.targets.clone().unwrap_or(TriggerTarget::Subject);
                 let nodes = match &target {
                     TriggerTarget::Target(Target::Each) => {
@@ -642,16 +643,17 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     }
                     TriggerTarget::Target(target) => resolve_static(target, n, &mut self.rng),
                 };
+                let kind = spec.process_fault().expect("a process fault kind");
                 let fault = ScheduledFault {
                     id,
                     start_ms: at_ms,
                     duration_ms,
-                    kind: spec.process_fault().expect("a process fault kind"),
+                    kind,
                     target: target.to_string(),
                     nodes,
                     source: Source::Triggered,
                     trigger: Some(trigger as u64),
-                    detail: spec.detail(),
+                    detail: spec.detail().drawn(kind, &spec.clock_spec(), &mut self.rng),
                 };
                 self.process.start_fault(&fault).await;
                 if !self.process.holds(id) {

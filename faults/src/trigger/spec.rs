@@ -219,6 +219,8 @@ pub enum TriggeredKind {
     Stop,
     /// Take the node down, cut its files (`cuts`), restart it when it ends.
     Corrupt,
+    /// Move the node's clock (`bump`, `strobe` or `skew`); real time again when it ends.
+    Clock,
 }
 
 impl TriggeredKind {
@@ -233,6 +235,7 @@ impl TriggeredKind {
             TriggeredKind::Io => "io",
             TriggeredKind::Stop => "stop",
             TriggeredKind::Corrupt => "corrupt",
+            TriggeredKind::Clock => "clock",
         }
     }
 }
@@ -410,6 +413,15 @@ pub struct TriggeredFaultSpec {
     /// `corrupt`'s cuts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cuts: Vec<crate::disk::spec::SurgerySpec>,
+    /// `clock`: a step drawn from this signed range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bump: Option<crate::clock::OffsetRange>,
+    /// `clock`: a strobe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strobe: Option<crate::clock::StrobeSpec>,
+    /// `clock`: a rate drawn from this range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<crate::clock::RateRange>,
 }
 
 impl TriggeredFaultSpec {
@@ -421,6 +433,7 @@ impl TriggeredFaultSpec {
             | TriggeredKind::PowerLoss
             | TriggeredKind::Stop
             | TriggeredKind::Corrupt
+            | TriggeredKind::Clock
             | TriggeredKind::Io => matches!(
                 self.targets,
                 None | Some(TriggerTarget::Subject) | Some(TriggerTarget::NotSubject)
@@ -441,6 +454,7 @@ impl TriggeredFaultSpec {
             TriggeredKind::PowerLoss => ProcessFault::PowerLoss,
             TriggeredKind::Stop => ProcessFault::Stop,
             TriggeredKind::Corrupt => ProcessFault::Corrupt,
+            TriggeredKind::Clock => ProcessFault::Clock,
             TriggeredKind::Partition | TriggeredKind::Link | TriggeredKind::Io => return None,
         })
     }
@@ -448,6 +462,15 @@ impl TriggeredFaultSpec {
     /// What a stop or corrupt fault carries beyond its kind.
     pub fn detail(&self) -> crate::process::FaultDetail {
         crate::process::FaultDetail::new(self.grace, self.stop, &self.cuts)
+    }
+
+    /// Its clock fields.
+    pub fn clock_spec(&self) -> crate::clock::ClockSpec {
+        crate::clock::ClockSpec {
+            bump: self.bump,
+            strobe: self.strobe,
+            skew: self.skew,
+        }
     }
 }
 
@@ -566,13 +589,17 @@ impl TriggerSpec {
                 | TriggeredKind::PowerLoss
                 | TriggeredKind::Stop
                 | TriggeredKind::Corrupt
+                | TriggeredKind::Clock
                 | TriggeredKind::Io
         );
         only(
             action.targets.is_some() && !process_like,
             "targets",
-            "kill, pause, power-loss, stop, corrupt and io",
+            "kill, pause, power-loss, stop, corrupt, clock and io",
         )?;
+        action
+            .clock_spec()
+            .validate(action.kind == TriggeredKind::Clock, kind)?;
         only(
             action.shape.is_some() && action.kind != TriggeredKind::Partition,
             "shape",

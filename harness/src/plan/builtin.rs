@@ -55,6 +55,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("iggy-mixed", include_str!("../../../plans/iggy-mixed.yaml")),
     ("iggy-messages", include_str!("../../../plans/iggy-messages.yaml")),
     ("reference-txn", include_str!("../../../plans/reference-txn.yaml")),
+    ("reference-clock", include_str!("../../../plans/reference-clock.yaml")),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../../plans/mutant-repair-rewinds-parent.yaml"),

@@ -320,6 +320,30 @@ impl NemesisSpec {
                 .iter()
                 .any(|t| matches!(t.value.action.kind, TriggeredKind::Partition | TriggeredKind::Link))
     }
+
+    /// Where the plan first asks for a clock fault (timed, scripted or triggered), if it does: the run then preloads
+    /// libfaketime into every node, and the plan check asks whether the node binary can be reached.
+    pub fn first_clock_fault(&self) -> Option<serde_saphyr::Location> {
+        let process = self.process.iter().flat_map(|p| {
+            let faults = p.value.faults.iter().map(|f| (f.kind, f.targets.referenced));
+            faults.chain(p.value.script.iter().map(|f| (f.kind, f.targets.referenced)))
+        });
+        process
+            .filter(|(kind, _)| *kind == faultline_faults::process::ProcessFault::Clock)
+            .map(|(_, at)| at)
+            .chain(
+                self.triggers
+                    .iter()
+                    .filter(|t| t.value.action.kind == TriggeredKind::Clock)
+                    .map(|t| t.referenced),
+            )
+            .next()
+    }
+
+    /// Whether the fault phase moves clocks.
+    pub fn has_clock_faults(&self) -> bool {
+        self.first_clock_fault().is_some()
+    }
 }
 
 /// I/O faults on one node for a window of the fault phase (needs `disk.fault_fs`).

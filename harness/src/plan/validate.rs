@@ -390,7 +390,31 @@ impl Plan {
                 ),
             });
         }
+        self.validate_clock_reach(origin)?;
         adapter.validate(self, origin)
+    }
+
+    /// A plan with clock faults needs libfaketime, and a node binary it can reach (not static, not Go): refused at
+    /// the first clock fault's line, naming the binary and why, instead of a run whose clock faults do nothing.
+    fn validate_clock_reach(&self, origin: &str) -> Result<(), PlanError> {
+        let Some(loc) = self.nemesis.first_clock_fault() else {
+            return Ok(());
+        };
+        let at = |message: String| PlanError {
+            origin: origin.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message,
+        };
+        let kind = self.system.kind();
+        let (program, args) = self
+            .system
+            .adapter()
+            .node_command()
+            .map_err(|e| at(format!("clock faults: the {kind} node binary cannot be looked at: {e}")))?;
+        faultline_faults::clock::reach::check_command(&program, &args).map_err(|refusal| at(refusal.to_string()))?;
+        faultline_faults::clock::faketime::library().map_err(at)?;
+        Ok(())
     }
 }
 

@@ -124,6 +124,9 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         };
         lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)?;
     }
+    if plan.nemesis.has_clock_faults() {
+        lab.enable_clocks().context("setting up clock faults")?;
+    }
     let lab = Arc::new(lab);
 
     // Under netns every client socket must be opened inside the lab namespace: the whole drive runs on the lab

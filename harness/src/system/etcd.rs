@@ -76,6 +76,11 @@ pub struct EtcdConfig {
 
 #[async_trait]
 impl AdapterSpec for EtcdConfig {
+    fn node_command(&self) -> Result<(PathBuf, Vec<String>), String> {
+        let binary = EtcdSystem::locate(self.binary.as_deref()).map_err(|e| format!("{e:#}"))?;
+        Ok((binary, Vec::new()))
+    }
+
     fn file_classes(&self) -> Vec<(String, String)> {
         // etcd 3.4's data dir: the WAL segments, the raft snapshots, and the bbolt backend.
         [

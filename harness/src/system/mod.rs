@@ -103,6 +103,9 @@ pub trait AdapterSpec: Send + Sync {
     /// The named file classes of a node's data dir that cuts name (`files: wal`), each with its glob relative to the
     /// data dir: what the system's files are, so a plan can say "its WAL" without knowing the file names.
     fn file_classes(&self) -> Vec<(String, String)>;
+    /// The program every node runs and its first arguments, as the plan resolves it: what the plan check of a clock
+    /// fault inspects ([`faultline_faults::clock::reach`]), or why it cannot be found.
+    fn node_command(&self) -> Result<(std::path::PathBuf, Vec<String>), String>;
     /// Extra arguments for every node's start command, if the adapter takes them (the mutant matrix's `--bug`).
     fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
         None

@@ -43,6 +43,11 @@ pub struct ReferenceConfig {
 
 #[async_trait]
 impl AdapterSpec for ReferenceConfig {
+    fn node_command(&self) -> Result<(PathBuf, Vec<String>), String> {
+        let program = NodeProgram::locate(self.binary.as_deref()).map_err(|e| format!("{e:#}"))?;
+        Ok((program.program, program.prefix_args))
+    }
+
     fn file_classes(&self) -> Vec<(String, String)> {
         // nodes/README.md, "On disk".
         [

@@ -11,6 +11,7 @@
 //! the timeline, linked both ways.
 
 mod checks;
+mod clocks;
 mod coverage;
 mod durability;
 mod escape;

@@ -412,7 +412,7 @@ fn charts(has_observations: bool, has_txn_marks: bool) -> Markup {
             div class="legend" {
                 (swatch("#3b82f6", "ok")) (swatch("#f472b6", "fail (did not happen)"))
                 (swatch("#f59e0b", "info (unknown)")) (swatch("#9ca3af", "never completed"))
-                (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause"))
+                (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause")) (swatch("#ca8a04", "clock moved"))
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
                 span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault, drawn by an amber arrow to that fault; hollow: declined or skipped)" }
             }

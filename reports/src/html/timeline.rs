@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 /// A span of time during which a node was faulted, drawn as a shaded band.
 #[derive(Debug, Clone, Serialize)]
 pub struct FaultWindow {
-    /// `kill`, `pause`, `crash`, `refused` or `restart-all`.
+    /// `kill`, `pause`, `crash`, `refused`, `restart-all` or `clock` ([`super::clocks`]).
     pub kind: &'static str,
     /// The node.
     pub node: String,
@@ -208,6 +208,7 @@ pub fn build(history: &History) -> Timeline {
         let label = format!("{} {node}{}", event.f, suffix(event));
         timeline.markers.push(marker(event, label));
     }
+    timeline.faults.extend(super::clocks::windows(history));
     for (marker, id, trigger) in fired {
         let windows = timeline.faults.iter().filter(|f| f.fault_id == Some(id));
         for window in windows {

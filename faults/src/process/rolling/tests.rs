@@ -22,6 +22,9 @@ fn scripted(at_ms: u64, kind: ProcessFault, duration_ms: u64) -> ScriptedFaultSp
         grace: None,
         stop: None,
         cuts: vec![],
+        bump: None,
+        strobe: None,
+        skew: None,
     }
 }
 
@@ -78,6 +81,9 @@ fn given_targeted_rolling_faults_when_generated_should_place_their_spans_outside
             grace: Some(Millis(2000)),
             stop: None,
             cuts: vec![],
+            bump: None,
+            strobe: None,
+            skew: None,
         }],
         stable: Some(stable.clone()),
         ..Default::default()

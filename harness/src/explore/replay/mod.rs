@@ -277,7 +277,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
         let node = event.node.as_deref().and_then(parse_node_name);
         let failed = value.get("error").is_some_and(|e| !e.is_null());
         match name {
-            Nemesis::Kill | Nemesis::Pause | Nemesis::PowerLoss | Nemesis::Stop | Nemesis::Corrupt => {
+            Nemesis::Kill | Nemesis::Pause | Nemesis::PowerLoss | Nemesis::Stop | Nemesis::Corrupt | Nemesis::Clock => {
                 let (Some(id), Some(node), false) = (fault_id, node, failed) else {
                     continue;
                 };
@@ -286,6 +286,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     Nemesis::Pause => ProcessFault::Pause,
                     Nemesis::Stop => ProcessFault::Stop,
                     Nemesis::Corrupt => ProcessFault::Corrupt,
+                    Nemesis::Clock => ProcessFault::Clock,
                     _ => ProcessFault::PowerLoss,
                 };
                 let entry = open.entry(format!("p{id}")).or_insert_with(|| Open {
@@ -310,7 +311,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     };
                 }
             }
-            Nemesis::Start | Nemesis::Resume => {
+            Nemesis::Start | Nemesis::Resume | Nemesis::ClockHeal => {
                 if let Some(entry) = fault_id.and_then(|id| open.get_mut(&format!("p{id}"))) {
                     entry.end_ns = Some(event.time_ns);
                 }
@@ -591,6 +592,9 @@ pub fn scripted_plan(base: &Plan, faults: &[RecordedFault], seed: u64, origin: S
                 grace: detail.grace,
                 stop: detail.stop,
                 cuts: detail.cuts.clone(),
+                bump: clock_spec(detail).bump,
+                strobe: clock_spec(detail).strobe,
+                skew: clock_spec(detail).skew,
             }),
             // A takeover for the reason an anchored cut is one (see [`anchored_trigger`]): at this offset the recorded
             // network was in this grudge, also where an earlier fault lingers longer in the replay.
@@ -653,7 +657,15 @@ fn recorded_detail(kind: ProcessFault, value: &Value) -> FaultDetail {
             .ok()
             .filter(|_| kind == ProcessFault::Corrupt),
         cuts: serde_json::from_value(value["cuts"].clone()).unwrap_or_default(),
+        clock: serde_json::from_value(value["clock"].clone())
+            .ok()
+            .filter(|_| kind == ProcessFault::Clock),
     }
+}
+
+/// A recorded clock fault's change as the plan fields that make exactly it again (empty for other faults).
+fn clock_spec(detail: &FaultDetail) -> faultline_faults::clock::ClockSpec {
+    detail.clock.map(|shift| shift.as_spec()).unwrap_or_default()
 }
 
 /// A one-shot trigger that fires `fault` again after the observation it followed.
@@ -672,6 +684,9 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
         grace: None,
         stop: None,
         cuts: Vec::new(),
+        bump: None,
+        strobe: None,
+        skew: None,
     };
     match &fault.action {
         Action::Process { kind, targets, detail } => {
@@ -681,7 +696,10 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
                 ProcessFault::PowerLoss => TriggeredKind::PowerLoss,
                 ProcessFault::Stop => TriggeredKind::Stop,
                 ProcessFault::Corrupt => TriggeredKind::Corrupt,
+                ProcessFault::Clock => TriggeredKind::Clock,
             };
+            let clock = clock_spec(detail);
+            (action.bump, action.strobe, action.skew) = (clock.bump, clock.strobe, clock.skew);
             action.grace = detail.grace;
             action.stop = detail.stop;
             action.cuts = detail.cuts.clone();

@@ -13,6 +13,8 @@ pub use watch::log_tail;
 use crate::run::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
 use crate::system::{Role, System};
+use faultline_faults::clock::faketime::NodeClock;
+use faultline_faults::clock::ClockShift;
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
@@ -97,6 +99,8 @@ pub struct Lab {
     facts: broadcast::Sender<Fact>,
     /// The cuts of `corrupt` faults: the adapter's file classes and each node's surgeon.
     cuts: cuts::Cuts,
+    /// Each node's clock, when the plan has clock faults (empty otherwise: nothing is preloaded).
+    clocks: Vec<NodeClock>,
 }
 
 impl Lab {
@@ -135,6 +139,31 @@ impl Lab {
             observed,
             facts: broadcast::channel(FACTS_CAPACITY).0,
             cuts: cuts::Cuts::default(),
+            clocks: Vec::new(),
+        }
+    }
+
+    /// Preloads libfaketime into every node from now on, each reading its control file in its folder (the folder
+    /// of its log, beside its data dir, not in it): what clock faults move ([`faultline_faults::clock`]).
+    pub fn enable_clocks(&mut self) -> anyhow::Result<()> {
+        let library = faultline_faults::clock::faketime::library().map_err(anyhow::Error::msg)?;
+        self.clocks = self
+            .log_paths
+            .iter()
+            .map(|log| NodeClock::new(log.parent().expect("a node log has a folder"), library.clone()))
+            .collect::<std::io::Result<_>>()?;
+        Ok(())
+    }
+
+    /// Moves node `node`'s clock, or returns it to real time (`None`).
+    pub fn set_clock(&self, node: usize, shift: Option<ClockShift>) -> Result<Value, String> {
+        let clock = self
+            .clocks
+            .get(node)
+            .ok_or("clocks are not set up: the plan has no clock fault, so nodes run without libfaketime")?;
+        match shift {
+            Some(shift) => clock.apply(shift),
+            None => clock.heal(),
         }
     }
 
@@ -224,6 +253,15 @@ impl Lab {
             return Err(format!("{} is already running", node_name(node)));
         }
         let mut command = self.system.launch(node);
+        if let Some(clock) = self.clocks.get(node) {
+            let own = command.env.iter().position(|(k, _)| k == "LD_PRELOAD");
+            let preload = match own {
+                Some(index) => Some(command.env.remove(index).1),
+                None if command.env_clear => None,
+                None => std::env::var("LD_PRELOAD").ok(),
+            };
+            command.env.extend(clock.before_spawn(preload.as_deref())?);
+        }
         if let Some(netns) = &self.netns {
             if let Some(user) = &command.user {
                 return Err(format!(
@@ -244,6 +282,9 @@ impl Lab {
             .spawn(command, self.log_paths[node].clone())
             .await
             .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
+        if let Some(clock) = self.clocks.get(node) {
+            clock.spawned()?;
+        }
         let pid = spawned.pid;
         slot.stopping = false;
         slot.paused = false;

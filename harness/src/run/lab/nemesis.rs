@@ -53,6 +53,10 @@ impl faultline_faults::process::Lab for Lab {
         Lab::ready_again(self, node).await
     }
 
+    async fn clock(&self, node: usize, shift: Option<faultline_faults::clock::ClockShift>) -> Result<Value, String> {
+        self.set_clock(node, shift)
+    }
+
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }

@@ -402,6 +402,12 @@ impl ExecConfig {
 
 #[async_trait]
 impl AdapterSpec for ExecConfig {
+    fn node_command(&self) -> Result<(PathBuf, Vec<String>), String> {
+        let mut words = self.start.iter().map(|word| word.value.clone());
+        let program = words.next().ok_or("`start` is empty")?;
+        Ok((PathBuf::from(program), words.collect()))
+    }
+
     fn file_classes(&self) -> Vec<(String, String)> {
         let mut classes: Vec<(String, String)> = self.files.clone().into_iter().collect();
         if let (Some(wal), false) = (&self.wal_glob, self.files.contains_key("wal")) {

@@ -92,6 +92,12 @@ pub struct IggyConfig {
 
 #[async_trait]
 impl AdapterSpec for IggyConfig {
+    fn node_command(&self) -> Result<(PathBuf, Vec<String>), String> {
+        let (binary, _) =
+            IggySystem::locate(self.binary.as_deref(), self.source_root.as_deref()).map_err(|e| format!("{e:#}"))?;
+        Ok((binary, Vec::new()))
+    }
+
     fn file_classes(&self) -> Vec<(String, String)> {
         // The metadata journal (the consensus log), and the partitions' message segments.
         [
