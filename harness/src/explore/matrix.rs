@@ -33,6 +33,8 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("rejoin-after-lost-tail", &["reference-corruption"]),
     // Only transactions see it: the general plans (single-key workloads) cannot.
     ("txn-reads-at-receipt", &["reference-txn"]),
+    // Only clock faults expose it: pauses, kills and partitions leave its lease inside the backups' promise.
+    ("lease-ignores-drift", &["reference-clock"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
