@@ -423,6 +423,21 @@ fn given_the_same_seed_when_scheduling_twice_should_give_the_same_fault_schedule
         "a 60 s default plan has many faults: {first}"
     );
     assert!(first.contains("\"kill\"") && first.contains("\"pause\"") && first.contains("\"flap\""));
+    // Network faults too (the default plan partitions and resets links), on the same time line as process faults.
+    let lines: Vec<serde_json::Value> = first.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let family = |name: &str| lines.iter().filter(|l| l["family"] == name).count();
+    assert!(family("process") > 0 && family("network") > 0, "{first}");
+    assert_eq!(
+        family("process") + family("network"),
+        lines.len(),
+        "every line names its family: {first}"
+    );
+    assert!(
+        lines.iter().any(|l| l["action"]["type"] == "partition"),
+        "the default plan's partitions are listed: {first}"
+    );
+    let starts: Vec<u64> = lines.iter().map(|l| l["start_ms"].as_u64().unwrap()).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "one time line: {starts:?}");
     assert_eq!(first, schedule("42"));
     assert_ne!(first, schedule("43"));
 }

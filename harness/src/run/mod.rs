@@ -254,14 +254,9 @@ async fn fault_phase(
     let recorder = lab.recorder().clone();
     let phase_ms = plan.time_limit.0;
     let schedule = fault_schedule(plan, seed);
-    let network_schedule = match (&plan.nemesis.network, network) {
-        (Some(spec), Some(_)) => network_faults::generate(
-            &spec.value,
-            lab.node_count(),
-            plan.time_limit.0,
-            &mut stream(seed, "network"),
-        ),
-        _ => Vec::new(),
+    let network_schedule = match network {
+        Some(_) => network_fault_schedule(plan, seed),
+        None => Vec::new(),
     };
     recorder.meta(
         Meta::Schedule,
@@ -413,6 +408,21 @@ pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFa
             plan.system.nodes(),
             plan.time_limit.0,
             &mut stream(seed, "nemesis"),
+        ),
+        None => Vec::new(),
+    }
+}
+
+/// The network-fault schedule (partitions, link faults) a plan and seed give: what a run of it draws when its system
+/// takes network faults. Shared by the run and `faultline plan --schedule`, so the two cannot disagree.
+pub fn network_fault_schedule(plan: &Plan, seed: u64) -> Vec<network_faults::ScheduledNetworkFault> {
+    let plan = crate::plan::swarm::configure(plan, seed);
+    match &plan.nemesis.network {
+        Some(spec) => network_faults::generate(
+            &spec.value,
+            plan.system.nodes(),
+            plan.time_limit.0,
+            &mut stream(seed, "network"),
         ),
         None => Vec::new(),
     }
