@@ -94,19 +94,9 @@ mod tests {
     use faultline_workloads::history::{Event, EventKind};
     use serde_json::json;
 
+    /// A nemesis event (every clock row's event is one).
     fn event(index: u64, time_ms: u64, f: &str, node: &str, value: Value) -> Event {
-        Event {
-            index,
-            time_ns: time_ms * 1_000_000,
-            kind: EventKind::Nemesis,
-            process: None,
-            worker: None,
-            node: Some(node.into()),
-            f: f.into(),
-            key: None,
-            value,
-            error: None,
-        }
+        super::super::timeline::tests::event(index, time_ms, EventKind::Nemesis, f, node, value)
     }
 
     #[test]

@@ -395,11 +395,19 @@ fn fault_detail(event: &Event) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: &str, value: Value) -> Event {
+    /// A history event on `node` at `time_ms` (also the fixture of the other timeline rows' tests).
+    pub(in crate::html) fn event(
+        index: u64,
+        time_ms: u64,
+        kind: EventKind,
+        f: &str,
+        node: &str,
+        value: Value,
+    ) -> Event {
         Event {
             index,
             time_ns: time_ms * 1_000_000,
