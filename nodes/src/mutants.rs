@@ -38,11 +38,14 @@ pub enum Bug {
     /// fault (a primary clock slowed or bumped back, a backup's sped up or bumped forward) lets a deposed primary
     /// serve a stale read.
     LeaseIgnoresDrift,
+    /// After a reconfiguration, the quorum is still sized by the configuration before it (a cached member count):
+    /// after 3 -> 4 members, two replicas are taken for a quorum.
+    QuorumOfOldConfig,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 12] = [
+    pub const ALL: [Bug; 13] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -55,6 +58,7 @@ impl Bug {
         Bug::RejoinAfterLostTail,
         Bug::TxnReadsAtReceipt,
         Bug::LeaseIgnoresDrift,
+        Bug::QuorumOfOldConfig,
     ];
 
     /// The name used on the command line and in logs.
@@ -72,6 +76,7 @@ impl Bug {
             Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
             Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
             Bug::LeaseIgnoresDrift => "lease-ignores-drift",
+            Bug::QuorumOfOldConfig => "quorum-of-old-config",
         }
     }
 

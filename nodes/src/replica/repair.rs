@@ -162,6 +162,8 @@ impl Replica {
                 Ok(())
             }
             SyncPurpose::Recover => self.start_recovery(),
+            // Still transitioning: it asks the pool for the newer epoch again (`tick_transitioning`).
+            SyncPurpose::JoinEpoch(_) => Ok(()),
         }
     }
 
@@ -187,6 +189,7 @@ impl Replica {
                 }
                 SyncPurpose::AdoptView => self.finish_adopt_view(sync.source),
                 SyncPurpose::Recover => self.finish_recovery(sync.source),
+                SyncPurpose::JoinEpoch(epoch) => self.finish_join_epoch(sync.source, epoch),
             };
         }
         let head = self.journal.head();
