@@ -38,6 +38,9 @@ pub enum Bug {
     /// fault (a primary clock slowed or bumped back, a backup's sped up or bumped forward) lets a deposed primary
     /// serve a stale read.
     LeaseIgnoresDrift,
+    /// The acknowledged mark covers what a replica acknowledged, not the view's log it adopted: a crash between the
+    /// adoption and the next ack, then a cut of its WAL, boots a shorter log of that view as a whole one.
+    MarkIgnoresAdoptedLog,
     /// After a reconfiguration, the quorum is still sized by the configuration before it (a cached member count):
     /// after 3 -> 4 members, two replicas are taken for a quorum.
     QuorumOfOldConfig,
@@ -45,7 +48,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 13] = [
+    pub const ALL: [Bug; 14] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -58,6 +61,7 @@ impl Bug {
         Bug::RejoinAfterLostTail,
         Bug::TxnReadsAtReceipt,
         Bug::LeaseIgnoresDrift,
+        Bug::MarkIgnoresAdoptedLog,
         Bug::QuorumOfOldConfig,
     ];
 
@@ -76,6 +80,7 @@ impl Bug {
             Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
             Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
             Bug::LeaseIgnoresDrift => "lease-ignores-drift",
+            Bug::MarkIgnoresAdoptedLog => "mark-ignores-adopted-log",
             Bug::QuorumOfOldConfig => "quorum-of-old-config",
         }
     }

@@ -50,6 +50,7 @@ use super::lease::PrimaryLease;
 use super::{ClientOutcome, LogSource, Replica, ReplicaError, Status, SyncPurpose, ViewChangeState, Waiter};
 use crate::config::{Members, Reconfiguration};
 use crate::message::Message;
+use crate::mutants::Bug;
 use crate::wal::entry::RequestIdentity;
 
 impl Replica {
@@ -206,6 +207,13 @@ impl Replica {
         self.epoch_told_at.clear();
         let member = self.members.contains(self.config.replica);
         self.status = if member { Status::Normal } else { Status::Removed };
+        // Entering the epoch claims its starting log (log_view = start_view), so the mark covers it (issue 49).
+        if self.config.mutants.has(Bug::MarkIgnoresAdoptedLog) {
+            // MUTANT(mark-ignores-adopted-log): as in `finish_adopt_view`, the mark only comes down here.
+            self.superblock.acked = self.superblock.acked.min(self.journal.head().op);
+        } else {
+            self.claim_view_log();
+        }
         self.persist_superblock()?;
         let head = self.journal.head();
         self.op_known_max = self.op_known_max.max(head.op);
@@ -298,6 +306,8 @@ impl Replica {
     /// A replica that reached its epoch without executing the reconfiguration that started it (a checkpoint covered
     /// it): a member asks the epoch's primary for the current view, as after a restart; any other is removed.
     fn settle_in_epoch(&mut self) -> Result<(), ReplicaError> {
+        // Its log holds the committed prefix up to the checkpoint at least: what it claims with log_view 0.
+        self.claim_view_log();
         if self.members.contains(self.config.replica) {
             self.status = Status::ViewChange;
             self.view_change = ViewChangeState {
