@@ -14,6 +14,7 @@ pub mod formats;
 pub mod history;
 pub mod linearizability;
 pub mod log_check;
+pub mod membership;
 pub mod models;
 pub mod set_check;
 pub mod txn_check;
