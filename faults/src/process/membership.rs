@@ -23,11 +23,28 @@
 //! event with its outcome (`ok`, `fail`: definitely not applied, `info`: unknown) and the members the system lists
 //! after it, whatever the outcome. Random targets are drawn among the members of the moment the change starts
 //! ([`super::Resolved::Among`]), and so are the other faults' in a plan with membership changes.
+//!
+//! **Timing.** A change waits for the cluster (a reconfiguration commits through a quorum, a joiner boots), seconds
+//! under a partition, so the timed schedule's changes are not windows of the [timed
+//! interpreter](crate::interpreter), whose steps run one at a time: [`MembershipFaults`] applies them beside it, one
+//! change after another from each one's start offset (a change due while another still runs starts when that one
+//! ends; a `replace` runs until its node is back), sharing the [`NodeHolds`]. When the fault phase stops, a node a
+//! `replace` holds out is added back at once, and the changes not begun are not done. A triggered change runs in
+//! the trigger engine, which waits for it.
 
-use super::{fault_value, merge, Lab, NodeState, ProcessFault, ProcessFaults, ScheduledFault};
+use super::{fault_value, merge, Lab, NodeHolds, NodeState, ProcessFault, ProcessFaults, ScheduledFault};
 use faultline_workloads::history::Nemesis;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How long a change waits for a node it may take (a primary while a view change elects one, a member another
+/// fault holds) before it is skipped.
+pub const TARGET_WAIT_MAX: Duration = Duration::from_secs(5);
+/// How often it looks again meanwhile.
+const TARGET_POLL: Duration = Duration::from_millis(200);
 
 /// What a membership fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,6 +83,60 @@ pub fn removal_keeps_quorum(members: usize) -> bool {
     members > 0 && members - 1 >= members / 2 + 1
 }
 
+/// Splits a schedule into its membership changes ([`MembershipFaults`]') and the rest, each keeping its id.
+pub fn split_membership(schedule: Vec<ScheduledFault>) -> (Vec<ScheduledFault>, Vec<ScheduledFault>) {
+    schedule
+        .into_iter()
+        .partition(|fault| fault.kind == ProcessFault::Membership)
+}
+
+/// The applier of a fault phase's timed membership changes (see the module doc).
+pub struct MembershipFaults<'a, L> {
+    process: ProcessFaults<'a, L>,
+    faults: &'a [ScheduledFault],
+}
+
+impl<'a, L: Lab> MembershipFaults<'a, L> {
+    /// The membership changes of `faults` on `lab`, sharing `holds` with the phase's other appliers.
+    pub fn shared(lab: &'a L, faults: &'a [ScheduledFault], holds: NodeHolds) -> MembershipFaults<'a, L> {
+        MembershipFaults {
+            process: ProcessFaults::shared(lab, &[], holds),
+            faults,
+        }
+    }
+
+    /// Applies each change from its start offset (after the one before it ended) until all are done or `stop` is
+    /// set; a `replace` still holding its node out then adds it back.
+    pub async fn run(&mut self, phase_start: Instant, mut stop: watch::Receiver<bool>) {
+        let faults = self.faults;
+        for fault in faults.iter().filter(|fault| fault.kind == ProcessFault::Membership) {
+            let at = phase_start + Duration::from_millis(fault.start_ms);
+            if until_stopped(&mut stop, at).await {
+                return;
+            }
+            self.process.start_fault(fault).await;
+            if !self.process.holds(fault.id) {
+                continue;
+            }
+            let end = phase_start + Duration::from_millis(fault.end_ms());
+            let stopped = until_stopped(&mut stop, end).await;
+            self.process.end_fault(fault.id).await;
+            if stopped {
+                return;
+            }
+        }
+    }
+}
+
+/// Sleeps until `at`; true when `stop` is set (or its sender gone) first.
+async fn until_stopped(stop: &mut watch::Receiver<bool>, at: Instant) -> bool {
+    tokio::select! {
+        biased;
+        _ = async { stop.wait_for(|stopped| *stopped).await.is_ok() } => true,
+        _ = tokio::time::sleep_until(at) => false,
+    }
+}
+
 impl<L: Lab> ProcessFaults<'_, L> {
     /// Starts a membership fault on the first of `candidates` it may take (a spare for `add`, a free member for the
     /// others), and records the step.
@@ -78,11 +149,6 @@ impl<L: Lab> ProcessFaults<'_, L> {
             MembershipChange::Add => MembershipStep::Add,
             MembershipChange::Remove | MembershipChange::Replace => MembershipStep::Remove,
         };
-        let wanted = if step == MembershipStep::Add {
-            NodeState::Out
-        } else {
-            NodeState::Up
-        };
         let members = self.lab.members();
         let skipped = if step == MembershipStep::Remove && !removal_keeps_quorum(members.len()) {
             Some(format!(
@@ -92,16 +158,31 @@ impl<L: Lab> ProcessFaults<'_, L> {
         } else {
             None
         };
-        let claimed = skipped
-            .is_none()
-            .then(|| self.claim_first(&candidates, wanted, fault.id))
-            .flatten();
+        let mut candidates = candidates;
+        let mut claimed = None;
+        if skipped.is_none() {
+            let deadline = Instant::now() + TARGET_WAIT_MAX;
+            loop {
+                claimed = self.claim_first(&candidates, step, fault.id);
+                if claimed.is_some() || Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(TARGET_POLL).await;
+                candidates = self.candidates(fault).await;
+            }
+        }
         let Some(node) = claimed else {
+            let waited = TARGET_WAIT_MAX.as_secs();
             let reason = skipped.unwrap_or_else(|| match step {
-                MembershipStep::Add => format!("no spare node among {candidates:?} (every node is a member or held)"),
-                MembershipStep::Remove => format!("no member among {candidates:?} that no other fault holds"),
+                MembershipStep::Add => {
+                    format!("no spare node among {candidates:?} within {waited} s (every node is a member or held)")
+                }
+                MembershipStep::Remove => {
+                    format!("no member among {candidates:?} that no other fault held within {waited} s")
+                }
             });
             let mut value = fault_value(fault);
+            value["change"] = json!(change);
             value["step"] = json!(step.name());
             value["outcome"] = json!("skipped");
             value["skipped"] = json!(reason);
@@ -109,7 +190,9 @@ impl<L: Lab> ProcessFaults<'_, L> {
             self.lab.record(Nemesis::Membership, node, value);
             return;
         };
-        let member = self.apply_step(fault, step, node).await;
+        let mut value = fault_value(fault);
+        value["change"] = json!(change);
+        let member = self.step_recorded(step, node, value).await;
         let holds = change == MembershipChange::Replace && !member;
         self.settle(node, member, holds.then_some(fault.id));
         if holds {
@@ -126,11 +209,8 @@ impl<L: Lab> ProcessFaults<'_, L> {
         }
     }
 
-    /// Applies one step of `fault` to `node` and records it; whether `node` is a member after it.
-    async fn apply_step(&self, fault: &ScheduledFault, step: MembershipStep, node: usize) -> bool {
-        self.step_recorded(step, node, fault_value(fault)).await
-    }
-
+    /// Applies one step to `node` and records it (`value`: what the record says of the fault); whether `node` is a
+    /// member after it.
     async fn step_recorded(&self, step: MembershipStep, node: usize, mut value: Value) -> bool {
         value["step"] = json!(step.name());
         match self.lab.change_membership(step, node).await {
@@ -144,13 +224,21 @@ impl<L: Lab> ProcessFaults<'_, L> {
         self.lab.members().contains(&node)
     }
 
-    /// Takes the first of `candidates` in state `wanted` for fault `id`.
-    fn claim_first(&self, candidates: &[usize], wanted: NodeState, id: u64) -> Option<usize> {
+    /// Takes the first of `candidates` `step` may take for fault `id`: for `add` a node out of the cluster (or one
+    /// that left it without a change of this phase: a change whose outcome was unknown took effect later), for
+    /// `remove` a free member.
+    fn claim_first(&self, candidates: &[usize], step: MembershipStep, id: u64) -> Option<usize> {
+        let members = self.lab.members();
         let mut states = self.states.lock();
-        let node = candidates
-            .iter()
-            .copied()
-            .find(|&node| states.get(node) == Some(&wanted))?;
+        let node = candidates.iter().copied().find(|&node| {
+            let member = members.contains(&node);
+            match (step, states.get(node)) {
+                (MembershipStep::Add, Some(NodeState::Out)) => true,
+                (MembershipStep::Add, Some(NodeState::Up)) => !member,
+                (MembershipStep::Remove, Some(NodeState::Up)) => member,
+                _ => false,
+            }
+        })?;
         states[node] = NodeState::Down(id);
         Some(node)
     }

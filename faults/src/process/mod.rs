@@ -25,7 +25,7 @@ pub mod membership;
 pub mod rolling;
 
 pub use detail::{is_file_class, kind_name, FaultDetail, StopHow, DEFAULT_GRACE};
-pub use membership::{MembershipChange, MembershipStep};
+pub use membership::{split_membership, MembershipChange, MembershipFaults, MembershipStep};
 pub use rolling::{check_rolling_kind, split_rolling, RollingFaults};
 
 use crate::clock::{ClockShift, ClockSpec, OffsetRange, RateRange, StrobeSpec};

@@ -57,6 +57,10 @@ pub const PLANS: &[(&str, &str)] = &[
     ("reference-txn", include_str!("../../../plans/reference-txn.yaml")),
     ("reference-clock", include_str!("../../../plans/reference-clock.yaml")),
     (
+        "reference-membership",
+        include_str!("../../../plans/reference-membership.yaml"),
+    ),
+    (
         "mutant-repair-rewinds-parent",
         include_str!("../../../plans/mutant-repair-rewinds-parent.yaml"),
     ),

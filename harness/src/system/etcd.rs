@@ -107,6 +107,7 @@ impl AdapterSpec for EtcdConfig {
             refuses_interior_damage: false,
             repairing_pattern: false,
             repaired_pattern: false,
+            membership: false,
         }
     }
 

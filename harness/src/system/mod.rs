@@ -17,6 +17,7 @@
 pub mod etcd;
 pub mod exec;
 pub mod iggy;
+pub mod membership;
 pub mod reference;
 pub mod spec;
 
@@ -59,6 +60,9 @@ pub struct Capabilities {
     pub repairing_pattern: bool,
     /// Its [`System::log_patterns`] include `repaired` (the `repaired` trigger condition needs it).
     pub repaired_pattern: bool,
+    /// It can add and remove members while it runs ([`System::membership`]): `kind: membership` faults, and a
+    /// `members:` count below `nodes:` (spare nodes to add), need it.
+    pub membership: bool,
 }
 
 /// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.
@@ -110,12 +114,22 @@ pub trait AdapterSpec: Send + Sync {
     fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
         None
     }
+    /// How many of the `nodes` are members at the start (`members:`; every node when the plan does not say), with
+    /// where the plan says it.
+    fn members(&self) -> Option<serde_saphyr::Spanned<crate::plan::Bounded<1, 9>>> {
+        None
+    }
 }
 
 impl BuildContext<'_> {
-    /// Cluster size.
+    /// Cluster size: every node of the pool, members or spares.
     pub fn node_count(&self) -> usize {
         self.plan.system.nodes()
+    }
+
+    /// The nodes that are members at the start: the first `members:` of the pool.
+    pub fn initial_members(&self) -> Vec<usize> {
+        (0..self.plan.system.initial_members()).collect()
     }
 
     /// Each node's address: its namespace address under netns, else one random loopback address on which every
@@ -423,8 +437,16 @@ pub enum ProbeError {
 pub trait System: Send + Sync {
     /// Adapter name (`reference`, `etcd`, ...).
     fn kind(&self) -> &'static str;
-    /// Cluster size.
+    /// Cluster size: every node of the pool, members or spares.
     fn node_count(&self) -> usize;
+    /// The nodes that are members at the start (every node unless the plan keeps spares).
+    fn initial_members(&self) -> Vec<usize> {
+        (0..self.node_count()).collect()
+    }
+    /// Its membership hooks, if it can add and remove members while it runs.
+    fn membership(&self) -> Option<&dyn membership::Membership> {
+        None
+    }
     /// The node's data dir.
     fn data_dir(&self, node: usize) -> PathBuf;
     /// The node's addresses.

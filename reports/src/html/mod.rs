@@ -17,6 +17,7 @@ mod durability;
 mod escape;
 mod linearizability;
 mod logs;
+mod membership;
 mod nodes;
 mod observations;
 pub mod ops;

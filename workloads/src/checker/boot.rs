@@ -15,7 +15,11 @@
 //!   `io-fault-start` until [`IO_FAULT_GRACE_NS`] after `io-fault-stop`): stopping on an injected I/O error is
 //!   fail-stop, the correct reaction, and is noted in the details but is not a problem.
 //! - **not ready in time** (`boot-timeout`) is a problem.
-//! - **after a restart-all**, every node must boot again, unless it refused legitimately or already has a problem.
+//! - **after a restart-all**, every node that is a member then (`observation` `members`; every node when none is
+//!   recorded) must boot again, unless it refused legitimately or already has a problem: a spare, or a node a
+//!   membership change removed, stays down.
+//! - **a wipe** (`wipe`: after a refusal, or a joiner prepared by a membership `add`) makes the node a new one: the
+//!   surgery and the offline verification that came before it no longer speak of its data.
 //!
 //! The verdict: any problem makes it `invalid`, with the first problem as the reason (nodes in name order) and the
 //! earliest problem as the evidence time. Otherwise, when a majority of the nodes were refused legitimately at the same
@@ -27,6 +31,7 @@
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::history::{Event, History, Lifecycle, Name, Nemesis};
+use crate::membership::Members;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -132,6 +137,10 @@ impl Boot {
                     entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
                 }
                 Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event),
+                Name::Lifecycle(Lifecycle::Wipe) => {
+                    entry.surgery_since_boot = false;
+                    entry.verify_refused = None;
+                }
                 Name::Lifecycle(Lifecycle::BootTimeout) => entry.problem(
                     event.time_ns,
                     format!(
@@ -145,10 +154,12 @@ impl Boot {
             *refused_at_once = (*refused_at_once).max(at_once);
         }
         let end_ns = history.events.last().map_or(0, |e| e.time_ns);
-        if restart_all_at.is_some() {
+        if let Some(restart_all_at) = restart_all_at {
+            let members = Members::of(history);
             for (node, entry) in nodes.iter_mut() {
                 let legit_refusal = entry.legit > 0;
-                if !booted_after_restart.contains_key(node) && !legit_refusal && entry.problems.is_empty() {
+                let member = members.is_member(node, restart_all_at);
+                if member && !booted_after_restart.contains_key(node) && !legit_refusal && entry.problems.is_empty() {
                     entry.problem(end_ns, format!("{node} did not boot after the restart-all"));
                 }
             }
@@ -401,6 +412,39 @@ mod tests {
         ]);
         let result = check_boot(&h);
         assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result.reason.contains("n2 did not boot after the restart-all"),
+            "{}",
+            result.reason
+        );
+    }
+
+    #[test]
+    fn given_a_node_removed_before_the_restart_all_when_it_stays_down_should_be_valid() {
+        let members = |names: &[&str]| event(EventKind::Observation, "members", None, json!({"members": names}));
+        let h = history(vec![
+            members(&["n1", "n2", "n3"]),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            lifecycle("boot-ok", "n3", json!({})),
+            members(&["n1", "n2"]),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+        ]);
+        assert_eq!(
+            check_boot(&h).verdict,
+            Verdict::Valid,
+            "n3 left the cluster: it need not boot"
+        );
+        let h = history(vec![
+            members(&["n1", "n2"]),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
         assert!(
             result.reason.contains("n2 did not boot after the restart-all"),
             "{}",

@@ -227,3 +227,23 @@ fn given_a_pool_whose_members_change_when_generating_should_draw_random_targets_
         "a fixed pool draws as before"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn given_a_replace_when_the_phase_stops_while_its_node_is_out_should_add_it_back_and_begin_no_later_change() {
+    let lab = MembersLab::new(&[0, 1, 2]);
+    let schedule = vec![
+        membership(0, 10, 10_000, MembershipChange::Replace, Resolved::Nodes(vec![1])),
+        membership(1, 20_000, 1, MembershipChange::Add, Resolved::Nodes(vec![3])),
+    ];
+    let holds = NodeHolds::with_members(5, &[0, 1, 2]);
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut changes = MembershipFaults::shared(&lab, &schedule, holds.clone());
+    let stopper = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(holds.is_out(3) && !holds.is_free(1), "n2 is held out by the replace");
+        tx.send(true).unwrap();
+    };
+    tokio::join!(changes.run(tokio::time::Instant::now(), rx), stopper);
+    assert_eq!(lab.log(), ["membership n2 remove ok", "membership n2 add ok"]);
+    assert!(holds.is_free(1), "back and free");
+}

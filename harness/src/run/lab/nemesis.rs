@@ -57,6 +57,22 @@ impl faultline_faults::process::Lab for Lab {
         self.set_clock(node, shift)
     }
 
+    fn members(&self) -> Vec<usize> {
+        Lab::members(self)
+    }
+
+    async fn change_membership(
+        &self,
+        step: faultline_faults::process::MembershipStep,
+        node: usize,
+    ) -> Result<Value, String> {
+        use faultline_faults::process::MembershipStep;
+        Ok(match step {
+            MembershipStep::Add => self.add_member(node).await,
+            MembershipStep::Remove => self.remove_member(node).await,
+        })
+    }
+
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }

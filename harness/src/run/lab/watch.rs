@@ -80,6 +80,7 @@ impl Lab {
                         // A probe that raced a kill answers for the old process: only a running node's counts.
                         if lab.boot_state(node) == BootState::Ready {
                             note_status(lab.system.as_ref(), &lab.recorder, &lab.observed, node, &status);
+                            lab.note_members(&status);
                             lab.send_status(node, &status);
                         }
                     }

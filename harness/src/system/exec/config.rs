@@ -432,6 +432,7 @@ impl AdapterSpec for ExecConfig {
             refuses_interior_damage: false,
             repairing_pattern: self.log_lines.repairing.is_some(),
             repaired_pattern: self.log_lines.repaired.is_some(),
+            membership: false,
         }
     }
 

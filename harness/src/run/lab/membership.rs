@@ -1,0 +1,204 @@
+//! Membership changes in the lab: a spare node joins the cluster, a member leaves it. The system's hooks
+//! ([`crate::system::membership`]) do the asking; the lab prepares and starts a joiner, stops a node once it is out,
+//! and after every change asks the system who the members are and records it (`observation` `members`, `source:
+//! list`): the member set of the history is what the system says, whatever the change's outcome. The workers and
+//! the fault targets follow it ([`Lab::members`], [`Lab::members_watch`]).
+
+use super::{BootState, Lab};
+use crate::system::membership::{ChangeOutcome, JoinOrder, Listed};
+use faultline_faults::process::node_name;
+use faultline_workloads::history::{Lifecycle, Observation};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+impl Lab {
+    /// The members now, as the system last listed them (in node order).
+    pub fn members(&self) -> Vec<usize> {
+        self.members.borrow().clone()
+    }
+
+    /// The members as they change.
+    pub fn members_watch(&self) -> tokio::sync::watch::Receiver<Vec<usize>> {
+        self.members.subscribe()
+    }
+
+    /// Takes the members a node's status names (`source: status`) when they are of a newer epoch than any the lab
+    /// knows: a change whose outcome was unknown when it ended may take effect later.
+    pub fn note_members(&self, status: &crate::system::NodeStatus) {
+        let Some(listed) = self.system.membership().and_then(|m| m.members_in_status(&status.raw)) else {
+            return;
+        };
+        let mut epoch = self.members_epoch.lock().expect("members epoch lock");
+        if listed.epoch.is_none_or(|newer| newer <= *epoch) {
+            return;
+        }
+        *epoch = listed.epoch.unwrap_or(*epoch);
+        drop(epoch);
+        if listed.members != self.members() {
+            self.members.send_replace(listed.members);
+            self.record_members("status");
+        }
+    }
+
+    /// Asks the system who the members are and takes its answer (the final phase starts so).
+    pub async fn refresh_members(&self) {
+        let before = self.members();
+        let (members, error) = self.relist(&before, &ChangeOutcome::Fail(String::new())).await;
+        if error.is_none() && members != before {
+            self.members.send_replace(members);
+            self.record_members("list");
+        }
+    }
+
+    /// Records who the members are now (`source`: `plan` at the start, `list` after a change).
+    pub fn record_members(&self, source: &str) {
+        let members = names(&self.members());
+        self.recorder.observation(
+            Observation::Members,
+            None,
+            json!({"members": members, "source": source}),
+        );
+    }
+
+    /// Adds the spare `node`: prepared as a fresh joiner (recorded as a `wipe`), started and added in the order its
+    /// system needs; returns what to record of the step.
+    pub async fn add_member(&self, node: usize) -> Value {
+        let started = Instant::now();
+        let before = self.members();
+        let Some(membership) = self.system.membership() else {
+            return unable(&before, "this system has no membership hooks");
+        };
+        let name = node_name(node);
+        // A node the lab could not stop when it left is stopped now: a joiner starts from nothing.
+        let _ = self.kill_node_for(node, None).await;
+        if let Err(error) = membership.prepare_joiner(node, &before).await {
+            return unable(&before, &format!("preparing {name} as a joiner: {error:#}"));
+        }
+        self.recorder
+            .lifecycle(Lifecycle::Wipe, Some(&name), json!({"after": "membership add"}));
+        let outcome = match membership.join_order() {
+            JoinOrder::StartThenAdd => match self.start_joiner(node).await {
+                Ok(()) => membership.add(node, &before).await,
+                Err(why) => ChangeOutcome::Fail(why),
+            },
+            JoinOrder::AddThenStart => {
+                let outcome = membership.add(node, &before).await;
+                if !matches!(outcome, ChangeOutcome::Fail(_)) {
+                    let _ = self.start_joiner(node).await;
+                }
+                outcome
+            }
+        };
+        let (members, list_error) = self.relist(&before, &outcome).await;
+        if !members.contains(&node) {
+            // Not added: a spare again, down.
+            let _ = self.kill_node_for(node, None).await;
+        }
+        self.settle_members(members, &before, outcome, list_error, started)
+    }
+
+    /// Removes the member `node` and stops it once the system lists it no more; returns what to record of the step.
+    pub async fn remove_member(&self, node: usize) -> Value {
+        let started = Instant::now();
+        let before = self.members();
+        let Some(membership) = self.system.membership() else {
+            return unable(&before, "this system has no membership hooks");
+        };
+        // A node that leaves may stop on its own (an etcd member does): not a crash.
+        self.slots[node].lock().await.stopping = true;
+        let outcome = membership.remove(node, &before).await;
+        let (members, list_error) = self.relist(&before, &outcome).await;
+        let mut stopped = Value::Null;
+        if members.contains(&node) {
+            self.slots[node].lock().await.stopping = false;
+        } else {
+            stopped = self
+                .kill_node_for(node, Some("removed"))
+                .await
+                .unwrap_or_else(|why| json!({"not_running": why}));
+        }
+        let mut value = self.settle_members(members, &before, outcome, list_error, started);
+        value["stopped"] = stopped;
+        value
+    }
+
+    /// Starts a joiner and waits for its boot to settle; why not, if it is not ready.
+    async fn start_joiner(&self, node: usize) -> Result<(), String> {
+        let details = self.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+        self.recorder
+            .lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
+        match self.wait_boot(node).await {
+            BootState::Ready => Ok(()),
+            state => Err(format!(
+                "the joiner {} did not become ready: {state:?}",
+                node_name(node)
+            )),
+        }
+    }
+
+    /// Who the members are now: what a successful change answered, else asked of the system; `before` (and why)
+    /// when it cannot tell.
+    async fn relist(&self, before: &[usize], outcome: &ChangeOutcome) -> (Vec<usize>, Option<String>) {
+        let Some(membership) = self.system.membership() else {
+            return (before.to_vec(), None);
+        };
+        let answered = match outcome {
+            ChangeOutcome::Ok(answer) => membership.members_in_answer(answer),
+            _ => None,
+        };
+        let listed = match answered {
+            Some(listed) => Ok(listed),
+            None => membership.list(before).await,
+        };
+        match listed {
+            Ok(Listed { epoch, mut members }) => {
+                members.sort_unstable();
+                members.dedup();
+                members.retain(|&member| member < self.node_count());
+                if let Some(epoch) = epoch {
+                    let mut known = self.members_epoch.lock().expect("members epoch lock");
+                    *known = (*known).max(epoch);
+                }
+                (members, None)
+            }
+            Err(why) => (before.to_vec(), Some(why)),
+        }
+    }
+
+    /// Takes `members` as the members from now on, records them, and returns the step's record.
+    fn settle_members(
+        &self,
+        members: Vec<usize>,
+        before: &[usize],
+        outcome: ChangeOutcome,
+        list_error: Option<String>,
+        started: Instant,
+    ) -> Value {
+        self.members.send_replace(members.clone());
+        self.record_members("list");
+        let mut value = json!({
+            "outcome": outcome.name(),
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "members": names(&members),
+            "members_before": names(before),
+        });
+        match outcome {
+            ChangeOutcome::Ok(answer) => value["answer"] = answer,
+            ChangeOutcome::Fail(why) | ChangeOutcome::Info(why) => value["error"] = json!(why),
+        }
+        if let Some(why) = list_error {
+            value["list_error"] = json!(why);
+        }
+        value
+    }
+}
+
+/// A step that could not be tried at all.
+fn unable(members: &[usize], why: &str) -> Value {
+    json!({"outcome": "fail", "error": why, "members": names(members), "members_before": names(members)})
+}
+
+/// Node indices as the history names them.
+fn names(nodes: &[usize]) -> Vec<String> {
+    nodes.iter().map(|&node| node_name(node)).collect()
+}
