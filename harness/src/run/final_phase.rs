@@ -39,11 +39,12 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     if lab.system().membership().is_some() {
         lab.refresh_members().await;
     }
-    // Heal everything: a member that stopped on its own (and was judged for it) is started again.
+    // Heal everything: a member that stopped on its own (and was judged for it) is started again, and so is one the
+    // lab stopped as a spare while the change that made it a member was still unknown.
     for node in lab.members() {
         if matches!(
             lab.boot_state(node),
-            BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
+            BootState::Stopped | BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
         ) {
             let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
             recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);

@@ -90,11 +90,19 @@ impl Lab {
             }
         };
         let (members, list_error) = self.relist(&before, &outcome).await;
-        if !members.contains(&node) {
-            // Not added: a spare again, down.
-            let _ = self.kill_node_for(node, None).await;
+        let mut stopped = Value::Null;
+        if !members.contains(&node) && matches!(outcome, ChangeOutcome::Fail(_)) {
+            // Surely not added: a spare again, down. A joiner whose addition is unknown keeps running: the change may
+            // still commit (after a view change), and a member the lab had stopped would cost the new configuration
+            // a vote its quorum counts on.
+            stopped = self
+                .kill_node_for(node, None)
+                .await
+                .unwrap_or_else(|why| json!({"not_running": why}));
         }
-        self.settle_members(members, &before, outcome, list_error, started)
+        let mut value = self.settle_members(members, &before, outcome, list_error, started);
+        value["stopped"] = stopped;
+        value
     }
 
     /// Removes the member `node` and stops it once the system lists it no more; returns what to record of the step.
