@@ -8,8 +8,13 @@
 //!   `member/snap`. etcd verifies WAL record CRCs at boot and exits 1 with a `fatal` JSON log line.
 //! - Operator remedy after a legitimate refusal: remove the member through a live peer, add it back, wipe its data
 //!   dir and start it with `--initial-cluster-state existing`: it catches up from the leader's snapshot and log.
+//! - Membership ([`membership`]): `member add` through a live member, then the joiner started with
+//!   `--initial-cluster-state existing` and the current members in `--initial-cluster`; `member remove` by the ID
+//!   `member list` gives its peer URL; the members are `member list`'s, by peer URL.
 //!
 //! Measured facts behind these choices: `shared/systems/etcd.md`.
+
+mod membership;
 
 use super::{
     transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, NodeAddrs, NodeStatus, Outcome,
@@ -72,6 +77,9 @@ pub struct EtcdConfig {
     /// instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serializable_reads: bool,
+    /// How many of the nodes bootstrap the cluster (n1..nM); the others are spares that membership changes add.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<serde_saphyr::Spanned<Bounded<1, 9>>>,
 }
 
 #[async_trait]
@@ -107,7 +115,7 @@ impl AdapterSpec for EtcdConfig {
             refuses_interior_damage: false,
             repairing_pattern: false,
             repaired_pattern: false,
-            membership: false,
+            membership: true,
         }
     }
 
@@ -115,11 +123,15 @@ impl AdapterSpec for EtcdConfig {
         Some(&mut self.args)
     }
 
+    fn members(&self) -> Option<serde_saphyr::Spanned<Bounded<1, 9>>> {
+        self.members.clone()
+    }
+
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
         let binary = EtcdSystem::locate(self.binary.as_deref())?;
         let node_count = context.node_count();
         let node_ips = context.node_ips(&EtcdSystem::ports(node_count))?;
-        let system = EtcdSystem::new(
+        let mut system = EtcdSystem::new(
             binary.clone(),
             node_count,
             context.nodes_dir.clone(),
@@ -128,6 +140,7 @@ impl AdapterSpec for EtcdConfig {
             self.args.clone(),
             self.serializable_reads,
         );
+        system.initial_members = context.initial_members();
         Ok(Built {
             system: Arc::new(system),
             binary,
@@ -149,8 +162,11 @@ pub struct EtcdSystem {
     serializable_reads: bool,
     /// Raft member id of each node, learned from its own status answers (ids change when a member is re-added).
     member_ids: Mutex<Vec<Option<String>>>,
-    /// Nodes re-added after a wipe: they join the running cluster instead of bootstrapping a new one.
-    rejoined: Mutex<Vec<bool>>,
+    /// Nodes re-added after a wipe, or added as new members: they join the running cluster with these members in
+    /// `--initial-cluster` (themselves included) instead of bootstrapping a new one.
+    rejoined: Mutex<Vec<Option<Vec<usize>>>>,
+    /// The members that bootstrap the cluster.
+    initial_members: Vec<usize>,
 }
 
 impl EtcdSystem {
@@ -175,7 +191,8 @@ impl EtcdSystem {
             extra_args,
             serializable_reads,
             member_ids: Mutex::new(vec![None; node_count]),
-            rejoined: Mutex::new(vec![false; node_count]),
+            rejoined: Mutex::new(vec![None; node_count]),
+            initial_members: (0..node_count).collect(),
         }
     }
 
@@ -225,9 +242,11 @@ impl EtcdSystem {
         format!("http://{}", self.addrs(node).peer)
     }
 
-    fn initial_cluster(&self) -> String {
-        (0..self.node_count)
-            .map(|node| format!("{}={}", Self::name(node), self.peer_url(node)))
+    /// `--initial-cluster`: `nodes`' names and peer URLs.
+    fn initial_cluster(&self, nodes: &[usize]) -> String {
+        nodes
+            .iter()
+            .map(|&node| format!("{}={}", Self::name(node), self.peer_url(node)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -330,17 +349,29 @@ impl System for EtcdSystem {
             .await
             .with_context(|| format!("re-adding {} to the cluster", Self::name(node)))?;
         super::empty_data_dir(&self.data_dir(node))?;
-        self.rejoined.lock().expect("rejoined lock")[node] = true;
+        let members: Vec<usize> = match self.list_members().await {
+            Ok(members) => members,
+            Err(_) => (0..self.node_count).collect(),
+        };
+        self.rejoined.lock().expect("rejoined lock")[node] = Some(members);
         self.member_ids.lock().expect("member ids lock")[node] = None;
         Ok(())
     }
 
+    fn initial_members(&self) -> Vec<usize> {
+        self.initial_members.clone()
+    }
+
+    fn membership(&self) -> Option<&dyn super::membership::Membership> {
+        Some(self)
+    }
+
     fn launch(&self, node: usize) -> LaunchCommand {
         let me = self.addrs(node);
-        let state = if self.rejoined.lock().expect("rejoined lock")[node] {
-            "existing"
-        } else {
-            "new"
+        let joining = self.rejoined.lock().expect("rejoined lock")[node].clone();
+        let (state, cluster) = match joining {
+            Some(members) => ("existing", self.initial_cluster(&members)),
+            None => ("new", self.initial_cluster(&self.initial_members)),
         };
         let mut args: Vec<String> = [
             "--name".to_string(),
@@ -356,7 +387,7 @@ impl System for EtcdSystem {
             "--initial-advertise-peer-urls".into(),
             format!("http://{}", me.peer),
             "--initial-cluster".into(),
-            self.initial_cluster(),
+            cluster,
             "--initial-cluster-state".into(),
             state.into(),
             "--initial-cluster-token".into(),
