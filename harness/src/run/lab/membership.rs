@@ -83,7 +83,14 @@ impl Lab {
             },
             JoinOrder::AddThenStart => {
                 let outcome = membership.add(node, &before).await;
-                if !matches!(outcome, ChangeOutcome::Fail(_)) {
+                let added = match &outcome {
+                    ChangeOutcome::Ok(_) => true,
+                    ChangeOutcome::Fail(_) => false,
+                    // Unknown: started only once the system lists it (an etcd joiner that the cluster does not
+                    // list exits at once); if the addition commits later, the final phase starts it as a member.
+                    ChangeOutcome::Info(_) => self.relist(&before, &outcome).await.0.contains(&node),
+                };
+                if added {
                     let _ = self.start_joiner(node).await;
                 }
                 outcome

@@ -64,6 +64,16 @@ impl Membership for EtcdSystem {
     async fn list(&self, _members: &[usize]) -> Result<Listed, String> {
         self.list_members().await.map(|members| Listed { epoch: None, members })
     }
+
+    /// `member add` and `member remove` answer with the members after the change (a `member list` right after
+    /// may reach a member that has not applied it yet, and name a removed member still).
+    fn members_in_answer(&self, answer: &Value) -> Option<Listed> {
+        answer.get("members")?;
+        Some(Listed {
+            epoch: None,
+            members: self.nodes_of(answer),
+        })
+    }
 }
 
 impl EtcdSystem {
