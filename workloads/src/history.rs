@@ -23,7 +23,7 @@
 //!   `wipe-failed`, `teardown`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
 //!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
-//!   `disk-surgery`, `rolling-ready`, `trigger`
+//!   `disk-surgery`, `rolling-ready`, `trigger`, `fault-skipped`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
@@ -219,6 +219,11 @@ names! {
         /// `{trigger, condition, subject?, action, delay_ms, latency_ms?, fault_id?, skipped?}`; `latency_ms` is the
         /// time from the observation that fired it to the fault, less the drawn `delay_ms`.
         Trigger => "trigger",
+        /// A scheduled fault (random or scripted) did nothing: its target did not resolve (`targets: primary` with no
+        /// primary known), its nodes were held by other faults, or another partition was in force. Node: none.
+        /// Value: `{fault_id, family: process | network, reason, kind? | shape?, target?, source?}`. A trigger's skips
+        /// are in its `trigger` event instead.
+        FaultSkipped => "fault-skipped",
     }
 }
 
