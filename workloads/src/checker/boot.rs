@@ -30,7 +30,7 @@
 //! without_quorum[]}`.
 
 use super::{CheckInput, CheckResult, Checker};
-use crate::history::{Event, History, Lifecycle, Name, Nemesis};
+use crate::history::{phase_time, Event, History, Lifecycle, Name, Nemesis};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -104,6 +104,7 @@ impl Boot {
     /// Also keeps in `refused_at_once` the most nodes that were refused legitimately at the same time.
     fn walk(&self, history: &History, refused_at_once: &mut usize) -> BTreeMap<String, NodeBoots> {
         let majority = cluster_size(history) / 2 + 1;
+        let phase_ns = history.phase_start_ns();
         let mut nodes: BTreeMap<String, NodeBoots> = BTreeMap::new();
         let mut restart_all_at: Option<u64> = None;
         let mut booted_after_restart: BTreeMap<String, bool> = BTreeMap::new();
@@ -127,24 +128,24 @@ impl Boot {
                     entry.surgery_since_boot = true
                 }
                 Name::Lifecycle(Lifecycle::BootOk) => {
-                    booted(entry, &node, event);
+                    booted(entry, &node, event, phase_ns);
                     if restart_all_at.is_some() {
                         booted_after_restart.insert(node, true);
                     }
                 }
                 Name::Lifecycle(Lifecycle::VerifyRefused) => {
                     entry.verify_refused = Some(event.value["line"].as_str().unwrap_or("").to_string());
-                    judge_refusal(entry, &node, event)
+                    judge_refusal(entry, &node, event, phase_ns)
                 }
                 Name::Lifecycle(Lifecycle::BootRefused) => {
                     entry.verify_refused = None;
-                    judge_refusal(entry, &node, event)
+                    judge_refusal(entry, &node, event, phase_ns)
                 }
                 Name::Nemesis(Nemesis::IoFaultStart) => entry.io_faults_until_ns = Some(u64::MAX),
                 Name::Nemesis(Nemesis::IoFaultStop) => {
                     entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
                 }
-                Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event),
+                Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event, phase_ns),
                 Name::Lifecycle(Lifecycle::BootTimeout) if others_refused.len() >= majority => {
                     entry.without_quorum.push(format!(
                         "{node} was not ready within {} ms of starting while {} refused to boot after disk surgery: \
@@ -261,7 +262,7 @@ fn cluster_size(history: &History) -> usize {
 }
 
 /// A clean boot: counted, clears the surgery mark, and is a problem if the node's own verifier refused its WAL.
-fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     entry.boots += 1;
     entry.surgery_since_boot = false;
     entry.refused_now = false;
@@ -269,32 +270,29 @@ fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
         entry.problem(
             event.time_ns,
             format!(
-                "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it accepts \
+                "{node} booted at {} on a WAL that its own offline verification refused ({line}): it accepts \
                  corrupt entries instead of refusing to boot",
-                event.time_ns as f64 / 1e9
+                phase_time(event.time_ns, phase_ns)
             ),
         );
     }
 }
 
 /// An exit: fail-stop inside an I/O-fault window (and its grace), a problem outside.
-fn crashed(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let exit = event.value["exit"].as_str().unwrap_or("?");
-    let at_s = event.time_ns as f64 / 1e9;
+    let at = phase_time(event.time_ns, phase_ns);
     if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
-        entry.io_exits.push(format!(
-            "{node} stopped on an injected I/O error ({exit}) at {at_s:.3}s"
-        ));
+        entry
+            .io_exits
+            .push(format!("{node} stopped on an injected I/O error ({exit}) at {at}"));
     } else {
-        entry.problem(
-            event.time_ns,
-            format!("{node} exited on its own ({exit}) at {at_s:.3}s"),
-        );
+        entry.problem(event.time_ns, format!("{node} exited on its own ({exit}) at {at}"));
     }
 }
 
 /// A refusal (to boot, or of the offline verifier): legitimate after recorded surgery, a problem otherwise.
-fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let line = event.value["line"].as_str().unwrap_or("").to_string();
     let legit = entry.surgery_since_boot;
     entry
@@ -307,9 +305,9 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
         }
     } else {
         let problem = format!(
-            "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
+            "{node} refused to boot on a disk nothing corrupted ({} at {}): {line}",
             event.f,
-            event.time_ns as f64 / 1e9
+            phase_time(event.time_ns, phase_ns)
         );
         entry.first_clean_refusal.get_or_insert_with(|| problem.clone());
         entry.problem(event.time_ns, problem);

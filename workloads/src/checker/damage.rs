@@ -19,11 +19,13 @@
 //! - `anything`: the system promises nothing about damaged files, so a failure whose first evidence follows a live
 //!   cut is `unknown`, with the cut named.
 //!
+//! Times in the sentences are on the phase clock ([`History::phase_start_ns`]), the clock of a plan's `at:`.
+//!
 //! The boot check judges refusals itself (a refusal after a cut is legitimate; a majority refused at once is
 //! `unknown`) and `history` is about the harness, so neither is changed here.
 
 use super::CheckResult;
-use crate::history::{History, Lifecycle, Nemesis, Observation};
+use crate::history::{phase_time, History, Lifecycle, Nemesis, Observation};
 use crate::verdict::Verdict;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,6 +62,8 @@ pub struct LiveDamage {
     pub cuts: Vec<LiveCut>,
     /// When a majority was first damaged at once, and which nodes.
     pub majority: Option<(u64, Vec<String>)>,
+    /// When the fault phase began: the judgement's sentences give times on the phase clock, as plans do.
+    pub phase_start_ns: u64,
 }
 
 /// Reads the live cuts and the damaged-node windows from a history.
@@ -74,7 +78,10 @@ pub fn live_damage(history: &History) -> LiveDamage {
     let mut durable_max = 0u64;
     // node -> (the durable number it must reach again, booted since the cut)
     let mut damaged: BTreeMap<String, (u64, bool)> = BTreeMap::new();
-    let mut damage = LiveDamage::default();
+    let mut damage = LiveDamage {
+        phase_start_ns: history.phase_start_ns(),
+        ..LiveDamage::default()
+    };
     for event in &history.events {
         let node = event.node.clone().unwrap_or_default();
         if event.is(Nemesis::DiskSurgery) {
@@ -125,22 +132,22 @@ pub fn judge(checks: &mut [CheckResult], damage: &LiveDamage, promise: Promise) 
         let last = damage.cuts.iter().rfind(|c| c.time_ns <= evidence);
         let cut = last.map(|last| {
             format!(
-                "{} of {}'s {} at {:.2} s",
+                "{} of {}'s {} at {}",
                 last.op,
                 last.node,
                 file_name(&last.file),
-                last.time_ns as f64 / 1e9
+                phase_time(last.time_ns, damage.phase_start_ns)
             )
         });
         match (&damage.majority, cut) {
             (Some((at_ns, nodes)), _) if *at_ns <= evidence => {
                 check.verdict = Verdict::Unknown;
                 check.reason = format!(
-                    "{} (not judged: a majority of the nodes ({}) had damaged files at once from {:.2} s, beyond \
+                    "{} (not judged: a majority of the nodes ({}) had damaged files at once from {}, beyond \
                      disk.minority_damage)",
                     check.reason,
                     nodes.join(", "),
-                    *at_ns as f64 / 1e9
+                    phase_time(*at_ns, damage.phase_start_ns)
                 );
             }
             (_, None) => {}
@@ -402,5 +409,31 @@ mod tests {
         let mut checks = [lost(at_ms(9))];
         judge(&mut checks, &damage, Promise::Tolerate);
         assert_eq!(checks[0].reason, "not linearizable");
+    }
+
+    /// The plan said `at: 17s`: the fault phase began 4 s into the run, so the cut happened at 21 s of the run, and
+    /// the sentence says 17 s, on the plan's clock.
+    #[test]
+    fn given_a_cut_after_the_set_up_when_judged_should_name_its_time_on_the_phase_clock() {
+        let at = |mut e: crate::history::Event, seconds: u64| {
+            e.time_ns = seconds * 1_000_000_000;
+            e
+        };
+        let h = history(vec![
+            at(start("n1"), 0),
+            at(start("n2"), 0),
+            at(start("n3"), 0),
+            at(event(EventKind::Meta, "schedule", None, json!({})), 4),
+            at(cut("n3", "truncate-tail"), 21),
+        ]);
+        let mut checks = [lost(30_000_000_000)];
+        judge(&mut checks, &live_damage(&h), Promise::Tolerate);
+        assert!(
+            checks[0]
+                .reason
+                .ends_with("after a live cut: truncate-tail of n3's wal at 17.00 s"),
+            "{}",
+            checks[0].reason
+        );
     }
 }
