@@ -872,12 +872,45 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn given_a_schedule_when_run_should_record_starts_and_stops_and_heal_everything() {
+    /// Runs `schedule` (ids by position) for 1 s through a proxy mesh of 3 nodes whose lab reports `primary`; returns
+    /// the recorded events and the network.
+    async fn run_for_a_second(
+        schedule: Vec<ScheduledNetworkFault>,
+        primary: Option<usize>,
+    ) -> (Vec<(String, Value)>, Network) {
         let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
             .await
             .unwrap();
         let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let schedule: Vec<_> = schedule
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                f.id = i as u64;
+                f
+            })
+            .collect();
+        let lab = RecordingLab {
+            events: Default::default(),
+            primary,
+        };
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let _ = tx.send(true); // the interpreter may be done already: nothing held
+        };
+        let mut families = Families {
+            process: NoFaults,
+            network: NetworkFaults::new(&network, &lab, &schedule),
+            io: NoFaults,
+        };
+        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
+        let events = lab.events.lock().unwrap().clone();
+        (events, network)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_schedule_when_run_should_record_starts_and_stops_and_heal_everything() {
         let schedule = vec![
             scheduled(
                 10,
@@ -899,30 +932,7 @@ mod tests {
                 },
             ),
         ];
-        let schedule: Vec<_> = schedule
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut f)| {
-                f.id = i as u64;
-                f
-            })
-            .collect();
-        let lab = RecordingLab {
-            events: Default::default(),
-            primary: Some(2),
-        };
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-            tx.send(true).unwrap();
-        };
-        let mut families = Families {
-            process: NoFaults,
-            network: NetworkFaults::new(&network, &lab, &schedule),
-            io: NoFaults,
-        };
-        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
-        let events = lab.events.lock().unwrap().clone();
+        let (events, network) = run_for_a_second(schedule, Some(2)).await;
         let names: Vec<&str> = events.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(names, ["partition-start", "link-fault", "partition-stop", "link-heal"]);
         assert_eq!(events[0].1["label"], "{n1,n2} | {n3}");
@@ -1001,34 +1011,11 @@ mod tests {
     /// its reason), not only in a log line.
     #[tokio::test(start_paused = true)]
     async fn given_isolate_primary_without_a_primary_when_run_should_record_a_skipped_fault() {
-        let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
-            .await
-            .unwrap();
-        let network = Network::Proxy(std::sync::Arc::new(mesh));
-        let schedule = vec![scheduled(
-            10,
-            100,
-            NetworkAction::Partition {
-                shape: Shape::IsolatePrimary,
-                grudge: None,
-            },
-        )];
-        let lab = RecordingLab {
-            events: Default::default(),
-            primary: None,
+        let isolate_primary = NetworkAction::Partition {
+            shape: Shape::IsolatePrimary,
+            grudge: None,
         };
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-            let _ = tx.send(true); // the interpreter may be done already: nothing held
-        };
-        let mut families = Families {
-            process: NoFaults,
-            network: NetworkFaults::new(&network, &lab, &schedule),
-            io: NoFaults,
-        };
-        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
-        let events = lab.events.lock().unwrap().clone();
+        let (events, _) = run_for_a_second(vec![scheduled(10, 100, isolate_primary)], None).await;
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0].0, "fault-skipped");
         assert_eq!(events[0].1["shape"], "isolate-primary");
