@@ -119,6 +119,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         let options = faultline_faults::fusefs::FaultFsOptions {
             seed,
             metadata: plan.disk.metadata,
+            writeback: plan.disk.writeback,
             allow_other: system.runs_as_other_user(),
             ..Default::default()
         };
