@@ -473,9 +473,13 @@ pub trait System: Send + Sync {
         None
     }
     /// Whether, for want of a boot line, a restarted node's first status answer once it is ready says what it kept
-    /// (its durable number then): a system with a durable number and no `recovered` line.
+    /// ([`System::kept`]): a system with a durable number and no `recovered` line.
     fn kept_from_status(&self) -> bool {
         false
+    }
+    /// What a restarted node's status answer says it kept on its own disk (see [`System::kept_from_status`]).
+    fn kept(&self, _status: &NodeStatus) -> Option<u64> {
+        None
     }
     /// Named log patterns the observer watches for (a substring of a node's log line), recorded as `observation`
     /// `log` events and fed to triggers and coverage: `repairing` (a node started repairing its log), `repaired`

@@ -302,8 +302,8 @@ pub(super) fn record_last_durable(
 /// Status probes asked of a booted node for what it kept, when its boot log does not say.
 const KEPT_PROBES_MAX: u32 = 5;
 
-/// What a booted node says it kept, and where it said it: its boot log's line, or (a system without one) the durable
-/// number of its first status answer now that it is ready.
+/// What a booted node says it kept, and where it said it: its boot log's line, or (a system without one) its first
+/// status answer now that it is ready.
 async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(u64, String)> {
     if let Some(recovered) = system.recovered(boot_log) {
         return Some((recovered.recovered, recovered.line));
@@ -313,11 +313,8 @@ async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(u64, 
     }
     for _ in 0..KEPT_PROBES_MAX {
         if let Ok(status) = system.probe(node, PROBE_TIMEOUT).await {
-            let durable = system.progress(&status).durable?;
-            return Some((
-                durable,
-                format!("its first status answer after the boot: durable {durable}"),
-            ));
+            let kept = system.kept(&status)?;
+            return Some((kept, format!("its first status answer after the boot: {kept}")));
         }
         tokio::time::sleep(PROBE_INTERVAL).await;
     }

@@ -194,21 +194,52 @@ impl LogLines {
     }
 }
 
-/// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
-/// in it (e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd).
+/// Where a restarted node says what it kept: its boot log (the first line that contains `line`, and the number right
+/// after `after` in it, e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd), or, for a system that
+/// logs no such line, its first status answer once it is ready (`{status: /op}`: a JSON pointer to what the node
+/// holds on its own disk, such as its log's head).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveredLine {
     /// Text the boot line contains.
-    pub line: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<Spanned<String>>,
     /// Text right before the number.
-    pub after: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Spanned<String>>,
+    /// A JSON pointer into the first status answer after the boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Spanned<String>>,
 }
 
 impl RecoveredLine {
-    /// The number of the first line of `boot_log` that contains `line`, right after `after`.
+    /// The number of the first line of `boot_log` that contains `line`, right after `after` (`None` for a
+    /// `status` pointer).
     pub(super) fn read(&self, boot_log: &str) -> Option<Recovered> {
-        Recovered::from_line(boot_log, &self.line.value, &self.after.value)
+        Recovered::from_line(boot_log, &self.line.as_ref()?.value, &self.after.as_ref()?.value)
+    }
+
+    /// Where the plan writes it, for messages.
+    fn anchor(&self) -> Option<&Spanned<String>> {
+        self.line.as_ref().or(self.status.as_ref()).or(self.after.as_ref())
+    }
+
+    /// A boot line with its number's marker, or a status pointer; not both, not neither.
+    fn check(&self) -> Result<(), String> {
+        match (&self.line, &self.after, &self.status) {
+            (Some(_), Some(_), None) => Ok(()),
+            (None, None, Some(pointer)) if pointer.value.starts_with('/') => Ok(()),
+            (None, None, Some(pointer)) => Err(format!(
+                "system.recovered.status: `{}` is not a JSON pointer: it starts with `/`, e.g. `/op`",
+                pointer.value
+            )),
+            _ => Err(
+                "system.recovered takes `{line, after}` (the boot log line that says what a restarted node \
+                      kept, and the text right before its number) or `{status: POINTER}` (the number in its first \
+                      status answer once it is ready), e.g. {line: \"recovered\", after: \"op=\"} or {status: /op}"
+                    .into(),
+            ),
+        }
     }
 }
 
@@ -557,9 +588,23 @@ impl AdapterSpec for ExecConfig {
                     .into(),
             });
         }
+        let located = |spanned: Option<&Spanned<String>>, message: String| match spanned {
+            Some(spanned) => at(spanned, message),
+            None => PlanError {
+                origin: origin.to_string(),
+                line: 0,
+                column: 0,
+                message,
+            },
+        };
+        if let Some(recovered) = &self.recovered {
+            recovered
+                .check()
+                .map_err(|message| located(recovered.anchor(), message))?;
+        }
         if let (None, Some(recovered)) = (&self.status, &self.recovered) {
-            return Err(at(
-                &recovered.line,
+            return Err(located(
+                recovered.anchor(),
                 "system.recovered needs system.status with a `durable` pointer: the durability check compares what a \
                  node reported before it stopped with what it booted with"
                     .into(),
@@ -621,8 +666,8 @@ impl AdapterSpec for ExecConfig {
             }
         }
         if let (None, Some(recovered)) = (&status.durable, &self.recovered) {
-            return Err(at(
-                &recovered.line,
+            return Err(located(
+                recovered.anchor(),
                 "system.recovered needs system.status.durable too (a JSON pointer to a durable lower bound, e.g. \
                  /commit): the durability check compares the two"
                     .into(),

@@ -469,6 +469,15 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// The number at `pointer` in a status answer: a JSON number, or a string of digits.
+fn number_at(raw: &Value, pointer: &str) -> Option<u64> {
+    match raw.pointer(pointer)? {
+        Value::Number(number) => number.as_u64(),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
 /// A JSON value, clipped for a message.
 fn quote(value: &Value) -> String {
     let text = value.to_string();
@@ -491,11 +500,7 @@ impl System for ExecSystem {
         let number = |pointer: &Option<Spanned<String>>| {
             pointer
                 .as_ref()
-                .and_then(|pointer| match status.raw.pointer(&pointer.value)? {
-                    Value::Number(number) => number.as_u64(),
-                    Value::String(text) => text.parse().ok(),
-                    _ => None,
-                })
+                .and_then(|pointer| number_at(&status.raw, &pointer.value))
         };
         let Some(config) = &self.config.status else {
             return Progress::default();
@@ -521,7 +526,16 @@ impl System for ExecSystem {
     }
 
     fn kept_from_status(&self) -> bool {
-        self.config.recovered.is_none() && self.config.status.as_ref().is_some_and(|s| s.durable.is_some())
+        let no_boot_line = self.config.recovered.as_ref().is_none_or(|r| r.status.is_some());
+        no_boot_line && self.config.status.as_ref().is_some_and(|s| s.durable.is_some())
+    }
+
+    fn kept(&self, status: &NodeStatus) -> Option<u64> {
+        let pointer = match self.config.recovered.as_ref().and_then(|r| r.status.as_ref()) {
+            Some(pointer) => pointer,
+            None => self.config.status.as_ref()?.durable.as_ref()?,
+        };
+        number_at(&status.raw, &pointer.value)
     }
 
     fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {

@@ -587,3 +587,43 @@ async fn given_a_user_when_prepared_should_give_the_node_folder_to_it_or_name_th
     let whoami = std::fs::read_to_string(node_dir.join("data/whoami")).unwrap();
     assert_eq!(whoami, format!("{}\n{}\n", nobody.uid, nobody.home.display()));
 }
+
+/// A system that prints no boot line saying what it kept: `durable` alone reads it from the first status answer
+/// after a boot, `recovered: {status: POINTER}` names what to read there, and a half-written `recovered` is refused.
+#[test]
+fn given_a_durable_pointer_without_a_boot_line_when_validated_should_read_what_a_node_kept_from_its_status() {
+    let durable = GOOD.replace("commit_point: [/commit]}", "commit_point: [/commit], durable: /commit}");
+    let plan = config(&durable).unwrap_or_else(|e| panic!("durable alone is allowed: {e}"));
+    assert!(plan.system.adapter().capabilities().durable_progress);
+    let system = system(match plan.system {
+        crate::plan::SystemSpec::Exec(e) => e.status,
+        _ => unreachable!("parsed as exec"),
+    });
+    assert!(system.kept_from_status());
+    let answer = NodeStatus {
+        role: Role::Backup,
+        primary: None,
+        commit_point: String::new(),
+        raw: serde_json::json!({"commit": 7, "op": "9"}),
+    };
+    assert_eq!(
+        system.kept(&answer),
+        Some(7),
+        "the durable pointer, read after the boot"
+    );
+
+    let pointer = format!("{durable}  recovered: {{status: /op}}\n");
+    config(&pointer).unwrap_or_else(|e| panic!("a status pointer for what a node kept: {e}"));
+    for (recovered, expected) in [
+        ("{line: \"rejoining\"}", "takes `{line, after}`"),
+        (
+            "{line: \"rejoining\", after: \"op=\", status: /op}",
+            "takes `{line, after}`",
+        ),
+        ("{status: op}", "not a JSON pointer"),
+    ] {
+        let err = config(&format!("{durable}  recovered: {recovered}\n")).unwrap_err();
+        assert!(err.message.contains(expected), "{recovered}: {err}");
+        assert!(err.line > 0, "{recovered}: at its line: {err}");
+    }
+}
