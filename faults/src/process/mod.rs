@@ -133,7 +133,8 @@ impl Target {
     pub fn except(of: Target, except: Vec<String>) -> Result<Target, String> {
         if matches!(of, Target::Each | Target::Nodes(_) | Target::Except { .. }) {
             return Err(format!(
-                "`except` narrows a role or a random set (one, minority, majority, primary, backup, next-primary,                  all), not `{of}`: name the nodes you mean instead"
+                "`except` narrows a role or a random set (one, minority, majority, primary, backup, next-primary, \
+                 all), not `{of}`: name the nodes you mean instead"
             ));
         }
         if except.is_empty() {
@@ -727,6 +728,8 @@ pub trait Lab {
     }
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
+    /// Appends a nemesis event about no one node (a fault that was skipped) to the history.
+    fn record_cluster(&self, name: Nemesis, value: Value);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -791,7 +794,13 @@ impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        self.start_fault(fault).await;
+        if let Err(reason) = self.try_start(fault).await {
+            // A scheduled fault that did nothing is part of what the run did: in the history, the report and the
+            // coverage, not lost. (A trigger records its own skips in its `trigger` event.)
+            let value = json!({"fault_id": fault.id, "family": "process", "kind": fault.kind, "target": fault.target,
+                               "source": fault.source, "reason": reason});
+            self.lab.record_cluster(Nemesis::FaultSkipped, value);
+        }
         self.holding.contains_key(&fault.id)
     }
 
@@ -823,6 +832,12 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
 
     /// Starts `fault` (from the schedule or not) on its free targets and records what it did to each.
     pub async fn start_fault(&mut self, fault: &ScheduledFault) {
+        let _ = self.try_start(fault).await;
+    }
+
+    /// [`ProcessFaults::start_fault`], or why it touched no node at all (its role target resolved to no node, or
+    /// every target is held by another fault), for the caller to record.
+    async fn try_start(&mut self, fault: &ScheduledFault) -> Result<(), String> {
         let lab = self.lab;
         let (resolved, excepted) = match &fault.nodes {
             Resolved::Except(role, excepted) => (role.as_ref(), excepted.as_slice()),
@@ -830,8 +845,14 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         };
         let mut candidates = match resolved {
             Resolved::Nodes(nodes) => nodes.clone(),
-            Resolved::Primary => lab.primary().await.into_iter().collect(),
-            Resolved::NextPrimary => lab.next_primary().await.into_iter().collect(),
+            Resolved::Primary => match lab.primary().await {
+                Some(primary) => vec![primary],
+                None => return Err(format!("{}: no primary known", fault.target)),
+            },
+            Resolved::NextPrimary => match lab.next_primary().await {
+                Some(next) => vec![next],
+                None => return Err(format!("{}: no next primary known", fault.target)),
+            },
             // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
             Resolved::Each(_) | Resolved::Except(..) => {
                 debug_assert!(
@@ -853,7 +874,16 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                     .collect()
             }
         };
+        let resolved_to = candidates.clone();
         candidates.retain(|node| !excepted.contains(node));
+        if candidates.is_empty() && !resolved_to.is_empty() {
+            let names: Vec<String> = resolved_to.iter().map(|&node| node_name(node)).collect();
+            return Err(format!(
+                "{}: it resolved to {}, which is excepted",
+                fault.target,
+                names.join(", ")
+            ));
+        }
         if fault.kind == ProcessFault::Clock {
             return self.start_clock(fault, candidates).await;
         }
@@ -873,6 +903,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             free
         };
+        if free.is_empty() {
+            return Err(format!("{}: every target is held by another fault", fault.target));
+        }
         let down = fault.down_how();
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
@@ -910,6 +943,7 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         if !affected.is_empty() {
             self.holding.insert(fault.id, (fault.kind, affected));
         }
+        Ok(())
     }
 
     /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.
