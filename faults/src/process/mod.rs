@@ -867,6 +867,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 let backups: Vec<usize> = (0..lab.node_count())
                     .filter(|&n| Some(n) != primary && !excepted.contains(&n))
                     .collect();
+                if backups.is_empty() {
+                    return Err(format!("{}: no backup to pick", fault.target));
+                }
                 backups
                     .get(*pick as usize % backups.len().max(1))
                     .copied()
