@@ -132,7 +132,8 @@ names! {
         BootRefused => "boot-refused",
         /// A node exited on its own.
         Crashed => "crashed",
-        /// The cluster never became ready; nothing after it was run.
+        /// The cluster never became ready, or the client could not work at all (value `{reason: "client", error}`,
+        /// the fault phase stopped early); nothing after it was run.
         SetupFailed => "setup-failed",
         /// Every node booted and (when the system has one) a primary is known.
         ClusterReady => "cluster-ready",

@@ -10,7 +10,7 @@ use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_reports::triage::{check_findings, Finding, FindingKind};
 use faultline_workloads::checker::{
     check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
-    LogWorkload, SetWorkload, TxnWorkload,
+    LogWorkload, SetWorkload, TxnWorkload, WorkloadHealth,
 };
 use faultline_workloads::history::{History, Meta};
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
@@ -145,6 +145,7 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     let mut checkers: Vec<Box<dyn Checker>> = vec![
         Box::new(Completion),
         workload,
+        Box::new(WorkloadHealth),
         Box::new(Boot::default()),
         Box::new(Liveness { final_phase_enabled }),
         Box::new(Convergence {

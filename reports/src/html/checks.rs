@@ -79,6 +79,7 @@ fn details(check: &CheckResult, phase_start_ms: f64) -> Markup {
         "boot" if d.is_object() => boot(d),
         "durability" if d["nodes"].is_object() => super::durability::render(d, phase_start_ms),
         "liveness" => liveness(d),
+        "workload-health" if d.is_object() => workload_health(d),
         "convergence" => convergence(d),
         "log-patterns" if d.is_array() => log_patterns(d),
         "history" => html! {
@@ -213,6 +214,35 @@ fn liveness(details: &Value) -> Markup {
                 span class="bad" {
                     "after " (Shown(timeout["after"].as_str().unwrap_or("?"))) ": no write accepted within "
                     (timeout["timeout_ms"]) " ms (" (timeout["attempts"]) " attempts)"
+                }
+            }
+        }
+    }
+}
+
+/// What the workload did outside fault windows: per kind of operation, and the errors that ended the others.
+fn workload_health(details: &Value) -> Markup {
+    let by_f = details["by_f"].as_object();
+    let errors = details["top_errors"].as_array().map(Vec::as_slice).unwrap_or_default();
+    html! {
+        div class="detail" {
+            (details["ok"]) " of " (details["ops"]) " operations " (Shown(details["scope"].as_str().unwrap_or("")))
+            " succeeded"
+            @if let Some(by_f) = by_f {
+                " · "
+                @for (i, (f, counts)) in by_f.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (Shown(f)) } " " (counts["ok"]) "/" (counts["ops"])
+                }
+            }
+        }
+        @if !errors.is_empty() {
+            table class="inner" {
+                thead { tr { th { "error" } th { "operations" } } }
+                tbody {
+                    @for error in errors {
+                        tr { td { code { (Shown(error["error"].as_str().unwrap_or(""))) } } td { (error["count"]) } }
+                    }
                 }
             }
         }
