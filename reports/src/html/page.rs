@@ -610,6 +610,7 @@ mod tests {
             repro: "faultline run --seed 5".into(),
             counts: Counts::of(&history),
             coverage: Default::default(),
+            behaviours: Default::default(),
             checks,
         };
         RunInputs {
