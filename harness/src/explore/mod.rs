@@ -2,6 +2,8 @@
 
 pub mod campaign;
 pub mod certify;
+pub mod compare;
+pub mod guide;
 pub mod matrix;
 pub mod merge;
 pub mod replay;

@@ -1,0 +1,262 @@
+//! Mutation and splice of genomes, AFL's havoc stage on run configurations: a child is its parent with one to
+//! [`HAVOC_STACK_MAX`] small changes stacked, each drawn from the operators below, every factor kept inside the
+//! envelope of [`super::genome`]. A splice (AFL's splicing stage) first takes whole fault families (process faults
+//! with their rate, the network's partitions or links with theirs, the triggers) from a second corpus entry, so two
+//! configurations that each found something can meet.
+//!
+//! The operators, each one change:
+//! - drop a gene (never the last one: a run with no fault explores nothing);
+//! - add an element of the vocabulary the genome lacks (of a plan of the same system), at factor 1;
+//! - scale one family's mean gap by 0.5–1.5x (process, partitions, links, flaps' up time): a draw shrinks a gap more
+//!   often than it grows it, since what no run has shown comes from faults overlapping more than they do as
+//!   written; selection by energy decides what stays;
+//! - scale one gene's duration by 0.67–1.5x;
+//! - halve or double one gene's weight;
+//! - scale one trigger's probability by 0.5–1.5x;
+//! - change one retargetable process fault's target role (`one`, `minority`, `majority`, `primary`, `backup`,
+//!   `next-primary`, `all`), or one partition's shape;
+//! - scale the workload's rate by 0.67–1.5x.
+
+use super::genome::{
+    Family, Gene, Genome, Vocabulary, DURATION_X, INTERVAL_X, PROBABILITY_X, RATE_X, RETARGET_ROLES, SHAPES, WEIGHT,
+};
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+/// Most changes stacked on one child.
+pub const HAVOC_STACK_MAX: u32 = 6;
+/// Chance of stacking one more change (geometric: 1 change 40% of the time, 2 24%, 3 14%, ...): configurations
+/// differ from their parents by jumps, not only by steps, since a fault context that a run never shows comes from
+/// a different mix of faults, not from a slightly longer pause.
+const HAVOC_MORE_PROBABILITY: f64 = 0.6;
+/// Operator weights, in `mutate_once`'s order: structural changes (drop, add, a family's rate) weigh most.
+const OPERATOR_WEIGHTS: [u32; 8] = [3, 3, 3, 1, 1, 1, 1, 1];
+/// Tries of an operator that finds nothing to change (a genome without triggers asked to scale one) before the
+/// child is left with the changes it has.
+const OPERATOR_TRIES_MAX: u32 = 16;
+
+/// `parent` with 1..=[`HAVOC_STACK_MAX`] changes (geometric, [`HAVOC_MORE_PROBABILITY`]), and what each was.
+pub fn havoc(parent: &Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> (Genome, Vec<String>) {
+    let mut child = parent.clone();
+    let mut changes = Vec::new();
+    let mut stack = 1;
+    while stack < HAVOC_STACK_MAX && rng.gen_bool(HAVOC_MORE_PROBABILITY) {
+        stack += 1;
+    }
+    for _ in 0..stack {
+        for _ in 0..OPERATOR_TRIES_MAX {
+            if let Some(change) = mutate_once(&mut child, vocab, rng) {
+                changes.push(change);
+                break;
+            }
+        }
+    }
+    (child, changes)
+}
+
+/// One change of a randomly drawn operator, or none when it found nothing to change.
+fn mutate_once(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    let total: u32 = OPERATOR_WEIGHTS.iter().sum();
+    let mut draw = rng.gen_range(0..total);
+    let operator = OPERATOR_WEIGHTS
+        .iter()
+        .position(|&w| {
+            let hit = draw < w;
+            draw = draw.saturating_sub(w);
+            hit
+        })
+        .unwrap_or(0);
+    match operator {
+        0 => drop_gene(genome, vocab, rng),
+        1 => add_gene(genome, vocab, rng),
+        2 => scale_interval(genome, vocab, rng),
+        3 => {
+            let g = rng.gen_range(0..genome.genes.len().max(1));
+            let gene = genome.genes.get_mut(g)?;
+            let before = gene.duration_x;
+            gene.duration_x = clamp(before * rng.gen_range(0.67..=1.5), DURATION_X);
+            (gene.duration_x != before)
+                .then(|| format!("{} duration x{:.2}", vocab.label(gene.element), gene.duration_x))
+        }
+        4 => {
+            let gene = genome.genes.choose_mut(rng)?;
+            let family = vocab.elements[gene.element].family;
+            if matches!(family, Family::Flaps | Family::Trigger) {
+                return None;
+            }
+            let weight = gene.weight.unwrap_or(1);
+            let next = if rng.gen_bool(0.5) { weight * 2 } else { weight / 2 }.clamp(WEIGHT.0, WEIGHT.1);
+            gene.weight = Some(next);
+            (next != weight).then(|| format!("{} weight {next}", vocab.label(gene.element)))
+        }
+        5 => {
+            let triggers: Vec<&mut Gene> = genome
+                .genes
+                .iter_mut()
+                .filter(|g| vocab.elements[g.element].family == Family::Trigger)
+                .collect();
+            let gene = triggers.into_iter().max_by_key(|_| rng.gen::<u32>())?;
+            let before = gene.probability_x;
+            gene.probability_x = clamp(before * rng.gen_range(0.5..=1.5), PROBABILITY_X);
+            (gene.probability_x != before)
+                .then(|| format!("{} probability x{:.2}", vocab.label(gene.element), gene.probability_x))
+        }
+        6 => retarget(genome, vocab, rng),
+        _ => {
+            let before = genome.rate_x;
+            genome.rate_x = clamp(before * rng.gen_range(0.67..=1.5), RATE_X);
+            (genome.rate_x != before).then(|| format!("workload rate x{:.2}", genome.rate_x))
+        }
+    }
+}
+
+fn drop_gene(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    if genome.genes.len() <= 1 {
+        return None;
+    }
+    let gene = genome.genes.remove(rng.gen_range(0..genome.genes.len()));
+    Some(format!("dropped {}", vocab.label(gene.element)))
+}
+
+fn add_gene(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    let missing: Vec<usize> = (0..vocab.elements.len())
+        .filter(|&e| vocab.fits(e, genome.base) && !genome.genes.iter().any(|g| g.element == e))
+        // One flaps element at most: a plan has one `flaps`.
+        .filter(|&e| {
+            vocab.elements[e].family != Family::Flaps
+                || !genome
+                    .genes
+                    .iter()
+                    .any(|g| vocab.elements[g.element].family == Family::Flaps)
+        })
+        .collect();
+    let &element = missing.choose(rng)?;
+    let at = genome.genes.partition_point(|g| g.element < element);
+    genome.genes.insert(
+        at,
+        Gene {
+            element,
+            duration_x: 1.0,
+            weight: None,
+            probability_x: 1.0,
+            targets: None,
+            shape: None,
+        },
+    );
+    Some(format!("added {}", vocab.label(element)))
+}
+
+fn scale_interval(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    let has = |family: Family| genome.genes.iter().any(|g| vocab.elements[g.element].family == family);
+    let mut which: Vec<(&str, Family)> = Vec::new();
+    for (name, family) in [
+        ("process interval", Family::Process),
+        ("partition interval", Family::Partition),
+        ("link interval", Family::Link),
+        ("flaps mean_up", Family::Flaps),
+    ] {
+        if has(family) {
+            which.push((name, family));
+        }
+    }
+    let &(name, family) = which.choose(rng)?;
+    let factor = rng.gen_range(0.5..=1.5);
+    let slot = match family {
+        Family::Process => &mut genome.process_interval_x,
+        Family::Partition => &mut genome.network_interval_x,
+        Family::Link => &mut genome.link_interval_x,
+        _ => &mut genome.flaps_up_x,
+    };
+    let before = *slot;
+    *slot = clamp(before * factor, INTERVAL_X);
+    (*slot != before).then(|| format!("{name} x{:.2}", *slot))
+}
+
+fn retarget(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    let candidates: Vec<usize> = (0..genome.genes.len())
+        .filter(|&g| {
+            let e = genome.genes[g].element;
+            vocab.retargetable(e) || vocab.elements[e].family == Family::Partition
+        })
+        .collect();
+    let &g = candidates.choose(rng)?;
+    if vocab.elements[genome.genes[g].element].family == Family::Partition {
+        let shape = *SHAPES.choose(rng)?;
+        let gene = &mut genome.genes[g];
+        let written = vocab.shape_of(gene.element);
+        if gene.shape.as_deref().unwrap_or(&written) == shape {
+            return None;
+        }
+        gene.shape = (shape != written).then(|| shape.to_string());
+        return Some(format!("{} reshaped to {shape}", vocab.label(gene.element)));
+    }
+    let role = *RETARGET_ROLES.choose(rng)?;
+    let gene = &mut genome.genes[g];
+    let current = gene.targets.clone().unwrap_or_else(|| vocab.target_of(gene.element));
+    if current == role {
+        return None;
+    }
+    gene.targets = (role != vocab.target_of(gene.element)).then(|| role.to_string());
+    Some(format!("{} aimed at {role}", vocab.label(gene.element)))
+}
+
+/// `genome` with whole families taken from `other` (each family with probability 1/2, at least one that differs),
+/// the mean gaps of the families taken with them; what was taken. `None` when nothing could be taken (the other has
+/// the same families, or a splice would leave no gene).
+pub fn splice(
+    genome: &Genome,
+    other: &Genome,
+    vocab: &Vocabulary,
+    rng: &mut impl Rng,
+) -> Option<(Genome, Vec<String>)> {
+    let families = [
+        Family::Process,
+        Family::Flaps,
+        Family::Partition,
+        Family::Link,
+        Family::Trigger,
+    ];
+    let genes_of = |g: &Genome, family: Family| -> Vec<Gene> {
+        g.genes
+            .iter()
+            .filter(|gene| vocab.elements[gene.element].family == family && vocab.fits(gene.element, genome.base))
+            .cloned()
+            .collect()
+    };
+    let differing: Vec<Family> = families
+        .into_iter()
+        .filter(|&f| genes_of(genome, f) != genes_of(other, f))
+        .collect();
+    if differing.is_empty() {
+        return None;
+    }
+    let mut taken: Vec<Family> = differing.iter().copied().filter(|_| rng.gen_bool(0.5)).collect();
+    if taken.is_empty() {
+        taken.push(*differing.choose(rng)?);
+    }
+    let mut child = genome.clone();
+    child
+        .genes
+        .retain(|g| !taken.contains(&vocab.elements[g.element].family));
+    for &family in &taken {
+        child.genes.extend(genes_of(other, family));
+        match family {
+            Family::Process => child.process_interval_x = other.process_interval_x,
+            Family::Partition => child.network_interval_x = other.network_interval_x,
+            Family::Link => child.link_interval_x = other.link_interval_x,
+            Family::Flaps => child.flaps_up_x = other.flaps_up_x,
+            Family::Trigger => {}
+        }
+    }
+    child.genes.sort_by_key(|g| g.element);
+    if child.genes.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = taken.iter().map(|f| format!("{f:?}").to_lowercase()).collect();
+    Some((child, vec![format!("spliced {}", names.join(", "))]))
+}
+
+fn clamp(value: f64, (min, max): (f64, f64)) -> f64 {
+    let clamped = value.clamp(min, max);
+    (clamped * 100.0).round() / 100.0
+}
