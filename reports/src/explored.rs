@@ -55,6 +55,10 @@ pub struct Choice {
     /// The mutations, in the order applied, for people (`interval x0.62 on process`, `dropped trigger 3 ...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mutations: Vec<String>,
+    /// The mutation operators applied (`faster`, `drop`, ...), whose weights the guide learns from what this run
+    /// found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<String>,
 }
 
 /// One finished run of a campaign.
@@ -232,6 +236,7 @@ mod tests {
                 parent: Some(0),
                 splice: None,
                 mutations: vec!["process interval x0.50".into()],
+                operators: vec!["faster".into()],
             }),
             finished_at: finished_at.into(),
         }

@@ -10,6 +10,7 @@
 //! drawn as an inline SVG graph (`txn_cycle`) over its transactions' micro-ops, and those transactions outlined on
 //! the timeline, linked both ways.
 
+mod behaviours;
 mod checks;
 mod clocks;
 mod coverage;

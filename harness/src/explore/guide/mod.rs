@@ -11,20 +11,24 @@
 //! ([`mutate::havoc`]) and sometimes whole fault families spliced in from a second entry ([`mutate::splice`]). The
 //! plans as written are the seed corpus and run first, each once, as AFL runs its seed inputs before mutating them.
 //!
-//! # Energy (why these rules)
+//! # Energy, admission and operators (why these rules)
 //!
 //! Choosing an entry is a bandit problem: each entry is an arm, a run of one of its children a pull, and the reward
-//! is what that run found first. Two lessons shape the reward and the choice:
-//! - AFL-Fast (Böhme et al., CCS 2016): spend on inputs that exercise low-frequency paths. Here the reward of a run
-//!   is its *rarity*: the sum, over the behaviours it found first, of `1 / hits` (`hits`: how many runs of the
-//!   campaign showed that behaviour since). A behaviour later runs keep showing was easy to reach and stops counting;
-//!   one nobody reached again keeps its full weight. Rarity is recomputed as hits grow, so an entry that found only
-//!   what everyone finds fades;
+//! is what that run found first. Three lessons shape the loop:
+//! - AFL-Fast (Böhme et al., CCS 2016): spend on inputs that exercise low-frequency paths. The reward of an entry
+//!   is the *rarity* of what it and its children found: the sum, over those behaviours, of `1 / hits` (`hits`: how
+//!   many runs of the campaign showed the behaviour since). A behaviour later runs keep showing was easy to reach and
+//!   stops counting; one nobody reached again keeps its full weight;
 //! - UCB1 (Auer et al., 2002), as Mallory's Q-learning balances a known good action against an untried one: an
-//!   entry's value is the mean reward of its own run and its children's runs, plus an exploration bonus
-//!   `mean_reward_of_the_campaign * sqrt(2 ln(runs) / (1 + picks))` that keeps an entry tried once from being
-//!   buried under one that did well early. A lineage that keeps finding rare behaviours gets more runs; one that
-//!   saturated gets fewer; the plans as written stay in the corpus for good.
+//!   entry's value is its mean reward per run plus `UCB_C * mean_reward_of_the_campaign * sqrt(2 ln(runs) / (1 +
+//!   picks))`, so an entry tried once is not buried under one that did well early, and one that saturated yields;
+//! - admission: in AFL most mutants find nothing and the corpus grows slowly. Here almost every run finds some
+//!   behaviour no run showed (fault contexts combine without end), so a child joins the corpus only when it found
+//!   at least as much as the median of the last [`ADMISSION_WINDOW`] runs: the corpus keeps the configurations that
+//!   did better than usual, and the search climbs instead of walking;
+//! - MOpt (Lyu et al., USENIX Security 2019): mutation operators are not equally useful for a given system. Each
+//!   operator's weight is learned from what the children it made found ([`mutate::Operator`]; a direction, such as
+//!   `faster` against `slower`, is an operator of its own).
 //!
 //! The next entry is the one of highest value (ties broken by a stream of the campaign seed and the run's index);
 //! picks count when a run is chosen, so runs in flight at once go to different entries.
@@ -69,6 +73,14 @@ pub const KEEP_SEED_PROBABILITY: f64 = 0.25;
 const RENDER_TRIES_MAX: u32 = 8;
 /// Entries the corpus keeps; past it the entry with the least energy that is not a seed plan goes.
 pub const CORPUS_ENTRIES_MAX: usize = 512;
+/// Runs whose new behaviours set the bar a child must reach to join the corpus (their median).
+pub const ADMISSION_WINDOW: usize = 20;
+/// Weight of the exploration bonus against the mean reward.
+pub const UCB_C: f64 = 0.5;
+/// Uses of an operator before its weight is learned rather than the default 1.
+const OPERATOR_USES_MIN: u32 = 2;
+/// Bounds of a learned operator weight.
+const OPERATOR_WEIGHT: (f64, f64) = (0.25, 4.0);
 
 /// Where a corpus entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +116,14 @@ struct Pending {
     seed: u64,
     parent: Origin,
     choice: Choice,
+    operators: Vec<mutate::Operator>,
+}
+
+/// What the children an operator helped make found.
+#[derive(Debug, Clone, Copy, Default)]
+struct OperatorStats {
+    uses: u32,
+    reward: f64,
 }
 
 /// What the guide chose for a run.
@@ -129,6 +149,9 @@ pub struct Guide {
     dir: PathBuf,
     campaign: String,
     campaign_seed: u64,
+    operators: [OperatorStats; mutate::Operator::ALL.len()],
+    /// New behaviours of the last [`ADMISSION_WINDOW`] runs.
+    recent: VecDeque<usize>,
 }
 
 impl Guide {
@@ -158,6 +181,8 @@ impl Guide {
             dir,
             campaign: campaign.to_string(),
             campaign_seed,
+            operators: [OperatorStats::default(); mutate::Operator::ALL.len()],
+            recent: VecDeque::new(),
         }
     }
 
@@ -199,6 +224,11 @@ impl Guide {
                 self.unrun_seeds.retain(|&p| p != genome.base);
             }
             let parent = choice.parent.map_or(Origin::Plan(genome.base), Origin::Run);
+            let operators = choice
+                .operators
+                .iter()
+                .filter_map(|o| serde_json::from_value(serde_json::json!(o)).ok())
+                .collect();
             self.pending.insert(
                 run.run,
                 Pending {
@@ -206,6 +236,7 @@ impl Guide {
                     seed: run.seed,
                     parent,
                     choice,
+                    operators,
                 },
             );
             self.observe(run.run, &all, &run.new, run.complete);
@@ -235,7 +266,23 @@ impl Guide {
                 parent.children_found.extend_from_slice(new);
             }
         }
-        if complete && !as_written && !new.is_empty() {
+        let bar = median(&self.recent);
+        // The plans as written find the most (a campaign's first runs find everything new): they set no bar.
+        if complete && !as_written {
+            self.recent.push_back(new.len());
+            if self.recent.len() > ADMISSION_WINDOW {
+                self.recent.pop_front();
+            }
+            for operator in &pending.operators {
+                let at = mutate::Operator::ALL
+                    .iter()
+                    .position(|o| o == operator)
+                    .expect("a known operator");
+                self.operators[at].uses += 1;
+                self.operators[at].reward += new.len() as f64;
+            }
+        }
+        if complete && !as_written && !new.is_empty() && new.len() >= bar {
             self.corpus.push(Entry {
                 origin: Origin::Run(run),
                 genome: pending.genome,
@@ -291,15 +338,33 @@ impl Guide {
         self.corpus
             .iter()
             .zip(means)
-            .map(|(e, mean)| mean + scale * (2.0 * runs.ln() / (1.0 + f64::from(e.picks))).sqrt())
+            .map(|(e, mean)| mean + UCB_C * scale * (2.0 * runs.ln() / (1.0 + f64::from(e.picks))).sqrt())
             .collect()
+    }
+
+    /// The operators' weights, in [`mutate::Operator::ALL`] order: 1 until an operator was used
+    /// `OPERATOR_USES_MIN` times, then its children's mean new behaviours against every operator's.
+    pub fn operator_weights(&self) -> [f64; mutate::Operator::ALL.len()] {
+        let (uses, reward) = self
+            .operators
+            .iter()
+            .fold((0u32, 0.0), |(u, r), s| (u + s.uses, r + s.reward));
+        let overall = reward / f64::from(uses.max(1));
+        let mut weights = [1.0; mutate::Operator::ALL.len()];
+        for (weight, stats) in weights.iter_mut().zip(&self.operators) {
+            if stats.uses >= OPERATOR_USES_MIN && overall > 0.0 {
+                let mean = stats.reward / f64::from(stats.uses);
+                *weight = (mean / overall).clamp(OPERATOR_WEIGHT.0, OPERATOR_WEIGHT.1);
+            }
+        }
+        weights
     }
 
     /// Chooses run `run`'s configuration and writes its plan (see the module docs).
     pub fn choose(&mut self, run: u64) -> anyhow::Result<Chosen> {
         let mut rng = stream(self.campaign_seed ^ run.wrapping_mul(0x9e37_79b9_7f4a_7c15), "guide");
         let fresh_seed = u64::from(rng.gen::<u32>());
-        let (genome, seed, parent, choice) = match self.unrun_seeds.pop_front() {
+        let (genome, seed, parent, choice, operators) = match self.unrun_seeds.pop_front() {
             Some(p) => (
                 self.vocab.seed_genome(p),
                 fresh_seed,
@@ -308,6 +373,7 @@ impl Guide {
                     as_written: Some(self.vocab.plans[p].name.0.clone()),
                     ..Choice::default()
                 },
+                Vec::new(),
             ),
             None => self.mutant(&mut rng, fresh_seed),
         };
@@ -326,6 +392,7 @@ impl Guide {
                 seed,
                 parent,
                 choice: choice.clone(),
+                operators,
             },
         );
         Ok(Chosen {
@@ -338,7 +405,7 @@ impl Guide {
 
     /// A child of an entry drawn by energy: mutated (and maybe spliced) until its plan validates, else the entry's
     /// own configuration with a fresh seed.
-    fn mutant(&mut self, rng: &mut impl Rng, fresh_seed: u64) -> (Genome, u64, Origin, Choice) {
+    fn mutant(&mut self, rng: &mut impl Rng, fresh_seed: u64) -> (Genome, u64, Origin, Choice, Vec<mutate::Operator>) {
         let parent = self.draw(rng).expect("the corpus holds the campaign's plans for good");
         self.corpus[parent].picks += 1;
         let entry = self.corpus[parent].clone();
@@ -375,7 +442,7 @@ impl Guide {
                     }
                 }
             }
-            let (child, havoc) = mutate::havoc(&genome, &self.vocab, rng);
+            let (child, havoc, operators) = mutate::havoc(&genome, &self.vocab, &self.operator_weights(), rng);
             changes.extend(havoc);
             if self.validates(&child) {
                 let choice = Choice {
@@ -383,8 +450,9 @@ impl Guide {
                     parent: parent_run,
                     splice: splice_with,
                     mutations: changes,
+                    operators: operators.iter().map(|o| name_of(o)).collect(),
                 };
-                return (child, seed, entry.origin, choice);
+                return (child, seed, entry.origin, choice, operators);
             }
         }
         mutations.push("its configuration, with a fresh seed (no mutation validated)".into());
@@ -393,8 +461,9 @@ impl Guide {
             parent: parent_run,
             splice: None,
             mutations,
+            operators: Vec::new(),
         };
-        (entry.genome, fresh_seed, entry.origin, choice)
+        (entry.genome, fresh_seed, entry.origin, choice, Vec::new())
     }
 
     /// The entry of highest energy, ties broken at random.
@@ -458,10 +527,31 @@ impl Guide {
             .collect();
         let path = self.dir.join("corpus.json");
         std::fs::create_dir_all(&self.dir)?;
-        let doc = serde_json::json!({"campaign": self.campaign, "behaviours_seen": self.hits.len(), "entries": listed});
+        let weights: serde_json::Map<String, serde_json::Value> = mutate::Operator::ALL
+            .iter()
+            .zip(self.operator_weights())
+            .map(|(o, w)| (name_of(o), serde_json::json!((w * 100.0).round() / 100.0)))
+            .collect();
+        let doc = serde_json::json!({"campaign": self.campaign, "behaviours_seen": self.hits.len(),
+            "admission_bar": median(&self.recent), "operator_weights": weights, "entries": listed});
         faultline_reports::write_atomic(&path, &serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// The median of `values` (0 when there are none: the first children are all admitted).
+fn median(values: &VecDeque<usize>) -> usize {
+    let mut sorted: Vec<usize> = values.iter().copied().collect();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0)
+}
+
+/// An operator's name as the log writes it.
+fn name_of(operator: &mutate::Operator) -> String {
+    serde_json::to_value(operator)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

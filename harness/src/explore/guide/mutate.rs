@@ -4,24 +4,29 @@
 //! with their rate, the network's partitions or links with theirs, the triggers) from a second corpus entry, so two
 //! configurations that each found something can meet.
 //!
-//! The operators, each one change:
-//! - drop a gene (never the last one: a run with no fault explores nothing);
-//! - add an element of the vocabulary the genome lacks (of a plan of the same system), at factor 1;
-//! - scale one family's mean gap by 0.5–1.5x (process, partitions, links, flaps' up time): a draw shrinks a gap more
-//!   often than it grows it, since what no run has shown comes from faults overlapping more than they do as
-//!   written; selection by energy decides what stays;
-//! - scale one gene's duration by 0.67–1.5x;
-//! - halve or double one gene's weight;
-//! - scale one trigger's probability by 0.5–1.5x;
-//! - change one retargetable process fault's target role (`one`, `minority`, `majority`, `primary`, `backup`,
+//! The operators ([`Operator`]), each one change:
+//! - `drop` a gene (never the last one: a run with no fault explores nothing); `add` an element of the vocabulary
+//!   the genome lacks (of a plan of the same system), at factor 1;
+//! - `faster` / `slower`: one family's mean gap (process faults, partitions, link faults, flaps' up time) times
+//!   0.5–0.9 or 1.1–2;
+//! - `longer` / `shorter`: one gene's duration times 1.1–1.5 or 0.67–0.9;
+//! - `likelier` / `unlikelier`: one trigger's probability times 1.1–2 or 0.5–0.9;
+//! - `weight`: halve or double one gene's weight;
+//! - `retarget`: one retargetable process fault's target role (`one`, `minority`, `majority`, `primary`, `backup`,
 //!   `next-primary`, `all`), or one partition's shape;
-//! - scale the workload's rate by 0.67–1.5x.
+//! - `workload`: the workload's rate times 0.67–1.5.
+//!
+//! Which operator a change uses is drawn by weight, and the guide learns the weights from what children found
+//! (MOpt, Lyu et al., USENIX Security 2019: mutation operators are not equally useful for a given target, and which
+//! ones are is learned while fuzzing). Directions are operators of their own so that "more faults" and "fewer" can
+//! earn different weights.
 
 use super::genome::{
     Family, Gene, Genome, Vocabulary, DURATION_X, INTERVAL_X, PROBABILITY_X, RATE_X, RETARGET_ROLES, SHAPES, WEIGHT,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 /// Most changes stacked on one child.
 pub const HAVOC_STACK_MAX: u32 = 6;
@@ -29,56 +34,107 @@ pub const HAVOC_STACK_MAX: u32 = 6;
 /// differ from their parents by jumps, not only by steps, since a fault context that a run never shows comes from
 /// a different mix of faults, not from a slightly longer pause.
 const HAVOC_MORE_PROBABILITY: f64 = 0.6;
-/// Operator weights, in `mutate_once`'s order: structural changes (drop, add, a family's rate) weigh most.
-const OPERATOR_WEIGHTS: [u32; 8] = [3, 3, 3, 1, 1, 1, 1, 1];
 /// Tries of an operator that finds nothing to change (a genome without triggers asked to scale one) before the
 /// child is left with the changes it has.
 const OPERATOR_TRIES_MAX: u32 = 16;
 
-/// `parent` with 1..=[`HAVOC_STACK_MAX`] changes (geometric, [`HAVOC_MORE_PROBABILITY`]), and what each was.
-pub fn havoc(parent: &Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> (Genome, Vec<String>) {
+/// A mutation operator (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Operator {
+    /// Drop a gene.
+    Drop,
+    /// Add a missing element.
+    Add,
+    /// A family's faults come more often.
+    Faster,
+    /// A family's faults come less often.
+    Slower,
+    /// A gene's faults last longer.
+    Longer,
+    /// A gene's faults last shorter.
+    Shorter,
+    /// A trigger fires more often.
+    Likelier,
+    /// A trigger fires less often.
+    Unlikelier,
+    /// A gene's weight halves or doubles.
+    Weight,
+    /// A fault's target role or a partition's shape changes.
+    Retarget,
+    /// The workload's rate changes.
+    Workload,
+}
+
+impl Operator {
+    /// Every operator.
+    pub const ALL: [Operator; 11] = [
+        Operator::Drop,
+        Operator::Add,
+        Operator::Faster,
+        Operator::Slower,
+        Operator::Longer,
+        Operator::Shorter,
+        Operator::Likelier,
+        Operator::Unlikelier,
+        Operator::Weight,
+        Operator::Retarget,
+        Operator::Workload,
+    ];
+}
+
+/// `parent` with 1..=[`HAVOC_STACK_MAX`] changes (geometric, [`HAVOC_MORE_PROBABILITY`]), each by an operator drawn
+/// by `weights` (one per [`Operator::ALL`]); what each change was, and its operator.
+pub fn havoc(
+    parent: &Genome,
+    vocab: &Vocabulary,
+    weights: &[f64; Operator::ALL.len()],
+    rng: &mut impl Rng,
+) -> (Genome, Vec<String>, Vec<Operator>) {
     let mut child = parent.clone();
-    let mut changes = Vec::new();
+    let (mut changes, mut operators) = (Vec::new(), Vec::new());
     let mut stack = 1;
     while stack < HAVOC_STACK_MAX && rng.gen_bool(HAVOC_MORE_PROBABILITY) {
         stack += 1;
     }
     for _ in 0..stack {
         for _ in 0..OPERATOR_TRIES_MAX {
-            if let Some(change) = mutate_once(&mut child, vocab, rng) {
+            let operator = draw(weights, rng);
+            if let Some(change) = apply(operator, &mut child, vocab, rng) {
                 changes.push(change);
+                operators.push(operator);
                 break;
             }
         }
     }
-    (child, changes)
+    (child, changes, operators)
 }
 
-/// One change of a randomly drawn operator, or none when it found nothing to change.
-fn mutate_once(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
-    let total: u32 = OPERATOR_WEIGHTS.iter().sum();
-    let mut draw = rng.gen_range(0..total);
-    let operator = OPERATOR_WEIGHTS
-        .iter()
-        .position(|&w| {
-            let hit = draw < w;
-            draw = draw.saturating_sub(w);
-            hit
-        })
-        .unwrap_or(0);
-    match operator {
-        0 => drop_gene(genome, vocab, rng),
-        1 => add_gene(genome, vocab, rng),
-        2 => scale_interval(genome, vocab, rng),
-        3 => {
-            let g = rng.gen_range(0..genome.genes.len().max(1));
-            let gene = genome.genes.get_mut(g)?;
-            let before = gene.duration_x;
-            gene.duration_x = clamp(before * rng.gen_range(0.67..=1.5), DURATION_X);
-            (gene.duration_x != before)
-                .then(|| format!("{} duration x{:.2}", vocab.label(gene.element), gene.duration_x))
+/// An operator drawn with probability proportional to its weight.
+fn draw(weights: &[f64; Operator::ALL.len()], rng: &mut impl Rng) -> Operator {
+    let total: f64 = weights.iter().sum();
+    let mut at = rng.gen_range(0.0..total.max(f64::MIN_POSITIVE));
+    for (operator, weight) in Operator::ALL.iter().zip(weights) {
+        if at < *weight {
+            return *operator;
         }
-        4 => {
+        at -= weight;
+    }
+    Operator::ALL[Operator::ALL.len() - 1]
+}
+
+/// One change by `operator`, or none when it found nothing to change.
+fn apply(operator: Operator, genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    match operator {
+        Operator::Drop => drop_gene(genome, vocab, rng),
+        Operator::Add => add_gene(genome, vocab, rng),
+        Operator::Faster => scale_interval(genome, vocab, rng.gen_range(0.5..=0.9), rng),
+        Operator::Slower => scale_interval(genome, vocab, rng.gen_range(1.1..=2.0), rng),
+        Operator::Longer => scale_duration(genome, vocab, rng.gen_range(1.1..=1.5), rng),
+        Operator::Shorter => scale_duration(genome, vocab, rng.gen_range(0.67..=0.9), rng),
+        Operator::Likelier => scale_probability(genome, vocab, rng.gen_range(1.1..=2.0), rng),
+        Operator::Unlikelier => scale_probability(genome, vocab, rng.gen_range(0.5..=0.9), rng),
+        Operator::Weight => {
             let gene = genome.genes.choose_mut(rng)?;
             let family = vocab.elements[gene.element].family;
             if matches!(family, Family::Flaps | Family::Trigger) {
@@ -89,25 +145,36 @@ fn mutate_once(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> O
             gene.weight = Some(next);
             (next != weight).then(|| format!("{} weight {next}", vocab.label(gene.element)))
         }
-        5 => {
-            let triggers: Vec<&mut Gene> = genome
-                .genes
-                .iter_mut()
-                .filter(|g| vocab.elements[g.element].family == Family::Trigger)
-                .collect();
-            let gene = triggers.into_iter().max_by_key(|_| rng.gen::<u32>())?;
-            let before = gene.probability_x;
-            gene.probability_x = clamp(before * rng.gen_range(0.5..=1.5), PROBABILITY_X);
-            (gene.probability_x != before)
-                .then(|| format!("{} probability x{:.2}", vocab.label(gene.element), gene.probability_x))
-        }
-        6 => retarget(genome, vocab, rng),
-        _ => {
+        Operator::Retarget => retarget(genome, vocab, rng),
+        Operator::Workload => {
             let before = genome.rate_x;
             genome.rate_x = clamp(before * rng.gen_range(0.67..=1.5), RATE_X);
             (genome.rate_x != before).then(|| format!("workload rate x{:.2}", genome.rate_x))
         }
     }
+}
+
+fn scale_duration(genome: &mut Genome, vocab: &Vocabulary, factor: f64, rng: &mut impl Rng) -> Option<String> {
+    let gene = genome.genes.choose_mut(rng)?;
+    if vocab.elements[gene.element].family == Family::Flaps {
+        return None;
+    }
+    let before = gene.duration_x;
+    gene.duration_x = clamp(before * factor, DURATION_X);
+    (gene.duration_x != before).then(|| format!("{} duration x{:.2}", vocab.label(gene.element), gene.duration_x))
+}
+
+fn scale_probability(genome: &mut Genome, vocab: &Vocabulary, factor: f64, rng: &mut impl Rng) -> Option<String> {
+    let triggers: Vec<&mut Gene> = genome
+        .genes
+        .iter_mut()
+        .filter(|g| vocab.elements[g.element].family == Family::Trigger)
+        .collect();
+    let gene = triggers.into_iter().max_by_key(|_| rng.gen::<u32>())?;
+    let before = gene.probability_x;
+    gene.probability_x = clamp(before * factor, PROBABILITY_X);
+    (gene.probability_x != before)
+        .then(|| format!("{} probability x{:.2}", vocab.label(gene.element), gene.probability_x))
 }
 
 fn drop_gene(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
@@ -146,7 +213,7 @@ fn add_gene(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Opti
     Some(format!("added {}", vocab.label(element)))
 }
 
-fn scale_interval(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+fn scale_interval(genome: &mut Genome, vocab: &Vocabulary, factor: f64, rng: &mut impl Rng) -> Option<String> {
     let has = |family: Family| genome.genes.iter().any(|g| vocab.elements[g.element].family == family);
     let mut which: Vec<(&str, Family)> = Vec::new();
     for (name, family) in [
@@ -160,7 +227,6 @@ fn scale_interval(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -
         }
     }
     let &(name, family) = which.choose(rng)?;
-    let factor = rng.gen_range(0.5..=1.5);
     let slot = match family {
         Family::Process => &mut genome.process_interval_x,
         Family::Partition => &mut genome.network_interval_x,

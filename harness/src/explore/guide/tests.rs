@@ -35,7 +35,9 @@ fn given_many_mutations_when_rendered_should_validate_and_stay_inside_the_swarm_
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     let mut genome = vocab.seed_genome(0);
     for step in 0..200 {
-        let (child, changes) = mutate::havoc(&genome, &vocab, &mut rng);
+        let weights = [1.0; mutate::Operator::ALL.len()];
+        let (child, changes, operators) = mutate::havoc(&genome, &vocab, &weights, &mut rng);
+        assert_eq!(changes.len(), operators.len());
         assert!(!changes.is_empty(), "step {step}: a havoc changes something");
         assert!(!child.genes.is_empty(), "never no fault at all");
         for gene in &child.genes {
