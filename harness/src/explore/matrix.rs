@@ -35,6 +35,9 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("txn-reads-at-receipt", &["reference-txn"]),
     // Only clock faults expose it: pauses, kills and partitions leave its lease inside the backups' promise.
     ("lease-ignores-drift", &["reference-clock"]),
+    // Its window is one loop iteration wide (a crash between adopting a view's log and the ack that follows), then a
+    // cut of that WAL below the view's head: no plan is written for it, which is the point (issue 49).
+    ("mark-ignores-adopted-log", &["reference-corruption"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
