@@ -8,13 +8,19 @@
 //! - `drop` a gene (never the last one: a run with no fault explores nothing); `add` an element of the vocabulary
 //!   the genome lacks (of a plan of the same system), at factor 1;
 //! - `faster` / `slower`: one family's mean gap (process faults, partitions, link faults, flaps' up time) times
-//!   0.5–0.9 or 1.1–2;
+//!   0.3–0.8 or 1.25–2 (steps that matter: a fault context no run showed comes from a different density, not from a
+//!   gap 10 % shorter);
 //! - `longer` / `shorter`: one gene's duration times 1.1–1.5 or 0.67–0.9;
 //! - `likelier` / `unlikelier`: one trigger's probability times 1.1–2 or 0.5–0.9;
 //! - `weight`: halve or double one gene's weight;
 //! - `retarget`: one retargetable process fault's target role (`one`, `minority`, `majority`, `primary`, `backup`,
 //!   `next-primary`, `all`), or one partition's shape;
-//! - `workload`: the workload's rate times 0.67–1.5.
+//! - `workload`: the workload's rate times 0.67–1.5;
+//! - `intensify` / `calm`: every family's mean gap at once times 0.4–0.8 or 1.25–2 (more or fewer faults overall);
+//! - `reshuffle`: one family drawn anew, as a swarm draws a configuration (each of the family's elements in the
+//!   vocabulary kept with probability 1/2, at least one; its mean gap log-uniform over the envelope; each kept
+//!   fault's target role or partition's shape redrawn with probability 1/2): a jump to another region of the
+//!   configuration space, which single steps reach only slowly.
 //!
 //! Which operator a change uses is drawn by weight, and the guide learns the weights from what children found
 //! (MOpt, Lyu et al., USENIX Security 2019: mutation operators are not equally useful for a given target, and which
@@ -29,11 +35,11 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// Most changes stacked on one child.
-pub const HAVOC_STACK_MAX: u32 = 6;
-/// Chance of stacking one more change (geometric: 1 change 40% of the time, 2 24%, 3 14%, ...): configurations
+pub const HAVOC_STACK_MAX: u32 = 8;
+/// Chance of stacking one more change (geometric: 1 change 30% of the time, 2 21%, 3 15%, ...): configurations
 /// differ from their parents by jumps, not only by steps, since a fault context that a run never shows comes from
 /// a different mix of faults, not from a slightly longer pause.
-const HAVOC_MORE_PROBABILITY: f64 = 0.6;
+const HAVOC_MORE_PROBABILITY: f64 = 0.7;
 /// Tries of an operator that finds nothing to change (a genome without triggers asked to scale one) before the
 /// child is left with the changes it has.
 const OPERATOR_TRIES_MAX: u32 = 16;
@@ -64,11 +70,17 @@ pub enum Operator {
     Retarget,
     /// The workload's rate changes.
     Workload,
+    /// Every family's faults come more often.
+    Intensify,
+    /// Every family's faults come less often.
+    Calm,
+    /// One family drawn anew.
+    Reshuffle,
 }
 
 impl Operator {
     /// Every operator.
-    pub const ALL: [Operator; 11] = [
+    pub const ALL: [Operator; 14] = [
         Operator::Drop,
         Operator::Add,
         Operator::Faster,
@@ -80,6 +92,9 @@ impl Operator {
         Operator::Weight,
         Operator::Retarget,
         Operator::Workload,
+        Operator::Intensify,
+        Operator::Calm,
+        Operator::Reshuffle,
     ];
 }
 
@@ -128,8 +143,8 @@ fn apply(operator: Operator, genome: &mut Genome, vocab: &Vocabulary, rng: &mut 
     match operator {
         Operator::Drop => drop_gene(genome, vocab, rng),
         Operator::Add => add_gene(genome, vocab, rng),
-        Operator::Faster => scale_interval(genome, vocab, rng.gen_range(0.5..=0.9), rng),
-        Operator::Slower => scale_interval(genome, vocab, rng.gen_range(1.1..=2.0), rng),
+        Operator::Faster => scale_interval(genome, vocab, rng.gen_range(0.3..=0.8), rng),
+        Operator::Slower => scale_interval(genome, vocab, rng.gen_range(1.25..=2.0), rng),
         Operator::Longer => scale_duration(genome, vocab, rng.gen_range(1.1..=1.5), rng),
         Operator::Shorter => scale_duration(genome, vocab, rng.gen_range(0.67..=0.9), rng),
         Operator::Likelier => scale_probability(genome, vocab, rng.gen_range(1.1..=2.0), rng),
@@ -151,7 +166,70 @@ fn apply(operator: Operator, genome: &mut Genome, vocab: &Vocabulary, rng: &mut 
             genome.rate_x = clamp(before * rng.gen_range(0.67..=1.5), RATE_X);
             (genome.rate_x != before).then(|| format!("workload rate x{:.2}", genome.rate_x))
         }
+        Operator::Intensify => scale_all(genome, rng.gen_range(0.4..=0.8)),
+        Operator::Calm => scale_all(genome, rng.gen_range(1.25..=2.0)),
+        Operator::Reshuffle => reshuffle(genome, vocab, rng),
     }
+}
+
+/// Every family's mean gap times `factor`.
+fn scale_all(genome: &mut Genome, factor: f64) -> Option<String> {
+    let before = genome.clone();
+    for slot in [
+        &mut genome.process_interval_x,
+        &mut genome.network_interval_x,
+        &mut genome.link_interval_x,
+        &mut genome.flaps_up_x,
+    ] {
+        *slot = clamp(*slot * factor, INTERVAL_X);
+    }
+    (*genome != before).then(|| format!("every mean gap x{factor:.2}"))
+}
+
+/// One family of the genome's system drawn anew (see the module docs).
+fn reshuffle(genome: &mut Genome, vocab: &Vocabulary, rng: &mut impl Rng) -> Option<String> {
+    let families = [Family::Process, Family::Partition, Family::Link, Family::Trigger];
+    let &family = families.choose(rng)?;
+    let elements: Vec<usize> = (0..vocab.elements.len())
+        .filter(|&e| vocab.elements[e].family == family && vocab.fits(e, genome.base))
+        .collect();
+    if elements.is_empty() {
+        return None;
+    }
+    let mut kept: Vec<usize> = elements.iter().copied().filter(|_| rng.gen_bool(0.5)).collect();
+    if kept.is_empty() {
+        kept.push(*elements.choose(rng)?);
+    }
+    genome.genes.retain(|g| vocab.elements[g.element].family != family);
+    for element in kept {
+        let mut gene = Gene {
+            element,
+            duration_x: clamp(rng.gen_range(DURATION_X.0..=DURATION_X.1), DURATION_X),
+            weight: None,
+            probability_x: 1.0,
+            targets: None,
+            shape: None,
+        };
+        if rng.gen_bool(0.5) && vocab.retargetable(element) {
+            gene.targets = RETARGET_ROLES.choose(rng).map(|r| r.to_string());
+        }
+        if rng.gen_bool(0.5) && family == Family::Partition {
+            gene.shape = SHAPES.choose(rng).map(|s| s.to_string());
+        }
+        if family == Family::Trigger {
+            gene.probability_x = clamp(rng.gen_range(0.5..=2.0), PROBABILITY_X);
+        }
+        genome.genes.push(gene);
+    }
+    genome.genes.sort_by_key(|g| g.element);
+    let gap = (rng.gen_range(INTERVAL_X.0.ln()..=INTERVAL_X.1.ln())).exp();
+    match family {
+        Family::Process => genome.process_interval_x = clamp(gap, INTERVAL_X),
+        Family::Partition => genome.network_interval_x = clamp(gap, INTERVAL_X),
+        Family::Link => genome.link_interval_x = clamp(gap, INTERVAL_X),
+        _ => {}
+    }
+    Some(format!("reshuffled {}", format!("{family:?}").to_lowercase()))
 }
 
 fn scale_duration(genome: &mut Genome, vocab: &Vocabulary, factor: f64, rng: &mut impl Rng) -> Option<String> {
