@@ -128,3 +128,82 @@ fn read_behaviours(run_dir: &Path) -> Option<RunBehaviours> {
     let bytes = std::fs::read(run_dir.join(crate::run::analyze::BEHAVIOURS_FILE)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_reports::results::Verdict;
+    use faultline_workloads::behaviour::{Behaviour, BehaviourKind};
+
+    /// A run folder `plan/run<i>` whose behaviours are the templates `t<n>` for `n` in `templates`, with a minimal
+    /// results.json.
+    fn fake_run(store: &Path, i: u64, templates: std::ops::Range<u64>) -> SeedRow {
+        let dir = store.join("default").join(format!("run{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let behaviours = RunBehaviours {
+            version: 1,
+            behaviours: templates
+                .map(|n| {
+                    let text = format!("t{n}");
+                    Behaviour {
+                        id: BehaviourId::of(BehaviourKind::Template, &text),
+                        kind: BehaviourKind::Template,
+                        text,
+                        first_ms: n,
+                    }
+                })
+                .collect(),
+            dropped: 0,
+        };
+        std::fs::write(dir.join("behaviours.json"), serde_json::to_vec(&behaviours).unwrap()).unwrap();
+        let results = serde_json::json!({"schema_version": 1, "faultline_version": "t", "verdict": "valid",
+            "reason": "", "plan": "default", "system": "reference", "seed": i, "started_at": "", "duration_ms": 1000,
+            "store_dir": "", "repro": "", "checks": [], "counts": {"invoke": 0, "ok": 0, "fail": 0, "info": 0,
+            "open": 0, "nemesis": 0, "lifecycle": 0}});
+        std::fs::write(dir.join("results.json"), results.to_string()).unwrap();
+        serde_json::from_value(serde_json::json!({
+            "campaign": "c1", "plan": "default", "plan_source": "default", "seed": i, "seed_index": i,
+            "verdict": "valid", "duration_ms": 1000, "cpu_ms": 300, "store_dir": format!("default/run{i}"),
+            "repro": "", "finished_at": "2026-12-01T00:00:00Z"}))
+        .unwrap()
+    }
+
+    #[test]
+    fn given_runs_of_a_campaign_when_recorded_should_log_what_each_found_first_and_put_its_novelty_in_its_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path();
+        let log = store.join("campaigns/c1").join(explored::LOG_FILE);
+        let mut recorder = Recorder::at(store, log.clone(), "c1", Mode::Uniform, 0, None).unwrap();
+        let first = recorder.record(&fake_run(store, 0, 0..10)).unwrap();
+        let second = recorder.record(&fake_run(store, 1, 5..12)).unwrap();
+        assert_eq!((first.new.len(), first.cumulative), (10, 10));
+        assert_eq!((second.distinct, second.new.len(), second.cumulative), (7, 2, 12));
+        assert_eq!(second.cpu_ms, Some(300));
+        assert!(second.complete && second.verdict == Verdict::Valid);
+        let results: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(store.join("default/run1/results.json")).unwrap()).unwrap();
+        let novelty = &results["behaviours"]["novelty"];
+        assert_eq!(novelty["campaign"], "c1");
+        assert_eq!(novelty["new"], 2);
+        assert_eq!(novelty["new_templates"], serde_json::json!(["t10", "t11"]));
+        // A recorder reopened on the log (a resumed campaign) goes on from what it has seen.
+        let mut reopened = Recorder::at(store, log, "c1", Mode::Uniform, 5_000, None).unwrap();
+        assert_eq!(reopened.seen(), 12);
+        let third = reopened.record(&fake_run(store, 2, 0..13)).unwrap();
+        assert_eq!((third.new.len(), third.cumulative), (1, 13));
+        assert!(third.elapsed_ms >= 5_000, "time goes on from the earlier invocations");
+    }
+
+    #[test]
+    fn given_a_run_without_behaviours_when_recorded_should_count_it_incomplete_and_find_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("campaigns/c1").join(explored::LOG_FILE);
+        let mut recorder = Recorder::at(dir.path(), log, "c1", Mode::Guided, 0, None).unwrap();
+        let mut row = fake_run(dir.path(), 0, 0..3);
+        row.store_dir = None;
+        row.failing_check = Some("harness".into());
+        let line = recorder.record(&row).unwrap();
+        assert!(!line.complete);
+        assert_eq!((line.distinct, line.new.len(), line.cumulative), (0, 0, 0));
+    }
+}
