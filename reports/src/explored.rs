@@ -121,22 +121,30 @@ pub fn log_path(store_root: &Path, id: &str, shard: Option<(u64, u64)>) -> PathB
     store_root.join("campaigns").join(id).join(name)
 }
 
-/// Reads a behaviour log: its runs, in file order; a missing file is an empty log; a line that is not a run (a torn
-/// last line) is skipped and named in the second list (line number, why).
-pub fn read_log(path: &Path) -> Result<(Vec<ExploredRun>, Vec<(usize, String)>), ReportError> {
+/// A behaviour log as read.
+#[derive(Debug, Default)]
+pub struct LogFile {
+    /// Its runs, in file order.
+    pub runs: Vec<ExploredRun>,
+    /// Lines that are not a run (a torn last line): line number, why.
+    pub bad_lines: Vec<(usize, String)>,
+}
+
+/// Reads a behaviour log; a missing file is an empty log.
+pub fn read_log(path: &Path) -> Result<LogFile, ReportError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogFile::default()),
         Err(e) => return Err(ReportError::io("read", path)(e)),
     };
-    let (mut runs, mut bad) = (Vec::new(), Vec::new());
+    let mut file = LogFile::default();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         match serde_json::from_str::<ExploredRun>(line) {
-            Ok(run) => runs.push(run),
-            Err(e) => bad.push((i + 1, e.to_string())),
+            Ok(run) => file.runs.push(run),
+            Err(e) => file.bad_lines.push((i + 1, e.to_string())),
         }
     }
-    Ok((runs, bad))
+    Ok(file)
 }
 
 /// Appends one run to a behaviour log with a single write, and syncs it.
@@ -160,9 +168,9 @@ pub fn all_logs(store_root: &Path) -> BTreeMap<String, Vec<ExploredRun>> {
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
             if name.starts_with("behaviours") && name.ends_with(".jsonl") {
-                if let Ok((runs, _)) = read_log(&file.path()) {
+                if let Ok(log) = read_log(&file.path()) {
                     let id = campaign.file_name().to_string_lossy().into_owned();
-                    logs.entry(id).or_default().extend(runs);
+                    logs.entry(id).or_default().extend(log.runs);
                 }
             }
         }
@@ -253,10 +261,10 @@ mod tests {
         )
         .unwrap();
         append(&path, &line(1, &[3], "2026-12-01T00:00:02Z")).unwrap();
-        let (runs, bad) = read_log(&path).unwrap();
-        assert_eq!(runs.iter().map(|r| r.run).collect::<Vec<_>>(), vec![0, 1]);
-        assert_eq!(bad.len(), 1, "{bad:?}");
-        assert_eq!(seen(&runs).len(), 3);
+        let log = read_log(&path).unwrap();
+        assert_eq!(log.runs.iter().map(|r| r.run).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(log.bad_lines.len(), 1, "{:?}", log.bad_lines);
+        assert_eq!(seen(&log.runs).len(), 3);
         assert_eq!(logged_run(dir.path(), "default/run1").map(|r| r.run), Some(1));
         assert_eq!(logged_run(dir.path(), "default/run9"), None);
     }

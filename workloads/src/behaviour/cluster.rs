@@ -112,30 +112,26 @@ impl Cluster {
     }
 
     fn nemesis(&mut self, event: &Event, name: Option<&str>, ok: bool) {
-        let f = event.f.as_str();
-        match event.name() {
-            Some(crate::history::Name::Nemesis(kind)) => match kind {
-                Nemesis::PartitionStart if ok => self.partition = Some(partition_of(&event.value)),
-                Nemesis::PartitionStop => self.partition = None,
-                Nemesis::LinkFault if ok => {
-                    let token = format!(
-                        "link-{}@{}",
-                        text(&event.value["fault"]["kind"]),
-                        self.link_target(event)
-                    );
-                    self.links
-                        .insert(event.value["fault_id"].as_u64().unwrap_or(u64::MAX), token);
+        let Some(crate::history::Name::Nemesis(kind)) = event.name() else {
+            return;
+        };
+        let fault_id = event.value["fault_id"].as_u64().unwrap_or(u64::MAX);
+        match kind {
+            Nemesis::PartitionStart if ok => self.partition = Some(partition_of(&event.value)),
+            Nemesis::PartitionStop => self.partition = None,
+            Nemesis::LinkFault if ok => {
+                let kind = text(&event.value["fault"]["kind"]);
+                let token = format!("link-{kind}@{}", self.link_target(event));
+                self.links.insert(fault_id, token);
+            }
+            Nemesis::LinkHeal => {
+                self.links.remove(&fault_id);
+            }
+            _ => {
+                if let Some(name) = name {
+                    self.node_fault(kind, event.f.as_str(), name, &event.value, ok);
                 }
-                Nemesis::LinkHeal => {
-                    self.links.remove(&event.value["fault_id"].as_u64().unwrap_or(u64::MAX));
-                }
-                _ => {
-                    if let Some(name) = name {
-                        self.node_fault(kind, f, name, &event.value, ok);
-                    }
-                }
-            },
-            _ => {}
+            }
         }
     }
 

@@ -50,14 +50,15 @@ impl Recorder {
         spent_before_ms: u64,
         guide: Option<Guide>,
     ) -> anyhow::Result<Recorder> {
-        let (runs, bad) = explored::read_log(&log)?;
-        if let Some((line, why)) = bad.first() {
+        let file = explored::read_log(&log)?;
+        if let Some((line, why)) = file.bad_lines.first() {
             tracing::warn!(
                 "{}: {} unreadable line(s) skipped (line {line}: {why}); their runs' behaviours count as unseen",
                 log.display(),
-                bad.len()
+                file.bad_lines.len()
             );
         }
+        let runs = file.runs;
         let mut guide = guide;
         if let Some(guide) = guide.as_mut() {
             guide.resume(&runs, store_root);

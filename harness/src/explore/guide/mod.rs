@@ -450,7 +450,7 @@ impl Guide {
                     parent: parent_run,
                     splice: splice_with,
                     mutations: changes,
-                    operators: operators.iter().map(|o| name_of(o)).collect(),
+                    operators: operators.iter().map(name_of).collect(),
                 };
                 return (child, seed, entry.origin, choice, operators);
             }
