@@ -124,10 +124,11 @@ pub fn mutant_lines(results: &[CampaignResult]) -> Vec<MutantCompare> {
                 .collect();
             mode_line.median_cpu_s = median(&cpu).map(|ms| (ms / 100.0).round() / 10.0);
         }
-        line.hard = line
-            .modes
-            .get(Mode::Uniform.as_str())
-            .is_some_and(|u| u.runs_to_detection.iter().any(|r| *r != Some(1)));
+        line.hard = line.mutant != "correct"
+            && line
+                .modes
+                .get(Mode::Uniform.as_str())
+                .is_some_and(|u| u.runs_to_detection.iter().any(|r| *r != Some(1)));
     }
     lines
 }
@@ -348,7 +349,7 @@ mod tests {
         ];
         let lines = mutant_lines(&results);
         let hard: Vec<&str> = lines.iter().filter(|l| l.hard).map(|l| l.mutant.as_str()).collect();
-        assert_eq!(hard, vec!["hard", "rare", "correct"]);
+        assert_eq!(hard, vec!["hard", "rare"], "the correct node is no mutant");
         let headline = headline(&results, &lines, 20);
         assert_eq!(
             headline.hard_median_runs["uniform"], None,

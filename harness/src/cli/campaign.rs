@@ -168,6 +168,7 @@ fn campaign_summary(outcome: &crate::explore::campaign::Outcome, code: u8) -> Va
         "elapsed_ms": outcome.elapsed.as_millis() as u64,
         "counts": {"valid": count(Verdict::Valid), "invalid": count(Verdict::Invalid), "unknown": count(Verdict::Unknown)},
         "pruned": outcome.pruned,
+        "behaviours": outcome.behaviours,
         "index": outcome.index.display().to_string(),
         "seeds": seeds,
         "classes": outcome.triage,

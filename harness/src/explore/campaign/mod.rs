@@ -127,6 +127,8 @@ pub struct Outcome {
     pub index: PathBuf,
     /// The campaign's `junit.xml` (a test case per seed), beside its state file.
     pub junit: PathBuf,
+    /// Distinct behaviours the campaign's runs showed, over every invocation.
+    pub behaviours: usize,
 }
 
 /// One planned run of `--dry-run`.
@@ -472,7 +474,10 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
         Ending::BudgetSpent => Status::BudgetSpent,
     };
     state.save(&options.store_root)?;
-    finish(state, ending, started.elapsed(), &options.store_root)
+    let behaviours = recorder.borrow().seen();
+    let mut outcome = finish(state, ending, started.elapsed(), &options.store_root)?;
+    outcome.behaviours = behaviours;
+    Ok(outcome)
 }
 
 /// Retention, the index, and the campaign's rows and failure classes for the summary.
@@ -510,6 +515,7 @@ fn finish(
         pruned,
         index,
         junit,
+        behaviours: 0,
     })
 }
 
