@@ -18,7 +18,8 @@
 //! - AFL-Fast (Böhme et al., CCS 2016): spend on inputs that exercise low-frequency paths. The reward of an entry
 //!   is the *rarity* of what it and its children found: the sum, over those behaviours, of `1 / hits` (`hits`: how
 //!   many runs of the campaign showed the behaviour since). A behaviour later runs keep showing was easy to reach and
-//!   stops counting; one nobody reached again keeps its full weight;
+//!   stops counting; one nobody reached again keeps its full weight. A plan as written counts only its children's
+//!   finds: its own run came first and found everything for that reason alone;
 //! - UCB1 (Auer et al., 2002), as Mallory's Q-learning balances a known good action against an untried one: an
 //!   entry's value is its mean reward per run plus `UCB_C * mean_reward_of_the_campaign * sqrt(2 ln(runs) / (1 +
 //!   picks))`, so an entry tried once is not buried under one that did well early, and one that saturated yields;
@@ -317,15 +318,33 @@ impl Guide {
             .sum()
     }
 
-    /// An entry's mean reward: the rarity of what it and its children found, per run (its own and its picks').
+    /// The runs an entry's mean reward is over: its children's, and its own when it is a run's (a plan as written
+    /// ran first, so its own run found everything by coming first: no sample of what the plan is worth).
+    fn samples(entry: &Entry) -> f64 {
+        f64::from(entry.picks)
+            + match entry.origin {
+                Origin::Run(_) => 1.0,
+                Origin::Plan(_) => 0.0,
+            }
+    }
+
+    /// An entry's mean reward: the rarity of what its children (and a run's entry itself) found, per run; a plan
+    /// as written not picked yet is worth what a run typically finds (the median of recent runs).
     pub fn mean_reward(&self, entry: &Entry) -> f64 {
-        let runs = f64::from(entry.picks) + if entry.seed.is_some() { 1.0 } else { 0.0 };
-        (self.rarity(&entry.found) + self.rarity(&entry.children_found)) / runs.max(1.0)
+        let own = match entry.origin {
+            Origin::Run(_) => self.rarity(&entry.found),
+            Origin::Plan(_) => 0.0,
+        };
+        let runs = Guide::samples(entry);
+        if runs < 1.0 {
+            return median(&self.recent) as f64;
+        }
+        (own + self.rarity(&entry.children_found)) / runs
     }
 
     /// Every entry's energy, in corpus order: its mean reward plus the exploration bonus (see the module docs).
     pub fn energies(&self) -> Vec<f64> {
-        let runs_of = |e: &Entry| f64::from(e.picks) + if e.seed.is_some() { 1.0 } else { 0.0 };
+        let runs_of = Guide::samples;
         let runs: f64 = self.corpus.iter().map(runs_of).sum::<f64>().max(1.0);
         let means: Vec<f64> = self.corpus.iter().map(|e| self.mean_reward(e)).collect();
         let rewards: f64 = self
