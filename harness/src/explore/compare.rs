@@ -144,28 +144,7 @@ fn one_campaign(
         if detected.get() && stop_at_detection {
             return None;
         }
-        match subject.mode {
-            Mode::Uniform => Some(Cell {
-                plan: uniform_plan(subject.campaign_seed, run, refs.len()),
-                seed_index: run,
-                seed: seed_at(subject.campaign_seed, run),
-                nodes: None,
-                plan_file: None,
-            }),
-            Mode::Guided => match recorder.borrow_mut().guide.as_mut()?.choose(run) {
-                Ok(chosen) => Some(Cell {
-                    plan: chosen.base,
-                    seed_index: run,
-                    seed: chosen.seed,
-                    nodes: None,
-                    plan_file: Some(chosen.plan_file),
-                }),
-                Err(e) => {
-                    tracing::error!("{id}: no run {run}: {e:#}");
-                    None
-                }
-            },
-        }
+        next_cell(subject, run, refs.len(), &recorder)
     });
     let settings = Settings {
         command: "matrix",
@@ -195,6 +174,27 @@ fn one_campaign(
     let behaviours = recorder.borrow().seen() as u64;
     let result = tally(subject, &rows, behaviours, store_root, &log);
     Ok((result, ending))
+}
+
+/// Run `run` of `subject`'s campaign: uniform's plan and seed, or the guide's choice (none when the guide cannot
+/// write a plan: the campaign ends there, and the log says why).
+fn next_cell(subject: &Subject, run: u64, plan_count: usize, recorder: &RefCell<Recorder>) -> Option<Cell> {
+    match subject.mode {
+        Mode::Uniform => Some(Cell {
+            plan: uniform_plan(subject.campaign_seed, run, plan_count),
+            seed_index: run,
+            seed: seed_at(subject.campaign_seed, run),
+            nodes: None,
+            plan_file: None,
+        }),
+        Mode::Guided => recorder
+            .borrow_mut()
+            .guide
+            .as_mut()?
+            .cell(run)
+            .map_err(|e| tracing::error!("{}: no run {run}: {e:#}", subject.id()))
+            .ok(),
+    }
 }
 
 /// Uniform's plan for run `run`: rounds of every plan once, each round in an order shuffled by the campaign seed.

@@ -358,19 +358,12 @@ fn guided_cells<'a>(
 ) -> impl Iterator<Item = Cell> + 'a {
     guided_indices(state, plans.len(), done).map_while(move |run| {
         let mut recorder = recorder.borrow_mut();
-        match recorder.guide.as_mut()?.choose(run) {
-            Ok(chosen) => Some(Cell {
-                plan: chosen.base,
-                seed_index: run,
-                seed: chosen.seed,
-                nodes: None,
-                plan_file: Some(chosen.plan_file),
-            }),
-            Err(e) => {
-                tracing::error!("guided campaign {}: no run {run}: {e:#}", state.id);
-                None
-            }
-        }
+        recorder
+            .guide
+            .as_mut()?
+            .cell(run)
+            .map_err(|e| tracing::error!("guided campaign {}: no run {run}: {e:#}", state.id))
+            .ok()
     })
 }
 

@@ -380,44 +380,41 @@ impl Genome {
         if plan.nemesis.network.is_none() {
             spec.script.clear();
         }
-        spec.partitions = partitions
-            .iter()
-            .map(|g| {
-                let element = &vocab.elements[g.element];
-                let network = vocab.plans[element.plan].nemesis.network.as_ref();
-                let mut partition = network
-                    .expect("a partition's plan has a network section")
-                    .value
-                    .partitions[element.index]
-                    .clone();
-                partition.duration = scale_range(partition.duration, g.duration_x);
-                partition.weight = g.weight.unwrap_or(partition.weight);
-                if let Some(shape) = g
-                    .shape
-                    .as_deref()
-                    .and_then(|s| serde_json::from_value(serde_json::json!(s)).ok())
-                {
-                    partition.shape = shape;
-                }
-                partition
-            })
-            .collect();
-        spec.links = links
-            .iter()
-            .map(|g| {
-                let element = &vocab.elements[g.element];
-                let network = vocab.plans[element.plan].nemesis.network.as_ref();
-                let mut link =
-                    network.expect("a link fault's plan has a network section").value.links[element.index].clone();
-                link.duration = scale_range(link.duration, g.duration_x);
-                link.weight = g.weight.unwrap_or(link.weight);
-                link
-            })
-            .collect();
+        spec.partitions = partitions.iter().map(|g| render_partition(vocab, g)).collect();
+        spec.links = links.iter().map(|g| render_link(vocab, g)).collect();
         spec.interval = spec.interval.map(|i| scale(i, self.network_interval_x));
         spec.link_interval = spec.link_interval.map(|i| scale(i, self.link_interval_x));
         plan.nemesis.network = Some(network);
     }
+}
+
+fn network_of<'a>(vocab: &'a Vocabulary, gene: &Gene) -> &'a faultline_faults::network::schedule::NetworkNemesisSpec {
+    let element = &vocab.elements[gene.element];
+    let network = vocab.plans[element.plan].nemesis.network.as_ref();
+    &network
+        .expect("a partition's or link fault's plan has a network section")
+        .value
+}
+
+fn render_partition(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::network::schedule::PartitionFaultSpec {
+    let mut partition = network_of(vocab, gene).partitions[vocab.elements[gene.element].index].clone();
+    partition.duration = scale_range(partition.duration, gene.duration_x);
+    partition.weight = gene.weight.unwrap_or(partition.weight);
+    let shape = gene
+        .shape
+        .as_deref()
+        .and_then(|s| serde_json::from_value(serde_json::json!(s)).ok());
+    if let Some(shape) = shape {
+        partition.shape = shape;
+    }
+    partition
+}
+
+fn render_link(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::network::schedule::LinkFaultSpec {
+    let mut link = network_of(vocab, gene).links[vocab.elements[gene.element].index].clone();
+    link.duration = scale_range(link.duration, gene.duration_x);
+    link.weight = gene.weight.unwrap_or(link.weight);
+    link
 }
 
 fn render_process(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::process::TargetedFaultSpec {

@@ -328,6 +328,19 @@ impl Guide {
             }
     }
 
+    /// Chooses run `run` ([`Guide::choose`]) as a cell of the campaign scheduler: its plan file, its seed, the index
+    /// of the campaign plan it is based on.
+    pub fn cell(&mut self, run: u64) -> anyhow::Result<crate::explore::campaign::schedule::Cell> {
+        let chosen = self.choose(run)?;
+        Ok(crate::explore::campaign::schedule::Cell {
+            plan: chosen.base,
+            seed_index: run,
+            seed: chosen.seed,
+            nodes: None,
+            plan_file: Some(chosen.plan_file),
+        })
+    }
+
     /// An entry's mean reward: the rarity of what its children (and a run's entry itself) found, per run; a plan
     /// as written not picked yet is worth what a run typically finds (the median of recent runs).
     pub fn mean_reward(&self, entry: &Entry) -> f64 {
