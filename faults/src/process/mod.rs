@@ -621,6 +621,8 @@ pub trait Lab {
     }
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
+    /// Appends a nemesis event about no one node (a fault that was skipped) to the history.
+    fn record_cluster(&self, name: Nemesis, value: Value);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -685,7 +687,13 @@ impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        self.start_fault(fault).await;
+        if let Err(reason) = self.try_start(fault).await {
+            // A scheduled fault that did nothing is part of what the run did: in the history, the report and the
+            // coverage, not lost. (A trigger records its own skips in its `trigger` event.)
+            let value = json!({"fault_id": fault.id, "family": "process", "kind": fault.kind, "target": fault.target,
+                               "source": fault.source, "reason": reason});
+            self.lab.record_cluster(Nemesis::FaultSkipped, value);
+        }
         self.holding.contains_key(&fault.id)
     }
 
@@ -717,11 +725,23 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
 
     /// Starts `fault` (from the schedule or not) on its free targets and records what it did to each.
     pub async fn start_fault(&mut self, fault: &ScheduledFault) {
+        let _ = self.try_start(fault).await;
+    }
+
+    /// [`ProcessFaults::start_fault`], or why it touched no node at all (its role target resolved to no node, or
+    /// every target is held by another fault), for the caller to record.
+    async fn try_start(&mut self, fault: &ScheduledFault) -> Result<(), String> {
         let lab = self.lab;
         let candidates = match &fault.nodes {
             Resolved::Nodes(nodes) => nodes.clone(),
-            Resolved::Primary => lab.primary().await.into_iter().collect(),
-            Resolved::NextPrimary => lab.next_primary().await.into_iter().collect(),
+            Resolved::Primary => match lab.primary().await {
+                Some(primary) => vec![primary],
+                None => return Err(format!("{}: no primary known", fault.target)),
+            },
+            Resolved::NextPrimary => match lab.next_primary().await {
+                Some(next) => vec![next],
+                None => return Err(format!("{}: no next primary known", fault.target)),
+            },
             // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
             Resolved::Each(_) => {
                 debug_assert!(false, "a rolling fault reached the timed interpreter: {fault:?}");
@@ -756,6 +776,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             free
         };
+        if free.is_empty() {
+            return Err(format!("{}: every target is held by another fault", fault.target));
+        }
         let down = fault.down_how();
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
@@ -793,6 +816,7 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         if !affected.is_empty() {
             self.holding.insert(fault.id, (fault.kind, affected));
         }
+        Ok(())
     }
 
     /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.

@@ -18,6 +18,7 @@ pub mod etcd;
 pub mod exec;
 pub mod iggy;
 pub mod reference;
+pub mod refusal;
 pub mod spec;
 
 use crate::plan::{Plan, PlanError, WorkloadKind};

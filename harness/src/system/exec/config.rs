@@ -683,10 +683,11 @@ impl AdapterSpec for ExecConfig {
             persistent: Vec::new(),
         };
         let system = system.with_persistent_status();
-        let program = system.node_vars(0).expand(&self.start[0].value);
+        let vars = system.node_vars(0);
+        let start: Vec<String> = self.start.iter().map(|word| vars.expand(&word.value)).collect();
         Ok(Built {
+            binary: super::program::launched_program(&start),
             system: Arc::new(system),
-            binary: PathBuf::from(program),
             node_ips,
             network,
         })

@@ -35,6 +35,7 @@
 
 pub mod client;
 mod config;
+mod program;
 mod status;
 mod template;
 
@@ -629,10 +630,11 @@ impl System for ExecSystem {
 
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
         let text = faultline_workloads::checker::strip_ansi(log_tail);
-        text.lines()
-            .rev()
-            .find(|line| self.config.refusal_patterns.iter().any(|p| line.contains(p.as_str())))
-            .map(|line| line.trim().to_string())
+        let lines: Vec<&str> = text.lines().collect();
+        let matched = lines
+            .iter()
+            .rposition(|line| self.config.refusal_patterns.iter().any(|p| line.contains(p.as_str())))?;
+        Some(super::refusal::quote(&lines, matched))
     }
 
     fn register_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn RegisterClient>> {
