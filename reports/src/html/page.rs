@@ -6,7 +6,7 @@ use super::nodes::{self, NodeInputs};
 use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
-use super::{anchor_offset_ns, checks, coverage, linearizability, txn, unseen, RunInputs};
+use super::{anchor_offset_ns, behaviours, checks, coverage, linearizability, txn, unseen, RunInputs};
 use crate::results::{CheckResult, Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
@@ -68,6 +68,7 @@ pub fn render(inputs: &RunInputs) -> String {
             (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results, timeline.phase_start_ms)) }
             (coverage_section(inputs))
+            section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
             (charts(!lanes.is_empty(), !txn_marks.is_empty()))
             @if let Some(result) = &txn_result {
                 section class="card" id="transactions" {
@@ -283,6 +284,7 @@ fn toc(has_lin: bool, has_txn: bool) -> Markup {
     let mut links = vec![
         ("checks", "Checks"),
         ("coverage", "Coverage"),
+        ("behaviours", "Behaviours"),
         ("timeline", "Timeline"),
         ("latency", "Latency & throughput"),
     ];
@@ -617,6 +619,7 @@ mod tests {
             repro: "faultline run --seed 5".into(),
             counts: Counts::of(&history),
             coverage: Default::default(),
+            behaviours: Default::default(),
             checks,
         };
         RunInputs {
