@@ -31,8 +31,8 @@ fn status_u64(cluster: &Cluster, id: u8, field: &str) -> u64 {
     status[field].as_u64().unwrap_or_else(|| panic!("{field} in {status}"))
 }
 
-/// The ops stored in a replica's WAL file (via `faultline-node dump`).
-fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
+/// The entries of a replica's WAL file in file order, as (op, offset) (via `faultline-node dump`).
+fn wal_entries(cluster: &Cluster, id: u8) -> Vec<(u64, u64)> {
     let dump = Command::new(NODE_BIN)
         .arg("dump")
         .arg(cluster.data_dir(id))
@@ -40,8 +40,43 @@ fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
         .expect("dump");
     String::from_utf8_lossy(&dump.stdout)
         .lines()
-        .filter_map(|line| line.strip_prefix("op=")?.split_whitespace().next()?.parse().ok())
+        .filter(|line| line.starts_with("op="))
+        .map(|line| (field(line, "op"), field(line, "offset")))
         .collect()
+}
+
+/// The ops stored in a replica's WAL file.
+fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
+    wal_entries(cluster, id).into_iter().map(|(op, _)| op).collect()
+}
+
+/// Cuts a stopped replica's WAL file at `offset_bytes`, an entry boundary: a lost tail the boot scan cannot see.
+fn truncate_wal(cluster: &Cluster, id: u8, offset_bytes: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(cluster.data_dir(id).join("wal"))
+        .and_then(|file| file.set_len(offset_bytes))
+        .expect("cut the WAL");
+}
+
+/// Cuts a stopped replica's WAL at the boundary above op `keep`.
+fn cut_wal_above(cluster: &Cluster, id: u8, keep: u64) {
+    let (_, offset) = wal_entries(cluster, id)
+        .into_iter()
+        .find(|(op, _)| *op == keep + 1)
+        .unwrap_or_else(|| panic!("the WAL of replica {id} holds op {}", keep + 1));
+    truncate_wal(cluster, id, offset);
+}
+
+/// Starts a 3-replica `cluster`, waits for n1 to lead view 0, writes `k0..` (`writes` of them) and waits until all
+/// three converge.
+fn start_with_writes(cluster: &mut Cluster, writes: usize) {
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..writes {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
 }
 
 fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
@@ -673,38 +708,18 @@ fn lost_tail_schedule(bug: bool) -> LostTailOutcome {
     if bug {
         cluster = cluster.with_bug("rejoin-after-lost-tail");
     }
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    for i in 0..5 {
-        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
-    }
-    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
+    start_with_writes(&mut cluster, 5);
     let held_by_n2 = status_u64(&cluster, 1, "op");
     cluster.kill(1);
     assert!(cluster.put("lost", "acked", SECONDS_5), "n1 and n3 commit the write");
     let committed = status_u64(&cluster, 0, "commit");
     assert!(wait_until(SECONDS_5, || status_u64(&cluster, 2, "op") >= committed));
     cluster.kill(2);
-    let dump = Command::new(NODE_BIN)
-        .arg("dump")
-        .arg(cluster.data_dir(2))
-        .output()
-        .expect("dump");
-    let cut_at: u64 = String::from_utf8_lossy(&dump.stdout)
-        .lines()
-        .find(|line| {
-            line.strip_prefix("op=")
-                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-                > Some(held_by_n2)
-        })
-        .map(|line| field(line, "offset"))
+    let (_, cut_at) = wal_entries(&cluster, 2)
+        .into_iter()
+        .find(|(op, _)| *op > held_by_n2)
         .expect("n3 stores entries above what n2 holds");
-    let wal = cluster.data_dir(2).join("wal");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&wal)
-        .and_then(|file| file.set_len(cut_at))
-        .expect("cut n3's WAL tail");
+    truncate_wal(&cluster, 2, cut_at);
     let verify = Command::new(NODE_BIN)
         .arg("verify")
         .arg(cluster.data_dir(2))
@@ -773,34 +788,18 @@ fn given_a_wal_cut_below_what_it_acknowledged_when_the_replica_restarts_should_n
 
 /// Cuts the last entry off a stopped replica's WAL, at its boundary (a lost tail the scan cannot see).
 fn cut_last_entry(cluster: &Cluster, id: u8) {
-    let dump = Command::new(NODE_BIN)
-        .arg("dump")
-        .arg(cluster.data_dir(id))
-        .output()
-        .expect("dump");
-    let last_offset = String::from_utf8_lossy(&dump.stdout)
-        .lines()
-        .filter(|line| line.starts_with("op="))
-        .map(|line| field(line, "offset"))
-        .max()
+    let (_, last_offset) = wal_entries(cluster, id)
+        .into_iter()
+        .max_by_key(|(_, offset)| *offset)
         .expect("the WAL holds entries");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(cluster.data_dir(id).join("wal"))
-        .and_then(|file| file.set_len(last_offset))
-        .expect("cut the last entry");
+    truncate_wal(cluster, id, last_offset);
 }
 
 #[test]
 fn given_a_lost_tail_on_a_replica_that_voted_in_a_later_view_when_it_rejoins_should_move_the_cluster_up_not_go_back() {
     let _one = one_cluster();
     let mut cluster = Cluster::new(3);
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    for i in 0..5 {
-        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
-    }
-    assert!(cluster.wait_converged(SECONDS_15));
+    start_with_writes(&mut cluster, 5);
     // n3 alone: it times out view after view, each one durable before it votes.
     cluster.kill(0);
     cluster.kill(1);
@@ -885,10 +884,7 @@ fn adopted_log_schedule(bug: Option<&str>) -> AdoptedOutcome {
     if let Some(bug) = bug {
         cluster = cluster.with_bug(bug);
     }
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    assert!(cluster.put("warmup", "w", SECONDS_5));
-    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
+    start_with_writes(&mut cluster, 1);
     // Killed, not paused: a paused replica finds the prepares it missed in its socket buffers when it resumes and
     // acknowledges them, so it would never need to adopt them.
     cluster.kill(2);
@@ -946,25 +942,6 @@ fn adopted_log_schedule(bug: Option<&str>) -> AdoptedOutcome {
     }))
 }
 
-/// Cuts a stopped replica's WAL at the boundary above op `keep` (an entry-boundary cut the scan cannot see).
-fn cut_wal_above(cluster: &Cluster, id: u8, keep: u64) {
-    let dump = Command::new(NODE_BIN)
-        .arg("dump")
-        .arg(cluster.data_dir(id))
-        .output()
-        .expect("dump");
-    let cut_at = String::from_utf8_lossy(&dump.stdout)
-        .lines()
-        .find(|line| line.starts_with("op=") && field(line, "op") == keep + 1)
-        .map(|line| field(line, "offset"))
-        .unwrap_or_else(|| panic!("the WAL of replica {id} holds op {}", keep + 1));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(cluster.data_dir(id).join("wal"))
-        .and_then(|file| file.set_len(cut_at))
-        .expect("cut the WAL");
-}
-
 /// Plays the schedule until it takes the path it describes (a cluster of real processes may elect otherwise) and
 /// `accept` takes the superblock the kill left and view 1's head.
 fn adopted_log_played(bug: Option<&str>, mut accept: impl FnMut(&Superblock, u64) -> bool) -> AdoptedRun {
@@ -1017,12 +994,7 @@ fn given_mark_ignores_adopted_log_when_killed_before_its_first_ack_and_cut_shoul
 fn given_a_wal_cut_below_the_persisted_commit_when_the_mark_is_lower_should_boot_as_a_short_log() {
     let _one = one_cluster();
     let mut cluster = Cluster::new(3);
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    for i in 0..10 {
-        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
-    }
-    assert!(cluster.wait_converged(SECONDS_15));
+    start_with_writes(&mut cluster, 10);
     // A backup writes its commit point to the superblock at most once a second: wait until n3's covers the writes.
     let dir = cluster.data_dir(2).to_path_buf();
     let persisted = |at_least: u64| Superblock::open(&dir).is_ok_and(|superblock| superblock.state.commit >= at_least);

@@ -310,6 +310,7 @@ mod tests {
             ],
             counts: Counts::default(),
             coverage: Default::default(),
+            behaviours: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"1\""), "{xml}");
@@ -392,6 +393,7 @@ mod tests {
             checks: vec![check],
             counts: Counts::default(),
             coverage: Default::default(),
+            behaviours: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"0\""), "{xml}");

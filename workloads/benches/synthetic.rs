@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p faultline-workloads --bench synthetic`
 
+mod support;
+
 use faultline_workloads::{
     check_history, render_text, CheckOptions, Event, EventKind, History, HistoryWriter, ModelKind, Verdict,
 };
@@ -12,17 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::io::BufWriter;
 use std::time::{Duration, Instant};
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(f64::NAN);
-    kib / 1024.0
-}
+use support::peak_rss_mib;
 
 fn client(kind: EventKind, process: u64, f: &str, key: &str, value: Value) -> Event {
     Event {

@@ -9,6 +9,8 @@
 //!
 //! `cargo bench -p faultline-workloads --bench txn_check` (`-- 1000000` for another number of transactions)
 
+mod support;
+
 use faultline_workloads::txn_check::{
     check_txns, AnomalyClass, ConsistencyModel, EdgeKind, MicroOp, ReadValue, Txn, TxnCheckOptions, TxnCheckResult,
     TxnModel, TxnOutcome,
@@ -18,6 +20,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::time::Instant;
+use support::peak_rss_mib;
 
 const PROCESSES: u64 = 10;
 const OPS_PER_TXN: usize = 4;
@@ -25,17 +28,6 @@ const KEYS_PER_WINDOW: u64 = 5;
 const TXNS_PER_WINDOW: usize = 100;
 const FAIL_CHANCE: f64 = 0.01;
 const INFO_CHANCE: f64 = 0.01;
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(f64::NAN);
-    kib / 1024.0
-}
 
 /// One transaction's interval and the instant it takes effect.
 struct Slot {

@@ -8,14 +8,17 @@
 //! [`checker`] wraps these, and the checks of a run's lifecycle (boot, liveness, convergence, log patterns), behind
 //! one [`Checker`] trait whose results compose into the verdict of `results.json`.
 
+pub mod behaviour;
 pub mod checker;
 pub mod coverage;
 pub mod formats;
 pub mod history;
 pub mod linearizability;
 pub mod log_check;
+pub mod logmask;
 pub mod membership;
 pub mod models;
+pub mod nodelog;
 pub mod set_check;
 pub mod txn_check;
 pub mod verdict;

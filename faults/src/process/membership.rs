@@ -168,7 +168,7 @@ impl<L: Lab> ProcessFaults<'_, L> {
                     break;
                 }
                 tokio::time::sleep(TARGET_POLL).await;
-                candidates = self.candidates(fault).await;
+                candidates = self.candidates(fault).await.unwrap_or_default();
             }
         }
         let Some(node) = claimed else {

@@ -39,8 +39,12 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     if lab.system().membership().is_some() {
         lab.refresh_members().await;
     }
+    if spec.after_refusal == AfterRefusal::Wipe {
+        remedy_last_live_refusals(lab).await;
+    }
     // Heal everything: a member that stopped on its own (and was judged for it) is started again, and so is one the
-    // lab stopped as a spare while the change that made it a member was still unknown.
+    // lab stopped as a spare while the change that made it a member was still unknown. A spare, or a node a change
+    // removed, stays down.
     for node in lab.members() {
         if matches!(
             lab.boot_state(node),
@@ -415,6 +419,27 @@ pub(super) async fn remedy_live_refusals(lab: &Arc<Lab>) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// A node a live cut made refuse at the very end of the fault phase (restarted by its fault's end, refusing after the
+/// phase's last look) is wiped now, as the fault phase would have done, so that it has caught up (the convergence
+/// wait below sees to that) before the restart-all: otherwise the restart-all's own surgery on another node leaves
+/// two damaged nodes, too few to wipe either, and the run fails on the harness's timing. Damaged nodes still booting
+/// are waited for first, since their refusal may be on its way, and a wiped node until it booted (each wait within
+/// the boot timeout: the watcher settles every start by then).
+async fn remedy_last_live_refusals(lab: &Arc<Lab>) {
+    for node in 0..lab.node_count() {
+        if lab.boot_state(node) == BootState::Starting && lab.damaged_by_cut(node) {
+            lab.wait_boot(node).await;
+        }
+    }
+    remedy_live_refusals(lab).await;
+    // A wiped node boots empty before the convergence wait can count it among the nodes that must agree.
+    for node in 0..lab.node_count() {
+        if lab.boot_state(node) == BootState::Starting {
+            lab.wait_boot(node).await;
         }
     }
 }

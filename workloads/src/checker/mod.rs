@@ -14,6 +14,8 @@
 //! - [`Completion`] (`history`): the run finished;
 //! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`), [`SetWorkload`] (`set`) or
 //!   [`TxnWorkload`] (`txn`);
+//! - [`WorkloadHealth`] (`workload-health`): enough operations succeeded outside fault windows for the others to
+//!   mean something;
 //! - [`Boot`]: no node refused to boot or died on its own without a recorded reason;
 //! - [`Liveness`]: after healing the cluster accepted a write within the bound;
 //! - [`Convergence`]: every node reached the same commit point;
@@ -25,12 +27,14 @@ mod completion;
 mod convergence;
 pub mod damage;
 mod durability;
+pub mod fault_windows;
 mod linearizability;
 mod liveness;
 mod log_patterns;
 mod log_workload;
 mod set_workload;
 mod txn_workload;
+mod workload_health;
 
 pub use boot::{Boot, IO_FAULT_GRACE_NS};
 pub use completion::Completion;
@@ -42,6 +46,7 @@ pub use log_patterns::{message_line, strip_ansi, LogPatterns};
 pub use log_workload::LogWorkload;
 pub use set_workload::SetWorkload;
 pub use txn_workload::{history_txns, TxnWorkload, TXN_F};
+pub use workload_health::WorkloadHealth;
 
 use crate::history::{Event, History, Lifecycle};
 use crate::verdict::Verdict;
