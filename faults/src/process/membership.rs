@@ -80,7 +80,8 @@ impl MembershipStep {
 /// Whether removing one of `members` members still leaves the quorum of the configuration it changes: the removal
 /// commits in the old configuration, whose quorum the remaining members must make up without the removed one.
 pub fn removal_keeps_quorum(members: usize) -> bool {
-    members > 0 && members - 1 >= members / 2 + 1
+    // The members left (`members - 1`) must number at least the quorum (`members / 2 + 1`).
+    members > members / 2 + 1
 }
 
 /// Splits a schedule into its membership changes ([`MembershipFaults`]') and the rest, each keeping its id.
