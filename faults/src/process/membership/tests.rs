@@ -78,6 +78,10 @@ impl Lab for MembersLab {
         };
         self.log.lock().unwrap().push(format!("{name} n{}{what}", node + 1));
     }
+
+    fn record_cluster(&self, name: Nemesis, value: Value) {
+        self.log.lock().unwrap().push(format!("{name} {}", value["reason"]));
+    }
 }
 
 fn membership(id: u64, start_ms: u64, duration_ms: u64, change: MembershipChange, nodes: Resolved) -> ScheduledFault {
