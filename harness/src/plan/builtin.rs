@@ -40,6 +40,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-disk", include_str!("../../../plans/etcd-disk.yaml")),
     ("etcd-mixed", include_str!("../../../plans/etcd-mixed.yaml")),
     ("etcd-corruption", include_str!("../../../plans/etcd-corruption.yaml")),
+    ("etcd-membership", include_str!("../../../plans/etcd-membership.yaml")),
     (
         "reference-crash-points",
         include_str!("../../../plans/reference-crash-points.yaml"),
