@@ -36,15 +36,15 @@
 pub mod client;
 mod config;
 mod membership;
+mod ports;
 mod program;
 pub mod starts;
 mod status;
 mod template;
 
-pub use config::{
-    ClientSpec, CommandSpec, ExecConfig, LogLines, Ports, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec,
-};
+pub use config::{ClientSpec, CommandSpec, ExecConfig, LogLines, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec};
 pub use membership::{MembershipHooks, Order as MembershipOrder};
+pub use ports::Ports;
 pub use template::{Scope, Template, Vars};
 
 use super::{
