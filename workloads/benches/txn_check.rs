@@ -116,6 +116,7 @@ fn list_append_history(seed: u64, txns: usize) -> Vec<Txn> {
             process: slot.process,
             invoke_time_ns: slot.invoke_ns,
             complete_time_ns: slot.complete_ns,
+            positions: None,
             outcome,
             ops,
         });

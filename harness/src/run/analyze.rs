@@ -171,20 +171,18 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     checkers
 }
 
-/// The txn workload's check: the plan's model and claimed consistency (default strict-serializable), with real-time
-/// and process-order edges so that the strict and session claims can be decided.
+/// The txn workload's check: the plan's model and claimed consistency (default strict-serializable), with the order
+/// edges (real time, process order) the claim needs to be decided.
 fn txn_checker(plan: &Plan) -> TxnWorkload {
-    use faultline_workloads::txn_check::{ConsistencyModel, TxnCheckOptions};
-    let defaults = TxnCheckOptions::default();
+    use faultline_workloads::txn_check::{ConsistencyModel, TxnCheckOptions, TxnModel};
+    let model = plan.workload.model.as_ref().map_or(TxnModel::ListAppend, |m| m.value);
+    let claimed = plan
+        .workload
+        .consistency
+        .unwrap_or(ConsistencyModel::StrictSerializable);
     TxnWorkload {
-        options: TxnCheckOptions {
-            model: plan.workload.model.as_ref().map_or(defaults.model, |m| m.value),
-            claimed: plan
-                .workload
-                .consistency
-                .unwrap_or(ConsistencyModel::StrictSerializable),
-            ..defaults
-        },
+        options: TxnCheckOptions::for_claims(model, vec![claimed], Vec::new())
+            .expect("a claim without anomaly names is always accepted"),
     }
 }
 

@@ -485,8 +485,10 @@ fn txn(system: &str, check: &CheckResult) -> Vec<Finding> {
     let Ok(result) = serde_json::from_value::<TxnCheckResult>(check.details.clone()) else {
         return Vec::new();
     };
-    let forbidden = result.claimed.forbids();
-    let found = result.anomaly_counts.keys().filter(|class| forbidden.contains(class));
+    let found = result
+        .anomaly_counts
+        .keys()
+        .filter(|class| result.forbidden_classes().contains(class) && !class.is_unknown());
     found
         .map(|class| {
             let kind = match class {
