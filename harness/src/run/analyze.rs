@@ -137,7 +137,7 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
                 },
             })
         }
-        WorkloadKind::Set => Box::new(SetWorkload),
+        WorkloadKind::Set => Box::new(SetWorkload::default()),
         WorkloadKind::Txn => Box::new(txn_checker(plan)),
     };
     let final_phase_enabled = plan.final_phase.enabled;

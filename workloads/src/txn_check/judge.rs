@@ -126,7 +126,7 @@ fn verdict_and_reason(
         .collect();
     if !shown.is_empty() {
         let reason = format!(
-            "the history shows {}, which {claimed} forbids; {still}",
+            "the history shows {}, forbidden by {claimed}; {still}",
             shown.join(", ")
         );
         return (Verdict::Invalid, reason);
@@ -144,13 +144,13 @@ fn verdict_and_reason(
     }
     if !open.is_empty() {
         let reason = format!(
-            "no anomaly {claimed} forbids was found, but {} could not be decided; {still}",
+            "no anomaly forbidden by {claimed} was found, but {} could not be decided; {still}",
             open.join(", ")
         );
         return (Verdict::Unknown, reason);
     }
     (
         Verdict::Valid,
-        format!("no anomaly {claimed} forbids was found; {still}"),
+        format!("no anomaly forbidden by {claimed} was found; {still}"),
     )
 }

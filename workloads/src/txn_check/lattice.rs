@@ -402,6 +402,11 @@ pub fn anomaly_name(name: &str) -> Option<&'static str> {
     anomaly_names().into_iter().find(|known| *known == name)
 }
 
+/// Every anomaly a history showing `anomalies` shows: themselves and everything they imply.
+pub fn implied(anomalies: impl IntoIterator<Item = &'static str>) -> BTreeSet<&'static str> {
+    closure(anomalies, implied_anomalies)
+}
+
 /// Every anomaly that would mean one of `anomalies` happened: themselves and every anomaly implying one of them.
 pub fn implying(anomalies: impl IntoIterator<Item = &'static str>) -> BTreeSet<&'static str> {
     closure(anomalies, implying_anomalies)

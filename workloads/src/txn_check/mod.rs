@@ -419,8 +419,11 @@ fn search_cycles(
     let mut member = vec![false; index.txns.len()];
     for component in components {
         component.iter().for_each(|&v| member[v as usize] = true);
+        // As Elle does, a class implied by one already found in this component is not searched: the models it
+        // would rule out are ruled out already (classes are searched so that an implying one comes first).
+        let mut shown: std::collections::BTreeSet<&'static str> = Default::default();
         for (class, base, variant) in CYCLE_CLASSES {
-            if !inferred(variant) {
+            if !inferred(variant) || shown.contains(class.elle_name()) {
                 continue;
             }
             let found = cycles::shortest_cycle(
@@ -434,6 +437,7 @@ fn search_cycles(
                 findings.add(class, || {
                     cycle_anomaly(index, graph, class, &found.edges, found.exhausted)
                 });
+                shown.extend(lattice::implied([class.elle_name()]));
             } else if found.exhausted {
                 let why = format!(
                     "the search ran out of its {} steps in a component of {} transactions before finding a cycle",

@@ -320,7 +320,7 @@ fn given_write_skew_when_judged_by_each_model_should_fail_serializable_and_pass_
     let result = list(&history, M::Serializable);
     assert_eq!(
         result.reason,
-        "the history shows G2-item (1), which serializable forbids; the strongest model it is still consistent with \
+        "the history shows G2-item (1), forbidden by serializable; the strongest model it is still consistent with \
          is snapshot-isolation"
     );
 }
@@ -376,7 +376,7 @@ fn given_a_search_budget_too_small_to_finish_when_checked_should_be_unknown_nami
     assert!(result.undecided[&A::G2Item].starts_with("the search ran out of its 1 steps in a component of 2"));
     assert_eq!(
         result.reason,
-        "no anomaly serializable forbids was found, but G-single, G-nonadjacent, G2-item could not be decided; the \
+        "no anomaly forbidden by serializable was found, but G-single, G-nonadjacent, G2-item could not be decided; the \
          strongest model it is still consistent with is cursor-stability"
     );
     assert_eq!(result.strongest_model, Some(M::CursorStability));

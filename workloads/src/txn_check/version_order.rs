@@ -73,10 +73,11 @@ fn values<'a>(index: &Index<'a>, read: &KeyRead) -> &'a [i64] {
 /// One key's version order as the reads reveal it.
 struct KeyOrder<'a> {
     key: u32,
-    /// The longest `ok` read of the key: the order of every version a read shows.
+    /// The longest `ok` read of the key, as it was read: every other read must be a prefix of it.
     order: &'a [i64],
-    /// `order` holds no value twice (else it says nothing about where a value's version sits).
-    ordered: bool,
+    /// The version order: `order`'s values at their first occurrence (as Elle reads a list that holds a value twice;
+    /// the duplicate itself is reported, and no model allows it).
+    versions: std::borrow::Cow<'a, [i64]>,
     /// Committed appends to the key that no read shows, with their writers, by value: each was installed after every
     /// version of `order`.
     unobserved: Vec<(u32, i64)>,
@@ -105,7 +106,12 @@ pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: 
         let order = values(index, &longest);
         let mut sorted = order.to_vec();
         sorted.sort_unstable();
-        let ordered = sorted.windows(2).all(|pair| pair[0] != pair[1]);
+        let versions = if sorted.windows(2).all(|pair| pair[0] != pair[1]) {
+            std::borrow::Cow::Borrowed(order)
+        } else {
+            let mut seen = HashSet::new();
+            std::borrow::Cow::Owned(order.iter().copied().filter(|v| seen.insert(*v)).collect())
+        };
         let mut unobserved: Vec<(u32, i64)> = std::mem::take(&mut appends[key as usize])
             .into_iter()
             .filter(|(_, value)| sorted.binary_search(value).is_err())
@@ -114,13 +120,11 @@ pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: 
         let key_order = KeyOrder {
             key,
             order,
-            ordered,
+            versions,
             unobserved,
         };
-        if ordered {
-            ww_edges(index, in_graph, &key_order, edges);
-            dirty_updates(index, &key_order, findings);
-        }
+        ww_edges(index, in_graph, &key_order, edges);
+        dirty_updates(index, &key_order, findings);
         read_edges(index, in_graph, &key_order, reads, &longest, findings, edges);
     }
 }
@@ -154,7 +158,7 @@ fn ww_edges(index: &Index<'_>, in_graph: &[bool], key_order: &KeyOrder<'_>, edge
             });
         }
     };
-    for &value in key_order.order {
+    for &value in key_order.versions.iter() {
         let Some(writer) = committed_writer(index, in_graph, key, value) else {
             continue;
         };
@@ -206,10 +210,16 @@ fn read_edges(
                 });
             }
         }
-        if !(prefix && key_order.ordered) {
+        if !prefix {
             continue;
         }
-        let next = order[got.len()..]
+        // The versions the read saw: its length, unless the order holds a value twice.
+        let seen = if key_order.versions.len() == order.len() {
+            got.len()
+        } else {
+            got.iter().collect::<HashSet<_>>().len()
+        };
+        let next = key_order.versions[seen..]
             .iter()
             .find_map(|&v| committed_writer(index, in_graph, key, v).map(|w| (w, v)));
         let missed = match next {
@@ -232,7 +242,7 @@ fn dirty_updates(index: &Index<'_>, key_order: &KeyOrder<'_>, findings: &mut Fin
     // The last version whose writer's outcome is known, and the values since it.
     let mut last: (Option<u32>, TxnOutcome) = (None, TxnOutcome::Ok);
     let mut since: Vec<i64> = Vec::new();
-    for &value in key_order.order {
+    for &value in key_order.versions.iter() {
         let Some(writer) = index.writers.get(&(key_order.key, value)) else {
             continue;
         };
