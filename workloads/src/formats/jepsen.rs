@@ -251,11 +251,21 @@ fn to_event(raw: RawOp, reading: &Reading) -> Result<Option<Event>, OpError> {
     let mut value = map.remove("value").unwrap_or(Value::Null);
     let mut key = map.get("key").map(text_of);
     if independent && kind.is_client() {
-        if let Value::Array(mut tuple) = value {
-            value = tuple.pop().unwrap_or(Value::Null);
-            key = tuple.pop().map(|k| text_of(&k));
-        } else {
-            return Err(bad(format!("expected an independent [key value] tuple, found {value}")));
+        match value {
+            Value::Array(mut tuple) if tuple.len() == 2 => {
+                value = tuple.pop().unwrap_or(Value::Null);
+                key = tuple.pop().map(|k| text_of(&k));
+            }
+            other => {
+                let shown = match &other {
+                    Value::Array(items) => format!("a list of {} values", items.len()),
+                    other => other.to_string(),
+                };
+                return Err(bad(format!(
+                    "expected an independent [key value] tuple, as every invocation of this history has, found {shown}; \
+                     refusing to guess which part is the key"
+                )));
+            }
         }
     }
     let mut error = map.get("error").map(text_of);

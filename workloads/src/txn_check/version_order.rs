@@ -363,17 +363,17 @@ pub(crate) fn rw_register_edges(
         let key = key as u32;
         for read in key_reads.iter().filter(|r| r.external) {
             let got = values(index, read).first().copied();
-            if let Some(writer) = got.and_then(|v| index.writers.get(&(key, v))) {
-                if in_graph[writer.txn as usize] {
-                    edges.push(Edge {
-                        from: writer.txn,
-                        to: read.txn,
-                        why: Why::Wr {
-                            op: read.op,
-                            value: got.expect("a value"),
-                        },
-                    });
-                }
+            // Only a transaction's final write of a key is a version: a read of an intermediate one is G1b, and
+            // (as in Elle) orders nothing.
+            if let Some(writer) = got.and_then(|v| committed_final(key, v)) {
+                edges.push(Edge {
+                    from: writer.txn,
+                    to: read.txn,
+                    why: Why::Wr {
+                        op: read.op,
+                        value: got.expect("a value"),
+                    },
+                });
             }
             let Some(after) = final_write(read.txn, key) else {
                 continue;
