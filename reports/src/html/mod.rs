@@ -25,6 +25,7 @@ mod timeline;
 mod txn;
 mod txn_cycle;
 mod unseen;
+mod workload_checks;
 
 pub use escape::json_for_script;
 pub use logs::parse_rfc3339;

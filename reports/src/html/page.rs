@@ -61,13 +61,15 @@ pub fn render(inputs: &RunInputs) -> String {
         results.plan,
         results.seed
     );
+    // A history checked on its own has no run to cover or shrink.
+    let checked_history = results.system == crate::results::CHECKED_HISTORY;
     let body = html! {
         (banner(inputs, &table, &timeline))
-        (toc(explanation.is_some(), txn_result.is_some()))
+        (toc(explanation.is_some(), txn_result.is_some(), checked_history))
         main {
             (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
-            (coverage_section(inputs))
+            @if !checked_history { (coverage_section(inputs)) }
             (charts(!lanes.is_empty(), !txn_marks.is_empty()))
             @if let Some(result) = &txn_result {
                 section class="card" id="transactions" {
@@ -230,7 +232,7 @@ fn provenance(inputs: &RunInputs) -> Markup {
                 a href="shrink/shrink.html" { (Shown(&shrink.summary())) }
                 " · " a href="shrink/shrunk.yaml" { "shrunk.yaml" }
             }
-        } @else if failing {
+        } @else if failing && inputs.results.system != crate::results::CHECKED_HISTORY {
             div class="repro" {
                 span { "shrink" }
                 code { "faultline shrink " (Shown(&inputs.run_dir.display().to_string())) }
@@ -278,13 +280,12 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn toc(has_lin: bool, has_txn: bool) -> Markup {
-    let mut links = vec![
-        ("checks", "Checks"),
-        ("coverage", "Coverage"),
-        ("timeline", "Timeline"),
-        ("latency", "Latency & throughput"),
-    ];
+fn toc(has_lin: bool, has_txn: bool, checked_history: bool) -> Markup {
+    let mut links = vec![("checks", "Checks")];
+    if !checked_history {
+        links.push(("coverage", "Coverage"));
+    }
+    links.extend([("timeline", "Timeline"), ("latency", "Latency & throughput")]);
     if has_txn {
         links.push(("transactions", "Transactions"));
     }

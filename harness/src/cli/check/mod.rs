@@ -17,10 +17,11 @@ use std::path::Path;
 
 /// `faultline check`.
 pub(super) fn command(args: CheckArgs) -> Outcome {
-    let history = load(&args)?;
+    // The options first: a typo in them is found before a large file is read.
     let model = HistoryModel::from(args.model);
     let options = args.options().map_err(Failed::bad_input)?;
     let checker = checker_for(model, &options).map_err(|e| Failed::bad_input(format!("faultline check: {e}")))?;
+    let history = load(&args)?;
     let logs = BTreeMap::new();
     let check = checker.check(&CheckInput {
         history: &history,
@@ -94,7 +95,7 @@ fn results_of(args: &CheckArgs, history: &History, check: CheckResult) -> Result
         verdict,
         reason,
         plan: format!("check {name}"),
-        system: "history".to_string(),
+        system: faultline_reports::results::CHECKED_HISTORY.to_string(),
         seed: 0,
         started_at: String::new(),
         duration_ms: history.events.last().map_or(0, |e| e.time_ns / 1_000_000),
