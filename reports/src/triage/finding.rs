@@ -714,7 +714,7 @@ pub(crate) mod tests {
         events.push(event(EventKind::Ok, "read", Some("n2"), reader, 40, json!([])));
         events.push(event(EventKind::Invoke, "read", Some("n1"), reader, 50, Value::Null));
         events.push(event(EventKind::Ok, "read", Some("n1"), reader, 60, json!(stale)));
-        run_check(&SetWorkload, &history(events), &BTreeMap::new())
+        run_check(&SetWorkload::default(), &history(events), &BTreeMap::new())
     }
 
     /// A results document of `system` with `checks`, its verdict the worst of theirs.
