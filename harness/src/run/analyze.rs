@@ -8,11 +8,13 @@
 use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_reports::triage::{check_findings, Finding, FindingKind};
+use faultline_workloads::bank_check::BankCheckOptions;
 use faultline_workloads::checker::{
-    check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
-    LogWorkload, SetWorkload, TxnWorkload,
+    check_all, BankWorkload, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness,
+    LogPatterns, LogWorkload, LongForkWorkload, SetWorkload, TxnWorkload,
 };
 use faultline_workloads::history::{History, Meta};
+use faultline_workloads::long_fork_check::LongForkOptions;
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -139,6 +141,21 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
         }
         WorkloadKind::Set => Box::new(SetWorkload::default()),
         WorkloadKind::Txn => Box::new(txn_checker(plan)),
+        WorkloadKind::Bank => {
+            let bank = plan.workload.bank.as_ref().map(|b| b.value).unwrap_or_default();
+            Box::new(BankWorkload {
+                options: BankCheckOptions {
+                    total: Some(bank.total.0 as i64),
+                    accounts: Some((0..bank.accounts.0).map(|i| i.to_string()).collect()),
+                    negative_balances: false,
+                },
+            })
+        }
+        WorkloadKind::LongFork => Box::new(LongForkWorkload {
+            options: LongForkOptions {
+                group_size: Some(plan.workload.group_size.map_or(3, |g| g.0) as usize),
+            },
+        }),
     };
     let final_phase_enabled = plan.final_phase.enabled;
     let capabilities = plan.system.adapter().capabilities();
