@@ -1,0 +1,103 @@
+//! Jepsen's bank and long-fork workloads end to end against real reference nodes (`POST /txn`: the bank's `init`,
+//! `debit` and `credit` micro-ops, the long fork's inserts and group reads), under light faults. The correct node
+//! must pass with transfers acknowledged, aborted overdrafts and groups compared; the `txn-reads-at-receipt` mutant,
+//! whose transfers write balances computed from the state at the request's arrival, must be caught by the `bank`
+//! check, whose reads stop adding up.
+//!
+//! `FAULTLINE_REPEAT=5 cargo test --release -p faultline --test bank_e2e` repeats each scenario with seeds 1..=5.
+
+mod support;
+
+use serde_json::Value;
+use support::{check, explain, faultline, history, one_cluster, repo_plan_text, results, run_text, with_bug};
+
+/// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
+fn repeat() -> u64 {
+    std::env::var("FAULTLINE_REPEAT")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+const RUN_SECONDS: &str = "12s";
+
+/// A built-in plan with a lighter nemesis (kills, pauses, primary isolation), so that a short run commits enough
+/// concurrent transactions: the default plan's faults leave the cluster mostly unavailable in its first seconds.
+fn light(plan: &str, bug: Option<&str>) -> String {
+    let text = repo_plan_text(plan);
+    let (Some(start), Some(end)) = (text.find("\nnemesis:\n"), text.find("\nfinal_phase:\n")) else {
+        panic!("{plan} has a nemesis section followed by final_phase");
+    };
+    let nemesis = "\nnemesis:\n  process:\n    interval: 5s\n    faults:\n      \
+                   - {kind: kill, targets: primary, duration: 1s..2s, weight: 2}\n      \
+                   - {kind: kill, targets: backup, duration: 1s..2s}\n      \
+                   - {kind: pause, targets: one, duration: 500ms..1500ms}\n  network:\n    interval: 8s\n    \
+                   partitions:\n      - {shape: isolate-primary, duration: 1s..3s}";
+    with_bug(&format!("{}{nemesis}{}", &text[..start], &text[end..]), bug)
+}
+
+/// The completions of `f` with kind `kind`.
+fn completions(events: &[Value], f: &str, kind: &str) -> usize {
+    events.iter().filter(|e| e["f"] == f && e["kind"] == kind).count()
+}
+
+#[test]
+fn given_the_bank_when_the_node_is_correct_should_be_valid_with_transfers_acknowledged_and_overdrafts_aborted() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let run = run_text(&light("reference-bank.yaml", None), &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
+        let results = results(&run.run_dir);
+        assert_eq!(run.output.status.code(), Some(0), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        let bank = check(&results, "bank");
+        assert_eq!(bank["verdict"], "valid", "seed {seed}: {bank:#}");
+        assert_eq!(bank["details"]["total"], 100);
+        let events = history(&run.run_dir);
+        let transfers = completions(&events, "transfer", "ok");
+        assert!(transfers >= 20, "seed {seed}: only {transfers} transfers acknowledged: the run exercised too little");
+        assert!(bank["details"]["read_count"].as_u64().unwrap() >= 5, "seed {seed}: {bank:#}");
+        let aborted = events
+            .iter()
+            .filter(|e| e["f"] == "transfer" && e["kind"] == "fail")
+            .any(|e| e["error"].as_str().is_some_and(|why| why.contains("transaction aborted")));
+        assert!(aborted, "seed {seed}: some transfer met too small a balance and was aborted, not applied");
+    }
+}
+
+#[test]
+fn given_txn_reads_at_receipt_when_the_bank_runs_should_be_invalid_by_the_bank_check_with_unbalanced_reads() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let plan = light("reference-bank.yaml", Some("txn-reads-at-receipt"));
+        let run = run_text(&plan, &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
+        let results = results(&run.run_dir);
+        assert_eq!(run.output.status.code(), Some(1), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        let bank = check(&results, "bank");
+        assert_eq!(bank["verdict"], "invalid", "seed {seed}: {bank:#}");
+        let first = &bank["details"]["errors"][0];
+        assert_eq!(first["kind"], "wrong-total", "seed {seed}: {first:#}");
+        assert_ne!(first["total"], 100, "seed {seed}: {first:#}");
+        let report = std::fs::read_to_string(run.run_dir.join("report.html")).unwrap();
+        assert!(report.contains("class=\"inner bank-reads\""), "seed {seed}: the report lists the unbalanced reads");
+        // `faultline analyze` judges the store folder alone the same way.
+        let analyzed = faultline().arg("analyze").arg(&run.run_dir).output().unwrap();
+        assert_eq!(analyzed.status.code(), Some(1), "{}", explain(&analyzed));
+    }
+}
+
+#[test]
+fn given_the_long_fork_workload_when_the_node_is_correct_should_be_valid_with_groups_compared() {
+    let _one = one_cluster();
+    for seed in 1..=repeat() {
+        let run = run_text(
+            &light("reference-long-fork.yaml", None),
+            &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
+        );
+        let results = results(&run.run_dir);
+        assert_eq!(run.output.status.code(), Some(0), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        let fork = check(&results, "long-fork");
+        assert_eq!(fork["verdict"], "valid", "seed {seed}: {fork:#}");
+        let compared = fork["details"]["groups_compared"].as_u64().unwrap();
+        assert!(compared >= 10, "seed {seed}: only {compared} groups read twice: {fork:#}");
+    }
+}
