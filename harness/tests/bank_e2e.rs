@@ -46,21 +46,42 @@ fn completions(events: &[Value], f: &str, kind: &str) -> usize {
 fn given_the_bank_when_the_node_is_correct_should_be_valid_with_transfers_acknowledged_and_overdrafts_aborted() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let run = run_text(&light("reference-bank.yaml", None), &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
+        let run = run_text(
+            &light("reference-bank.yaml", None),
+            &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
+        );
         let results = results(&run.run_dir);
-        assert_eq!(run.output.status.code(), Some(0), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        assert_eq!(
+            run.output.status.code(),
+            Some(0),
+            "seed {seed}\n{}\n{results:#}",
+            explain(&run.output)
+        );
         let bank = check(&results, "bank");
         assert_eq!(bank["verdict"], "valid", "seed {seed}: {bank:#}");
         assert_eq!(bank["details"]["total"], 100);
         let events = history(&run.run_dir);
         let transfers = completions(&events, "transfer", "ok");
-        assert!(transfers >= 20, "seed {seed}: only {transfers} transfers acknowledged: the run exercised too little");
-        assert!(bank["details"]["read_count"].as_u64().unwrap() >= 5, "seed {seed}: {bank:#}");
+        assert!(
+            transfers >= 20,
+            "seed {seed}: only {transfers} transfers acknowledged: the run exercised too little"
+        );
+        assert!(
+            bank["details"]["read_count"].as_u64().unwrap() >= 5,
+            "seed {seed}: {bank:#}"
+        );
         let aborted = events
             .iter()
             .filter(|e| e["f"] == "transfer" && e["kind"] == "fail")
-            .any(|e| e["error"].as_str().is_some_and(|why| why.contains("transaction aborted")));
-        assert!(aborted, "seed {seed}: some transfer met too small a balance and was aborted, not applied");
+            .any(|e| {
+                e["error"]
+                    .as_str()
+                    .is_some_and(|why| why.contains("transaction aborted"))
+            });
+        assert!(
+            aborted,
+            "seed {seed}: some transfer met too small a balance and was aborted, not applied"
+        );
     }
 }
 
@@ -71,14 +92,22 @@ fn given_txn_reads_at_receipt_when_the_bank_runs_should_be_invalid_by_the_bank_c
         let plan = light("reference-bank.yaml", Some("txn-reads-at-receipt"));
         let run = run_text(&plan, &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
         let results = results(&run.run_dir);
-        assert_eq!(run.output.status.code(), Some(1), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        assert_eq!(
+            run.output.status.code(),
+            Some(1),
+            "seed {seed}\n{}\n{results:#}",
+            explain(&run.output)
+        );
         let bank = check(&results, "bank");
         assert_eq!(bank["verdict"], "invalid", "seed {seed}: {bank:#}");
         let first = &bank["details"]["errors"][0];
         assert_eq!(first["kind"], "wrong-total", "seed {seed}: {first:#}");
         assert_ne!(first["total"], 100, "seed {seed}: {first:#}");
         let report = std::fs::read_to_string(run.run_dir.join("report.html")).unwrap();
-        assert!(report.contains("class=\"inner bank-reads\""), "seed {seed}: the report lists the unbalanced reads");
+        assert!(
+            report.contains("class=\"inner bank-reads\""),
+            "seed {seed}: the report lists the unbalanced reads"
+        );
         // `faultline analyze` judges the store folder alone the same way.
         let analyzed = faultline().arg("analyze").arg(&run.run_dir).output().unwrap();
         assert_eq!(analyzed.status.code(), Some(1), "{}", explain(&analyzed));
@@ -94,10 +123,18 @@ fn given_the_long_fork_workload_when_the_node_is_correct_should_be_valid_with_gr
             &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
         );
         let results = results(&run.run_dir);
-        assert_eq!(run.output.status.code(), Some(0), "seed {seed}\n{}\n{results:#}", explain(&run.output));
+        assert_eq!(
+            run.output.status.code(),
+            Some(0),
+            "seed {seed}\n{}\n{results:#}",
+            explain(&run.output)
+        );
         let fork = check(&results, "long-fork");
         assert_eq!(fork["verdict"], "valid", "seed {seed}: {fork:#}");
         let compared = fork["details"]["groups_compared"].as_u64().unwrap();
-        assert!(compared >= 10, "seed {seed}: only {compared} groups read twice: {fork:#}");
+        assert!(
+            compared >= 10,
+            "seed {seed}: only {compared} groups read twice: {fork:#}"
+        );
     }
 }
