@@ -1,0 +1,13 @@
+//! The process's peak resident set (VmHWM), as the benches print it.
+
+/// Peak RSS of this process so far in MiB (NaN where /proc is missing).
+pub fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(f64::NAN);
+    kib / 1024.0
+}
