@@ -85,6 +85,7 @@ impl Lab for TimingLab {
         Ok(json!({}))
     }
     fn record(&self, _: Nemesis, _: usize, _: Value) {}
+    fn record_cluster(&self, _: Nemesis, _: Value) {}
 }
 
 impl NetworkLab for TimingLab {

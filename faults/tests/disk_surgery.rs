@@ -335,3 +335,64 @@ fn bytes_after_flip(original: &[u8], flip: &disk::SurgeryRecord) -> Vec<u8> {
     }
     bytes
 }
+
+/// A preallocated WAL holding less than two sectors of data (etcd's, right after a wipe): a torn tail keeps the
+/// first sector, and one with a single sector of data or less is refused rather than erased.
+#[test]
+fn given_a_small_preallocated_file_when_its_tail_is_torn_should_keep_its_first_sector() {
+    let dir = data_dir();
+    let segment = dir.path().join("member/wal/1.wal");
+    for seed in 0..32 {
+        let mut bytes = pattern(700);
+        bytes.resize(1 << 20, 0);
+        fs::write(&segment, &bytes).unwrap();
+        let torn = Surgeon::new(seed, "n1")
+            .apply(
+                dir.path(),
+                &spec("{op: truncate-tail, files: 'member/wal/1.wal', max_bytes: 4096}"),
+            )
+            .unwrap();
+        assert_eq!((torn.offset, torn.length), (512, 188), "seed {seed}: {torn:?}");
+        assert_eq!(fs::read(&segment).unwrap()[..512], bytes[..512]);
+    }
+    let mut one_sector = pattern(400);
+    one_sector.resize(1 << 20, 0);
+    fs::write(&segment, &one_sector).unwrap();
+    let err = Surgeon::new(1, "n1")
+        .apply(
+            dir.path(),
+            &spec("{op: truncate-tail, files: 'member/wal/1.wal', max_bytes: 4096}"),
+        )
+        .unwrap_err();
+    assert!(matches!(err, SurgeryError::TooSmall { .. }), "{err}");
+    assert_eq!(fs::read(&segment).unwrap(), one_sector, "nothing was cut");
+}
+
+/// A misdirected write into a preallocated file lands inside its written data, where its reader reads, never in the
+/// zeros past it.
+#[test]
+fn given_a_misdirected_restore_into_a_preallocated_file_should_land_inside_its_written_data() {
+    let dir = data_dir();
+    let segment = dir.path().join("member/wal/1.wal");
+    let mut bytes = pattern(5 * 4096 + 100);
+    bytes.resize(64 << 20, 0);
+    fs::write(&segment, &bytes).unwrap();
+    for seed in 0..16 {
+        let mut surgeon = Surgeon::new(seed, "n1");
+        surgeon
+            .apply(
+                dir.path(),
+                &spec(
+                    "{op: snapshot-chunk, files: 'member/wal/1.wal', region: '0..4096', length_bytes: 4096, name: m}",
+                ),
+            )
+            .unwrap();
+        let record = surgeon
+            .apply(dir.path(), &spec("{op: restore-chunk, name: m, misdirect: true}"))
+            .unwrap();
+        assert!(
+            record.offset > 0 && record.offset + 4096 <= 5 * 4096 + 100,
+            "seed {seed}: {record:?}"
+        );
+    }
+}

@@ -215,6 +215,63 @@ fn given_journaled_metadata_when_any_file_is_fsynced_should_keep_every_earlier_d
     assert_eq!(record.entries_dropped, ["after-the-commit"]);
 }
 
+/// ext4's journal carries truncations too: ZooKeeper truncates a log file at a follower's TRUNC without an fsync of
+/// that file and goes on in a new one, whose fsync commits the truncation.
+#[test]
+fn given_journaled_metadata_when_another_file_is_fsynced_after_a_truncation_should_keep_the_truncation() {
+    if !fuse_ready() {
+        return;
+    }
+    let options = FaultFsOptions {
+        metadata: MetadataDurability::Journaled,
+        ..Default::default()
+    };
+    let lab = Lab::with("journaled-trunc", options);
+    let original: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+    write_synced(&lab.path("log.100"), &original);
+    OpenOptions::new()
+        .write(true)
+        .open(lab.path("log.100"))
+        .unwrap()
+        .set_len(1_000)
+        .unwrap();
+    write_synced(&lab.path("log.200"), b"the next log");
+
+    let record = lab.fs().lose_unsynced();
+    assert_eq!(fs::read(lab.path("log.100")).unwrap(), &original[..1_000], "{record:?}");
+    assert_eq!(fs::read(lab.path("log.200")).unwrap(), b"the next log");
+}
+
+/// The kernel's flusher: data and entries older than the write-back ages survive a power loss without any fsync.
+#[test]
+fn given_writeback_ages_when_unsynced_changes_are_older_should_survive_a_power_loss() {
+    if !fuse_ready() {
+        return;
+    }
+    let age = |ms| fusefs::WritebackAge::After(faultline_faults::units::Millis(ms));
+    let options = FaultFsOptions {
+        writeback: fusefs::Writeback {
+            data_after: age(200),
+            metadata_after: age(100),
+        },
+        ..Default::default()
+    };
+    let lab = Lab::with("writeback", options);
+    fs::create_dir(lab.path("base")).unwrap();
+    fs::write(lab.path("base/16385"), b"a relation file, never fsynced").unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let mut late = File::create(lab.path("base/late")).unwrap();
+    late.write_all(b"too young").unwrap();
+
+    let record = lab.fs().lose_unsynced();
+    assert_eq!(
+        fs::read(lab.path("base/16385")).unwrap(),
+        b"a relation file, never fsynced",
+        "{record:?}"
+    );
+    assert!(!lab.path("base/late").exists(), "{record:?}");
+}
+
 #[test]
 fn given_a_file_in_a_synced_new_directory_when_only_the_file_was_synced_should_lose_the_file_keep_the_dir() {
     if !fuse_ready() {

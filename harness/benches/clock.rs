@@ -8,9 +8,9 @@
 //! default 20s; `FAULTLINE_BENCH_RATE`, ops/s offered, default 3000: above what the node commits, so the number is
 //! its write throughput).
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
+use support::{run, Phase};
 
 const PLAN: &str = "name: clock-bench
 time_limit: 20s
@@ -24,40 +24,6 @@ const NEVER_FIRES: &str = "nemesis:
     script:
       - {at: 1h, kind: clock, targets: all, duration: 1s, bump: +1s}
 ";
-
-/// Ok writes between `cluster-ready` and `fault-phase-end`, that window's length in s, and the verdict.
-fn measure(run_dir: &Path) -> (u64, f64, String) {
-    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).expect("history.jsonl");
-    let events: Vec<Value> = history.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let time_of = |f: &str| {
-        events
-            .iter()
-            .find(|e| e["kind"] == "lifecycle" && e["f"] == f)
-            .and_then(|e| e["time_ns"].as_u64())
-            .unwrap_or_else(|| panic!("no {f} event in {}", run_dir.display()))
-    };
-    let (from, to) = (time_of("cluster-ready"), time_of("fault-phase-end"));
-    let ok = events
-        .iter()
-        .filter(|e| e["kind"] == "ok" && e["f"] == "write")
-        .filter(|e| e["time_ns"].as_u64().is_some_and(|t| (from..=to).contains(&t)))
-        .count() as u64;
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).expect("results.json")).unwrap();
-    let verdict = results["verdict"].as_str().unwrap_or("?").to_string();
-    (ok, (to - from) as f64 / 1e9, verdict)
-}
-
-fn run(plan: &Path, store: &Path, seed: &str, time_limit: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(["run", "--quiet", "--seed", seed, "--time-limit", time_limit, "--store"])
-        .arg(store)
-        .arg(plan)
-        .status()
-        .expect("running faultline");
-    assert!(status.code().is_some_and(|c| c <= 2), "faultline run failed: {status}");
-    store.join("latest").canonicalize().expect("store/latest")
-}
 
 fn main() {
     if let Err(why) = faultline_faults::clock::faketime::library() {
@@ -88,7 +54,8 @@ fn main() {
             name == "preloaded",
             "{name}: libfaketime preloaded only where asked"
         );
-        let (ok, phase_s, verdict) = measure(&run_dir);
+        let phase = Phase::of(&run_dir);
+        let (ok, phase_s, verdict) = (phase.count("ok", Some("write")), phase.seconds(), phase.verdict);
         let per_s = ok as f64 / phase_s;
         println!("  {name:<10} {per_s:>8.1} ok writes/s  ({ok} ok in {phase_s:.1} s; {verdict})");
         rates.push(per_s);

@@ -7,9 +7,10 @@
 //! `FAULTLINE_BENCH_TIME_LIMIT`, default 30s; `FAULTLINE_BENCH_RATE`, ops/s, default the plan's 100; set it high,
 //! e.g. 2000, to measure throughput at saturation instead of at the plan's rate).
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
+use std::path::Path;
+use support::{run, Phase};
 
 struct Measured {
     ok: u64,
@@ -25,45 +26,16 @@ impl Measured {
     }
 }
 
-/// Ok/fail/info completions between `cluster-ready` and `fault-phase-end`, and that window's length.
+/// Ok/fail/info completions of the fault phase, its length and the run's verdict.
 fn measure(run_dir: &Path) -> Measured {
-    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).expect("history.jsonl");
-    let events: Vec<Value> = history.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let time_of = |f: &str| {
-        events
-            .iter()
-            .find(|e| e["kind"] == "lifecycle" && e["f"] == f)
-            .and_then(|e| e["time_ns"].as_u64())
-            .unwrap_or_else(|| panic!("no {f} event in {}", run_dir.display()))
-    };
-    let (from, to) = (time_of("cluster-ready"), time_of("fault-phase-end"));
-    let in_phase = |kind: &str| {
-        events
-            .iter()
-            .filter(|e| e["kind"] == kind)
-            .filter(|e| e["time_ns"].as_u64().is_some_and(|t| (from..=to).contains(&t)))
-            .count() as u64
-    };
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).expect("results.json")).unwrap();
+    let phase = Phase::of(run_dir);
     Measured {
-        ok: in_phase("ok"),
-        fail: in_phase("fail"),
-        info: in_phase("info"),
-        phase_s: (to - from) as f64 / 1e9,
-        verdict: results["verdict"].as_str().unwrap_or("?").to_string(),
+        ok: phase.count("ok", None),
+        fail: phase.count("fail", None),
+        info: phase.count("info", None),
+        phase_s: phase.seconds(),
+        verdict: phase.verdict,
     }
-}
-
-fn run(plan: &Path, store: &Path, seed: &str, time_limit: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(["run", "--quiet", "--seed", seed, "--time-limit", time_limit, "--store"])
-        .arg(store)
-        .arg(plan)
-        .status()
-        .expect("running faultline");
-    assert!(status.code().is_some_and(|c| c <= 2), "faultline run failed: {status}");
-    store.join("latest").canonicalize().expect("store/latest")
 }
 
 fn main() {

@@ -360,6 +360,138 @@ fn given_two_shards_when_run_and_merged_should_cover_the_unsharded_seeds_once_wi
         .join(&id)
         .join("campaign-shard2of2.json")
         .is_file());
+    for shard in ["1of2", "2of2"] {
+        let log = merged
+            .join("campaigns")
+            .join(&id)
+            .join(format!("behaviours-shard{shard}.jsonl"));
+        assert!(log.is_file(), "each shard's behaviour log is merged: {}", log.display());
+    }
+    assert!(
+        index.contains("Behaviours found") && index.contains(&format!("<code>{id}</code>")),
+        "the behaviour view draws the campaign's shards as one curve"
+    );
+}
+
+/// The lines of a campaign's behaviour log.
+fn behaviour_log(store: &Path, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(store.join("campaigns").join(id).join("behaviours.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn given_a_guided_campaign_interrupted_mid_run_should_keep_its_corpus_and_resume_with_the_next_choices() {
+    let _one = one_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let args = [
+        "default",
+        "--guided",
+        "--seeds",
+        "2",
+        "--parallel",
+        "1",
+        "--retry-failed",
+        "0",
+        "--time-limit",
+        "3s",
+        "--campaign-seed",
+        "7",
+    ];
+    let child = faultline()
+        .arg("campaign")
+        .args(args)
+        .arg("--store")
+        .arg(&store)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let started = Instant::now();
+    let run_id = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the campaign never got to its second run"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let Some(first) = behaviour_log(&store, "s7").first().cloned() else {
+            continue;
+        };
+        let first_dir = first["store_dir"].as_str().unwrap().to_string();
+        if let Some((_, run_id)) = running_cluster(&store, "default", &first_dir) {
+            break run_id;
+        }
+    };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the campaign did not stop after SIGINT"
+        );
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(130), "an interrupted campaign exits 130");
+    assert_eq!(
+        tagged_processes(&run_id),
+        Vec::<i32>::new(),
+        "the running cluster was stopped"
+    );
+    let before = behaviour_log(&store, "s7");
+    assert_eq!(before.len(), 1, "only the finished run is logged: {before:#?}");
+    assert_eq!(
+        before[0]["choice"]["as_written"], "default",
+        "the plan as written runs first"
+    );
+    let guide = store.join("campaigns/s7/guide");
+    assert!(guide.join("corpus.json").is_file() && guide.join("plans/run-1.yaml").is_file());
+
+    let resumed = campaign(&store, &["--resume"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", explain(&resumed));
+    let after = behaviour_log(&store, "s7");
+    assert_eq!(
+        after.len(),
+        2,
+        "the interrupted run is chosen and run again: {after:#?}"
+    );
+    assert_eq!(after[0], before[0], "the finished run is not run again");
+    let second = &after[1];
+    assert_eq!(second["run"], 1);
+    assert!(second["choice"]["mutations"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("from default as written"));
+    assert!(second["cumulative"].as_u64().unwrap() >= before[0]["cumulative"].as_u64().unwrap());
+    // The guided run is an ordinary plan plus a seed: its folder keeps the plan it ran, with its origin, and its
+    // results say what it showed first.
+    let run_dir = store.join(second["store_dir"].as_str().unwrap());
+    let plan = std::fs::read_to_string(run_dir.join("plan.yaml")).unwrap();
+    assert!(
+        plan.contains("origin: \"guided campaign s7 run 1: from default as written"),
+        "{plan}"
+    );
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["behaviours"]["novelty"]["campaign"], "s7", "{results:#}");
+    assert_eq!(
+        results["behaviours"]["novelty"]["new"],
+        second["new"].as_array().unwrap().len()
+    );
+    let check = faultline()
+        .args(["plan", "--check"])
+        .arg(run_dir.join("plan.yaml"))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", explain(&check));
 }
 
 #[test]

@@ -11,7 +11,8 @@ mod support;
 
 use serde_json::Value;
 use support::{
-    after_restart_all, check, explain, fuse_ready, history, netns_ready, one_cluster, prerequisite, results, run_text,
+    after_restart_all, assert_exit, check, explain, fuse_ready, history, netns_ready, one_cluster, prerequisite,
+    results, run_text,
 };
 
 fn etcd_installed() -> Result<(), String> {
@@ -61,13 +62,7 @@ final_phase:
         )),
         &[],
     );
-    let results = results(&run.run_dir);
-    assert_eq!(
-        run.output.status.code(),
-        Some(0),
-        "{}\n{results:#}",
-        explain(&run.output)
-    );
+    let results = assert_exit(&run, 0);
     let events = history(&run.run_dir);
     let killed = events
         .iter()

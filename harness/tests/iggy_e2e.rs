@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::{check, explain, history, one_cluster, results, run_text};
+use support::{assert_exit, check, history, one_cluster, results, run_text};
 
 fn iggy_available() -> bool {
     let missing: Vec<&str> = ["FAULTLINE_IGGY_BIN", "FAULTLINE_IGGY_SRC"]
@@ -64,13 +64,7 @@ final_phase:
         ),
         &[],
     );
-    let results = results(&run.run_dir);
-    assert_eq!(
-        run.output.status.code(),
-        Some(0),
-        "{}\n{results:#}",
-        explain(&run.output)
-    );
+    let results = assert_exit(&run, 0);
     let set = check(&results, "set");
     assert_eq!(set["verdict"], "valid");
     assert!(set["details"]["stats"]["acked"].as_u64().unwrap() > 10, "{set:#}");

@@ -1,9 +1,10 @@
 //! The harness's layout keeps its architecture: modules on floors, and no path from a lower floor to a higher one.
 //!
 //! From the top: `main.rs` parses and dispatches to `cli` (one module per command); `explore` drives many runs
-//! (shrink, matrix and certify above campaign, replay and merge, which they use); `run` is one run end to end;
-//! `plan` and `system` say what a run tests and how each system is driven (one floor: an adapter owns its plan
-//! section, and the plan checks itself against the adapters' capabilities); `supervisor` owns the processes.
+//! (shrink, matrix, compare and certify above campaign, the guide, replay and merge, which they use); `run` is one
+//! run end to end; `plan` and `system` say what a run tests and how each system is driven (one floor: an adapter
+//! owns its plan section, and the plan checks itself against the adapters' capabilities); `supervisor` owns the
+//! processes.
 //! A module may name modules on its own floor or below, in code and in doc links alike (a doc link up a floor is a
 //! reader's path up it).
 //!
@@ -17,6 +18,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("cli", 5),
     ("explore::shrink", 4),
     ("explore::matrix", 4),
+    ("explore::compare", 4),
     ("explore::certify", 4),
     ("explore", 3),
     ("run", 2),

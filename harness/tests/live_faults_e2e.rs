@@ -320,3 +320,78 @@ fn given_a_rolling_pause_when_checked_should_exit_254_with_line_and_column() {
     assert!(output.status.success(), "{}", explain(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("targets: each"));
 }
+
+/// A cut that fails ("nothing to cut": no file matches) damages nothing: a rolling `corrupt` whose cuts all fail
+/// waits for each node to boot, never for it to catch up with what the cluster had at a cut that did not happen.
+#[test]
+fn given_a_rolling_corrupt_whose_cuts_fail_when_run_should_not_count_any_node_damaged() {
+    let _one = one_cluster();
+    let script = "      - {at: 1s, kind: corrupt, targets: each, duration: 500ms, \
+                  cuts: [{op: truncate-tail, files: 'no-such-file-*', max_bytes: 4096}]}\n";
+    let run = run_text(&scripted(script, ""), &[]);
+    let events = history(&run.run_dir);
+    let cuts = nemesis(&events, "disk-surgery");
+    assert_eq!(cuts.len(), 3, "{cuts:?}");
+    assert!(
+        cuts.iter().all(|c| c["value"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nothing to cut"))),
+        "{cuts:?}"
+    );
+    let ready = nemesis(&events, "rolling-ready");
+    assert_eq!(ready.len(), 3, "{ready:?}");
+    for step in ready {
+        assert!(
+            step["value"]["caught_up"].is_null(),
+            "an undamaged node was waited for: {step}"
+        );
+    }
+    let results = results(&run.run_dir);
+    assert_eq!(results["verdict"], "valid", "{}", explain(&run.output));
+}
+
+/// n3 refuses on a live cut the fault phase heals at its very end (after the phase's last look for refusals), and the
+/// restart-all's surgery then damages n1: n3 is wiped and rejoins at the start of the final phase, before the
+/// restart-all, so n1's refusal still leaves a majority (n2, n3) to wipe it against, and the run ends valid.
+#[test]
+fn given_a_refusal_at_the_very_end_of_the_fault_phase_and_surgery_on_another_node_should_wipe_it_before_the_restart_all(
+) {
+    let _one = one_cluster();
+    let plan = "name: live-faults\nseed: 5\ntime_limit: 8s\nsystem: {kind: reference, nodes: 3}\n\
+         workload: {kind: register, concurrency: 4, rate: 80, keys: 2, ops_per_key: 150, mix: {read: 4, write: 4, cas: 2}, op_timeout: 1500ms}\n\
+         nemesis:\n  process:\n    script:\n\
+         \x20     - {at: 7500ms, kind: corrupt, targets: [n3], duration: 500ms, stop: graceful, cuts: [{op: flip-bits, files: wal, region: interior, bits: 3}]}\n\
+         final_phase:\n  after_refusal: wipe\n  recovery_timeout: 20s\n  convergence_timeout: 20s\n\
+         \x20 surgery:\n    - {node: n1, cut: {op: flip-bits, files: wal, region: interior, bits: 3}}\n";
+    let run = run_text(plan, &[]);
+    let events = history(&run.run_dir);
+    let position = |f: &str, node: Option<&str>| {
+        events
+            .iter()
+            .position(|e| e["kind"] == "lifecycle" && e["f"] == f && node.is_none_or(|node| e["node"] == node))
+    };
+    let phase_end = position("fault-phase-end", None).expect("the fault phase ended");
+    let restart_all = position("restart-all", None).expect("a restart-all");
+    let n3_wiped =
+        position("wipe", Some("n3")).unwrap_or_else(|| panic!("n3 was never wiped: {}", explain(&run.output)));
+    assert!(
+        phase_end < n3_wiped && n3_wiped < restart_all,
+        "n3 is wiped in the final phase, before the restart-all (events {phase_end}, {n3_wiped}, {restart_all})"
+    );
+    let n1_wiped = events[restart_all..]
+        .iter()
+        .any(|e| e["kind"] == "lifecycle" && e["f"] == "wipe" && e["node"] == "n1");
+    assert!(
+        n1_wiped,
+        "n1 refused after the surgery and was wiped: {}",
+        explain(&run.output)
+    );
+    let results = results(&run.run_dir);
+    assert_ne!(results["verdict"], "invalid", "{}", explain(&run.output));
+    assert_eq!(
+        check(&results, "liveness")["verdict"],
+        "valid",
+        "{}",
+        explain(&run.output)
+    );
+}

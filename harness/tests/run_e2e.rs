@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{
-    after_restart_all, check, explain, faultline, fuse_ready, history, latest, netns_ready, one_cluster,
+    after_restart_all, assert_exit, check, explain, faultline, fuse_ready, history, latest, netns_ready, one_cluster,
     repo_plan_text, results, run_text, tagged_processes, with_bug, write_plan,
 };
 
@@ -522,13 +522,7 @@ fn stale_primary_plan(seed: u64) -> String {
 fn given_a_stale_primary_when_triggered_should_name_it_and_fault_the_new_primary_instead() {
     let _one = one_cluster();
     let run = run_text(&stale_primary_plan(5), &[]);
-    let results = results(&run.run_dir);
-    assert_eq!(
-        run.output.status.code(),
-        Some(0),
-        "{}\n{results:#}",
-        explain(&run.output)
-    );
+    let results = assert_exit(&run, 0);
     let events = history(&run.run_dir);
     let fired: Vec<&Value> = events
         .iter()

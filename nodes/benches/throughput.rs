@@ -6,66 +6,15 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::Cluster;
+use support::{percentile, Connection};
 
 const CLIENTS: usize = 16;
 const DURATION: Duration = Duration::from_secs(10);
-
-/// One keep-alive connection; returns the status of each request.
-struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Connection {
-    fn open(addr: &str) -> Connection {
-        let stream = TcpStream::connect(addr).expect("connect to the primary");
-        stream.set_nodelay(true).expect("nodelay");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-        Connection {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            writer: stream,
-        }
-    }
-
-    fn put(&mut self, key: &str, value: &str) -> Option<u16> {
-        let body = format!("{{\"value\":\"{value}\"}}");
-        let request = format!(
-            "PUT /kv/{key} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        self.writer.write_all(request.as_bytes()).ok()?;
-        let mut status_line = String::new();
-        self.reader.read_line(&mut status_line).ok()?;
-        let status = status_line.split_whitespace().nth(1)?.parse().ok()?;
-        let mut content_length = 0usize;
-        loop {
-            let mut line = String::new();
-            self.reader.read_line(&mut line).ok()?;
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    content_length = value.trim().parse().ok()?;
-                }
-            }
-        }
-        let mut body = vec![0u8; content_length];
-        self.reader.read_exact(&mut body).ok()?;
-        Some(status)
-    }
-}
-
-fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[index]
-}
 
 fn main() {
     let mut cluster = Cluster::new(3);
@@ -83,7 +32,8 @@ fn main() {
                 let mut i = 0u64;
                 while started.elapsed() < DURATION {
                     let begin = Instant::now();
-                    match connection.put(&format!("c{client}-{}", i % 1000), &i.to_string()) {
+                    let body = format!("{{\"value\":\"{i}\"}}");
+                    match connection.request("PUT", &format!("/kv/c{client}-{}", i % 1000), &body) {
                         Some(200) => latencies.push(begin.elapsed()),
                         _ => errors += 1,
                     }

@@ -38,11 +38,14 @@ pub enum Bug {
     /// fault (a primary clock slowed or bumped back, a backup's sped up or bumped forward) lets a deposed primary
     /// serve a stale read.
     LeaseIgnoresDrift,
+    /// The acknowledged mark covers what a replica acknowledged, not the view's log it adopted: a crash between the
+    /// adoption and the next ack, then a cut of its WAL, boots a shorter log of that view as a whole one.
+    MarkIgnoresAdoptedLog,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 12] = [
+    pub const ALL: [Bug; 13] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -55,6 +58,7 @@ impl Bug {
         Bug::RejoinAfterLostTail,
         Bug::TxnReadsAtReceipt,
         Bug::LeaseIgnoresDrift,
+        Bug::MarkIgnoresAdoptedLog,
     ];
 
     /// The name used on the command line and in logs.
@@ -72,6 +76,7 @@ impl Bug {
             Bug::RejoinAfterLostTail => "rejoin-after-lost-tail",
             Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
             Bug::LeaseIgnoresDrift => "lease-ignores-drift",
+            Bug::MarkIgnoresAdoptedLog => "mark-ignores-adopted-log",
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::{http, Cluster, LinkProxy, NODE_BIN};
+use faultline_node::superblock::Superblock;
 
 const SECONDS_5: Duration = Duration::from_secs(5);
 
@@ -30,8 +31,8 @@ fn status_u64(cluster: &Cluster, id: u8, field: &str) -> u64 {
     status[field].as_u64().unwrap_or_else(|| panic!("{field} in {status}"))
 }
 
-/// The ops stored in a replica's WAL file (via `faultline-node dump`).
-fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
+/// The entries of a replica's WAL file in file order, as (op, offset) (via `faultline-node dump`).
+fn wal_entries(cluster: &Cluster, id: u8) -> Vec<(u64, u64)> {
     let dump = Command::new(NODE_BIN)
         .arg("dump")
         .arg(cluster.data_dir(id))
@@ -39,8 +40,43 @@ fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
         .expect("dump");
     String::from_utf8_lossy(&dump.stdout)
         .lines()
-        .filter_map(|line| line.strip_prefix("op=")?.split_whitespace().next()?.parse().ok())
+        .filter(|line| line.starts_with("op="))
+        .map(|line| (field(line, "op"), field(line, "offset")))
         .collect()
+}
+
+/// The ops stored in a replica's WAL file.
+fn stored_ops(cluster: &Cluster, id: u8) -> Vec<u64> {
+    wal_entries(cluster, id).into_iter().map(|(op, _)| op).collect()
+}
+
+/// Cuts a stopped replica's WAL file at `offset_bytes`, an entry boundary: a lost tail the boot scan cannot see.
+fn truncate_wal(cluster: &Cluster, id: u8, offset_bytes: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(cluster.data_dir(id).join("wal"))
+        .and_then(|file| file.set_len(offset_bytes))
+        .expect("cut the WAL");
+}
+
+/// Cuts a stopped replica's WAL at the boundary above op `keep`.
+fn cut_wal_above(cluster: &Cluster, id: u8, keep: u64) {
+    let (_, offset) = wal_entries(cluster, id)
+        .into_iter()
+        .find(|(op, _)| *op == keep + 1)
+        .unwrap_or_else(|| panic!("the WAL of replica {id} holds op {}", keep + 1));
+    truncate_wal(cluster, id, offset);
+}
+
+/// Starts a 3-replica `cluster`, waits for n1 to lead view 0, writes `k0..` (`writes` of them) and waits until all
+/// three converge.
+fn start_with_writes(cluster: &mut Cluster, writes: usize) {
+    cluster.start_all();
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    for i in 0..writes {
+        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
+    }
+    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
 }
 
 fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
@@ -672,38 +708,18 @@ fn lost_tail_schedule(bug: bool) -> LostTailOutcome {
     if bug {
         cluster = cluster.with_bug("rejoin-after-lost-tail");
     }
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    for i in 0..5 {
-        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
-    }
-    assert!(cluster.wait_converged(SECONDS_15), "converged before the schedule");
+    start_with_writes(&mut cluster, 5);
     let held_by_n2 = status_u64(&cluster, 1, "op");
     cluster.kill(1);
     assert!(cluster.put("lost", "acked", SECONDS_5), "n1 and n3 commit the write");
     let committed = status_u64(&cluster, 0, "commit");
     assert!(wait_until(SECONDS_5, || status_u64(&cluster, 2, "op") >= committed));
     cluster.kill(2);
-    let dump = Command::new(NODE_BIN)
-        .arg("dump")
-        .arg(cluster.data_dir(2))
-        .output()
-        .expect("dump");
-    let cut_at: u64 = String::from_utf8_lossy(&dump.stdout)
-        .lines()
-        .find(|line| {
-            line.strip_prefix("op=")
-                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-                > Some(held_by_n2)
-        })
-        .map(|line| field(line, "offset"))
+    let (_, cut_at) = wal_entries(&cluster, 2)
+        .into_iter()
+        .find(|(op, _)| *op > held_by_n2)
         .expect("n3 stores entries above what n2 holds");
-    let wal = cluster.data_dir(2).join("wal");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&wal)
-        .and_then(|file| file.set_len(cut_at))
-        .expect("cut n3's WAL tail");
+    truncate_wal(&cluster, 2, cut_at);
     let verify = Command::new(NODE_BIN)
         .arg("verify")
         .arg(cluster.data_dir(2))
@@ -772,34 +788,18 @@ fn given_a_wal_cut_below_what_it_acknowledged_when_the_replica_restarts_should_n
 
 /// Cuts the last entry off a stopped replica's WAL, at its boundary (a lost tail the scan cannot see).
 fn cut_last_entry(cluster: &Cluster, id: u8) {
-    let dump = Command::new(NODE_BIN)
-        .arg("dump")
-        .arg(cluster.data_dir(id))
-        .output()
-        .expect("dump");
-    let last_offset = String::from_utf8_lossy(&dump.stdout)
-        .lines()
-        .filter(|line| line.starts_with("op="))
-        .map(|line| field(line, "offset"))
-        .max()
+    let (_, last_offset) = wal_entries(cluster, id)
+        .into_iter()
+        .max_by_key(|(_, offset)| *offset)
         .expect("the WAL holds entries");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(cluster.data_dir(id).join("wal"))
-        .and_then(|file| file.set_len(last_offset))
-        .expect("cut the last entry");
+    truncate_wal(cluster, id, last_offset);
 }
 
 #[test]
 fn given_a_lost_tail_on_a_replica_that_voted_in_a_later_view_when_it_rejoins_should_move_the_cluster_up_not_go_back() {
     let _one = one_cluster();
     let mut cluster = Cluster::new(3);
-    cluster.start_all();
-    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
-    for i in 0..5 {
-        assert!(cluster.put(&format!("k{i}"), "v", SECONDS_5));
-    }
-    assert!(cluster.wait_converged(SECONDS_15));
+    start_with_writes(&mut cluster, 5);
     // n3 alone: it times out view after view, each one durable before it votes.
     cluster.kill(0);
     cluster.kill(1);
@@ -837,5 +837,191 @@ fn given_a_lost_tail_on_a_replica_that_voted_in_a_later_view_when_it_rejoins_sho
     assert_eq!(
         cluster.get("after", SECONDS_5),
         Some(serde_json::Value::String("v".to_string()))
+    );
+}
+
+/// Writes of the adopted-log schedule: each one op, a key of its own.
+const ADOPTED_WRITES: usize = 20;
+/// Tries of the schedule for the mutant: its window is one event-loop iteration wide.
+const ADOPTED_ATTEMPTS_MAX: usize = 5;
+
+/// One run of the adopted-log schedule that played out.
+struct AdoptedRun {
+    cluster: Cluster,
+    /// n3's superblock as the kill left it.
+    superblock: Superblock,
+    /// The head of view 1's log, which n3 adopted.
+    view_head: u64,
+    /// The acknowledged keys whose read returned something else (key, value read).
+    lost: Vec<(String, serde_json::Value)>,
+}
+
+/// How one run of the adopted-log schedule ended.
+enum AdoptedOutcome {
+    Played(Box<AdoptedRun>),
+    /// The cluster took another path (e.g. n3 became primary of view 2 instead of a backup of view 1): try again.
+    Diverged(String),
+}
+
+/// The schedule of issue 49 (n1 = replica 0 = primary of view 0, n2 = replica 1, primary of view 1, n3 = replica 2):
+/// 1. healthy: one write, all three converge; kill -9 n3;
+/// 2. `ADOPTED_WRITES` writes, each to a key of its own, committed by n1 and n2; kill -9 n1 right away (its
+///    superblock commit, written at most once a second, stays below most of them);
+/// 3. restart n3: n2 and n3 elect view 1, n2's log wins, n3 syncs it from n2 (`repair start: syncing log
+///    purpose=AdoptView`) and is killed the moment its superblock claims view 1's log (log_view 1: the first of the
+///    two copies that finishing the adoption writes, before it does anything else);
+/// 4. n3's WAL is cut at an entry boundary, to op K: at least n1's persisted commit, below view 1's head;
+/// 5. kill -9 n2, the other holder of view 1's log; restart n1 and n3 (view 2's primary) for 3 s; restart n2.
+///
+/// Before the fix the mark stayed below view 1's head until n3's first ack after the adoption (the kill beats it by
+/// the two fsyncs of the superblock write and the wait for the next event; a trigger on `repair start` in
+/// `reference-corruption` hit that window, `../shared/repros/par-adopted-log.yaml`): n3 boots as a
+/// whole log of view 1, wins view 2 against n1's log of view 0, and every write above op K is gone (n1 truncates it:
+/// `truncating uncommitted wal suffix`). The correct n3 persists the mark with its log_view: it boots short (`lost
+/// acknowledged entries`), no log but n2's covers it, and the view waits for n2.
+fn adopted_log_schedule(bug: Option<&str>) -> AdoptedOutcome {
+    let mut cluster = Cluster::new(3);
+    if let Some(bug) = bug {
+        cluster = cluster.with_bug(bug);
+    }
+    start_with_writes(&mut cluster, 1);
+    // Killed, not paused: a paused replica finds the prepares it missed in its socket buffers when it resumes and
+    // acknowledges them, so it would never need to adopt them.
+    cluster.kill(2);
+    for i in 0..ADOPTED_WRITES {
+        assert!(cluster.put(&format!("k{i}"), &format!("v{i}"), SECONDS_5));
+    }
+    cluster.kill(0);
+    cluster.start(2);
+    // n3 is killed the moment its superblock first claims view 1's log (the first of the two copies written when it
+    // finished adopting it), before anything it does next: before the fix, its first ack after the adoption.
+    let n3_dir = cluster.data_dir(2).to_path_buf();
+    let claims_view_log = || Superblock::open(&n3_dir).is_ok_and(|superblock| superblock.state.log_view >= 1);
+    if !cluster.kill_when(2, SECONDS_15, claims_view_log) {
+        return AdoptedOutcome::Diverged(format!("n3 never took a view's log: {}", cluster.log(2)));
+    }
+    let superblock = Superblock::open(cluster.data_dir(2)).expect("n3's superblock");
+    let log = cluster.log(2);
+    let Some(adopted) = log
+        .lines()
+        .rev()
+        .find(|line| line.contains("repair start: syncing log purpose=AdoptView"))
+    else {
+        return AdoptedOutcome::Diverged(format!("n3 did not adopt a view by a log sync: {log}"));
+    };
+    let view_head = field(adopted, "to_op");
+    if superblock.state.log_view != 1 || superblock.state.view != 1 {
+        return AdoptedOutcome::Diverged(format!("n3 took another view than 1 as a backup: {superblock:?}"));
+    }
+    let n1_commit = Superblock::open(cluster.data_dir(0))
+        .expect("n1's superblock")
+        .state
+        .commit;
+    let cut_to = n1_commit.max(view_head / 2);
+    if cut_to >= view_head {
+        return AdoptedOutcome::Diverged(format!("n1 persisted commit {n1_commit}, view 1's head {view_head}"));
+    }
+    cut_wal_above(&cluster, 2, cut_to);
+    cluster.kill(1);
+    cluster.start(0);
+    cluster.start(2);
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.start(1);
+    let lost = (0..ADOPTED_WRITES)
+        .filter_map(|i| {
+            let (key, value) = (format!("k{i}"), serde_json::json!(format!("v{i}")));
+            let read = cluster.get(&key, SECONDS_15).unwrap_or(serde_json::Value::Null);
+            (read != value).then_some((key, read))
+        })
+        .collect();
+    AdoptedOutcome::Played(Box::new(AdoptedRun {
+        cluster,
+        superblock,
+        view_head,
+        lost,
+    }))
+}
+
+/// Plays the schedule until it takes the path it describes (a cluster of real processes may elect otherwise) and
+/// `accept` takes the superblock the kill left and view 1's head.
+fn adopted_log_played(bug: Option<&str>, mut accept: impl FnMut(&Superblock, u64) -> bool) -> AdoptedRun {
+    let mut diverged = Vec::new();
+    for _ in 0..ADOPTED_ATTEMPTS_MAX {
+        match adopted_log_schedule(bug) {
+            AdoptedOutcome::Played(run) if accept(&run.superblock, run.view_head) => return *run,
+            AdoptedOutcome::Played(run) => {
+                diverged.push(format!("acked {} at view head {}", run.superblock.acked, run.view_head))
+            }
+            AdoptedOutcome::Diverged(why) => diverged.push(why),
+        }
+    }
+    panic!("the schedule never played out in {ADOPTED_ATTEMPTS_MAX} attempts: {diverged:#?}");
+}
+
+#[test]
+fn given_a_backup_that_adopted_a_view_log_when_its_wal_is_cut_below_it_should_not_win_a_view_and_lose_writes() {
+    let _one = one_cluster();
+    let AdoptedRun {
+        cluster,
+        superblock,
+        view_head,
+        lost,
+    } = adopted_log_played(None, |_, _| true);
+    let log = cluster.log(2);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}\n{log}");
+    assert_eq!(
+        superblock.acked, view_head,
+        "the log_view and the mark reach the superblock in one write"
+    );
+    assert!(log.contains("lost acknowledged entries"), "{log}");
+    assert!(cluster.wait_converged(SECONDS_15), "all three converge: {log}");
+}
+
+#[test]
+fn given_mark_ignores_adopted_log_when_killed_before_its_first_ack_and_cut_should_lose_committed_writes() {
+    let _one = one_cluster();
+    // Only a kill inside the window (before the first ack raised the mark) shows the bug; other tries are replayed.
+    let AdoptedRun { cluster, lost, .. } = adopted_log_played(Some("mark-ignores-adopted-log"), |superblock, head| {
+        superblock.acked < head
+    });
+    let log = cluster.log(0) + &cluster.log(2);
+    assert!(!lost.is_empty(), "a committed write was lost: {log}");
+    assert!(lost.iter().all(|(_, read)| read.is_null()), "{lost:?}");
+    assert!(log.contains("truncating uncommitted wal suffix"), "{log}");
+}
+
+#[test]
+fn given_a_wal_cut_below_the_persisted_commit_when_the_mark_is_lower_should_boot_as_a_short_log() {
+    let _one = one_cluster();
+    let mut cluster = Cluster::new(3);
+    start_with_writes(&mut cluster, 10);
+    // A backup writes its commit point to the superblock at most once a second: wait until n3's covers the writes.
+    let dir = cluster.data_dir(2).to_path_buf();
+    let persisted = |at_least: u64| Superblock::open(&dir).is_ok_and(|superblock| superblock.state.commit >= at_least);
+    assert!(wait_until(SECONDS_5, || persisted(8)), "n3 persists its commit point");
+    cluster.kill(2);
+    let mut superblock = Superblock::open(cluster.data_dir(2)).expect("n3's superblock");
+    let commit = superblock.state.commit;
+    // A mark below the executed ops (as a crash right after adopting a view's log left it before issue 49), and a
+    // WAL cut below them.
+    superblock.store_acked(cluster.data_dir(2), 1).expect("lower the mark");
+    cut_wal_above(&cluster, 2, commit - 3);
+    cluster.start(2);
+    let warned = wait_until(SECONDS_5, || cluster.log(2).contains("lost acknowledged entries"));
+    assert!(warned, "n3 boots short: {}", cluster.log(2));
+    let line = cluster
+        .log(2)
+        .lines()
+        .find(|line| line.contains("lost acknowledged entries"))
+        .map(str::to_string);
+    assert_eq!(
+        field(&line.expect("warned"), "acked"),
+        commit,
+        "the mark is the persisted commit"
+    );
+    assert!(
+        cluster.wait_converged(SECONDS_15),
+        "n3 repairs from the others: {}",
+        cluster.log(2)
     );
 }

@@ -93,6 +93,10 @@
     for (var i = 0; i < steps.length; i++) if (steps[i] * p >= raw) return steps[i] * p;
     return 10 * p;
   }
+  // Every time shown is on the phase clock (0 where the fault phase began, the clock of a plan's `at:`); positions
+  // stay on the run clock the data is in.
+  function clk(ms) { return ms - ((D && D.phase_start_ms) || 0); }
+  function secs(ms) { return (clk(ms) / 1000).toFixed(3) + ' s'; }
   function fmtTime(ms, step) {
     var digits = step >= 1000 ? 0 : step >= 100 ? 1 : step >= 10 ? 2 : 3;
     return (ms / 1000).toFixed(digits) + 's';
@@ -111,7 +115,7 @@
     }
     view = { t0: t0, t1: t1 };
     document.getElementById('view-range').textContent =
-      (t0 / 1000).toFixed(3) + ' s – ' + (t1 / 1000).toFixed(3) + ' s (' + fmtDur(t1 - t0) + ')';
+      secs(t0) + ' – ' + secs(t1) + ' (' + fmtDur(t1 - t0) + ')';
     schedule();
   }
   function schedule() {
@@ -136,10 +140,11 @@
     var step = niceStep((view.t1 - view.t0) / Math.max(2, (w - MARGIN_L) / 110));
     ctx.font = '11px system-ui, sans-serif'; ctx.fillStyle = '#6b7280'; ctx.textAlign = 'center';
     ctx.strokeStyle = '#eef0f3'; ctx.lineWidth = 1;
-    for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+    var zero = view.t0 - clk(view.t0); // the phase clock's zero: ticks fall on its round values
+    for (var t = zero + Math.ceil(clk(view.t0) / step) * step; t <= view.t1; t += step) {
       var x = Math.round(xOf(t, w)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x, y + h); ctx.stroke();
-      ctx.fillText(fmtTime(t, step), x, y - 4);
+      ctx.fillText(fmtTime(clk(t), step), x, y - 4);
     }
   }
 
@@ -378,7 +383,7 @@
     if (!lane) return null;
     var lines = [], target = null, r = lastAtOrBefore(lane.roles, t), d = lastAtOrBefore(lane.durable, t);
     var role = r >= 0 ? lane.roles[r] : null, durable = d >= 0 ? lane.durable[d][1] : null;
-    var head = lane.node + ' at ' + (t / 1000).toFixed(3) + ' s: ';
+    var head = lane.node + ' at ' + secs(t) + ': ';
     if (role && role[1] !== null) {
       head += role[1] + (role[2] !== null ? ', view ' + role[2] : '') + (role[3] !== null ? ', primary ' + role[3] : '');
     } else head += role ? 'stopped' : 'no status yet';
@@ -390,7 +395,7 @@
     lines.push(head);
     for (var i = 0; i < lane.points.length; i++) {
       var p = lane.points[i];
-      if (Math.abs(p.t - t) <= tol * 1.5) { lines.push((p.t / 1000).toFixed(3) + ' s  ' + p.label); target = target || p; }
+      if (Math.abs(p.t - t) <= tol * 1.5) { lines.push(secs(p.t) + '  ' + p.label); target = target || p; }
     }
     for (var k = 0; k < OBS.drops.length; k++) {
       var dr = OBS.drops[k];
@@ -632,7 +637,7 @@
     var o = OUTCOMES[OPS.code[i] & 3], f = D.fs[OPS.code[i] >> 2] || '?';
     var key = OPS.key[i] ? D.keys[OPS.key[i] - 1] : '', node = OPS.node[i] ? D.nodes[OPS.node[i] - 1] : '?';
     var text = f + (key ? ' ' + key : '') + ' → ' + o + (o === 'open' ? ' (never completed)' : ' in ' + fmtDur(OPS.end[i] - OPS.start[i]));
-    text += '\nprocess ' + OPS.proc[i] + ', sent to ' + node + ', invoked at ' + (OPS.start[i] / 1000).toFixed(3) + ' s';
+    text += '\nprocess ' + OPS.proc[i] + ', sent to ' + node + ', invoked at ' + secs(OPS.start[i]);
     text += '\nhistory.jsonl index ' + OPS.idx[i];
     if (OPS.err[i]) text += '\nerror: ' + (D.errors[OPS.err[i] - 1] || '(not embedded)');
     return text;
@@ -659,12 +664,12 @@
       var node = nodeRows[Math.floor((y - TL.nodesY) / TL.nodeH)], hits = [], target = null;
       for (var j = 0; j < D.markers.length; j++) {
         var m = D.markers[j];
-        if (m.node === node && Math.abs(m.t - t) <= tol * 1.5) { hits.push((m.t / 1000).toFixed(3) + ' s  ' + m.label); target = target || m; }
+        if (m.node === node && Math.abs(m.t - t) <= tol * 1.5) { hits.push(secs(m.t) + '  ' + m.label); target = target || m; }
       }
       for (var k = 0; k < D.faults.length; k++) {
         var f = D.faults[k], t1 = f.t1 === null ? full.t1 : f.t1;
         if (f.node === node && t >= f.t0 - tol && t <= t1 + tol) {
-          hits.push(f.label + ': ' + (f.t0 / 1000).toFixed(3) + ' s – ' + (f.t1 === null ? 'end' : (t1 / 1000).toFixed(3) + ' s') +
+          hits.push(f.label + ': ' + secs(f.t0) + ' – ' + (f.t1 === null ? 'end' : secs(t1)) +
             ' (' + fmtDur(t1 - f.t0) + ')' + (f.detail ? '\n  ' + f.detail : ''));
           target = target || { index: f.index };
         }
@@ -674,7 +679,7 @@
     var phases = [];
     for (var p = 0; p < D.markers.length; p++) {
       var pm = D.markers[p];
-      if (!pm.node && Math.abs(pm.t - t) <= tol * 1.5) phases.push((pm.t / 1000).toFixed(3) + ' s  ' + pm.label);
+      if (!pm.node && Math.abs(pm.t - t) <= tol * 1.5) phases.push(secs(pm.t) + '  ' + pm.label);
     }
     return phases.length ? { text: phases.join('\n') } : null;
   }
@@ -709,7 +714,7 @@
       if (!text && ev.offsetX >= MARGIN_L) {
         var faults = D.faults.filter(function (f) { return t >= f.t0 && t <= (f.t1 === null ? full.t1 : f.t1); })
           .map(function (f) { return f.label; });
-        text = (t / 1000).toFixed(3) + ' s' + (faults.length ? '  during: ' + faults.join(', ') : '');
+        text = secs(t) + (faults.length ? '  during: ' + faults.join(', ') : '');
       }
       showTip(ev, text);
     });

@@ -31,6 +31,7 @@ pub fn write_index(store_root: &Path) -> Result<PathBuf, ReportError> {
     let seeds = crate::seeds::read_seeds(store_root)?;
     let campaigns = html! {
         (crate::campaign_view::render(&seeds.rows, store_root))
+        (crate::behaviour_view::render(store_root))
         @if let Some((line, why)) = seeds.bad_lines.first() {
             p.note { (seeds.bad_lines.len()) " unreadable line(s) in seeds.jsonl skipped (line " (line) ": " (why) ")" }
         }

@@ -311,6 +311,7 @@ mod tests {
             ],
             counts: Counts::default(),
             coverage: Default::default(),
+            behaviours: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"1\""), "{xml}");
@@ -393,6 +394,7 @@ mod tests {
             checks: vec![check],
             counts: Counts::default(),
             coverage: Default::default(),
+            behaviours: Default::default(),
         };
         let xml = render(&results);
         assert!(xml.contains("failures=\"0\""), "{xml}");

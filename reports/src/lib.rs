@@ -10,9 +10,12 @@
 //! [`certification`]. [`triage`] turns a run's failing checks into findings and the seed database into failure
 //! classes across seeds and nights (`faultline triage`, and the campaign view of the index).
 
+mod behaviour_view;
 mod campaign_view;
 pub mod certification;
+pub mod compare;
 mod error;
+pub mod explored;
 pub mod html;
 mod index;
 pub mod junit;

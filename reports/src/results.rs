@@ -10,6 +10,9 @@
 //! - `coverage`: a `faultline_workloads::coverage::Coverage`: `states[{name, description, reached, count, first_ms}]`
 //!   (every named state, in order) and `triggers[{trigger, condition, action, fired, declined, skipped}]`. Added
 //!   without a version bump: it is additive, and a results.json written before it loads with empty coverage
+//! - `behaviours`: a `faultline_workloads::behaviour::BehaviourSummary`: `distinct`, `by_kind{kind: count}`,
+//!   `dropped` (past the per-run bound) and, for a run of a campaign that records behaviours, `novelty{campaign, run,
+//!   new, new_by_kind, new_templates[]}`; the behaviours themselves are in `behaviours.json` beside it. Additive too
 //!
 //! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):
 //! - `history`: `{events, truncated_tail}`;
@@ -29,6 +32,7 @@
 //!   forgotten, judgement, surgery?{op, file, offset, length}, text}]}}}` (`judgement` `forgotten` and
 //!   `booted-on-damage` are drawn bad, `damage-truncated` a warning).
 
+pub use faultline_workloads::behaviour::BehaviourSummary;
 pub use faultline_workloads::coverage::Coverage;
 use faultline_workloads::history::{EventKind, History};
 use serde::{Deserialize, Serialize};
@@ -125,6 +129,11 @@ pub struct Results {
     /// Which named states the run reached (empty when read from a results.json older than coverage).
     #[serde(default)]
     pub coverage: Coverage,
+    /// What the system did, in numbers: distinct behaviours by kind and, in a campaign, how many were new to it
+    /// (`faultline_workloads::behaviour`; the behaviours themselves are in `behaviours.json`). Empty when read from a
+    /// results.json older than behaviours.
+    #[serde(default)]
+    pub behaviours: BehaviourSummary,
 }
 
 impl Results {

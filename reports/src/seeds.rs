@@ -141,6 +141,10 @@ pub struct SeedRow {
     pub findings: Vec<Finding>,
     /// Length of the first run.
     pub duration_ms: u64,
+    /// CPU time of the first run and everything it waited for (its nodes, clients and tools), when the campaign
+    /// measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<u64>,
     /// The first run's folder, relative to the store root (none when the harness failed before creating it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_dir: Option<String>,
@@ -407,27 +411,31 @@ fn add_message_lines(run_dir: &Path, results: &mut Results) {
 
 /// Appends one row to `store_root/seeds.jsonl` with a single write, and syncs it.
 pub fn append_seed(store_root: &Path, row: &SeedRow) -> Result<(), ReportError> {
-    let path = store_root.join(SEEDS_FILE);
-    let mut line = serde_json::to_string(row).expect("a seed row serializes");
+    let line = serde_json::to_string(row).expect("a seed row serializes");
+    append_line(&store_root.join(SEEDS_FILE), line)
+}
+
+/// Appends `line` and a newline to the JSON-lines file `path` with a single write, and syncs it.
+pub(crate) fn append_line(path: &Path, mut line: String) -> Result<(), ReportError> {
     line.push('\n');
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
-        .open(&path)
-        .map_err(ReportError::io("open", &path))?;
+        .open(path)
+        .map_err(ReportError::io("open", path))?;
     // A torn last line (a crash mid-write) must not swallow this row too: start a fresh line.
-    let len = file.metadata().map_err(ReportError::io("stat", &path))?.len();
+    let len = file.metadata().map_err(ReportError::io("stat", path))?.len();
     let mut last = [b'\n'];
     if len > 0 {
-        std::os::unix::fs::FileExt::read_at(&file, &mut last, len - 1).map_err(ReportError::io("read", &path))?;
+        std::os::unix::fs::FileExt::read_at(&file, &mut last, len - 1).map_err(ReportError::io("read", path))?;
     }
     if last[0] != b'\n' {
         line.insert(0, '\n');
     }
     file.write_all(line.as_bytes())
-        .map_err(ReportError::io("append to", &path))?;
-    file.sync_data().map_err(ReportError::io("sync", &path))
+        .map_err(ReportError::io("append to", path))?;
+    file.sync_data().map_err(ReportError::io("sync", path))
 }
 
 /// Replaces `store_root/seeds.jsonl` with `rows`, atomically (used by `faultline merge`).
@@ -519,6 +527,7 @@ pub(crate) mod tests {
             also_failing: Vec::new(),
             findings: Vec::new(),
             duration_ms: 4000,
+            cpu_ms: None,
             store_dir: Some(format!("{plan}/20260101T000000Z-seed{}", 1000 + index)),
             repro: format!("faultline run {plan} --seed {}", 1000 + index),
             build: BuildIdentity::default(),

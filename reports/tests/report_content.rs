@@ -105,7 +105,7 @@ fn given_a_boot_refusal_when_reported_should_show_the_refusal_line_and_the_log_b
         "the refusal line is highlighted in the log excerpt"
     );
     assert!(
-        page.contains("before boot-refused at 2.330s"),
+        page.contains("before boot-refused at 2.330 s"),
         "the excerpt is tied to the event"
     );
     assert!(
@@ -139,7 +139,7 @@ fn given_etcd_json_and_iggy_coloured_log_lines_when_reported_should_show_their_e
     );
     let n1 = &page[page.find("id=\"node-n1\"").unwrap()..page.find("id=\"node-n2\"").unwrap()];
     let n2 = &page[page.find("id=\"node-n2\"").unwrap()..];
-    assert!(n1.contains("before crashed at 3.000s"), "{n1}");
+    assert!(n1.contains("before crashed at 3.000 s"), "{n1}");
     for (at, text) in [("2.900s", "published local member"), ("2.950s", "slow fdatasync")] {
         assert!(
             n1.lines()
@@ -148,7 +148,7 @@ fn given_etcd_json_and_iggy_coloured_log_lines_when_reported_should_show_their_e
         );
     }
     assert!(n1.contains("class=\"ln wrn\""), "etcd's JSON warn level is a warning");
-    assert!(n2.contains("before boot-refused at 4.000s"), "{n2}");
+    assert!(n2.contains("before boot-refused at 4.000 s"), "{n2}");
     let refusal = n2
         .lines()
         .find(|l| l.starts_with("<span class=\"ln") && l.contains(IGGY_REFUSAL))

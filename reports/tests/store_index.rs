@@ -63,6 +63,7 @@ fn given_a_store_with_a_seed_database_when_indexed_should_put_the_campaign_view_
         findings: Vec::new(),
         first_error: Some(REFUSAL_LINE.into()),
         duration_ms: 5000,
+        cpu_ms: None,
         store_dir: Some("default/20260102T000000Z-seed99".into()),
         repro: "faultline run plans/default.yaml --seed 99".into(),
         build: BuildIdentity::default(),

@@ -8,23 +8,15 @@
 #[path = "../tests/support/log_generate.rs"]
 mod log_generate;
 
+mod support;
+
 use faultline_workloads::{check_log, LogCheckOptions, Verdict};
 use log_generate::{log_history, LogShape};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde_json::json;
 use std::time::Instant;
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(f64::NAN);
-    kib / 1024.0
-}
+use support::peak_rss_mib;
 
 fn main() {
     let appends: usize = std::env::args()

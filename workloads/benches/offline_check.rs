@@ -10,14 +10,12 @@
 //! `cargo bench -p faultline-workloads --bench offline_check` (needs `../shared/elle-knossos-test-data` beside the
 //! checkout, as the conformance test does)
 
-#[path = "support/peak_rss.rs"]
-mod peak_rss;
 #[path = "support/register_history.rs"]
 mod register_history;
+mod support;
 
 use faultline_workloads::checker::{checker_for, HistoryModel, ModelOptions};
 use faultline_workloads::{load_history_file, CheckInput, CheckResult, Event, EventKind, Format, History, Verdict};
-use peak_rss::peak_rss_mib;
 use register_history::write_history;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,6 +23,7 @@ use std::fmt::Write as _;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::peak_rss_mib;
 
 /// Operations in the cas-register history.
 const CAS_OPS: usize = 100_000;

@@ -4,16 +4,15 @@
 //!
 //! `cargo bench -p faultline-workloads --bench synthetic`
 
-#[path = "support/peak_rss.rs"]
-mod peak_rss;
 #[path = "support/register_history.rs"]
 mod register_history;
+mod support;
 
 use faultline_workloads::{check_history, render_text, CheckOptions, EventKind, History, ModelKind, Verdict};
-use peak_rss::peak_rss_mib;
 use register_history::{client, write_history};
 use serde_json::Value;
 use std::time::{Duration, Instant};
+use support::peak_rss_mib;
 
 fn million_ops() {
     let path = std::env::temp_dir().join(format!("faultline-synthetic-{}.jsonl", std::process::id()));

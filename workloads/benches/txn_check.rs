@@ -12,18 +12,18 @@
 //!
 //! `cargo bench -p faultline-workloads --bench txn_check` (`-- N` checks N transactions against a baseline of N/10)
 
-#[path = "support/peak_rss.rs"]
-mod peak_rss;
+mod support;
+
 use faultline_workloads::txn_check::{
     check_txns, AnomalyClass, ConsistencyModel, EdgeKind, MicroOp, ReadValue, Txn, TxnCheckOptions, TxnCheckResult,
     TxnOutcome,
 };
 use faultline_workloads::Verdict;
-use peak_rss::peak_rss_mib;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::time::Instant;
+use support::peak_rss_mib;
 
 const PROCESSES: u64 = 10;
 const OPS_PER_TXN: usize = 4;

@@ -35,7 +35,10 @@
 //! 8. `graceful-stop`: a nemesis `stop` (or a `corrupt` with `stop: graceful`) whose node exited within its grace
 //!    (`killed: false`).
 //! 9. `cut-truncate-tail` ... 14. `cut-delete-file`: a `disk-surgery` event of a live `corrupt` fault (it carries a
-//!    `fault_id`) that cut with that op, one state per op; the final phase's cuts (no `fault_id`) do not count.
+//!    `fault_id`) that cut with that op, one state per op; the final phase's cuts (no `fault_id`) do not count, nor
+//!    does a cut that changed no byte a reader reaches ([`crate::checker::damage::changed_data`]: a chunk written
+//!    back over equal bytes, a misdirected write past a preallocated file's data). `cut-snapshot-chunk` counts the
+//!    chunks saved (a snapshot reads, it never changes anything).
 //! 15. `damaged-node-led`: a node whose files a live cut damaged later reported `role: primary`: the state in which
 //!     a system that trusts a damaged log loses acknowledged writes. Counted once per cut.
 //! 16. `rolling-restart`: one rolling fault (`targets: each`) took every one of the `n` nodes down and each was ready
@@ -47,6 +50,10 @@
 //!
 //! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
 //! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
+//!
+//! Skipped faults: every nemesis `fault-skipped` event (a scheduled fault that did nothing, such as an
+//! `isolate-primary` with no primary known), in history order, with when and why: a plan whose scripted fault never
+//! happened did not test what it says.
 
 use crate::history::{Event, History, Lifecycle, Nemesis, Observation};
 use serde::{Deserialize, Serialize};
@@ -138,6 +145,22 @@ pub struct Coverage {
     pub states: Vec<StateCoverage>,
     /// One entry per plan trigger that appears in the history, by trigger index.
     pub triggers: Vec<TriggerCoverage>,
+    /// The scheduled faults that did nothing, in history order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedFault>,
+}
+
+/// A scheduled fault that did nothing (a `fault-skipped` event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedFault {
+    /// The fault's id in its family's schedule, when recorded.
+    pub fault_id: Option<u64>,
+    /// What it was: its kind and target (`kill primary`) or its partition shape (`isolate-primary`).
+    pub fault: String,
+    /// When it was due and skipped, ms since the run started.
+    pub at_ms: u64,
+    /// Why it did nothing.
+    pub reason: String,
 }
 
 impl Coverage {
@@ -193,7 +216,33 @@ pub fn coverage(history: &History) -> Coverage {
             .map(|(hit, (name, description))| hit.state(name, description))
             .collect(),
         triggers: triggers(history),
+        skipped: skipped_faults(history),
     }
+}
+
+/// Every `fault-skipped` event of the history, in order.
+fn skipped_faults(history: &History) -> Vec<SkippedFault> {
+    let text = |value: &Value| value.as_str().map(str::to_string);
+    history
+        .events
+        .iter()
+        .filter(|e| e.is(Nemesis::FaultSkipped))
+        .map(|e| {
+            let value = &e.value;
+            let fault = match (text(&value["kind"]), text(&value["target"]), text(&value["shape"])) {
+                (Some(kind), Some(target), _) => format!("{kind} {target}"),
+                (Some(kind), None, _) => kind,
+                (None, _, Some(shape)) => format!("partition {shape}"),
+                _ => "a fault".to_string(),
+            };
+            SkippedFault {
+                fault_id: value["fault_id"].as_u64(),
+                fault,
+                at_ms: e.time_ns / 1_000_000,
+                reason: text(&value["reason"]).unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 /// Distinct nodes started before `cluster-ready` (every started node when the cluster never became ready).
@@ -434,6 +483,9 @@ impl Walk {
         };
         if event.value["fault_id"].is_null() {
             return;
+        }
+        if op != "snapshot-chunk" && !crate::checker::damage::changed_data(&event.value["surgery"]) {
+            return; // it tested nothing: no reader sees a difference
         }
         // A restore records `misdirect-chunk` when it wrote the old chunk somewhere else.
         let op = if op == "misdirect-chunk" { "restore-chunk" } else { op };
@@ -907,6 +959,43 @@ mod tests {
     }
 
     #[test]
+    fn given_skipped_faults_when_covered_should_list_each_with_when_and_why() {
+        let coverage = run(vec![
+            at(
+                1500,
+                Nemesis::FaultSkipped,
+                None,
+                json!({"fault_id": 3, "family": "network", "shape": "isolate-primary",
+                       "reason": "isolate-primary: no primary known"}),
+            ),
+            at(
+                2500,
+                Nemesis::FaultSkipped,
+                None,
+                json!({"fault_id": 1, "family": "process", "kind": "kill", "target": "primary",
+                       "reason": "primary: no primary known"}),
+            ),
+        ]);
+        let shown: Vec<(Option<u64>, &str, u64, &str)> = coverage
+            .skipped
+            .iter()
+            .map(|s| (s.fault_id, s.fault.as_str(), s.at_ms, s.reason.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    Some(3),
+                    "partition isolate-primary",
+                    1500,
+                    "isolate-primary: no primary known"
+                ),
+                (Some(1), "kill primary", 2500, "primary: no primary known"),
+            ]
+        );
+    }
+
+    #[test]
     fn given_a_coverage_when_serialized_should_round_trip() {
         let c = run(vec![status(1000, "n3", "backup", true), kill(2000, "n1", 1)]);
         let text = serde_json::to_string(&c).unwrap();
@@ -978,6 +1067,27 @@ mod tests {
             (true, 1, Some(1000)),
             "once per cut"
         );
+    }
+
+    /// etcd's 64 MB segment holding 20 KiB: a misdirected chunk written at 32 MiB is never read, and a chunk written
+    /// back over the same bytes changes nothing; neither reaches `cut-restore-chunk`, a write inside the data does.
+    #[test]
+    fn given_restored_chunks_that_no_reader_sees_when_covered_should_not_count_them() {
+        let restore = |ms, offset: u64, before: &str| {
+            let surgery = json!({"op": "misdirect-chunk", "offset": offset, "length": 4096, "extent_bytes": 20480,
+                                 "before_xxh3": before, "after_xxh3": "5eed"});
+            at(
+                ms,
+                Nemesis::DiskSurgery,
+                Some("n3"),
+                json!({"fault_id": 4, "surgery": surgery}),
+            )
+        };
+        let unread = run(vec![restore(100, 32 << 20, "0000"), restore(200, 8192, "5eed")]);
+        assert_eq!(reached(&unread, "cut-restore-chunk"), (false, 0, None));
+        assert_eq!(reached(&unread, "damaged-node-led"), (false, 0, None));
+        let read = run(vec![restore(300, 8192, "0ld0")]);
+        assert_eq!(reached(&read, "cut-restore-chunk"), (true, 1, Some(300)));
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //!   `wipe-failed`, `teardown`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
 //!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
-//!   `disk-surgery`, `rolling-ready`, `trigger`
+//!   `disk-surgery`, `rolling-ready`, `trigger`, `fault-skipped`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
 //! - `observation`: `status`, `last-durable`, `recovered`, `log`
 //!
@@ -132,7 +132,8 @@ names! {
         BootRefused => "boot-refused",
         /// A node exited on its own.
         Crashed => "crashed",
-        /// The cluster never became ready; nothing after it was run.
+        /// The cluster never became ready, or the client could not work at all (value `{reason: "client", error}`,
+        /// the fault phase stopped early); nothing after it was run.
         SetupFailed => "setup-failed",
         /// Every node booted and (when the system has one) a primary is known.
         ClusterReady => "cluster-ready",
@@ -219,6 +220,11 @@ names! {
         /// `{trigger, condition, subject?, action, delay_ms, latency_ms?, fault_id?, skipped?}`; `latency_ms` is the
         /// time from the observation that fired it to the fault, less the drawn `delay_ms`.
         Trigger => "trigger",
+        /// A scheduled fault (random or scripted) did nothing: its target did not resolve (`targets: primary` with no
+        /// primary known), its nodes were held by other faults, or another partition was in force. Node: none.
+        /// Value: `{fault_id, family: process | network, reason, kind? | shape?, target?, source?}`. A trigger's skips
+        /// are in its `trigger` event instead.
+        FaultSkipped => "fault-skipped",
     }
 }
 
@@ -246,7 +252,8 @@ names! {
     Meta {
         /// The first line: plan digest, seed, binaries, versions, the wall-clock anchor.
         RunStart => "run-start",
-        /// The generated fault schedules of the fault phase.
+        /// The generated fault schedules of the fault phase, recorded as the phase starts: the zero of the phase
+        /// clock ([`History::phase_start_ns`]).
         Schedule => "schedule",
         /// The harness was stopped by SIGINT/SIGTERM.
         Interrupted => "interrupted",
@@ -408,7 +415,29 @@ pub struct History {
     pub truncated_tail: bool,
 }
 
+/// `time_ns` on the phase clock that starts at `phase_start_ns` (see [`History::phase_start_ns`]): `17.00 s`.
+pub fn phase_time(time_ns: u64, phase_start_ns: u64) -> String {
+    let seconds = (i128::from(time_ns) - i128::from(phase_start_ns)) as f64 / 1e9;
+    format!("{seconds:.2} s")
+}
+
 impl History {
+    /// When the fault phase began (ns since the run started): the zero of the clock a plan's `at:` and `faultline plan
+    /// --schedule` count on. Every time a check or the report shows a person is on this clock, so a cut a plan puts
+    /// `at: 17s` reads as at 17 s; events of the set-up before it read as negative. 0 for a history without a fault
+    /// phase (an imported one): its times read from its start.
+    pub fn phase_start_ns(&self) -> u64 {
+        self.events
+            .iter()
+            .find(|e| e.is(Meta::Schedule))
+            .map_or(0, |e| e.time_ns)
+    }
+
+    /// `time_ns` on the phase clock ([`History::phase_start_ns`]), as a person reads it: `17.00 s`, `-1.25 s`.
+    pub fn phase_time(&self, time_ns: u64) -> String {
+        phase_time(time_ns, self.phase_start_ns())
+    }
+
     /// Reads a JSONL history. A final line without a newline that fails to parse is a crash-torn tail and is skipped
     /// (`truncated_tail`); any other bad line is an error naming file, line and column.
     pub fn read_jsonl(path: &Path) -> Result<History, HistoryError> {

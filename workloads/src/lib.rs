@@ -9,6 +9,7 @@
 //! one [`Checker`] trait whose results compose into the verdict of `results.json`.
 
 pub mod bank_check;
+pub mod behaviour;
 pub mod checker;
 pub mod counter_check;
 pub mod coverage;
@@ -16,8 +17,10 @@ pub mod formats;
 pub mod history;
 pub mod linearizability;
 pub mod log_check;
+pub mod logmask;
 pub mod long_fork_check;
 pub mod models;
+pub mod nodelog;
 pub mod set_check;
 pub mod txn_check;
 pub mod verdict;

@@ -291,15 +291,16 @@ impl Surgeon {
                     ))
                 })?;
                 let target = if *misdirect {
-                    let size_bytes = std::fs::metadata(&snapshot.file)
-                        .map_err(|source| SurgeryError::Io {
-                            path: snapshot.file.display().to_string(),
-                            source,
-                        })?
-                        .len();
-                    let offset = surgery::misdirect_offset(&snapshot, size_bytes, rng).ok_or_else(|| {
+                    let io = |source| SurgeryError::Io {
+                        path: snapshot.file.display().to_string(),
+                        source,
+                    };
+                    let file = std::fs::File::open(&snapshot.file).map_err(io)?;
+                    let size_bytes = file.metadata().map_err(io)?.len();
+                    let extent_bytes = surgery::written_extent(&file, size_bytes).map_err(io)?;
+                    let offset = surgery::misdirect_offset(&snapshot, extent_bytes, rng).ok_or_else(|| {
                         SurgeryError::Refused(format!(
-                            "{} has no other aligned place for a {}-byte chunk",
+                            "{} has no other aligned place for a {}-byte chunk in its {extent_bytes} bytes of data",
                             snapshot.file.display(),
                             snapshot.bytes.len()
                         ))

@@ -37,7 +37,14 @@ struct Target {
     file: File,
     size_bytes: u64,
     /// One past the last non-zero byte: where the written data ends. Less than `size_bytes` for a preallocated file
-    /// (etcd's 64 MB WAL segments are mostly zeros): regions and tails are taken from the data, not the zeros.
+    /// (etcd's 64 MB WAL segments are mostly zeros): regions, tails and misdirected writes land in the data, not the
+    /// zeros.
+    ///
+    /// Why the last non-zero byte and not an adapter's statement of each file's length: it needs no knowledge of the
+    /// system's formats, and it is what the systems' own readers go by: a preallocating WAL (etcd, Iggy) reads
+    /// records until it meets zeros, so bytes past the last non-zero one are never read, and a change there tests
+    /// nothing. A file whose data happens to end in zero bytes looks a little shorter than it is: its cuts land a
+    /// little earlier, still inside what a reader reads.
     extent_bytes: u64,
 }
 
@@ -72,8 +79,9 @@ fn open_target(data_dir: &Path, path: &Path, write: bool) -> Result<Target, Surg
     })
 }
 
-/// One past the last non-zero byte of the file, scanning back from the end in 64 KiB steps.
-pub(crate) fn written_extent(file: &File, size_bytes: u64) -> std::io::Result<u64> {
+/// One past the last non-zero byte of the file, scanning back from the end in 64 KiB steps: where its written data
+/// ends (see `Target::extent_bytes` for why).
+pub fn written_extent(file: &File, size_bytes: u64) -> std::io::Result<u64> {
     const STEP_BYTES: u64 = 64 * 1024;
     let mut end = size_bytes;
     let mut buffer = vec![0u8; STEP_BYTES as usize];
@@ -137,6 +145,11 @@ impl Target {
 /// writes a 512-byte sector atomically (etcd tells a torn tail from corruption by exactly that: an all-zero sector
 /// inside the last record). The record's offset is where the data now ends, its length the bytes removed,
 /// `before_xxh3` their digest.
+///
+/// A torn tail never takes the whole file: the file's first bytes (its first sector, when preallocated) were written
+/// when it was created, long before the append that tore, and a file with none of its data left is a lost file,
+/// which `delete-file` is for. Rounding down to a sector used to erase a small preallocated WAL (under 512 bytes of
+/// data, as etcd's is right after a wipe) whole. A file with too little data for that is refused (`TooSmall`).
 pub fn truncate_tail(
     data_dir: &Path,
     path: &Path,
@@ -144,14 +157,16 @@ pub fn truncate_tail(
     rng: &mut ChaCha8Rng,
 ) -> Result<SurgeryRecord, SurgeryError> {
     let target = open_target(data_dir, path, true)?;
-    if target.extent_bytes == 0 || max_cut_bytes == 0 {
+    let preallocated = target.extent_bytes < target.size_bytes;
+    // What a torn tail leaves at least: the first sector of a preallocated file, one byte of a plain one.
+    let kept_bytes_min = if preallocated { SECTOR_BYTES } else { 1 };
+    if target.extent_bytes <= kept_bytes_min || max_cut_bytes == 0 {
         return Err(SurgeryError::TooSmall {
             path: target.path.display().to_string(),
             size_bytes: target.extent_bytes,
         });
     }
-    let cut_bytes = rng.gen_range(1..=max_cut_bytes.min(target.extent_bytes));
-    let preallocated = target.extent_bytes < target.size_bytes;
+    let cut_bytes = rng.gen_range(1..=max_cut_bytes.min(target.extent_bytes - kept_bytes_min));
     let mut new_end = target.extent_bytes - cut_bytes;
     if preallocated {
         new_end -= new_end % SECTOR_BYTES;
@@ -275,11 +290,13 @@ pub fn restore_chunk(
     Ok(target.record(op, offset, &before, &snapshot.bytes, target.size_bytes))
 }
 
-/// A block-aligned offset other than `snapshot.offset` where the chunk fits in `size_bytes`, for a misdirected
-/// write; `None` if the file has no other such place.
-pub fn misdirect_offset(snapshot: &ChunkSnapshot, size_bytes: u64, rng: &mut ChaCha8Rng) -> Option<u64> {
+/// A block-aligned offset other than `snapshot.offset` where the chunk fits inside the file's written data (the
+/// first `extent_bytes`, see [`written_extent`]), for a misdirected write; `None` if the data has no other such
+/// place. Drawn over the whole size of a preallocated file, the chunk landed in zeros its system never reads (etcd's
+/// 64 MB segment holding a few KiB), and the cut tested nothing.
+pub fn misdirect_offset(snapshot: &ChunkSnapshot, extent_bytes: u64, rng: &mut ChaCha8Rng) -> Option<u64> {
     let length = snapshot.bytes.len() as u64;
-    let blocks = size_bytes.checked_sub(length)? / BLOCK_BYTES + 1;
+    let blocks = extent_bytes.checked_sub(length)? / BLOCK_BYTES + 1;
     let own = (snapshot.offset.is_multiple_of(BLOCK_BYTES) && snapshot.offset / BLOCK_BYTES < blocks)
         .then_some(snapshot.offset / BLOCK_BYTES);
     let choices = blocks - u64::from(own.is_some());

@@ -14,8 +14,18 @@
 //! left in staging never became durable and is deleted. The observable result is LazyFS's: unsynced bytes and
 //! unsynced directory entries are gone.
 //!
-//! Durability is per object, as POSIX promises and no more: a created file needs an `fsync` of its directory, a
-//! rename needs one of both directories; file metadata (mode, owner, times) is not rolled back.
+//! Durability is per object, as POSIX promises: a created file needs an `fsync` of its directory, a rename needs one
+//! of both directories; file metadata (mode, owner, times) is not rolled back. Two options make it what real file
+//! systems give: `Journaled` metadata commits every directory change and truncation at any fsync (one journal
+//! transaction carries them all, as on ext4 and XFS), and a [`Writeback`] makes old unsynced changes durable (a file
+//! written back as a whole once its oldest unsynced write is `data_after` old; every directory change and truncation
+//! once the oldest uncommitted one is `metadata_after` old). Both are applied lazily and exactly: a file's expiry is
+//! checked before its next change and at the power loss, the journal's before the next metadata change and at the
+//! power loss, so nothing that happened after the moment of expiry is counted in.
+//!
+//! A truncation is metadata: committed, it sets the durable size, and the bytes it cut off are gone for good (a
+//! truncation that grew the file leaves zeros, as a hole reads). The undo log keeps that as `zeros_from`: the durable
+//! content is the saved pages below it, and zeros from it up to the durable size.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -27,6 +37,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use super::writeback::{Clock, Writeback};
 use super::HIDDEN_DIR_NAME;
 
 /// Granularity of the undo log.
@@ -52,9 +63,47 @@ pub(crate) struct Node {
 #[derive(Debug)]
 struct FileLog {
     durable_size: u64,
-    /// Page index -> the page's bytes (up to `durable_size`) as of the last sync.
+    /// Durable content from here up to `durable_size` is zeros (a committed truncation cut it or grew the file).
+    zeros_from: u64,
+    /// Page index -> the page's bytes (up to `zeros_from`) as of the last sync.
     undo: BTreeMap<u64, Vec<u8>>,
     last_write: Option<LastWrite>,
+    /// When the first change since the last sync was made (ms on the state's clock), for write-back.
+    dirtied_at_ms: u64,
+    /// Truncations not yet committed: the smallest size and the latest, since the last sync or commit.
+    truncated: Option<(u64, u64)>,
+}
+
+impl FileLog {
+    /// A log whose durable content is the file's first `size` bytes, dirtied now.
+    fn new(size: u64, now_ms: u64) -> FileLog {
+        FileLog {
+            durable_size: size,
+            zeros_from: size,
+            undo: BTreeMap::new(),
+            last_write: None,
+            dirtied_at_ms: now_ms,
+            truncated: None,
+        }
+    }
+
+    /// A journal commit of the truncations since the last one: the durable file is cut at the smallest size and
+    /// then set to the latest (zeros past the cut).
+    fn commit_truncation(&mut self) {
+        let Some((smallest, latest)) = self.truncated.take() else {
+            return;
+        };
+        if smallest < self.zeros_from {
+            self.zeros_from = smallest;
+            let cut = smallest;
+            self.undo.retain(|&page, _| page * PAGE_BYTES < cut);
+            if let Some((&page, bytes)) = self.undo.iter_mut().next_back() {
+                bytes.truncate((cut - page * PAGE_BYTES).min(bytes.len() as u64) as usize);
+            }
+        }
+        self.durable_size = latest;
+        self.zeros_from = self.zeros_from.min(latest);
+    }
 }
 
 #[derive(Debug)]
@@ -127,6 +176,10 @@ pub(crate) struct State {
     file_logs: HashMap<u64, FileLog>,
     write_seq: u64,
     pub quota: Option<Quota>,
+    writeback: Writeback,
+    clock: Clock,
+    /// When the oldest metadata change not yet committed was made (the journal's running transaction).
+    metadata_dirty_since_ms: Option<u64>,
 }
 
 fn key_of(metadata: &Metadata) -> (u64, u64) {
@@ -142,8 +195,9 @@ fn keep_rel(ino: u64) -> PathBuf {
 }
 
 impl State {
-    /// State for a freshly mounted backing dir: everything in it is durable.
-    pub fn new(root: PathBuf) -> io::Result<State> {
+    /// State for a freshly mounted backing dir: everything in it is durable; old unsynced changes become durable as
+    /// `writeback` says.
+    pub fn new(root: PathBuf, writeback: Writeback) -> io::Result<State> {
         let metadata = std::fs::symlink_metadata(&root)?;
         let mut state = State {
             root,
@@ -156,6 +210,9 @@ impl State {
             file_logs: HashMap::new(),
             write_seq: 0,
             quota: None,
+            writeback,
+            clock: Clock::start(),
+            metadata_dirty_since_ms: None,
         };
         state.nodes.insert(
             ROOT_INO,
@@ -264,6 +321,7 @@ impl State {
     /// Records directory `dir`'s current entries as its durable ones, unless it already has unsynced changes.
     /// Called before every change to a directory.
     pub fn log_dir(&mut self, dir: u64) -> io::Result<()> {
+        self.metadata_change();
         if self.dir_logs.contains_key(&dir) {
             return Ok(());
         }
@@ -340,30 +398,59 @@ impl State {
 
     /// A created file starts with nothing durable: its synced size is 0.
     pub fn created_file(&mut self, ino: u64) {
-        self.file_logs.insert(
-            ino,
-            FileLog {
-                durable_size: 0,
-                undo: BTreeMap::new(),
-                last_write: None,
-            },
-        );
+        let now_ms = self.clock.now_ms();
+        self.file_logs.insert(ino, FileLog::new(0, now_ms));
     }
 
+    /// The file's undo log, first writing it back if its oldest unsynced change is past the write-back age (a
+    /// change after a write-back starts a fresh dirty period, as in the kernel).
     fn file_log(&mut self, ino: u64, file: &File) -> io::Result<&mut FileLog> {
+        let now_ms = self.clock.now_ms();
+        let expired = self
+            .file_logs
+            .get(&ino)
+            .is_some_and(|log| self.writeback.data_after.expired(log.dirtied_at_ms, now_ms));
+        if expired {
+            self.file_logs.remove(&ino);
+        }
         match self.file_logs.entry(ino) {
             std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
-            std::collections::hash_map::Entry::Vacant(entry) => Ok(entry.insert(FileLog {
-                durable_size: file.metadata()?.len(),
-                undo: BTreeMap::new(),
-                last_write: None,
-            })),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                Ok(entry.insert(FileLog::new(file.metadata()?.len(), now_ms)))
+            }
         }
     }
 
-    /// Saves the synced bytes of every page in `start..end` not saved yet.
+    /// Before a directory change or a truncation: commits the journal's running transaction if it is past the
+    /// metadata write-back age, and opens one if none is open.
+    fn metadata_change(&mut self) {
+        let now_ms = self.clock.now_ms();
+        self.commit_expired_metadata(now_ms);
+        self.metadata_dirty_since_ms.get_or_insert(now_ms);
+    }
+
+    fn commit_expired_metadata(&mut self, now_ms: u64) {
+        let expired = self
+            .metadata_dirty_since_ms
+            .is_some_and(|since| self.writeback.metadata_after.expired(since, now_ms));
+        if expired {
+            self.commit_metadata();
+        }
+    }
+
+    /// Everything past its write-back age becomes durable (before a power loss decides what is lost).
+    fn write_back_expired(&mut self) {
+        let now_ms = self.clock.now_ms();
+        let data_after = self.writeback.data_after;
+        self.file_logs
+            .retain(|_, log| !data_after.expired(log.dirtied_at_ms, now_ms));
+        self.commit_expired_metadata(now_ms);
+    }
+
+    /// Saves the synced bytes of every page in `start..end` not saved yet (only below `zeros_from`: above it the
+    /// durable content is zeros, which the rollback restores by cutting and growing the file).
     fn save_pages(log: &mut FileLog, file: &File, start: u64, end: u64) -> io::Result<()> {
-        let end = end.min(log.durable_size);
+        let end = end.min(log.zeros_from);
         if start >= end {
             return Ok(());
         }
@@ -372,7 +459,7 @@ impl State {
                 continue;
             }
             let page_start = page * PAGE_BYTES;
-            let page_end = (page_start + PAGE_BYTES).min(log.durable_size);
+            let page_end = (page_start + PAGE_BYTES).min(log.zeros_from);
             let mut bytes = vec![0u8; (page_end - page_start) as usize];
             file.read_exact_at(&mut bytes, page_start)?;
             log.undo.insert(page, bytes);
@@ -428,13 +515,20 @@ impl State {
         Ok(())
     }
 
-    /// Sets the size of `file` (inode `ino`), logging what a shrink cuts off.
+    /// Sets the size of `file` (inode `ino`), logging what a shrink cuts off. A truncation is metadata: the
+    /// journal's next commit makes it durable.
     pub fn truncate(&mut self, ino: u64, file: &File, size: u64) -> io::Result<()> {
         self.charge(file, size)?;
+        self.metadata_change();
         let log = self.file_log(ino, file)?;
         let durable_size = log.durable_size;
         Self::save_pages(log, file, size, durable_size)?;
-        file.set_len(size)
+        file.set_len(size)?;
+        log.truncated = Some(match log.truncated {
+            Some((smallest, _)) => (smallest.min(size), size),
+            None => (size, size),
+        });
+        Ok(())
     }
 
     /// `fallocate` on `file`: punching or zeroing logs the range first.
@@ -507,12 +601,17 @@ impl State {
         }
     }
 
-    /// A journal commit: every directory's current entries become durable (see `MetadataDurability::Journaled`).
+    /// A journal commit: every directory's current entries and every file's truncations become durable (see
+    /// `MetadataDurability::Journaled`).
     pub fn commit_metadata(&mut self) {
         let dirs: Vec<u64> = self.dir_logs.keys().copied().collect();
         for dir in dirs {
             self.sync_dir(dir);
         }
+        for log in self.file_logs.values_mut() {
+            log.commit_truncation();
+        }
+        self.metadata_dirty_since_ms = None;
     }
 
     /// Bytes written but not yet synced (an estimate for stats: growth past the synced size plus saved pages).
@@ -537,6 +636,7 @@ impl State {
         self.dir_logs.clear();
         self.durable_refs.clear();
         self.kept.clear();
+        self.metadata_dirty_since_ms = None;
         remove_hidden(&self.root)
     }
 
@@ -544,6 +644,7 @@ impl State {
     /// unsynced write keeps a random non-empty proper prefix.
     pub fn power_loss(&mut self, torn: Option<&mut ChaCha8Rng>) -> PowerLossRecord {
         let mut record = PowerLossRecord::default();
+        self.write_back_expired();
         let torn_choice = torn.and_then(|rng| self.choose_torn(rng));
         self.roll_back_files(torn_choice, &mut record);
         if let Err(e) = self.roll_back_dirs(&mut record) {
@@ -553,6 +654,7 @@ impl State {
         self.dir_logs.clear();
         self.durable_refs.clear();
         self.kept.clear();
+        self.metadata_dirty_since_ms = None;
         if let Err(e) = remove_hidden(&self.root) {
             record.warnings.push(format!("removing the staging dir: {e}"));
         }
@@ -585,6 +687,7 @@ impl State {
             let result = (|| -> io::Result<FileLoss> {
                 let file = OpenOptions::new().write(true).open(&path)?;
                 let size_before_bytes = file.metadata()?.len();
+                file.set_len(log.zeros_from)?;
                 file.set_len(log.durable_size)?;
                 let mut restored_bytes = 0;
                 for (page, bytes) in &log.undo {
@@ -800,3 +903,7 @@ fn walk(root: &Path, mut visit: impl FnMut(&Path, &Metadata)) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "durability_tests.rs"]
+mod tests;

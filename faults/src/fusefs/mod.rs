@@ -22,12 +22,14 @@ pub mod mounts;
 mod ops;
 #[cfg(test)]
 mod tests;
+pub mod writeback;
 
 pub use durability::{FileLoss, PowerLossRecord, TornWrite};
 pub use faults::{EioRule, Enospc, FsFaults, InjectedCounts, IoOp, StallRule};
 pub use mounts::{
     faultline_mounts, orphans, run_tag, sweep, sweep_orphans, sweep_where, tag_pid, FaultMount, SweptMount,
 };
+pub use writeback::{Writeback, WritebackAge};
 
 use durability::{Quota, State};
 use faults::Injector;
@@ -78,8 +80,10 @@ pub struct FaultFsOptions {
     /// Also fsync the backing file when the node fsyncs (keeps fsync latency realistic; off only for benchmarks of
     /// the filesystem itself).
     pub real_fsync: bool,
-    /// When directory changes (creates, renames, unlinks) become durable.
+    /// When directory changes (creates, renames, unlinks) and truncations become durable at an fsync.
     pub metadata: MetadataDurability,
+    /// When unsynced data and metadata become durable with age alone (the kernel's flusher, a journal's commit).
+    pub writeback: Writeback,
     /// Let users other than root in (the `allow_other` mount option), for nodes that run as their own user. The
     /// kernel still checks every access against the files' owners and modes (`default_permissions`). Root needs no
     /// `user_allow_other` in /etc/fuse.conf for it: that file only restricts unprivileged mounts through fusermount.
@@ -93,21 +97,23 @@ impl Default for FaultFsOptions {
             threads: 2,
             real_fsync: true,
             metadata: MetadataDurability::Posix,
+            writeback: Writeback::NEVER,
             allow_other: false,
         }
     }
 }
 
-/// When a directory change becomes durable, as plans write it (`disk: {metadata: journaled}`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// When a directory change or a truncation becomes durable at an fsync, as plans write it
+/// (`disk: {metadata: journaled}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MetadataDurability {
-    /// Only an `fsync` of the directory makes its entries durable: POSIX's promise and no more (a program that
-    /// creates a directory and never fsyncs its parent loses it at a power loss).
-    #[default]
+    /// Only an `fsync` of the directory makes its entries durable, only an `fsync` of a file its truncation: POSIX's
+    /// promise and no more (a program that creates a file, fsyncs it and never fsyncs its directory loses it at a
+    /// power loss).
     Posix,
-    /// Any `fsync` on the filesystem makes every directory change made before it durable, as ext4's journal
-    /// (`data=ordered`) does: one commit carries all metadata. Realistic for programs tested on ext4.
+    /// Any `fsync` on the filesystem makes every directory change and truncation made before it durable, as the
+    /// journal of ext4 (`data=ordered`) and XFS does: one commit carries all metadata, and an fsync forces it.
     Journaled,
 }
 
@@ -218,7 +224,7 @@ impl FaultFs {
             source,
         };
         durability::remove_hidden(&backing).map_err(|e| io("clearing leftovers in", e))?;
-        let state = State::new(backing.clone()).map_err(|e| io("reading", e))?;
+        let state = State::new(backing.clone(), options.writeback).map_err(|e| io("reading", e))?;
         let inner = Arc::new(Inner {
             state: Mutex::new(state),
             handles: Mutex::new(HashMap::new()),

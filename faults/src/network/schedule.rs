@@ -493,10 +493,23 @@ impl<L: NetworkLab> TimedFault for NetworkFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        if fault.takeover {
-            self.take_over_partition(fault).await
+        let started = if fault.takeover {
+            self.try_take_over_partition(fault).await
         } else {
-            self.start_fault(fault).await
+            self.try_start(fault).await
+        };
+        match started {
+            Ok(holds) => holds,
+            Err(reason) => {
+                // A scheduled fault that did nothing is part of what the run did: in the history, the report and
+                // the coverage, not only in a log line. (A trigger records its own skips in its `trigger` event.)
+                let mut value = json!({"fault_id": fault.id, "family": "network", "reason": reason});
+                if let NetworkAction::Partition { shape, .. } = &fault.action {
+                    value["shape"] = json!(shape);
+                }
+                self.lab.record(Nemesis::FaultSkipped, value);
+                false
+            }
         }
     }
 
@@ -529,17 +542,21 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
 
     /// Starts `fault` (from the schedule or not), records it, and returns whether it now holds something to stop.
     pub async fn start_fault(&mut self, fault: &ScheduledNetworkFault) -> bool {
+        self.try_start(fault).await.unwrap_or(false)
+    }
+
+    /// [`NetworkFaults::start_fault`], or why nothing was even tried (no primary to isolate, a partition already in
+    /// force), for the caller to record.
+    async fn try_start(&mut self, fault: &ScheduledNetworkFault) -> Result<bool, String> {
         let (network, lab) = (self.network, self.lab);
         match &fault.action {
             NetworkAction::Partition { shape, grudge } => {
-                let Some(grudge) = self.grudge_of(fault.id, grudge.as_ref()).await else {
-                    return false;
-                };
+                let grudge = self.grudge_of(fault.id, grudge.as_ref()).await?;
                 {
                     let mut held = self.holds.lock();
                     if let Some((holder, _)) = held.partition {
                         tracing::info!(fault_id = fault.id, holder, "a partition is already in force; skipped");
-                        return false;
+                        return Err(format!("a partition (fault {holder}) is already in force"));
                     }
                     held.partition = Some((fault.id, *shape));
                 }
@@ -556,14 +573,14 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
                     }
                 };
                 lab.record(Nemesis::PartitionStart, value);
-                applied
+                Ok(applied)
             }
             NetworkAction::Link {
                 fault: link_fault,
                 links,
             } => {
                 self.start_link_fault(fault.id, link_fault, links).await;
-                self.held.contains_key(&fault.id)
+                Ok(self.held.contains_key(&fault.id))
             }
         }
     }
@@ -573,13 +590,16 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
     /// at the same instant, and the network goes from one grudge to the other without healing in between. The fault
     /// that held the old partition no longer holds anything: its own stop does nothing.
     pub async fn take_over_partition(&mut self, fault: &ScheduledNetworkFault) -> bool {
+        self.try_take_over_partition(fault).await.unwrap_or(false)
+    }
+
+    /// [`NetworkFaults::take_over_partition`], or why nothing was tried (no primary to isolate).
+    async fn try_take_over_partition(&mut self, fault: &ScheduledNetworkFault) -> Result<bool, String> {
         let (network, lab) = (self.network, self.lab);
         let NetworkAction::Partition { shape, grudge } = &fault.action else {
-            return self.start_fault(fault).await;
+            return self.try_start(fault).await;
         };
-        let Some(grudge) = self.grudge_of(fault.id, grudge.as_ref()).await else {
-            return false;
-        };
+        let grudge = self.grudge_of(fault.id, grudge.as_ref()).await?;
         let replaced = self.holds.lock().partition.replace((fault.id, *shape));
         let mut value = json!({
             "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
@@ -601,19 +621,19 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
             value["replaced"] = Value::from(old);
         }
         lab.record(Nemesis::PartitionStart, value);
-        applied
+        Ok(applied)
     }
 
-    /// A partition's grudge: drawn when scheduled, or (isolate-primary) the primary's isolation now; `None` when no
+    /// A partition's grudge: drawn when scheduled, or (isolate-primary) the primary's isolation now; why not when no
     /// primary is known.
-    async fn grudge_of(&self, fault_id: u64, grudge: Option<&Grudge>) -> Option<Grudge> {
+    async fn grudge_of(&self, fault_id: u64, grudge: Option<&Grudge>) -> Result<Grudge, String> {
         match grudge {
-            Some(grudge) => Some(grudge.clone()),
+            Some(grudge) => Ok(grudge.clone()),
             None => match self.lab.primary().await {
-                Some(primary) => Some(isolate(self.network.node_count(), primary)),
+                Some(primary) => Ok(isolate(self.network.node_count(), primary)),
                 None => {
                     tracing::warn!(fault_id, "isolate-primary: no primary known; skipped");
-                    None
+                    Err("isolate-primary: no primary known".into())
                 }
             },
         }
@@ -840,23 +860,57 @@ mod tests {
     /// A network that only records, standing in for a backend (the proxy backend with no proxies).
     struct RecordingLab {
         events: std::sync::Mutex<Vec<(String, Value)>>,
+        primary: Option<usize>,
     }
 
     impl NetworkLab for RecordingLab {
         async fn primary(&self) -> Option<usize> {
-            Some(2)
+            self.primary
         }
         fn record(&self, name: Nemesis, value: Value) {
             self.events.lock().unwrap().push((name.to_string(), value));
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn given_a_schedule_when_run_should_record_starts_and_stops_and_heal_everything() {
+    /// Runs `schedule` (ids by position) for 1 s through a proxy mesh of 3 nodes whose lab reports `primary`; returns
+    /// the recorded events and the network.
+    async fn run_for_a_second(
+        schedule: Vec<ScheduledNetworkFault>,
+        primary: Option<usize>,
+    ) -> (Vec<(String, Value)>, Network) {
         let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
             .await
             .unwrap();
         let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let schedule: Vec<_> = schedule
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                f.id = i as u64;
+                f
+            })
+            .collect();
+        let lab = RecordingLab {
+            events: Default::default(),
+            primary,
+        };
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let _ = tx.send(true); // the interpreter may be done already: nothing held
+        };
+        let mut families = Families {
+            process: NoFaults,
+            network: NetworkFaults::new(&network, &lab, &schedule),
+            io: NoFaults,
+        };
+        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
+        let events = lab.events.lock().unwrap().clone();
+        (events, network)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn given_a_schedule_when_run_should_record_starts_and_stops_and_heal_everything() {
         let schedule = vec![
             scheduled(
                 10,
@@ -878,29 +932,7 @@ mod tests {
                 },
             ),
         ];
-        let schedule: Vec<_> = schedule
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut f)| {
-                f.id = i as u64;
-                f
-            })
-            .collect();
-        let lab = RecordingLab {
-            events: Default::default(),
-        };
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let stopper = async {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-            tx.send(true).unwrap();
-        };
-        let mut families = Families {
-            process: NoFaults,
-            network: NetworkFaults::new(&network, &lab, &schedule),
-            io: NoFaults,
-        };
-        tokio::join!(families.run(tokio::time::Instant::now(), rx), stopper);
-        let events = lab.events.lock().unwrap().clone();
+        let (events, network) = run_for_a_second(schedule, Some(2)).await;
         let names: Vec<&str> = events.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(names, ["partition-start", "link-fault", "partition-stop", "link-heal"]);
         assert_eq!(events[0].1["label"], "{n1,n2} | {n3}");
@@ -917,6 +949,7 @@ mod tests {
         let network = Network::Proxy(std::sync::Arc::new(mesh));
         let lab = RecordingLab {
             events: Default::default(),
+            primary: Some(2),
         };
         let holds = NetworkHolds::default();
         let mut faults = NetworkFaults::shared(&network, &lab, &[], holds.clone());
@@ -972,5 +1005,20 @@ mod tests {
         assert!(faults.take_over_partition(&isolate_primary).await);
         assert_eq!(mesh.grudge(), isolate(3, 2), "the primary n3 is cut off, n1 is back");
         assert_eq!(lab.events.lock().unwrap().last().unwrap().1["replaced"], 6);
+    }
+
+    /// An `isolate-primary` when no node is primary does nothing, and says so in the history (`fault-skipped`, with
+    /// its reason), not only in a log line.
+    #[tokio::test(start_paused = true)]
+    async fn given_isolate_primary_without_a_primary_when_run_should_record_a_skipped_fault() {
+        let isolate_primary = NetworkAction::Partition {
+            shape: Shape::IsolatePrimary,
+            grudge: None,
+        };
+        let (events, _) = run_for_a_second(vec![scheduled(10, 100, isolate_primary)], None).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].0, "fault-skipped");
+        assert_eq!(events[0].1["shape"], "isolate-primary");
+        assert_eq!(events[0].1["reason"], "isolate-primary: no primary known");
     }
 }

@@ -10,10 +10,10 @@ impl<L: Lab> ProcessFaults<'_, L> {
     /// Moves the clocks of `candidates` no other clock fault holds (whether their processes run or not), and records
     /// each change: `clock` with the fault's id, target, source and the change (`clock: {kind, offset_ms | delta_ms,
     /// period_ms | rate}`).
-    pub(super) async fn start_clock(&mut self, fault: &ScheduledFault, candidates: Vec<usize>) {
+    pub(super) async fn start_clock(&mut self, fault: &ScheduledFault, candidates: Vec<usize>) -> Result<(), String> {
         let Some(shift) = fault.detail.clock else {
             debug_assert!(false, "a clock fault without its drawn change: {fault:?}");
-            return;
+            return Err("a clock fault without its drawn change".into());
         };
         let free: Vec<usize> = {
             let mut clocks = self.states.clocks();
@@ -26,6 +26,12 @@ impl<L: Lab> ProcessFaults<'_, L> {
             }
             free
         };
+        if free.is_empty() {
+            return Err(format!(
+                "{}: every target's clock is held by another clock fault",
+                fault.target
+            ));
+        }
         let mut affected = Vec::new();
         for node in free {
             let mut value = fault_value(fault);
@@ -44,6 +50,7 @@ impl<L: Lab> ProcessFaults<'_, L> {
         if !affected.is_empty() {
             self.holding.insert(fault.id, (ProcessFault::Clock, affected));
         }
+        Ok(())
     }
 
     /// Returns the clocks of `nodes` to real time and records each heal (`clock-heal`).

@@ -101,11 +101,70 @@ pub enum Target {
     Each,
     /// Named nodes (`n1..nN`).
     Nodes(Vec<String>),
+    /// A role or random set among the nodes other than the named ones: `{role: backup, except: [n3]}` is a backup
+    /// other than n3 (the damaged one), `{role: one, except: [n1]}` any node but n1.
+    Except {
+        /// The role or random set (`one`, `minority`, `majority`, `primary`, `backup`, `next-primary`, `all`).
+        of: Box<Target>,
+        /// The nodes it never picks (`n1..nN`).
+        except: Vec<String>,
+    },
 }
 
 impl Target {
-    /// Parses a role name (`one`, `minority`, ...).
+    /// The role or set a target picks from (`backup` for "a backup other than n3").
+    pub fn role(&self) -> &Target {
+        match self {
+            Target::Except { of, .. } => of,
+            other => other,
+        }
+    }
+
+    /// The nodes it never picks.
+    pub fn excepted(&self) -> &[String] {
+        match self {
+            Target::Except { except, .. } => except,
+            _ => &[],
+        }
+    }
+
+    /// `role` less `except`, refused where it means nothing: a rolling fault (`each`) takes every node, named nodes
+    /// are already exact, an empty list excepts nothing.
+    pub fn except(of: Target, except: Vec<String>) -> Result<Target, String> {
+        if matches!(of, Target::Each | Target::Nodes(_) | Target::Except { .. }) {
+            return Err(format!(
+                "`except` narrows a role or a random set (one, minority, majority, primary, backup, next-primary, \
+                 all), not `{of}`: name the nodes you mean instead"
+            ));
+        }
+        if except.is_empty() {
+            return Err("`except: []` excepts nothing: drop it, or name the nodes to leave out, e.g. [n3]".into());
+        }
+        if let Some(bad) = except.iter().find(|name| parse_node_name(name).is_none()) {
+            return Err(format!(
+                "`except`: `{bad}` is not a node name: nodes are named n1, n2, ... nN"
+            ));
+        }
+        Ok(Target::Except {
+            of: Box::new(of),
+            except,
+        })
+    }
+
+    /// Parses a role name (`one`, `minority`, ...), or a role less some nodes as [`fmt::Display`] writes it
+    /// (`backup except [n3]`, what a stored schedule records).
     pub fn parse_role(text: &str) -> Result<Target, String> {
+        if let Some((role, except)) = text.split_once(" except ") {
+            let names = except
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .map(|name| name.trim().to_string())
+                .filter(|name| !name.is_empty())
+                .collect();
+            return Target::except(Target::parse_role(role.trim())?, names);
+        }
         Ok(match text {
             "one" => Target::One,
             "minority" => Target::Minority,
@@ -137,6 +196,7 @@ impl fmt::Display for Target {
             Target::All => "all",
             Target::Each => "each",
             Target::Nodes(names) => return write!(f, "[{}]", names.join(", ")),
+            Target::Except { of, except } => return write!(f, "{of} except [{}]", except.join(", ")),
         };
         f.write_str(name)
     }
@@ -144,8 +204,15 @@ impl fmt::Display for Target {
 
 impl Serialize for Target {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         match self {
             Target::Nodes(names) => names.serialize(s),
+            Target::Except { of, except } => {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("role", &of.to_string())?;
+                map.serialize_entry("except", except)?;
+                map.end()
+            }
             other => s.collect_str(other),
         }
     }
@@ -157,7 +224,30 @@ impl<'de> Deserialize<'de> for Target {
         impl<'de> serde::de::Visitor<'de> for TargetVisitor {
             type Value = Target;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a target role (one, minority, majority, primary, backup, next-primary, all, each) or a list of node names")
+                f.write_str(
+                    "a target role (one, minority, majority, primary, backup, next-primary, all, each), a list of node \
+                     names, or a role less some nodes ({role: backup, except: [n3]})",
+                )
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Target, A::Error> {
+                let (mut role, mut except) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "role" => role = Some(map.next_value::<String>()?),
+                        "except" => except = Some(map.next_value::<Vec<String>>()?),
+                        other => {
+                            return Err(serde::de::Error::custom(format!(
+                                "unknown field `{other}` of a target: write {{role: backup, except: [n3]}}"
+                            )))
+                        }
+                    }
+                }
+                let role = role.ok_or_else(|| serde::de::Error::custom("a target with `except` needs its `role`"))?;
+                let except = except.ok_or_else(|| {
+                    serde::de::Error::custom("a target map is a role less some nodes: add `except: [n3]`")
+                })?;
+                Target::except(Target::parse_role(&role).map_err(serde::de::Error::custom)?, except)
+                    .map_err(serde::de::Error::custom)
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Target, E> {
                 Target::parse_role(v).map_err(E::custom)
@@ -351,6 +441,8 @@ pub enum Resolved {
     NextPrimary,
     /// Every one of these nodes in turn, in this order: a rolling fault ([`rolling`]).
     Each(Vec<usize>),
+    /// A role resolved at fault start, never one of these nodes.
+    Except(Box<Resolved>, Vec<usize>),
 }
 
 /// Where a scheduled fault came from.
@@ -527,26 +619,41 @@ fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
 
 /// Resolves a target as far as `rng` allows: random sets are drawn now, roles when the fault starts.
 pub(crate) fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> Resolved {
+    let excepted: Vec<usize> = target
+        .excepted()
+        .iter()
+        .filter_map(|name| parse_node_name(name))
+        .collect();
+    // The sizes are the cluster's (a minority of 5 is 2), drawn from the nodes not excepted.
     let mut random_set = |count: usize| {
-        let mut all: Vec<usize> = (0..n).collect();
-        for i in 0..count.min(n) {
-            let j = rng.gen_range(i..n);
+        let mut all: Vec<usize> = (0..n).filter(|node| !excepted.contains(node)).collect();
+        let count = count.min(all.len());
+        for i in 0..count {
+            let j = rng.gen_range(i..all.len());
             all.swap(i, j);
         }
-        all.truncate(count.min(n));
+        all.truncate(count);
         all.sort_unstable();
         Resolved::Nodes(all)
     };
-    match target {
+    let at_start = |resolved: Resolved| {
+        if excepted.is_empty() {
+            resolved
+        } else {
+            Resolved::Except(Box::new(resolved), excepted.clone())
+        }
+    };
+    match target.role() {
         Target::One => random_set(1),
         Target::Minority => random_set(((n - 1) / 2).max(1)),
         Target::Majority => random_set(n / 2 + 1),
-        Target::All => Resolved::Nodes((0..n).collect()),
+        Target::All => Resolved::Nodes((0..n).filter(|node| !excepted.contains(node)).collect()),
         Target::Each => Resolved::Each((0..n).collect()),
         Target::Nodes(names) => Resolved::Nodes(names.iter().filter_map(|name| parse_node_name(name)).collect()),
-        Target::Primary => Resolved::Primary,
-        Target::Backup => Resolved::Backup(rng.gen()),
-        Target::NextPrimary => Resolved::NextPrimary,
+        Target::Primary => at_start(Resolved::Primary),
+        Target::Backup => at_start(Resolved::Backup(rng.gen())),
+        Target::NextPrimary => at_start(Resolved::NextPrimary),
+        Target::Except { .. } => unreachable!("`role()` is never an `except`"),
     }
 }
 
@@ -621,6 +728,8 @@ pub trait Lab {
     }
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
+    /// Appends a nemesis event about no one node (a fault that was skipped) to the history.
+    fn record_cluster(&self, name: Nemesis, value: Value);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -685,7 +794,13 @@ impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
     async fn start(&mut self, position: usize) -> bool {
         let schedule = self.schedule;
         let fault = &schedule[position];
-        self.start_fault(fault).await;
+        if let Err(reason) = self.try_start(fault).await {
+            // A scheduled fault that did nothing is part of what the run did: in the history, the report and the
+            // coverage, not lost. (A trigger records its own skips in its `trigger` event.)
+            let value = json!({"fault_id": fault.id, "family": "process", "kind": fault.kind, "target": fault.target,
+                               "source": fault.source, "reason": reason});
+            self.lab.record_cluster(Nemesis::FaultSkipped, value);
+        }
         self.holding.contains_key(&fault.id)
     }
 
@@ -717,19 +832,44 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
 
     /// Starts `fault` (from the schedule or not) on its free targets and records what it did to each.
     pub async fn start_fault(&mut self, fault: &ScheduledFault) {
+        let _ = self.try_start(fault).await;
+    }
+
+    /// [`ProcessFaults::start_fault`], or why it touched no node at all (its role target resolved to no node, or
+    /// every target is held by another fault), for the caller to record.
+    async fn try_start(&mut self, fault: &ScheduledFault) -> Result<(), String> {
         let lab = self.lab;
-        let candidates = match &fault.nodes {
+        let (resolved, excepted) = match &fault.nodes {
+            Resolved::Except(role, excepted) => (role.as_ref(), excepted.as_slice()),
+            other => (other, &[][..]),
+        };
+        let mut candidates = match resolved {
             Resolved::Nodes(nodes) => nodes.clone(),
-            Resolved::Primary => lab.primary().await.into_iter().collect(),
-            Resolved::NextPrimary => lab.next_primary().await.into_iter().collect(),
+            Resolved::Primary => match lab.primary().await {
+                Some(primary) => vec![primary],
+                None => return Err(format!("{}: no primary known", fault.target)),
+            },
+            Resolved::NextPrimary => match lab.next_primary().await {
+                Some(next) => vec![next],
+                None => return Err(format!("{}: no next primary known", fault.target)),
+            },
             // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
-            Resolved::Each(_) => {
-                debug_assert!(false, "a rolling fault reached the timed interpreter: {fault:?}");
+            Resolved::Each(_) | Resolved::Except(..) => {
+                debug_assert!(
+                    false,
+                    "a rolling or nested fault reached the timed interpreter: {fault:?}"
+                );
                 Vec::new()
             }
             Resolved::Backup(pick) => {
+                // Drawn among the backups not excepted: "a backup other than n3" is one whenever there is one.
                 let primary = lab.primary().await;
-                let backups: Vec<usize> = (0..lab.node_count()).filter(|&n| Some(n) != primary).collect();
+                let backups: Vec<usize> = (0..lab.node_count())
+                    .filter(|&n| Some(n) != primary && !excepted.contains(&n))
+                    .collect();
+                if backups.is_empty() {
+                    return Err(format!("{}: no backup to pick", fault.target));
+                }
                 backups
                     .get(*pick as usize % backups.len().max(1))
                     .copied()
@@ -737,6 +877,16 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                     .collect()
             }
         };
+        let resolved_to = candidates.clone();
+        candidates.retain(|node| !excepted.contains(node));
+        if candidates.is_empty() && !resolved_to.is_empty() {
+            let names: Vec<String> = resolved_to.iter().map(|&node| node_name(node)).collect();
+            return Err(format!(
+                "{}: it resolved to {}, which is excepted",
+                fault.target,
+                names.join(", ")
+            ));
+        }
         if fault.kind == ProcessFault::Clock {
             return self.start_clock(fault, candidates).await;
         }
@@ -756,6 +906,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             }
             free
         };
+        if free.is_empty() {
+            return Err(format!("{}: every target is held by another fault", fault.target));
+        }
         let down = fault.down_how();
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
@@ -793,6 +946,7 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         if !affected.is_empty() {
             self.holding.insert(fault.id, (fault.kind, affected));
         }
+        Ok(())
     }
 
     /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.

@@ -277,8 +277,13 @@ impl<'de> Deserialize<'de> for TriggerTarget {
         enum Form {
             Name(String),
             Nodes(Vec<String>),
+            Except { role: String, except: Vec<String> },
         }
         match Form::deserialize(d)? {
+            Form::Except { role, except } => Target::parse_role(&role)
+                .and_then(|role| Target::except(role, except))
+                .map(TriggerTarget::Target)
+                .map_err(serde::de::Error::custom),
             Form::Name(name) => match name.as_str() {
                 "subject" => Ok(TriggerTarget::Subject),
                 "not-subject" => Ok(TriggerTarget::NotSubject),
@@ -641,14 +646,19 @@ impl TriggerSpec {
                      `script`"
                 ));
             }
-            if let Target::Nodes(names) = target {
+            let names = match target {
+                Target::Nodes(names) => Some(names),
+                Target::Except { except, .. } => Some(except),
+                _ => None,
+            };
+            if let Some(names) = names {
                 if let Some(bad) = names.iter().find(|name| parse_node_name(name).is_none_or(|i| i >= n)) {
                     return Err(format!(
                         "target `{bad}` is not a node of this {n}-node cluster (n1..n{n})"
                     ));
                 }
             }
-            if matches!(target, Target::Primary | Target::Backup | Target::NextPrimary) && !caps.primary_probe {
+            if matches!(target.role(), Target::Primary | Target::Backup | Target::NextPrimary) && !caps.primary_probe {
                 return Err(format!(
                     "target `{target}` needs a system that can tell its primary; target `subject`, `one` or nodes"
                 ));

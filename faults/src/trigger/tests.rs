@@ -72,6 +72,9 @@ impl Lab for FakeLab {
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.log.lock().unwrap().push((name.to_string(), Some(node), value));
     }
+    fn record_cluster(&self, name: Nemesis, value: Value) {
+        self.log.lock().unwrap().push((name.to_string(), None, value));
+    }
 }
 
 impl NetworkLab for FakeLab {

@@ -50,6 +50,10 @@ pub struct CampaignArgs {
     /// Total wall-clock budget of --shrink-failures, shared by the new classes.
     #[arg(long, default_value = "1h", value_parser = parse_millis)]
     pub shrink_budget: Millis,
+    /// Guided: each run's configuration is a mutation or splice of the corpus (runs that showed behaviours no run
+    /// had shown), chosen by energy, instead of each plan with fresh seeds; --seeds N runs N per plan in all.
+    #[arg(long)]
+    pub guided: bool,
     /// Continue a stopped campaign (the latest unfinished one, or ID).
     #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ID")]
     pub resume: Option<String>,
@@ -98,6 +102,7 @@ pub(super) fn command(args: CampaignArgs) -> Outcome {
         dry_run: args.dry_run,
         store_root: args.store,
         quiet: args.quiet,
+        guided: args.guided,
     };
     if options.dry_run {
         let runs = crate::explore::campaign::plan_runs(&options).map_err(|e| campaign_error("campaign", e))?;
@@ -163,6 +168,7 @@ fn campaign_summary(outcome: &crate::explore::campaign::Outcome, code: u8) -> Va
         "elapsed_ms": outcome.elapsed.as_millis() as u64,
         "counts": {"valid": count(Verdict::Valid), "invalid": count(Verdict::Invalid), "unknown": count(Verdict::Unknown)},
         "pruned": outcome.pruned,
+        "behaviours": outcome.behaviours,
         "index": outcome.index.display().to_string(),
         "seeds": seeds,
         "classes": outcome.triage,

@@ -39,6 +39,14 @@ pub struct MatrixArgs {
     /// No progress view.
     #[arg(long)]
     pub quiet: bool,
+    /// Compare search strategies instead (`guided,uniform`): per mutant and the correct node, each strategy runs a
+    /// campaign per seed (--seeds is the number of campaign seeds) over the same plans, at most --runs runs, a
+    /// mutant's stopping at its first detection; writes compare.json, compare.txt and compare.html.
+    #[arg(long, value_delimiter = ',', value_parser = ["guided", "uniform"])]
+    pub compare: Vec<String>,
+    /// Runs per campaign of --compare.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub runs: u64,
     /// Print the detection matrix (matrix.json: per mutant and per cell) on stdout at the end (human output goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -54,7 +62,7 @@ fn mutant_names() -> clap::builder::PossibleValuesParser {
 
 /// `faultline matrix`.
 pub(super) fn command(args: MatrixArgs) -> Outcome {
-    matrix_command(&crate::explore::matrix::MatrixOptions {
+    let options = crate::explore::matrix::MatrixOptions {
         seeds: args.seeds,
         time_limit: args.time_limit,
         store_root: args.store,
@@ -64,7 +72,47 @@ pub(super) fn command(args: MatrixArgs) -> Outcome {
         plans: args.plans,
         parallel: args.parallel as usize,
         quiet: args.quiet,
+    };
+    if args.compare.is_empty() {
+        return matrix_command(&options);
+    }
+    let modes = args
+        .compare
+        .iter()
+        .map(|m| match m.as_str() {
+            "guided" => faultline_reports::explored::Mode::Guided,
+            _ => faultline_reports::explored::Mode::Uniform,
+        })
+        .collect();
+    compare_command(&crate::explore::compare::CompareOptions {
+        matrix: options,
+        modes,
+        runs: args.runs,
     })
+}
+
+fn compare_command(options: &crate::explore::compare::CompareOptions) -> Outcome {
+    if crate::explore::matrix::pairs(&options.matrix).is_empty() {
+        let why = crate::explore::matrix::nothing_to_run(&options.matrix);
+        return Err(Failed::bad_input(format!("faultline matrix: {why}")));
+    }
+    match crate::explore::compare::run_compare(options) {
+        Ok(outcome) => {
+            let text = std::fs::read_to_string(outcome.dir.join("compare.txt")).unwrap_or_default();
+            print!("{text}");
+            println!("faultline matrix: {}", outcome.dir.join("compare.html").display());
+            let json = std::fs::read(outcome.dir.join("compare.json"))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .unwrap_or_default();
+            if outcome.interrupted {
+                eprintln!("faultline matrix: interrupted; the comparison holds the campaigns that finished");
+                return Ok(Ended::with(130, &json));
+            }
+            Ok(Ended::with(0, &json))
+        }
+        Err(e) => Err(Failed::harness(format!("faultline matrix: harness error: {e:#}"))),
+    }
 }
 
 fn matrix_command(options: &crate::explore::matrix::MatrixOptions) -> Outcome {

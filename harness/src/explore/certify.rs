@@ -280,6 +280,7 @@ fn matrix(suite: &Suite, plan_count: usize) -> Vec<Cell> {
                     seed_index: seed_index as u64,
                     seed,
                     nodes,
+                    plan_file: None,
                 });
             }
         }

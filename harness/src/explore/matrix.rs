@@ -35,6 +35,9 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("txn-reads-at-receipt", &["reference-txn", "reference-bank"]),
     // Only clock faults expose it: pauses, kills and partitions leave its lease inside the backups' promise.
     ("lease-ignores-drift", &["reference-clock"]),
+    // Its window is one loop iteration wide (a crash between adopting a view's log and the ack that follows), then a
+    // cut of that WAL below the view's head: no plan is written for it, which is the point (issue 49).
+    ("mark-ignores-adopted-log", &["reference-corruption"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
@@ -144,22 +147,9 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
     let mut cells = Vec::new();
     let mut refs = Vec::new();
     for (mutant, plan_name) in &pairs {
-        let mut plan = builtin::load(plan_name).map_err(|e| anyhow::anyhow!("{e}"))?;
-        plan.time_limit = Millis(plan.time_limit.0.min(options.time_limit.0));
-        if let Some(bug) = mutant {
-            let args = plan.system.adapter_mut().node_args_mut();
-            let args = args.ok_or_else(|| anyhow::anyhow!("{plan_name} takes no node arguments for --bug"))?;
-            args.extend(["--bug".to_string(), bug.to_string()]);
-        }
+        let (_, plan_ref) = mutant_plan(&plans_dir, plan_name, *mutant, options.time_limit)?;
+        refs.push(plan_ref);
         let name = mutant.unwrap_or("correct");
-        let file = plans_dir.join(format!("{plan_name}+{name}.yaml"));
-        std::fs::write(&file, plan.to_yaml()).with_context(|| format!("cannot write {}", file.display()))?;
-        refs.push(PlanRef {
-            name: plan.name.0.clone(),
-            label: format!("{plan_name}+{name}"),
-            source: PlanSource::resolve(&file.display().to_string()),
-            time_limit_ms: plan.time_limit.0,
-        });
         cells.push(Cell {
             mutant: name.to_string(),
             plan: plan_name.to_string(),
@@ -180,6 +170,7 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
                 seed_index: i,
                 seed: options.first_seed + i,
                 nodes: None,
+                plan_file: None,
             })
         })
         .collect();
@@ -233,6 +224,33 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
         dir,
         interrupted: ending == Ending::Interrupted,
     })
+}
+
+/// The built-in plan `plan_name` with `--bug MUTANT` (none: the correct node) and its fault phase at most
+/// `time_limit`, written as `plans_dir/<plan>+<mutant>.yaml`: the plan and its campaign reference.
+pub fn mutant_plan(
+    plans_dir: &Path,
+    plan_name: &str,
+    mutant: Option<&str>,
+    time_limit: Millis,
+) -> anyhow::Result<(crate::plan::Plan, PlanRef)> {
+    let mut plan = builtin::load(plan_name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    plan.time_limit = Millis(plan.time_limit.0.min(time_limit.0));
+    if let Some(bug) = mutant {
+        let args = plan.system.adapter_mut().node_args_mut();
+        let args = args.ok_or_else(|| anyhow::anyhow!("{plan_name} takes no node arguments for --bug"))?;
+        args.extend(["--bug".to_string(), bug.to_string()]);
+    }
+    let name = mutant.unwrap_or("correct");
+    let file = plans_dir.join(format!("{plan_name}+{name}.yaml"));
+    std::fs::write(&file, plan.to_yaml()).with_context(|| format!("cannot write {}", file.display()))?;
+    let plan_ref = PlanRef {
+        name: plan.name.0.clone(),
+        label: format!("{plan_name}+{name}"),
+        source: PlanSource::resolve(&file.display().to_string()),
+        time_limit_ms: plan.time_limit.0,
+    };
+    Ok((plan, plan_ref))
 }
 
 /// Counts one finished run: its results.json when it has one (the checks that caught it, the first evidence), else

@@ -177,6 +177,7 @@ mod tests {
             findings: Vec::new(),
             first_error: (verdict != Verdict::Valid).then(|| "n2 refused".to_string()),
             duration_ms: 1000,
+            cpu_ms: None,
             store_dir: Some(rel),
             repro: format!("faultline run p --seed {seed}"),
             build: BuildIdentity::default(),

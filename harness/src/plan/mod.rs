@@ -505,17 +505,22 @@ pub enum AfterRefusal {
 }
 
 /// The plan's disk section.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiskSpec {
     /// Mount the fault filesystem (FUSE, root) over every node's data dir: unsynced writes stay droppable, so power
     /// loss can discard them. Needed by `power-loss` faults.
     #[serde(default)]
     pub fault_fs: bool,
-    /// When the fault filesystem makes directory changes durable: `posix` (only an fsync of the directory; the
-    /// default) or `journaled` (any fsync commits every earlier change, as ext4's journal does).
-    #[serde(default, skip_serializing_if = "is_posix")]
+    /// When the fault filesystem makes directory changes and truncations durable at an fsync: `journaled` (the
+    /// default: any fsync commits every earlier change, as the journal of ext4 and XFS does) or `posix` (only an
+    /// fsync of the directory, or of the truncated file).
+    #[serde(default = "default_metadata")]
     pub metadata: faultline_faults::fusefs::MetadataDurability,
+    /// When unsynced changes become durable with age alone, as the kernel's flusher and the journal's commit make
+    /// them: `{data_after: 30s, metadata_after: 5s}` by default (Linux on ext4), `never` for either.
+    #[serde(default = "default_writeback")]
+    pub writeback: faultline_faults::fusefs::Writeback,
     /// What the system must do on interior damage to its files (a flip or a zeroed block a correct log cannot take
     /// for a torn write): `refuse` (booting on it with less than it had applied is invalid) or `may-truncate` (a
     /// named warning). Default: what the system's adapter promises (the reference node refuses; etcd 3.4 does not).
@@ -553,8 +558,26 @@ pub enum InteriorDamage {
     MayTruncate,
 }
 
-fn is_posix(metadata: &faultline_faults::fusefs::MetadataDurability) -> bool {
-    *metadata == faultline_faults::fusefs::MetadataDurability::Posix
+/// The disk model a plan gets when it names none: Linux on ext4 with its default settings, which loses what a
+/// program never fsynced within the last half minute and nothing a correct program relies on.
+fn default_metadata() -> faultline_faults::fusefs::MetadataDurability {
+    faultline_faults::fusefs::MetadataDurability::Journaled
+}
+
+fn default_writeback() -> faultline_faults::fusefs::Writeback {
+    faultline_faults::fusefs::Writeback::LINUX_EXT4
+}
+
+impl Default for DiskSpec {
+    fn default() -> Self {
+        DiskSpec {
+            fault_fs: false,
+            metadata: default_metadata(),
+            writeback: default_writeback(),
+            interior_damage: None,
+            minority_damage: None,
+        }
+    }
 }
 
 /// A test-only fault step used to prove boot verification is judged correctly.

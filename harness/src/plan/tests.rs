@@ -168,3 +168,29 @@ fn given_a_txn_plan_for_an_adapter_without_txn_clients_when_validated_should_ref
     assert!(err.message.contains("not `txn`"), "{err}");
     assert_eq!(err.line, line_of(&text, "mix:"), "{err}");
 }
+
+/// A plan that names no disk model gets Linux on ext4's (journaled metadata, write-back after 30 s and 5 s); a plan
+/// may name its own, ages or `never`, and the stored plan says which one a run used.
+#[test]
+fn given_disk_models_when_parsed_should_default_to_linux_on_ext4_and_take_ages_or_never() {
+    use faultline_faults::fusefs::{MetadataDurability, Writeback, WritebackAge};
+    let plan = Plan::default_plan();
+    assert_eq!(plan.disk.metadata, MetadataDurability::Journaled);
+    assert_eq!(plan.disk.writeback, Writeback::LINUX_EXT4);
+    assert!(plan.to_yaml().contains("metadata_after: 5s"), "{}", plan.to_yaml());
+
+    let strict = with(
+        "  nodes: 3\n",
+        "  nodes: 3\ndisk:\n  metadata: posix\n  writeback: {data_after: never, metadata_after: 2s}\n",
+    );
+    let plan = Plan::parse(&strict, "p.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.disk.metadata, MetadataDurability::Posix);
+    assert_eq!(plan.disk.writeback.data_after, WritebackAge::Never);
+    assert_eq!(plan.disk.writeback.metadata_after, WritebackAge::After(Millis(2000)));
+
+    let err = error_of(&with(
+        "  nodes: 3\n",
+        "  nodes: 3\ndisk:\n  writeback: {data_after: soon}\n",
+    ));
+    assert!(err.message.contains("`never`"), "{err}");
+}

@@ -107,7 +107,12 @@ impl Plan {
                 .map(|f| &f.targets)
                 .chain(process.value.script.iter().map(|f| &f.targets));
             for target in targets {
-                if let Target::Nodes(names) = &target.value {
+                let names = match &target.value {
+                    Target::Nodes(names) => Some(names),
+                    Target::Except { except, .. } => Some(except),
+                    _ => None,
+                };
+                if let Some(names) = names {
                     for name in names {
                         if parse_node_name(name).is_none_or(|i| i >= node_count) {
                             return Err(at(
@@ -360,7 +365,10 @@ impl Plan {
                 let targets = process.value.faults.iter().map(|f| &f.targets);
                 let targets = targets.chain(process.value.script.iter().map(|f| &f.targets));
                 for target in targets {
-                    if matches!(target.value, Target::Primary | Target::Backup | Target::NextPrimary) {
+                    if matches!(
+                        target.value.role(),
+                        Target::Primary | Target::Backup | Target::NextPrimary
+                    ) {
                         return Err(at(
                             target.referenced,
                             format!(

@@ -6,12 +6,14 @@
 //! beats unknown beats valid) and writes the results.
 
 use crate::plan::{Plan, WorkloadKind};
+use faultline_reports::explored;
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_reports::triage::{check_findings, Finding, FindingKind};
 use faultline_workloads::bank_check::BankCheckOptions;
+use faultline_workloads::behaviour::RunBehaviours;
 use faultline_workloads::checker::{
     check_all, BankWorkload, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness,
-    LogPatterns, LogWorkload, LongForkWorkload, SetWorkload, TxnWorkload,
+    LogPatterns, LogWorkload, LongForkWorkload, SetWorkload, TxnWorkload, WorkloadHealth,
 };
 use faultline_workloads::history::{History, Meta};
 use faultline_workloads::long_fork_check::LongForkOptions;
@@ -21,9 +23,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-/// Checks a store folder and writes `results.json`, `junit.xml` and `report.html` into it, and the store's index.
+/// Checks a store folder and writes `behaviours.json`, `results.json`, `junit.xml` and `report.html` into it, and
+/// the store's index.
 pub fn analyze_and_write(store_dir: &Path) -> anyhow::Result<Results> {
-    let results = analyze(store_dir)?;
+    let (results, behaviours) = analyze(store_dir)?;
+    faultline_reports::write_atomic(&store_dir.join(BEHAVIOURS_FILE), &serde_json::to_vec(&behaviours)?)?;
     let json = serde_json::to_vec_pretty(&results)?;
     faultline_reports::write_atomic(&store_dir.join("results.json"), &json)?;
     faultline_reports::write_atomic(
@@ -42,8 +46,12 @@ fn store_root_of(store_dir: &Path) -> Option<std::path::PathBuf> {
     Some(store_dir.canonicalize().ok()?.parent()?.parent()?.to_path_buf())
 }
 
-/// Checks a store folder.
-pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
+/// A run's behaviours, beside its results.
+pub const BEHAVIOURS_FILE: &str = "behaviours.json";
+
+/// Checks a store folder and extracts its behaviours (`faultline_workloads::behaviour`, with a `finding` behaviour
+/// per failure class the checks found).
+pub fn analyze(store_dir: &Path) -> anyhow::Result<(Results, RunBehaviours)> {
     let plan = Plan::load(&store_dir.join("plan.yaml"))?;
     let history = History::read_jsonl(&store_dir.join("history.jsonl"))?;
     let node_logs = read_node_logs(store_dir);
@@ -67,7 +75,8 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
     let start = history.events.iter().find(|e| e.is(Meta::RunStart));
     let meta = start.map(|e| e.value.clone()).unwrap_or(Value::Null);
     let duration_ms = history.events.last().map(|e| e.time_ns / 1_000_000).unwrap_or(0);
-    Ok(Results {
+    let mut behaviours = faultline_workloads::behaviour::behaviours(&history, &node_logs);
+    let mut results = Results {
         schema_version: SCHEMA_VERSION,
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         verdict,
@@ -86,7 +95,38 @@ pub fn analyze(store_dir: &Path) -> anyhow::Result<Results> {
         checks,
         counts: Counts::of(&history),
         coverage: faultline_workloads::coverage::coverage(&history),
-    })
+        behaviours: Default::default(),
+    };
+    for finding in faultline_reports::triage::findings(&results) {
+        behaviours.add_finding(&finding.signature.title(), duration_ms * 1_000_000);
+    }
+    results.behaviours = behaviours.summary();
+    results.behaviours.novelty = campaign_line(store_dir).map(|line| explored::novelty(&line, &behaviours));
+    Ok((results, behaviours))
+}
+
+/// The line a campaign's behaviour log has for the run at `store_dir`, if one has.
+fn campaign_line(store_dir: &Path) -> Option<explored::ExploredRun> {
+    let real = store_dir.canonicalize().ok()?;
+    let run = real.file_name()?.to_string_lossy().into_owned();
+    let plan = real.parent()?.file_name()?.to_string_lossy().into_owned();
+    explored::logged_run(real.parent()?.parent()?, &format!("{plan}/{run}"))
+}
+
+/// Sets a run's novelty (what it showed first in its campaign, from the campaign's behaviour log) in its
+/// `results.json` and re-renders its report: a campaign calls it once it has logged the run, which is after the
+/// run's own analysis.
+pub fn annotate_novelty(store_dir: &Path) -> anyhow::Result<()> {
+    let Some(line) = campaign_line(store_dir) else {
+        return Ok(());
+    };
+    let behaviours: RunBehaviours = serde_json::from_slice(&std::fs::read(store_dir.join(BEHAVIOURS_FILE))?)?;
+    let path = store_dir.join("results.json");
+    let mut results: Results = serde_json::from_slice(&std::fs::read(&path)?)?;
+    results.behaviours.novelty = Some(explored::novelty(&line, &behaviours));
+    faultline_reports::write_atomic(&path, &serde_json::to_vec_pretty(&results)?)?;
+    faultline_reports::write_report(store_dir)?;
+    Ok(())
 }
 
 /// What a run still in flight has already settled: each refusal to boot on a disk nothing corrupted in the history
@@ -162,6 +202,7 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     let mut checkers: Vec<Box<dyn Checker>> = vec![
         Box::new(Completion),
         workload,
+        Box::new(WorkloadHealth),
         Box::new(Boot::default()),
         Box::new(Liveness { final_phase_enabled }),
         Box::new(Convergence {

@@ -34,6 +34,9 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     let recorder = lab.recorder();
     let spec = &plan.final_phase;
     recorder.lifecycle(Lifecycle::FinalPhase, None, json!({}));
+    if spec.after_refusal == AfterRefusal::Wipe {
+        remedy_last_live_refusals(lab).await;
+    }
     // Heal everything: a node that stopped on its own (and was judged for it) is started again.
     for node in 0..lab.node_count() {
         if matches!(
@@ -407,6 +410,27 @@ pub(super) async fn remedy_live_refusals(lab: &Arc<Lab>) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// A node a live cut made refuse at the very end of the fault phase (restarted by its fault's end, refusing after the
+/// phase's last look) is wiped now, as the fault phase would have done, so that it has caught up (the convergence
+/// wait below sees to that) before the restart-all: otherwise the restart-all's own surgery on another node leaves
+/// two damaged nodes, too few to wipe either, and the run fails on the harness's timing. Damaged nodes still booting
+/// are waited for first, since their refusal may be on its way, and a wiped node until it booted (each wait within
+/// the boot timeout: the watcher settles every start by then).
+async fn remedy_last_live_refusals(lab: &Arc<Lab>) {
+    for node in 0..lab.node_count() {
+        if lab.boot_state(node) == BootState::Starting && lab.damaged_by_cut(node) {
+            lab.wait_boot(node).await;
+        }
+    }
+    remedy_live_refusals(lab).await;
+    // A wiped node boots empty before the convergence wait can count it among the nodes that must agree.
+    for node in 0..lab.node_count() {
+        if lab.boot_state(node) == BootState::Starting {
+            lab.wait_boot(node).await;
         }
     }
 }

@@ -119,6 +119,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         let options = faultline_faults::fusefs::FaultFsOptions {
             seed,
             metadata: plan.disk.metadata,
+            writeback: plan.disk.writeback,
             allow_other: system.runs_as_other_user(),
             ..Default::default()
         };
@@ -235,14 +236,15 @@ async fn drive_phases(
     );
 
     let workload = Workload::new(&plan.workload, stream(seed, "workload"));
-    fault_phase(plan, seed, lab, network, &workload, quiet).await;
-    if plan.final_phase.enabled {
+    let client_works = fault_phase(plan, seed, lab, network, &workload, quiet).await;
+    if plan.final_phase.enabled && client_works {
         final_phase::run(plan, lab, &workload).await;
     }
     Ok(())
 }
 
-/// Workers and nemesis for `time_limit`; every fault healed at the end.
+/// Workers and nemesis for `time_limit`; every fault healed at the end. False when the phase stopped early because
+/// the client cannot work at all (recorded as `setup-failed`): then nothing after it can judge the system.
 async fn fault_phase(
     plan: &Plan,
     seed: u64,
@@ -250,7 +252,7 @@ async fn fault_phase(
     network: Option<&Network>,
     workload: &Arc<Workload>,
     quiet: bool,
-) {
+) -> bool {
     let recorder = lab.recorder().clone();
     let phase_ms = plan.time_limit.0;
     let schedule = fault_schedule(plan, seed);
@@ -309,9 +311,37 @@ async fn fault_phase(
             );
         }
     });
+    let client_broken = watch_phase(plan, lab, workload, phase_start, quiet).await;
+    let _ = stop_tx.send(true);
+    while workers.join_next().await.is_some() {}
+    let _ = nemesis.await;
+    if let Some(why) = &client_broken {
+        eprintln!("faultline: stopping the run early: {why}");
+        recorder.lifecycle(Lifecycle::SetupFailed, None, json!({"reason": "client", "error": why}));
+    }
+    // A phase stopped early says how long it ran.
+    let ran_ms = match client_broken {
+        Some(_) => phase_start.elapsed().as_millis() as u64,
+        None => phase_ms,
+    };
+    recorder.lifecycle(Lifecycle::FaultPhaseEnd, None, json!({"phase_ms": ran_ms}));
+    client_broken.is_none()
+}
+
+/// Shows progress until the fault phase's end, wiping refused nodes where the plan says so; stops early with the
+/// reason when the client cannot work at all.
+async fn watch_phase(
+    plan: &Plan,
+    lab: &Arc<Lab>,
+    workload: &Workload,
+    phase_start: tokio::time::Instant,
+    quiet: bool,
+) -> Option<String> {
+    let phase_ms = plan.time_limit.0;
     let progress = crate::run::progress::Progress::new(quiet, phase_ms);
     let deadline = phase_start + Duration::from_millis(phase_ms);
-    while tokio::time::Instant::now() < deadline {
+    let mut client_broken = None;
+    while tokio::time::Instant::now() < deadline && client_broken.is_none() {
         let stats = &workload.stats;
         let counts = (
             stats.ok.load(Ordering::Relaxed),
@@ -326,16 +356,14 @@ async fn fault_phase(
         if plan.final_phase.after_refusal == crate::plan::AfterRefusal::Wipe {
             final_phase::remedy_live_refusals(lab).await;
         }
+        client_broken = lab.system().client_setup_error();
         tokio::time::sleep(
             Duration::from_millis(250).min(deadline.saturating_duration_since(tokio::time::Instant::now())),
         )
         .await;
     }
     progress.finish();
-    let _ = stop_tx.send(true);
-    while workers.join_next().await.is_some() {}
-    let _ = nemesis.await;
-    recorder.lifecycle(Lifecycle::FaultPhaseEnd, None, json!({"phase_ms": phase_ms}));
+    client_broken
 }
 
 /// Builds the plan's system through its adapter's constructor: each node at its namespace address under netns,

@@ -54,6 +54,11 @@ const REFUSAL_MARKERS: &[&str] = &[
     "failed to open WAL",
     "failed to read WAL",
     "wal: ",
+    // raft's own panic when the leader sends a commit index past what the member's WAL kept: its log lost a tail
+    // it had acknowledged (a cut tail etcd took for a torn write and dropped).
+    "Was the raft log corrupted, truncated, or lost?",
+    // raft's panic at boot when the WAL kept no member id: a WAL cut down to its first records.
+    "cannot use none as id",
 ];
 
 /// The plan section `system: {kind: etcd, ...}`.
@@ -477,10 +482,11 @@ impl System for EtcdSystem {
     }
 
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
-        let fatal = log_tail
-            .lines()
-            .rev()
-            .find(|line| line.contains("\"level\":\"fatal\"") || line.contains("\"level\":\"panic\""))?;
+        // zap's fatal and panic lines, and a Go runtime panic (`panic: cannot use none as id`, raft's own, printed
+        // on stderr without zap).
+        let fatal = log_tail.lines().rev().find(|line| {
+            line.contains("\"level\":\"fatal\"") || line.contains("\"level\":\"panic\"") || line.starts_with("panic: ")
+        })?;
         let describes_data = REFUSAL_MARKERS.iter().any(|marker| fatal.contains(marker));
         describes_data.then(|| one_line_summary(fatal))
     }
@@ -638,6 +644,26 @@ mod tests {
         assert_eq!(
             system().boot_refusal_line(tail).as_deref(),
             Some("etcd refused to boot: discovery failed: walpb: crc mismatch")
+        );
+    }
+
+    #[test]
+    fn given_raft_panics_on_a_cut_wal_when_judged_should_be_refusals() {
+        let out_of_range = r#"{"level":"info","msg":"raft.node: aee4 elected leader 5c5f at term 14"}
+{"level":"panic","ts":"x","caller":"raft/log.go:203","msg":"tocommit(320) is out of range [lastIndex(306)]. Was the raft log corrupted, truncated, or lost?","stacktrace":"go.etcd.io/etcd/raft..."}
+panic: tocommit(320) is out of range [lastIndex(306)]. Was the raft log corrupted, truncated, or lost?
+
+goroutine 160 [running]:"#;
+        let line = system().boot_refusal_line(out_of_range);
+        assert!(
+            line.as_deref()
+                .is_some_and(|l| l.contains("Was the raft log corrupted")),
+            "{line:?}"
+        );
+        let no_id = "{\"level\":\"info\",\"msg\":\"restarting local member\"}\npanic: cannot use none as id\n\ngoroutine 1 [running]:\ngo.etcd.io/etcd/raft.newRaft(...)";
+        assert_eq!(
+            system().boot_refusal_line(no_id).as_deref(),
+            Some("panic: cannot use none as id")
         );
     }
 

@@ -18,6 +18,7 @@ pub mod etcd;
 pub mod exec;
 pub mod iggy;
 pub mod reference;
+pub mod refusal;
 pub mod spec;
 
 use crate::plan::{Plan, PlanError, WorkloadKind};
@@ -515,6 +516,15 @@ pub trait System: Send + Sync {
     fn recovered(&self, _boot_log: &str) -> Option<Recovered> {
         None
     }
+    /// Whether, for want of a boot line, a restarted node's first status answer once it is ready says what it kept
+    /// ([`System::kept`]): a system with a durable number and no `recovered` line.
+    fn kept_from_status(&self) -> bool {
+        false
+    }
+    /// What a restarted node's status answer says it kept on its own disk (see [`System::kept_from_status`]).
+    fn kept(&self, _status: &NodeStatus) -> Option<u64> {
+        None
+    }
     /// Named log patterns the observer watches for (a substring of a node's log line), recorded as `observation`
     /// `log` events and fed to triggers and coverage: `repairing` (a node started repairing its log), `repaired`
     /// (it finished), `view-change` (a node started a view change or election). None by default.
@@ -530,8 +540,14 @@ pub trait System: Send + Sync {
     fn runs_as_other_user(&self) -> bool {
         false
     }
-    /// The command that asks a live node to stop gracefully, if the system has its own; `None`: SIGTERM to the node.
-    fn stop_command(&self, _node: usize) -> Option<LaunchCommand> {
+    /// Why the workload's client cannot work at all, once that is clear (an exec client whose processes all died
+    /// before their first answer): the run stops early on it. `None` while the client may still work.
+    fn client_setup_error(&self) -> Option<String> {
+        None
+    }
+    /// The command that asks live node `node` (running as `pid`) to stop gracefully, if the system has its own;
+    /// `None`: SIGTERM to the node.
+    fn stop_command(&self, _node: usize, _pid: i32) -> Option<LaunchCommand> {
         None
     }
     /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.

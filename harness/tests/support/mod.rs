@@ -178,3 +178,38 @@ pub fn tagged_processes(run_id: &str) -> Vec<i32> {
     }
     pids
 }
+
+/// The run's results.json, once it exited with `code` (else the test fails with the run's output and results).
+pub fn assert_exit(run: &Run, code: i32) -> Value {
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(code),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    results
+}
+
+/// Asserts the run's clients completed at least one `ok` of each of `fs`: a valid verdict on a workload that did
+/// nothing proves nothing. (How many depends on the machine: under a CPU hog a 12 s run saw 12.)
+pub fn assert_did_real_work(events: &[Value], fs: &[&str]) {
+    let oks = |f: &str| events.iter().filter(|e| e["kind"] == "ok" && e["f"] == f).count();
+    let counts: Vec<String> = fs.iter().map(|f| format!("{} ok {f}", oks(f))).collect();
+    assert!(
+        fs.iter().all(|f| oks(f) > 0),
+        "the clients did real work: {}",
+        counts.join(", ")
+    );
+}
+
+/// Asserts no process tagged with the run's id (nodes, clients, status processes) is alive after it.
+pub fn assert_no_process_left(events: &[Value]) {
+    let start = events
+        .iter()
+        .find(|e| e["f"] == "run-start")
+        .expect("a run-start event");
+    let run_id = start["value"]["run_id"].as_str().expect("a run id");
+    let left = tagged_processes(run_id);
+    assert!(left.is_empty(), "processes of run {run_id} are left after it: {left:?}");
+}

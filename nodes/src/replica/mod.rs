@@ -542,8 +542,20 @@ impl Replica {
     /// the mark (`view_change::maybe_complete_view_change`); the mark comes down once it holds a view's log again.
     /// A replica that merely crashed never gets here: the mark is raised only after the WAL fsync that made the
     /// acknowledged entries durable.
+    ///
+    /// The persisted commit point counts as acknowledged too: the replica executed those ops, so it held them, and
+    /// they are committed. A WAL that ends below it lost committed entries, whatever the mark says (a crash between
+    /// adopting a view's log and the ack that follows once left the mark below such a log).
     fn check_acknowledged_tail(&mut self) -> Result<(), ReplicaError> {
         let head = self.journal.head().op;
+        let commit = self.superblock.state.commit;
+        if !self.superblock.recovering
+            && self.keeps_acked_mark()
+            && commit > self.superblock.acked
+            && !self.config.mutants.has(Bug::MarkIgnoresAdoptedLog)
+        {
+            self.superblock.store_acked(&self.config.data_dir, commit)?;
+        }
         let acked = self.superblock.acked;
         if self.superblock.recovering || acked <= head {
             return Ok(());
@@ -566,6 +578,19 @@ impl Replica {
     /// acknowledged either: it cannot tell that a power loss took acknowledged entries, which is how it loses them.
     fn keeps_acked_mark(&self) -> bool {
         !self.config.mutants.has(Bug::NoFsync)
+    }
+
+    /// Sets the acknowledged mark to the head of the log this replica now holds as a view's log (as the new primary,
+    /// a backup that adopted a StartView, or a recovered replica), in memory: the caller persists it with the
+    /// log_view in one superblock write. Claiming a log_view is claiming that view's log: were the mark left below
+    /// it until the next ack, a crash in between and a cut of the WAL below the view's head would boot a shorter
+    /// log of that view with nothing to say it lost committed ops, and it could win the next view change (issue
+    /// 49). Lowering to the head is safe too: what it acknowledged above that log in older views never committed,
+    /// or the view's log would hold it.
+    fn claim_view_log(&mut self) {
+        if self.keeps_acked_mark() {
+            self.superblock.acked = self.journal.head().op;
+        }
     }
 
     /// Durably raises the acknowledged mark to the head before an ack for it leaves (the WAL is already synced).

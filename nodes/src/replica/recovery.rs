@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::{LogSource, RecoveryState, Replica, ReplicaError, Status, SyncPurpose};
 use crate::message::Message;
+use crate::mutants::Bug;
 
 const RECOVERY_RESEND_MS: u64 = 300;
 pub(super) const RECOVERY_GIVE_UP_MS: u64 = 5000;
@@ -144,10 +145,12 @@ impl Replica {
     pub(super) fn finish_recovery(&mut self, source: LogSource) -> Result<(), ReplicaError> {
         self.truncate_log_after(source.op)?;
         self.journal.sync()?;
-        // It holds the primary's log up to its head now: anything it acknowledged above that (in an earlier view,
-        // or lost from its tail) was never committed, and the next ack raises the mark from here.
-        let head = self.journal.head().op;
-        self.superblock.acked = self.superblock.acked.min(head);
+        if self.config.mutants.has(Bug::MarkIgnoresAdoptedLog) {
+            // MUTANT(mark-ignores-adopted-log): as in `finish_adopt_view`, the mark only comes down here.
+            self.superblock.acked = self.superblock.acked.min(self.journal.head().op);
+        } else {
+            self.claim_view_log();
+        }
         self.recovery = None;
         self.log_view = self.view;
         self.status = Status::Normal;

@@ -190,11 +190,8 @@ impl Replica {
 
     pub(super) fn become_primary(&mut self) -> Result<(), ReplicaError> {
         self.journal.sync()?;
-        // Its log is the new view's now, which holds every committed op: what it acknowledged above it in older
-        // views never committed. The primary counts its own ack for the whole log, so the mark is exactly its head.
-        if self.keeps_acked_mark() {
-            self.superblock.acked = self.journal.head().op;
-        }
+        // The primary counts its own ack for the whole log, so the mark is exactly its head.
+        self.claim_view_log();
         self.log_view = self.view;
         self.status = Status::Normal;
         self.view_change = ViewChangeState::default();
@@ -274,9 +271,15 @@ impl Replica {
     pub(super) fn finish_adopt_view(&mut self, head: LogSource) -> Result<(), ReplicaError> {
         self.truncate_log_after(head.op)?;
         self.journal.sync()?;
-        // It holds the view's log up to the primary's head: what it acknowledged above that in older views (or
-        // lost from its tail) never committed, or the view would hold it.
-        self.superblock.acked = self.superblock.acked.min(self.journal.head().op);
+        if self.config.mutants.has(Bug::MarkIgnoresAdoptedLog) {
+            // MUTANT(mark-ignores-adopted-log): the mark only comes down to the adopted head here; it covers the
+            // adopted log only once the PrepareOk that follows raises it. A crash in between leaves a superblock
+            // that claims the view's log (log_view) with a mark below it, and a later cut of that log boots as a
+            // whole, shorter log of that view, which wins the next view change.
+            self.superblock.acked = self.superblock.acked.min(self.journal.head().op);
+        } else {
+            self.claim_view_log();
+        }
         self.log_view = self.view;
         self.persist_superblock()?;
         self.ack_pending = true;

@@ -248,6 +248,21 @@ impl Cluster {
         None
     }
 
+    /// Kills replica `id` (kill -9) the moment `condition` holds, checking it every 200 µs (e.g. on the replica's
+    /// superblock file, to stop it between two writes of one protocol step). Returns whether it held within `timeout`
+    /// (when it did not, the replica is left running).
+    pub fn kill_when(&mut self, id: u8, timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if condition() {
+                self.kill(id);
+                return true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        false
+    }
+
     pub fn log(&self, id: u8) -> String {
         std::fs::read_to_string(&self.nodes[id as usize].log_path).unwrap_or_default()
     }

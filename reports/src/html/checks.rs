@@ -28,8 +28,8 @@ pub fn warnings(check: &CheckResult) -> Vec<String> {
     check.warnings.clone()
 }
 
-/// Renders the checks table.
-pub fn render(results: &Results) -> Markup {
+/// Renders the checks table. Times are shown on the phase clock that starts at `phase_start_ms` (see [`super::timeline::shown`]).
+pub fn render(results: &Results, phase_start_ms: f64) -> Markup {
     html! {
         table class="checks" {
             thead { tr { th { "check" } th { "verdict" } th { "what it found" } } }
@@ -41,7 +41,7 @@ pub fn render(results: &Results) -> Markup {
                         td {
                             div class="reason" { (Shown(&check.reason)) }
                             (warning_list(&warnings(check)))
-                            (details(check))
+                            (details(check, phase_start_ms))
                         }
                     }
                 }
@@ -61,7 +61,7 @@ pub fn warning_list(warnings: &[String]) -> Markup {
     }
 }
 
-fn details(check: &CheckResult) -> Markup {
+fn details(check: &CheckResult, phase_start_ms: f64) -> Markup {
     let d = &check.details;
     match check.name.as_str() {
         "linearizability" => match serde_json::from_value::<LinearizabilityResult>(d.clone()) {
@@ -70,7 +70,7 @@ fn details(check: &CheckResult) -> Markup {
         },
         "set" => match serde_json::from_value::<SetCheckResult>(d.clone()) {
             Ok(result) if !result.anomalies.is_empty() => {
-                html! { (super::workload_checks::set_latencies(&result.stats)) (set_anomalies(&result)) }
+                html! { (super::workload_checks::set_latencies(&result.stats)) (set_anomalies(&result, phase_start_ms)) }
             }
             Ok(result) => super::workload_checks::set_latencies(&result.stats),
             _ => raw(d),
@@ -92,8 +92,9 @@ fn details(check: &CheckResult) -> Markup {
             Err(_) => raw(d),
         },
         "boot" if d.is_object() => boot(d),
-        "durability" if d["nodes"].is_object() => super::durability::render(d),
+        "durability" if d["nodes"].is_object() => super::durability::render(d, phase_start_ms),
         "liveness" => liveness(d),
+        "workload-health" if d.is_object() => workload_health(d),
         "convergence" => convergence(d),
         "log-patterns" if d.is_array() => log_patterns(d),
         "history" => html! {
@@ -234,6 +235,35 @@ fn liveness(details: &Value) -> Markup {
     }
 }
 
+/// What the workload did outside fault windows: per kind of operation, and the errors that ended the others.
+fn workload_health(details: &Value) -> Markup {
+    let by_f = details["by_f"].as_object();
+    let errors = details["top_errors"].as_array().map(Vec::as_slice).unwrap_or_default();
+    html! {
+        div class="detail" {
+            (details["ok"]) " of " (details["ops"]) " operations " (Shown(details["scope"].as_str().unwrap_or("")))
+            " succeeded"
+            @if let Some(by_f) = by_f {
+                " · "
+                @for (i, (f, counts)) in by_f.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (Shown(f)) } " " (counts["ok"]) "/" (counts["ops"])
+                }
+            }
+        }
+        @if !errors.is_empty() {
+            table class="inner" {
+                thead { tr { th { "error" } th { "operations" } } }
+                tbody {
+                    @for error in errors {
+                        tr { td { code { (Shown(error["error"].as_str().unwrap_or(""))) } } td { (error["count"]) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn convergence(details: &Value) -> Markup {
     if let Some(points) = details.get("commit_points").and_then(Value::as_object) {
         return html! {
@@ -284,10 +314,14 @@ fn log_patterns(details: &Value) -> Markup {
     }
 }
 
-/// Each lost, stale or unexpected element with when it was acknowledged, last seen and first missed (seconds since
-/// the run started), so a person can line it up with the fault timeline.
-fn set_anomalies(result: &SetCheckResult) -> Markup {
-    let secs = |ns: Option<u64>| ns.map_or("–".to_string(), |ns| format!("{:.3}s", ns as f64 / 1e9));
+/// Each lost, stale or unexpected element with when it was acknowledged, last seen and first missed (on the phase
+/// clock, as the timeline shows it), so a person can line it up with the fault timeline.
+fn set_anomalies(result: &SetCheckResult, phase_start_ms: f64) -> Markup {
+    let secs = |ns: Option<u64>| {
+        ns.map_or("–".to_string(), |ns| {
+            super::timeline::shown(super::timeline::ms(ns), phase_start_ms)
+        })
+    };
     html! {
         table class="inner" {
             thead {

@@ -1,13 +1,14 @@
 //! The coverage section: which named states the run reached (see `faultline_workloads::coverage` for their
-//! definitions) and, when the plan had triggers, what each one did.
+//! definitions), when the plan had triggers, what each one did, and the scheduled faults that did nothing.
 
 use super::escape::Shown;
-use faultline_workloads::coverage::{Coverage, StateCoverage, TriggerCoverage};
+use faultline_workloads::coverage::{Coverage, SkippedFault, StateCoverage, TriggerCoverage};
 use maud::{html, Markup};
 
 /// The section's body. `recomputed` says the coverage was computed from the history here because the run's
 /// results.json predates coverage.
-pub fn render(coverage: &Coverage, recomputed: bool) -> Markup {
+/// Times are shown on the phase clock that starts at `phase_start_ms` (ms since the run started), as plans count.
+pub fn render(coverage: &Coverage, recomputed: bool, phase_start_ms: f64) -> Markup {
     let reached = coverage.states.iter().filter(|s| s.reached).count();
     html! {
         p class="hint" {
@@ -17,7 +18,7 @@ pub fn render(coverage: &Coverage, recomputed: bool) -> Markup {
         }
         table class="inner coverage" {
             thead { tr { th { "state" } th { "reached" } th { "times" } th { "first at" } } }
-            tbody { @for state in &coverage.states { (state_row(state)) } }
+            tbody { @for state in &coverage.states { (state_row(state, phase_start_ms)) } }
         }
         @if !coverage.triggers.is_empty() {
             table class="inner triggers" {
@@ -27,10 +28,32 @@ pub fn render(coverage: &Coverage, recomputed: bool) -> Markup {
                 tbody { @for trigger in &coverage.triggers { (trigger_row(trigger)) } }
             }
         }
+        @if !coverage.skipped.is_empty() {
+            p class="hint" {
+                (coverage.skipped.len()) " scheduled fault(s) did nothing: the run did not test what the plan says there."
+            }
+            table class="inner skipped" {
+                thead { tr { th { "fault" } th { "due at" } th { "skipped because" } } }
+                tbody { @for skipped in &coverage.skipped { (skipped_row(skipped, phase_start_ms)) } }
+            }
+        }
     }
 }
 
-fn state_row(state: &StateCoverage) -> Markup {
+fn skipped_row(skipped: &SkippedFault, phase_start_ms: f64) -> Markup {
+    html! {
+        tr {
+            td {
+                (Shown(&skipped.fault))
+                @if let Some(id) = skipped.fault_id { " (fault " (id) ")" }
+            }
+            td { (format!("{:.1} s", (skipped.at_ms as f64 - phase_start_ms) / 1000.0)) }
+            td { (Shown(&skipped.reason)) }
+        }
+    }
+}
+
+fn state_row(state: &StateCoverage, phase_start_ms: f64) -> Markup {
     html! {
         tr {
             td title=(Shown(&state.description)) { code { (Shown(&state.name)) } }
@@ -40,7 +63,7 @@ fn state_row(state: &StateCoverage) -> Markup {
             td { (state.count) }
             td {
                 @match state.first_ms {
-                    Some(ms) => (format!("{:.1} s", ms as f64 / 1000.0)),
+                    Some(ms) => (format!("{:.1} s", (ms as f64 - phase_start_ms) / 1000.0)),
                     None => "–",
                 }
             }
@@ -90,12 +113,18 @@ mod tests {
                 declined: 1,
                 skipped: 2,
             }],
+            skipped: vec![SkippedFault {
+                fault_id: Some(4),
+                fault: "partition isolate-primary".into(),
+                at_ms: 7300,
+                reason: "isolate-primary: no primary known".into(),
+            }],
         }
     }
 
     #[test]
     fn given_a_coverage_when_rendered_should_show_each_state_and_trigger_escaped() {
-        let html = render(&coverage(), false).into_string();
+        let html = render(&coverage(), false, 0.0).into_string();
         assert!(html.contains("1 of 2 named states reached."), "{html}");
         assert!(html.contains("<code>majority-down</code>"));
         assert!(html.contains("✓ reached") && html.contains("not reached"));
@@ -106,10 +135,25 @@ mod tests {
     }
 
     #[test]
+    fn given_a_skipped_fault_when_rendered_should_list_it_with_when_and_why() {
+        let html = render(&coverage(), false, 0.0).into_string();
+        assert!(html.contains("1 scheduled fault(s) did nothing"), "{html}");
+        assert!(
+            html.contains(
+                "<td>partition isolate-primary (fault 4)</td><td>7.3 s</td><td>isolate-primary: no primary known</td>"
+            ),
+            "{html}"
+        );
+        let mut none = coverage();
+        none.skipped.clear();
+        assert!(!render(&none, false, 0.0).into_string().contains("did nothing"));
+    }
+
+    #[test]
     fn given_no_triggers_when_rendered_should_draw_no_trigger_table() {
         let mut without = coverage();
         without.triggers.clear();
-        assert!(!render(&without, true).into_string().contains("triggers"));
-        assert!(render(&without, true).into_string().contains("predates coverage"));
+        assert!(!render(&without, true, 0.0).into_string().contains("triggers"));
+        assert!(render(&without, true, 0.0).into_string().contains("predates coverage"));
     }
 }

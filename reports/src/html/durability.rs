@@ -79,7 +79,8 @@ pub fn restarts(details: &Value) -> Vec<(String, Restart)> {
 }
 
 /// The durability check's table: one row per restart, grouped by node.
-pub fn render(details: &Value) -> Markup {
+/// Times are shown on the phase clock that starts at `phase_start_ms` (see [`super::timeline::shown`]).
+pub fn render(details: &Value, phase_start_ms: f64) -> Markup {
     let restarts = restarts(details);
     let mut per_node = std::collections::BTreeMap::<&str, usize>::new();
     let (shown, elided): (Vec<_>, Vec<_>) = restarts.iter().partition(|(node, _)| {
@@ -99,7 +100,7 @@ pub fn render(details: &Value) -> Markup {
                 }
             }
             tbody {
-                @for (node, restart) in shown { (row(node, restart)) }
+                @for (node, restart) in shown { (row(node, restart, phase_start_ms)) }
                 @if !elided.is_empty() {
                     tr class="elided" {
                         td colspan="9" {
@@ -112,9 +113,13 @@ pub fn render(details: &Value) -> Markup {
     }
 }
 
-fn row(node: &str, r: &Restart) -> Markup {
+fn row(node: &str, r: &Restart, phase_start_ms: f64) -> Markup {
     let number = |n: Option<u64>| n.map_or("–".to_string(), |n| n.to_string());
-    let secs = |ns: Option<u64>| ns.map_or("–".to_string(), |ns| format!("{:.3}", ns as f64 / 1e9));
+    let secs = |ns: Option<u64>| {
+        ns.map_or("–".to_string(), |ns| {
+            format!("{:.3}", (super::timeline::ms(ns) - phase_start_ms) / 1000.0)
+        })
+    };
     html! {
         tr class={ "restart " (r.severity()) } {
             td { a href={ "#node-" (Shown(node)) } { (Shown(node)) } }
@@ -167,7 +172,7 @@ mod tests {
 
     #[test]
     fn given_a_forgotten_restart_when_rendered_should_show_its_numbers_and_a_bad_mark() {
-        let html = render(&details_with_a_forgotten_restart()).into_string();
+        let html = render(&details_with_a_forgotten_restart(), 0.0).into_string();
         let row = &html[html.find("<tr class=\"restart bad\">").expect("a bad row")..];
         let row = &row[..row.find("</tr>").unwrap()];
         for cell in [
@@ -196,7 +201,7 @@ mod tests {
     fn given_hostile_text_when_rendered_should_escape_it() {
         let details = json!({"nodes": {"n<b>1": {"restarts": [{"cause": "kill", "judgement": "<i>forgotten",
             "text": "</td><script>alert(1)</script>", "surgery": {"op": "<x>", "file": "\"a&b\""}}]}}});
-        let html = render(&details).into_string();
+        let html = render(&details, 0.0).into_string();
         assert!(!html.contains("<script>") && !html.contains("<i>") && !html.contains("<x>") && !html.contains("<b>"));
         assert!(
             html.contains("&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -208,7 +213,7 @@ mod tests {
     fn given_details_of_another_shape_when_read_should_find_no_restarts() {
         assert!(restarts(&json!(null)).is_empty());
         assert!(restarts(&json!({"nodes": {"n1": {"restarts": "?"}}})).is_empty());
-        assert!(render(&json!({"nodes": {}}))
+        assert!(render(&json!({"nodes": {}}), 0.0)
             .into_string()
             .contains("no restarts observed"));
     }

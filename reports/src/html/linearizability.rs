@@ -38,9 +38,16 @@ struct KeyOp {
     role: Role,
 }
 
-/// Renders the view for `explanation`, with op intervals taken from `history`. `end_ms` is the end of the run.
+/// Renders the view for `explanation`, with op intervals taken from `history`. `end_ms` is the end of the run. The
+/// view is drawn and labelled on the phase clock ([`super::timeline::shown`]), as the rest of the report speaks.
 pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Markup {
+    let phase_ms = ms(history.phase_start_ns());
+    let end_ms = end_ms - phase_ms;
     let mut ops = key_ops(history, &explanation.key);
+    for op in &mut ops {
+        op.start_ms -= phase_ms;
+        op.end_ms = op.end_ms.map(|end| end - phase_ms);
+    }
     let mut summaries: HashMap<u64, (&OpSummary, Role)> = HashMap::new();
     let first_step = explanation.linearized_count - explanation.linearized_tail.len() as u64;
     for (i, step) in explanation.linearized_tail.iter().enumerate() {
@@ -74,7 +81,8 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Mark
                  (numbered; the line joins a valid linearization point of each); hover a bar for the model state \
                  after it. Red: the op that cannot be placed. Amber outline: concurrent with it. Grey: other ops on \
                  the key. "
-                a href="#" class="zoom-link" data-t0=(format!("{:.3}", window.0)) data-t1=(format!("{:.3}", window.1)) {
+                a href="#" class="zoom-link" data-t0=(format!("{:.3}", window.0 + phase_ms))
+                    data-t1=(format!("{:.3}", window.1 + phase_ms)) {
                     "Show this window on the timeline"
                 }
                 "."

@@ -10,13 +10,14 @@
 //! drawn as an inline SVG graph (`txn_cycle`) over its transactions' micro-ops, and those transactions outlined on
 //! the timeline, linked both ways.
 
+mod behaviours;
 mod checks;
 mod clocks;
 mod coverage;
 mod durability;
 mod escape;
 mod linearizability;
-mod logs;
+use faultline_workloads::nodelog as logs;
 mod nodes;
 mod observations;
 pub mod ops;
@@ -28,12 +29,13 @@ mod unseen;
 mod workload_checks;
 
 pub use escape::json_for_script;
+use logs::anchor_offset_ns;
 pub use logs::parse_rfc3339;
 pub use txn::class_sentence;
 
 use crate::error::ReportError;
 use crate::results::Results;
-use faultline_workloads::history::{History, Meta};
+use faultline_workloads::history::History;
 use logs::NodeLog;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,14 +112,4 @@ pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
     let path = run_dir.join("report.html");
     crate::write_atomic(&path, page.as_bytes()).map_err(ReportError::io("write", &path))?;
     Ok(path)
-}
-
-/// `wall_clock_unix_ns - time_ns` of the run-start event: added to a history time it gives the wall clock.
-fn anchor_offset_ns(history: &History) -> Option<i128> {
-    let start = history.events.iter().find(|e| e.is(Meta::RunStart))?;
-    let wall = start.value["wall_clock_unix_ns"]
-        .as_u64()
-        .map(i128::from)
-        .or_else(|| start.value["wall_clock_start"].as_str().and_then(parse_rfc3339))?;
-    Some(wall - i128::from(start.time_ns))
 }

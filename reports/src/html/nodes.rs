@@ -60,6 +60,10 @@ pub fn render(inputs: &NodeInputs<'_>) -> Markup {
     for node in inputs.logs.keys() {
         by_node.entry(node.clone()).or_default();
     }
+    let clocks = Clocks {
+        offset: inputs.anchor_offset_ns,
+        phase_start_ms: ms(inputs.history.phase_start_ns()),
+    };
     html! {
         @if inputs.anchor_offset_ns.is_none() {
             p class="warn" {
@@ -68,12 +72,20 @@ pub fn render(inputs: &NodeInputs<'_>) -> Markup {
             }
         }
         @for node in sorted_nodes(by_node.keys()) {
-            (node_section(&node, &by_node[&node], inputs.logs.get(&node), inputs.anchor_offset_ns))
+            (node_section(&node, &by_node[&node], inputs.logs.get(&node), clocks))
         }
     }
 }
 
-fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Option<i128>) -> Markup {
+/// How history time maps to the logs' wall clock (`offset`, added to a history time) and to what the report shows
+/// (the phase clock, from `phase_start_ms`).
+#[derive(Clone, Copy)]
+struct Clocks {
+    offset: Option<i128>,
+    phase_start_ms: f64,
+}
+
+fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, clocks: Clocks) -> Markup {
     let count = |wanted: &[Name]| events.iter().filter(|e| wanted.iter().any(|&name| e.is(name))).count();
     let bad = events.iter().filter(|e| severity(e) == "bad").count();
     // The first crashes and refusals shown get the node's log lines before them.
@@ -100,9 +112,9 @@ fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Op
                 thead { tr { th { "time" } th { "#" } th { "event" } th { "details" } } }
                 tbody {
                     @for event in events.iter().take(EVENTS_SHOWN_MAX) {
-                        (event_row(event))
+                        (event_row(event, clocks.phase_start_ms))
                         @if let Some(log) = log.filter(|_| excerpted.contains(&event.index)) {
-                            (excerpt(node, event, log, offset))
+                            (excerpt(node, event, log, clocks))
                         }
                     }
                     @if events.len() > EVENTS_SHOWN_MAX {
@@ -118,10 +130,10 @@ fn node_section(node: &str, events: &[&Event], log: Option<&NodeLog>, offset: Op
     }
 }
 
-fn event_row(event: &Event) -> Markup {
+fn event_row(event: &Event, phase_start_ms: f64) -> Markup {
     html! {
         tr id={ "ev-" (event.index) } class=(severity(event)) {
-            td class="num" { (format!("{:.3}s", ms(event.time_ns) / 1000.0)) }
+            td class="num" { (super::timeline::shown(ms(event.time_ns), phase_start_ms)) }
             td class="num" { (event.index) }
             td { @if event.kind == EventKind::Nemesis { "nemesis " } (Shown(&event.f)) }
             td { (Shown(&describe_value(event))) }
@@ -139,7 +151,8 @@ fn wants_excerpt(event: &Event) -> bool {
     )
 }
 
-fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> Markup {
+fn excerpt(node: &str, event: &Event, log: &NodeLog, clocks: Clocks) -> Markup {
+    let offset = clocks.offset;
     let lines = match offset {
         Some(offset) => log.before(i128::from(event.time_ns) + offset, EXCERPT_LINES),
         None => &log.lines[log.lines.len().saturating_sub(EXCERPT_LINES)..],
@@ -156,7 +169,7 @@ fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> Ma
             td colspan="4" {
                 div class="log-title" {
                     "last " (lines.len()) " lines of " code { "nodes/" (Shown(node)) "/node.log" } " before "
-                    (Shown(&event.f)) " at " (format!("{:.3}s", event_ms / 1000.0)) " · "
+                    (Shown(&event.f)) " at " (super::timeline::shown(event_ms, clocks.phase_start_ms)) " · "
                     a href="#" class="zoom-link" data-t0=(format!("{first_ms:.3}")) data-t1=(format!("{event_ms:.3}")) {
                         "show on the timeline"
                     }
@@ -164,16 +177,16 @@ fn excerpt(node: &str, event: &Event, log: &NodeLog, offset: Option<i128>) -> Ma
                 pre class="log" {
                     @if lines.is_empty() { "(no log lines before this event)" }
                     // One line of the log per line of the page, so the excerpt reads (and copies) as the log does.
-                    @for line in lines { (log_line(line, offset, refusal)) "\n" }
+                    @for line in lines { (log_line(line, clocks, refusal)) "\n" }
                 }
             }
         }
     }
 }
 
-fn log_line(line: &LogLine, offset: Option<i128>, refusal: Option<&str>) -> Markup {
-    let at = match (line.unix_ns, offset) {
-        (Some(t), Some(offset)) => format!("{:>9.3}s", (t - offset) as f64 / 1e9),
+fn log_line(line: &LogLine, clocks: Clocks, refusal: Option<&str>) -> Markup {
+    let at = match (line.unix_ns, clocks.offset) {
+        (Some(t), Some(offset)) => format!("{:>9.3}s", (t - offset) as f64 / 1e9 - clocks.phase_start_ms / 1000.0),
         _ => format!("{:>10}", ""),
     };
     let class = if refusal.is_some_and(|r| line.text.contains(r)) {

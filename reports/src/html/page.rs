@@ -6,7 +6,7 @@ use super::nodes::{self, NodeInputs};
 use super::observations::{self, Lanes};
 use super::ops::OpTable;
 use super::timeline::{self, ms, Timeline};
-use super::{anchor_offset_ns, checks, coverage, linearizability, txn, unseen, RunInputs};
+use super::{anchor_offset_ns, behaviours, checks, coverage, linearizability, txn, unseen, RunInputs};
 use crate::results::{CheckResult, Results, Verdict};
 use faultline_workloads::history::{EventKind, History, Meta};
 use faultline_workloads::LinearizabilityResult;
@@ -68,8 +68,11 @@ pub fn render(inputs: &RunInputs) -> String {
         (toc(explanation.is_some(), txn_result.is_some(), checked_history))
         main {
             (problems(results, history, &timeline))
-            section class="card" id="checks" { h2 { "Checks" } (checks::render(results)) }
-            @if !checked_history { (coverage_section(inputs)) }
+            section class="card" id="checks" { h2 { "Checks" } (checks::render(results, timeline.phase_start_ms)) }
+            @if !checked_history {
+                (coverage_section(inputs))
+                section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
+            }
             (charts(!lanes.is_empty(), !txn_marks.is_empty()))
             @if let Some(result) = &txn_result {
                 section class="card" id="transactions" {
@@ -137,6 +140,7 @@ fn page_data(table: &OpTable, timeline: &Timeline, lanes: &Lanes, end_ms: f64) -
     let mut data = json!({
         "v": 1,
         "end_ms": end_ms,
+        "phase_start_ms": timeline.phase_start_ms,
         "lanes": table.lanes,
         "fs": table.fs,
         "keys": table.keys,
@@ -282,8 +286,9 @@ fn duration(ms: u64) -> String {
 
 fn toc(has_lin: bool, has_txn: bool, checked_history: bool) -> Markup {
     let mut links = vec![("checks", "Checks")];
+    // A checked history has no run: nothing to cover and no behaviours of the system under faults.
     if !checked_history {
-        links.push(("coverage", "Coverage"));
+        links.extend([("coverage", "Coverage"), ("behaviours", "Behaviours")]);
     }
     links.extend([("timeline", "Timeline"), ("latency", "Latency & throughput")]);
     if has_txn {
@@ -308,7 +313,7 @@ fn coverage_section(inputs: &RunInputs) -> Markup {
     } else {
         stored
     };
-    html! { section class="card" id="coverage" { h2 { "Coverage" } (coverage::render(shown, recomputed)) } }
+    html! { section class="card" id="coverage" { h2 { "Coverage" } (coverage::render(shown, recomputed, ms(inputs.history.phase_start_ns()))) } }
 }
 
 /// The list at the top: each failing or inconclusive check in one line, linked to its evidence; those with the run's
@@ -345,8 +350,8 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
     }
 }
 
-/// Which fault windows were open at the first evidence of a failure (`t_ms`), or which one closed last before it: a
-/// person reading a failure starts from the faults around it.
+/// Which fault windows were open at the first evidence of a failure (`t_ms`, drawn on the run clock, said on the
+/// phase clock), or which one closed last before it: a person reading a failure starts from the faults around it.
 fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
     let faults = timeline
         .faults
@@ -357,7 +362,7 @@ fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
         .filter(|f| f.t0 <= t_ms && f.t1.is_none_or(|t1| t1 >= t_ms))
         .map(|f| f.label.as_str())
         .collect();
-    let at = format!("first evidence at {:.1} s", t_ms / 1000.0);
+    let at = format!("first evidence at {:.1} s", (t_ms - timeline.phase_start_ms) / 1000.0);
     if !open.is_empty() {
         return format!("{at}, during: {}", open.join(", "));
     }
@@ -470,7 +475,7 @@ fn fault_table(timeline: &Timeline) -> Markup {
                     @if timeline.faults.is_empty() {
                         tr { td colspan="6" { "No fault windows: no node was killed, paused or down." } }
                     }
-                    @for fault in timeline.faults.iter().take(FAULT_ROWS_MAX) { (fault_row(fault)) }
+                    @for fault in timeline.faults.iter().take(FAULT_ROWS_MAX) { (fault_row(fault, timeline.phase_start_ms)) }
                     @if timeline.faults.len() > FAULT_ROWS_MAX {
                         tr class="elided" {
                             td colspan="6" {
@@ -484,15 +489,15 @@ fn fault_table(timeline: &Timeline) -> Markup {
     }
 }
 
-fn fault_row(fault: &timeline::FaultWindow) -> Markup {
+fn fault_row(fault: &timeline::FaultWindow, phase_start_ms: f64) -> Markup {
     let (to, length) = match fault.t1 {
-        Some(t1) => (format!("{:.3}s", t1 / 1000.0), format!("{:.0} ms", t1 - fault.t0)),
+        Some(t1) => (timeline::shown(t1, phase_start_ms), format!("{:.0} ms", t1 - fault.t0)),
         None => ("end of run".to_string(), String::new()),
     };
     html! {
         tr class={ "fault " (fault.kind) } {
             td { a href={ "#ev-" (fault.index) } { (Shown(&fault.label)) } }
-            td { (format!("{:.3}s", fault.t0 / 1000.0)) }
+            td { (timeline::shown(fault.t0, phase_start_ms)) }
             td { (to) }
             td { (length) }
             td { (Shown(&fault.detail)) }
@@ -564,6 +569,12 @@ mod tests {
             "first evidence at 7.0 s, no fault open then (the last to end: kill n1, 4.0 s before)"
         );
         assert_eq!(faults_at(&closed, 500.0), "first evidence at 0.5 s, before any fault");
+        // The fault phase began 4 s into the run: the evidence at 11 s of the run is at 7 s on the plan's clock.
+        let later = Timeline {
+            phase_start_ms: 4000.0,
+            ..Timeline::default()
+        };
+        assert_eq!(faults_at(&later, 11_000.0), "first evidence at 7.0 s, before any fault");
     }
 
     fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {
@@ -611,6 +622,7 @@ mod tests {
             repro: "faultline run --seed 5".into(),
             counts: Counts::of(&history),
             coverage: Default::default(),
+            behaviours: Default::default(),
             checks,
         };
         RunInputs {
@@ -838,9 +850,10 @@ mod tests {
                 "node_rows",
                 "nodes",
                 "ops",
+                "phase_start_ms",
                 "v"
             ],
-            "the data is what it was before observations existed"
+            "the data is what it was before observations existed (and the phase clock's zero)"
         );
         assert!(
             !page.contains("one observation lane per node") && !page.contains("</i>durable progress"),

@@ -71,11 +71,20 @@ pub struct Timeline {
     pub markers: Vec<Marker>,
     /// Each fired trigger, from its condition to each window of the fault it caused.
     pub links: Vec<TriggerLink>,
+    /// When the fault phase began (ms since the run started): the zero of every time the report shows, the clock of
+    /// a plan's `at:` ([`faultline_workloads::History::phase_start_ns`]). Positions stay on the run clock.
+    pub phase_start_ms: f64,
 }
 
-/// Milliseconds since the run started.
+/// Milliseconds since the run started (where things are drawn; what the report *shows* is [`shown`]).
 pub fn ms(time_ns: u64) -> f64 {
     time_ns as f64 / 1e6
+}
+
+/// A time (`t_ms` since the run started) as the report shows it: seconds on the phase clock that starts at
+/// `phase_start_ms`, so a fault a plan puts `at: 17s` reads as at 17 s everywhere (the set-up before it is negative).
+pub fn shown(t_ms: f64, phase_start_ms: f64) -> String {
+    format!("{:.3} s", (t_ms - phase_start_ms) / 1000.0)
 }
 
 /// The severity of a lifecycle or nemesis event, for colour.
@@ -120,15 +129,90 @@ pub fn describe_value(event: &Event) -> String {
         .filter(|(k, _)| k.as_str() != "log_tail")
         .map(|(k, v)| match v {
             Value::String(s) => format!("{k}={s}"),
+            Value::Object(lost) if k == "lost" => format!("lost: {}", describe_lost(lost)),
             other => format!("{k}={other}"),
         })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
+/// What a power loss dropped (its `lost` record), in words: each file cut back with its sizes, the directory entries
+/// dropped or restored, the torn write; at most [`LOST_NAMED_MAX`] of each, then how many more. A raw JSON blob of
+/// it in a table cell was unreadable.
+fn describe_lost(lost: &serde_json::Map<String, Value>) -> String {
+    let list = |key: &str| lost.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    let bytes = |v: &Value| v.as_u64().map_or("?".to_string(), |b| b.to_string());
+    let mut parts = Vec::new();
+    let files = list("files");
+    if !files.is_empty() {
+        let shown = files.iter().map(|f| {
+            let restored = f["restored_bytes"].as_u64().filter(|b| *b > 0);
+            format!(
+                "{} {}→{} bytes{}",
+                f["path"].as_str().unwrap_or("?"),
+                bytes(&f["size_before_bytes"]),
+                bytes(&f["size_after_bytes"]),
+                restored.map_or(String::new(), |b| format!(" ({b} overwritten bytes put back)"))
+            )
+        });
+        parts.push(format!(
+            "{} file(s) cut back to what was synced: {}",
+            files.len(),
+            named(shown)
+        ));
+    }
+    for (key, what) in [
+        ("entries_dropped", "entries dropped"),
+        ("entries_restored", "removed entries back"),
+    ] {
+        let entries = list(key);
+        if !entries.is_empty() {
+            let shown = entries.iter().map(|e| e.as_str().unwrap_or("?").to_string());
+            parts.push(format!("{} {what}: {}", entries.len(), named(shown)));
+        }
+    }
+    if let Some(torn) = lost.get("torn_write").filter(|t| t.is_object()) {
+        parts.push(format!(
+            "torn write to {} at {}: {} of {} bytes kept",
+            torn["path"].as_str().unwrap_or("?"),
+            bytes(&torn["offset"]),
+            bytes(&torn["kept_bytes"]),
+            bytes(&torn["write_bytes"])
+        ));
+    }
+    let warnings = list("warnings");
+    if !warnings.is_empty() {
+        parts.push(format!(
+            "{} warning(s): {}",
+            warnings.len(),
+            named(warnings.iter().map(Value::to_string))
+        ));
+    }
+    if parts.is_empty() {
+        return "nothing (everything was synced)".to_string();
+    }
+    parts.join("; ")
+}
+
+/// How many files or entries of a power loss are named before "and N more".
+const LOST_NAMED_MAX: usize = 3;
+
+/// The first [`LOST_NAMED_MAX`] of `items`, comma-separated, then how many more.
+fn named(items: impl ExactSizeIterator<Item = String>) -> String {
+    let total = items.len();
+    let mut shown: Vec<String> = items.take(LOST_NAMED_MAX).collect();
+    if total > LOST_NAMED_MAX {
+        shown.push(format!("and {} more", total - LOST_NAMED_MAX));
+    }
+    shown.join(", ")
+}
+
 /// Builds the fault windows and markers of a history.
 pub fn build(history: &History) -> Timeline {
-    let mut timeline = Timeline::default();
+    let mut timeline = Timeline {
+        phase_start_ms: ms(history.phase_start_ns()),
+        ..Timeline::default()
+    };
     // node -> index into `faults` of the window still open on it.
     let mut open: BTreeMap<String, usize> = BTreeMap::new();
     let mut restart_all = false;
@@ -617,5 +701,43 @@ pub(super) mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn given_a_power_loss_that_lost_files_when_described_should_read_as_words_not_json() {
+        let lost = json!({
+            "files": [
+                {"path": "wal", "size_before_bytes": 12288, "size_after_bytes": 4096, "restored_bytes": 0},
+                {"path": "checkpoint.7", "size_before_bytes": 512, "size_after_bytes": 0, "restored_bytes": 100},
+            ],
+            "entries_dropped": ["a", "b", "c", "d", "e"],
+            "entries_restored": [],
+            "torn_write": {"path": "wal", "offset": 4096, "write_bytes": 512, "kept_bytes": 100},
+        });
+        let e = event(
+            3,
+            1200,
+            EventKind::Nemesis,
+            "power-loss",
+            "n2",
+            json!({"fault_id": 4, "lost": lost}),
+        );
+        let text = describe_value(&e);
+        assert_eq!(
+            text,
+            "fault_id=4 lost: 2 file(s) cut back to what was synced: wal 12288→4096 bytes, checkpoint.7 512→0 bytes \
+             (100 overwritten bytes put back); 5 entries dropped: a, b, c, and 2 more; torn write to wal at 4096: 100 \
+             of 512 bytes kept"
+        );
+        assert!(!text.contains('{'), "{text}");
+        let nothing = event(
+            4,
+            1300,
+            EventKind::Nemesis,
+            "power-loss",
+            "n2",
+            json!({"lost": {"files": []}}),
+        );
+        assert_eq!(describe_value(&nothing), "lost: nothing (everything was synced)");
     }
 }

@@ -116,6 +116,13 @@ struct Context<'a> {
     end_ms: f64,
 }
 
+impl Context<'_> {
+    /// A time as the report shows it (the phase clock).
+    fn seconds(&self, time_ns: u64) -> String {
+        super::timeline::shown(ms(time_ns), self.timeline.phase_start_ms)
+    }
+}
+
 /// The section: summary, the classes found, and each anomaly.
 pub fn render(result: &TxnCheckResult, history: &History, timeline: &Timeline, end_ms: f64) -> Markup {
     let wanted: BTreeSet<u64> = result
@@ -462,17 +469,13 @@ fn txn_row(context: &Context<'_>, id: &str, index: u64, keys: &BTreeSet<&str>, i
             td { a href={ "#ev-" (index) } title="history.jsonl index of its invocation" { "T" (index) } }
             td { "p" (txn.process) }
             td { (Shown(context.nodes.get(&index).copied().unwrap_or("?"))) }
-            td class="num" { (seconds(txn.invoke_time_ns)) }
-            td class="num" { (seconds(txn.complete_time_ns)) }
+            td class="num" { (context.seconds(txn.invoke_time_ns)) }
+            td class="num" { (context.seconds(txn.complete_time_ns)) }
             td { (outcome) }
             td { (micro_ops(txn, keys)) }
             td { (faults_meanwhile(context.timeline, txn, context.end_ms)) }
         }
     }
-}
-
-fn seconds(time_ns: u64) -> String {
-    format!("{:.3} s", ms(time_ns) / 1000.0)
 }
 
 /// Every micro-op with its result, one per line; those on the anomaly's keys highlighted.

@@ -109,8 +109,9 @@ fn value_text(value: &Value) -> String {
     }
 }
 
-fn seconds(time_ns: u64) -> String {
-    format!("{:.3} s", ms(time_ns) / 1000.0)
+/// A time as the report shows it: on the phase clock of `history` ([`super::timeline::shown`]).
+fn seconds(history: &History, time_ns: u64) -> String {
+    super::timeline::shown(ms(time_ns), ms(history.phase_start_ns()))
 }
 
 fn process(event: &Event) -> String {
@@ -136,10 +137,10 @@ pub fn for_failing_read(history: &History, explanation: &Explanation) -> Markup 
         div class="lin-unseen" id="lin-unseen" {
             h4 { (count) " acknowledged write(s) the read does not see" }
             p {
-                "The read (" (process(unseen.read)) ", invoked at " (seconds(unseen.read.time_ns)) " on "
+                "The read (" (process(unseen.read)) ", invoked at " (seconds(history, unseen.read.time_ns)) " on "
                 (unseen.read.node.as_deref().unwrap_or("?")) ") returns " code { (Shown(&value_text(unseen.value))) }
                 @match unseen.writer {
-                    Some(writer) => { ", written by " (process(writer)) " at " (seconds(writer.time_ns)) }
+                    Some(writer) => { ", written by " (process(writer)) " at " (seconds(history, writer.time_ns)) }
                     None => { ", the initial state" }
                 }
                 ". These writes were acknowledged after that and before the read began, so in real time they come \
@@ -159,8 +160,8 @@ pub fn for_failing_read(history: &History, explanation: &Explanation) -> Markup 
                             td { code { (Shown(&describe(invoke, Some(completion)))) } }
                             td { (process(invoke)) }
                             td { (completion.node.as_deref().unwrap_or("?")) }
-                            td { (seconds(invoke.time_ns)) }
-                            td { (seconds(completion.time_ns)) " (#" (completion.index) ")" }
+                            td { (seconds(history, invoke.time_ns)) }
+                            td { (seconds(history, completion.time_ns)) " (#" (completion.index) ")" }
                         }
                     }
                     @if count > LISTED_MAX {
@@ -222,7 +223,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
                             td { code { (Shown(key)) } }
                             td {
                                 code { (Shown(&value_text(unseen.value))) } " (" (process(unseen.read)) " on "
-                                (unseen.read.node.as_deref().unwrap_or("?")) " at " (seconds(unseen.read.time_ns)) ")"
+                                (unseen.read.node.as_deref().unwrap_or("?")) " at " (seconds(history, unseen.read.time_ns)) ")"
                             }
                             td { (unseen.writes.len()) }
                             td {
@@ -230,7 +231,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
                                     @if i > 0 { "; " }
                                     code { (Shown(&describe(invoke, Some(completion)))) }
                                     " " (process(invoke)) ", acknowledged by "
-                                    (completion.node.as_deref().unwrap_or("?")) " at " (seconds(completion.time_ns))
+                                    (completion.node.as_deref().unwrap_or("?")) " at " (seconds(history, completion.time_ns))
                                 }
                                 @if unseen.writes.len() > NAMED_PER_KEY_MAX { "; …" }
                             }

@@ -735,6 +735,7 @@ pub(crate) mod tests {
             checks,
             counts: Counts::default(),
             coverage: Default::default(),
+            behaviours: Default::default(),
         }
     }
 

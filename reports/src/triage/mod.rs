@@ -22,7 +22,7 @@
 
 pub mod classes;
 pub mod finding;
-pub mod mask;
+pub use faultline_workloads::logmask as mask;
 pub mod notes;
 pub mod text;
 

@@ -14,8 +14,11 @@
 //! - **exited on its own** (`crashed`) is a problem, except while an I/O fault is injected on that node (from
 //!   `io-fault-start` until [`IO_FAULT_GRACE_NS`] after `io-fault-stop`): stopping on an injected I/O error is
 //!   fail-stop, the correct reaction, and is noted in the details but is not a problem.
-//! - **not ready in time** (`boot-timeout`) is a problem.
-//! - **after a restart-all**, every node must boot again, unless it refused legitimately or already has a problem.
+//! - **not ready in time** (`boot-timeout`) is a problem, except while a majority of the *other* nodes are refused
+//!   legitimately at once: then the node has no quorum to join (an etcd member cannot become ready without one), and
+//!   the timeout is the majority rule's to judge below, not a fault of the node.
+//! - **after a restart-all**, every node must boot again, unless it refused legitimately, timed out without a quorum
+//!   or already has a problem.
 //!
 //! The verdict: any problem makes it `invalid`, with the first problem as the reason (nodes in name order) and the
 //! earliest problem as the evidence time. Otherwise, when a majority of the nodes were refused legitimately at the same
@@ -23,10 +26,11 @@
 //! the cluster lost more than the fault model allows, so nothing after that tells whether the system is right.
 //! Otherwise it is `valid`.
 //!
-//! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[]}`.
+//! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[],
+//! without_quorum[]}`.
 
 use super::{CheckInput, CheckResult, Checker};
-use crate::history::{Event, History, Lifecycle, Name, Nemesis};
+use crate::history::{phase_time, Event, History, Lifecycle, Name, Nemesis};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -65,6 +69,8 @@ struct NodeBoots {
     io_faults_until_ns: Option<u64>,
     /// Exits on injected I/O errors: fail-stop, a correct reaction, noted but not a problem.
     io_exits: Vec<String>,
+    /// Boot timeouts while a majority of the other nodes were refused legitimately: no quorum to join.
+    without_quorum: Vec<String>,
     /// Legitimate refusals to boot (after recorded surgery).
     legit: u64,
     /// The node's last start ended in a legitimate refusal and it has not booted since.
@@ -97,6 +103,8 @@ impl Boot {
     /// Applies the rules to every event, in order: per node, its boots, refusals, problems and fail-stop exits.
     /// Also keeps in `refused_at_once` the most nodes that were refused legitimately at the same time.
     fn walk(&self, history: &History, refused_at_once: &mut usize) -> BTreeMap<String, NodeBoots> {
+        let majority = cluster_size(history) / 2 + 1;
+        let phase_ns = history.phase_start_ns();
         let mut nodes: BTreeMap<String, NodeBoots> = BTreeMap::new();
         let mut restart_all_at: Option<u64> = None;
         let mut booted_after_restart: BTreeMap<String, bool> = BTreeMap::new();
@@ -107,6 +115,12 @@ impl Boot {
                 }
                 continue;
             };
+            // Who else is refused legitimately right now: a node cannot boot into a cluster a majority of which is.
+            let others_refused: Vec<String> = nodes
+                .iter()
+                .filter(|(other, n)| **other != node && n.refused_now)
+                .map(|(other, _)| other.clone())
+                .collect();
             let entry = nodes.entry(node.clone()).or_default();
             let Some(name) = event.name() else { continue };
             match name {
@@ -114,24 +128,32 @@ impl Boot {
                     entry.surgery_since_boot = true
                 }
                 Name::Lifecycle(Lifecycle::BootOk) => {
-                    booted(entry, &node, event);
+                    booted(entry, &node, event, phase_ns);
                     if restart_all_at.is_some() {
                         booted_after_restart.insert(node, true);
                     }
                 }
                 Name::Lifecycle(Lifecycle::VerifyRefused) => {
                     entry.verify_refused = Some(event.value["line"].as_str().unwrap_or("").to_string());
-                    judge_refusal(entry, &node, event)
+                    judge_refusal(entry, &node, event, phase_ns)
                 }
                 Name::Lifecycle(Lifecycle::BootRefused) => {
                     entry.verify_refused = None;
-                    judge_refusal(entry, &node, event)
+                    judge_refusal(entry, &node, event, phase_ns)
                 }
                 Name::Nemesis(Nemesis::IoFaultStart) => entry.io_faults_until_ns = Some(u64::MAX),
                 Name::Nemesis(Nemesis::IoFaultStop) => {
                     entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
                 }
-                Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event),
+                Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event, phase_ns),
+                Name::Lifecycle(Lifecycle::BootTimeout) if others_refused.len() >= majority => {
+                    entry.without_quorum.push(format!(
+                        "{node} was not ready within {} ms of starting while {} refused to boot after disk surgery: \
+                         no quorum to join",
+                        event.value["timeout_ms"],
+                        others_refused.join(", ")
+                    ))
+                }
                 Name::Lifecycle(Lifecycle::BootTimeout) => entry.problem(
                     event.time_ns,
                     format!(
@@ -147,8 +169,8 @@ impl Boot {
         let end_ns = history.events.last().map_or(0, |e| e.time_ns);
         if restart_all_at.is_some() {
             for (node, entry) in nodes.iter_mut() {
-                let legit_refusal = entry.legit > 0;
-                if !booted_after_restart.contains_key(node) && !legit_refusal && entry.problems.is_empty() {
+                let excused = entry.legit > 0 || !entry.without_quorum.is_empty();
+                if !booted_after_restart.contains_key(node) && !excused && entry.problems.is_empty() {
                     entry.problem(end_ns, format!("{node} did not boot after the restart-all"));
                 }
             }
@@ -165,7 +187,8 @@ impl Boot {
             .map(|(name, n)| {
                 (
                     name.clone(),
-                    json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits}),
+                    json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits,
+                           "without_quorum": n.without_quorum}),
                 )
             })
             .collect();
@@ -186,8 +209,20 @@ impl Boot {
         let majority = nodes.len() / 2 + 1;
         let at_once = refused_at_once;
         if at_once >= majority && !nodes.is_empty() {
+            let stranded: Vec<&String> = nodes.values().flat_map(|n| &n.without_quorum).collect();
+            let stranded = match stranded.as_slice() {
+                [] => String::new(),
+                [first, rest @ ..] => format!(
+                    "; {first}{}",
+                    if rest.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (and {} more)", rest.len())
+                    }
+                ),
+            };
             let reason = format!(
-                "{at_once} of {} nodes refused to boot after disk surgery at once: beyond the fault model",
+                "{at_once} of {} nodes refused to boot after disk surgery at once: beyond the fault model{stranded}",
                 nodes.len()
             );
             return CheckResult::new(self.name(), Verdict::Unknown, reason, details);
@@ -209,8 +244,25 @@ impl Boot {
     }
 }
 
+/// How many nodes the run has: those it started (every node named in the history when it records no start).
+fn cluster_size(history: &History) -> usize {
+    let named = |start_only: bool| {
+        history
+            .events
+            .iter()
+            .filter(|e| !start_only || e.is(Lifecycle::Start))
+            .filter_map(|e| e.node.as_deref())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    match named(true) {
+        0 => named(false),
+        started => started,
+    }
+}
+
 /// A clean boot: counted, clears the surgery mark, and is a problem if the node's own verifier refused its WAL.
-fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     entry.boots += 1;
     entry.surgery_since_boot = false;
     entry.refused_now = false;
@@ -218,32 +270,29 @@ fn booted(entry: &mut NodeBoots, node: &str, event: &Event) {
         entry.problem(
             event.time_ns,
             format!(
-                "{node} booted at {:.3}s on a WAL that its own offline verification refused ({line}): it accepts \
+                "{node} booted at {} on a WAL that its own offline verification refused ({line}): it accepts \
                  corrupt entries instead of refusing to boot",
-                event.time_ns as f64 / 1e9
+                phase_time(event.time_ns, phase_ns)
             ),
         );
     }
 }
 
 /// An exit: fail-stop inside an I/O-fault window (and its grace), a problem outside.
-fn crashed(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let exit = event.value["exit"].as_str().unwrap_or("?");
-    let at_s = event.time_ns as f64 / 1e9;
+    let at = phase_time(event.time_ns, phase_ns);
     if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
-        entry.io_exits.push(format!(
-            "{node} stopped on an injected I/O error ({exit}) at {at_s:.3}s"
-        ));
+        entry
+            .io_exits
+            .push(format!("{node} stopped on an injected I/O error ({exit}) at {at}"));
     } else {
-        entry.problem(
-            event.time_ns,
-            format!("{node} exited on its own ({exit}) at {at_s:.3}s"),
-        );
+        entry.problem(event.time_ns, format!("{node} exited on its own ({exit}) at {at}"));
     }
 }
 
 /// A refusal (to boot, or of the offline verifier): legitimate after recorded surgery, a problem otherwise.
-fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
+fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let line = event.value["line"].as_str().unwrap_or("").to_string();
     let legit = entry.surgery_since_boot;
     entry
@@ -256,9 +305,9 @@ fn judge_refusal(entry: &mut NodeBoots, node: &str, event: &Event) {
         }
     } else {
         let problem = format!(
-            "{node} refused to boot on a disk nothing corrupted ({} at {:.3}s): {line}",
+            "{node} refused to boot on a disk nothing corrupted ({} at {}): {line}",
             event.f,
-            event.time_ns as f64 / 1e9
+            phase_time(event.time_ns, phase_ns)
         );
         entry.first_clean_refusal.get_or_insert_with(|| problem.clone());
         entry.problem(event.time_ns, problem);
@@ -403,6 +452,42 @@ mod tests {
         assert_eq!(result.verdict, Verdict::Invalid);
         assert!(
             result.reason.contains("n2 did not boot after the restart-all"),
+            "{}",
+            result.reason
+        );
+    }
+
+    /// etcd: after a restart-all whose surgery damaged n1 and n2, both refuse, and n3, alone, cannot become ready.
+    #[test]
+    fn given_a_timeout_while_a_majority_of_the_others_refused_legitimately_when_checked_should_be_unknown() {
+        let surgery = |node| event(EventKind::Nemesis, "disk-surgery", Some(node), json!({"surgery": {}}));
+        let refused = |node| lifecycle("boot-refused", node, json!({"line": "walpb: crc mismatch"}));
+        let mut events = vec![
+            lifecycle("start", "n1", json!({})),
+            lifecycle("start", "n2", json!({})),
+            lifecycle("start", "n3", json!({})),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            lifecycle("boot-ok", "n3", json!({})),
+            restart_all(),
+            surgery("n1"),
+            surgery("n2"),
+            refused("n1"),
+            refused("n2"),
+            lifecycle("boot-timeout", "n3", json!({"timeout_ms": 20000})),
+        ];
+        let result = check_boot(&history(events.clone()));
+        assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+        assert!(result.reason.starts_with("2 of 3 nodes refused"), "{}", result.reason);
+        assert!(result.reason.contains("n3 was not ready"), "{}", result.reason);
+        assert!(result.reason.contains("no quorum to join"), "{}", result.reason);
+        // With only n1 refused, n2 and n3 are a quorum: n3's timeout is its own.
+        events.retain(|e| e.node.as_deref() != Some("n2") || e.f != "boot-refused");
+        events.push(lifecycle("boot-ok", "n2", json!({})));
+        let result = check_boot(&history(events));
+        assert_eq!(result.verdict, Verdict::Invalid, "{}", result.reason);
+        assert!(
+            result.reason.starts_with("n3 was not ready within 20000 ms"),
             "{}",
             result.reason
         );

@@ -1,7 +1,8 @@
 //! `history`: did the run finish? A run that was interrupted, crashed mid-way or never got its cluster ready is at best
 //! `unknown`: what was recorded is still checked by the other checks, but the absence of a failure proves less.
 //!
-//! The rules, first match wins: a `setup-failed` lifecycle event means `unknown` (who never became ready); an
+//! The rules, first match wins: a `setup-failed` lifecycle event means `unknown` (who never became ready, or why the
+//! client could not work at all, quoted with its stderr); an
 //! `interrupted` meta event (SIGINT/SIGTERM) means `unknown`; a `run-end` meta event means `valid`; otherwise the
 //! history stops early and is `unknown`, naming its last event.
 
@@ -27,6 +28,12 @@ impl Checker for Completion {
         let details = json!({"events": history.events.len(), "truncated_tail": history.truncated_tail});
         let result = |verdict, reason| CheckResult::new(self.name(), verdict, reason, details.clone());
         if let Some(failed) = setup_failed {
+            if let Some(why) = failed.value["error"]
+                .as_str()
+                .filter(|_| failed.value["reason"] == "client")
+            {
+                return result(Verdict::Unknown, format!("setup failed: {why}"));
+            }
             let who = failed.node.clone().unwrap_or_else(|| "the cluster".into());
             return result(
                 Verdict::Unknown,

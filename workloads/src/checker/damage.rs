@@ -1,12 +1,15 @@
 //! What a plan's promise about damaged files (`disk: {minority_damage: ...}`) makes of the other checks, once files
 //! were cut while the cluster ran.
 //!
-//! A **live cut** is a `disk-surgery` nemesis event of a `corrupt` fault (it carries a `fault_id`; the final phase's
-//! cuts do not) that changed a file (a `snapshot-chunk` only reads one). The node it hit is **damaged** from the cut
-//! until it has caught up again: until a status it reports (an `observation` `status` with a `durable` number) is at
-//! least the highest durable number any node had reported before the cut; for a system that reports no durable
-//! number, until its first status after it booted. A wiped node stays damaged the same way: it is empty until it has
-//! recovered.
+//! A **cut** is a `disk-surgery` nemesis event that changed bytes a reader reaches ([`changed_data`]: a
+//! `snapshot-chunk` only reads a file, a chunk written back over equal bytes changes nothing, and a change past the
+//! written data of a preallocated file is never read). A **live cut** is one of a `corrupt` fault (it carries a
+//! `fault_id`); the final phase's cuts (the restart-all's `surgery`) do not. The node any cut hit is **damaged** from
+//! the cut until it has caught up again: until a status it reports (an `observation` `status` with a `durable`
+//! number) is at least the highest durable number any node had reported before the cut; for a system that reports no
+//! durable number, until its first status after it booted. A wiped node stays damaged the same way: it is empty
+//! until it has recovered. The final phase's cuts count toward a damaged majority like live ones (a node a live cut
+//! left damaged and another the restart-all cut are two damaged nodes), but only live cuts are named as the cause.
 //!
 //! The promises ([`Promise`]):
 //! - `tolerate` (the default) and `refuse`: what fails while at most a minority is damaged is a finding, and its
@@ -16,12 +19,15 @@
 //! - `anything`: the system promises nothing about damaged files, so a failure whose first evidence follows a live
 //!   cut is `unknown`, with the cut named.
 //!
+//! Times in the sentences are on the phase clock ([`History::phase_start_ns`]), the clock of a plan's `at:`.
+//!
 //! The boot check judges refusals itself (a refusal after a cut is legitimate; a majority refused at once is
 //! `unknown`) and `history` is about the harness, so neither is changed here.
 
 use super::CheckResult;
-use crate::history::{History, Lifecycle, Nemesis, Observation};
+use crate::history::{phase_time, History, Lifecycle, Nemesis, Observation};
 use crate::verdict::Verdict;
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a plan declares a system promises when a minority's files are damaged on a live cluster.
@@ -56,6 +62,8 @@ pub struct LiveDamage {
     pub cuts: Vec<LiveCut>,
     /// When a majority was first damaged at once, and which nodes.
     pub majority: Option<(u64, Vec<String>)>,
+    /// When the fault phase began: the judgement's sentences give times on the phase clock, as plans do.
+    pub phase_start_ns: u64,
 }
 
 /// Reads the live cuts and the damaged-node windows from a history.
@@ -70,20 +78,25 @@ pub fn live_damage(history: &History) -> LiveDamage {
     let mut durable_max = 0u64;
     // node -> (the durable number it must reach again, booted since the cut)
     let mut damaged: BTreeMap<String, (u64, bool)> = BTreeMap::new();
-    let mut damage = LiveDamage::default();
+    let mut damage = LiveDamage {
+        phase_start_ns: history.phase_start_ns(),
+        ..LiveDamage::default()
+    };
     for event in &history.events {
         let node = event.node.clone().unwrap_or_default();
-        if event.is(Nemesis::DiskSurgery) && !event.value["fault_id"].is_null() {
-            let op = event.value["surgery"]["op"].as_str().unwrap_or("");
-            if op.is_empty() || op == "snapshot-chunk" {
+        if event.is(Nemesis::DiskSurgery) {
+            let surgery = &event.value["surgery"];
+            if !changed_data(surgery) {
                 continue;
             }
-            damage.cuts.push(LiveCut {
-                node: node.clone(),
-                time_ns: event.time_ns,
-                op: op.to_string(),
-                file: event.value["surgery"]["file"].as_str().unwrap_or("").to_string(),
-            });
+            if !event.value["fault_id"].is_null() {
+                damage.cuts.push(LiveCut {
+                    node: node.clone(),
+                    time_ns: event.time_ns,
+                    op: surgery["op"].as_str().unwrap_or("").to_string(),
+                    file: surgery["file"].as_str().unwrap_or("").to_string(),
+                });
+            }
             damaged.insert(node, (durable_max, false));
         } else if event.is(Lifecycle::BootOk) {
             if let Some((_, booted)) = damaged.get_mut(&node) {
@@ -111,35 +124,34 @@ pub fn live_damage(history: &History) -> LiveDamage {
 
 /// Applies `promise` to `checks` given the run's live `damage` (see the module doc).
 pub fn judge(checks: &mut [CheckResult], damage: &LiveDamage, promise: Promise) {
-    if damage.cuts.is_empty() {
-        return;
-    }
     for check in checks.iter_mut() {
         if check.verdict != Verdict::Invalid || check.name == "boot" || check.name == "history" {
             continue;
         }
         let evidence = check.evidence_ns.unwrap_or(u64::MAX);
-        let before: Vec<&LiveCut> = damage.cuts.iter().filter(|c| c.time_ns <= evidence).collect();
-        let Some(last) = before.last() else { continue };
-        let cut = format!(
-            "{} of {}'s {} at {:.2} s",
-            last.op,
-            last.node,
-            file_name(&last.file),
-            last.time_ns as f64 / 1e9
-        );
-        match &damage.majority {
-            Some((at_ns, nodes)) if *at_ns <= evidence => {
+        let last = damage.cuts.iter().rfind(|c| c.time_ns <= evidence);
+        let cut = last.map(|last| {
+            format!(
+                "{} of {}'s {} at {}",
+                last.op,
+                last.node,
+                file_name(&last.file),
+                phase_time(last.time_ns, damage.phase_start_ns)
+            )
+        });
+        match (&damage.majority, cut) {
+            (Some((at_ns, nodes)), _) if *at_ns <= evidence => {
                 check.verdict = Verdict::Unknown;
                 check.reason = format!(
-                    "{} (not judged: a majority of the nodes ({}) had damaged files at once from {:.2} s, beyond \
+                    "{} (not judged: a majority of the nodes ({}) had damaged files at once from {}, beyond \
                      disk.minority_damage)",
                     check.reason,
                     nodes.join(", "),
-                    *at_ns as f64 / 1e9
+                    phase_time(*at_ns, damage.phase_start_ns)
                 );
             }
-            _ if promise == Promise::Anything => {
+            (_, None) => {}
+            (_, Some(cut)) if promise == Promise::Anything => {
                 check.verdict = Verdict::Unknown;
                 check.reason = format!(
                     "{} (not judged: the plan declares disk.minority_damage: anything, and the {cut} came before \
@@ -147,9 +159,23 @@ pub fn judge(checks: &mut [CheckResult], damage: &LiveDamage, promise: Promise) 
                     check.reason
                 );
             }
-            _ => check.reason = format!("{}; after a live cut: {cut}", check.reason),
+            (_, Some(cut)) => check.reason = format!("{}; after a live cut: {cut}", check.reason),
         }
     }
+}
+
+/// Whether a recorded cut (a `disk-surgery` event's `surgery`) changed bytes a reader of the file reaches: it
+/// succeeded, it is not a `snapshot-chunk` (which only reads), the bytes it left differ from those it found, and,
+/// in a preallocated file (one whose record has `extent_bytes`, where its written data ended), it began inside the
+/// written data: a reader stops at the first zeros past it, so a change out there is never read.
+pub fn changed_data(surgery: &Value) -> bool {
+    let Some(op) = surgery["op"].as_str() else {
+        return false; // a cut that failed
+    };
+    let same_bytes = surgery["before_xxh3"].is_string() && surgery["before_xxh3"] == surgery["after_xxh3"];
+    let extent_bytes = surgery["extent_bytes"].as_u64().unwrap_or(0);
+    let unread = extent_bytes > 0 && surgery["offset"].as_u64().is_some_and(|offset| offset >= extent_bytes);
+    op != "snapshot-chunk" && !same_bytes && !unread
 }
 
 /// The last component of a recorded file path (`wal`, `checkpoint.00000000000000002702`).
@@ -165,7 +191,7 @@ mod tests {
     use super::*;
     use crate::checker::tests::{event, history, lifecycle};
     use crate::history::EventKind;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn cut(node: &str, op: &str) -> crate::history::Event {
         event(
@@ -321,14 +347,93 @@ mod tests {
     }
 
     #[test]
-    fn given_only_snapshots_and_final_phase_cuts_should_count_no_live_damage() {
+    fn given_only_snapshots_unchanged_bytes_and_unread_zeros_should_count_no_damage() {
+        let unchanged = event(
+            EventKind::Nemesis,
+            "disk-surgery",
+            Some("n2"),
+            json!({"fault_id": 2, "surgery": {"op": "restore-chunk", "offset": 0, "before_xxh3": "ab", "after_xxh3": "ab"}}),
+        );
+        let past_the_data = event(
+            EventKind::Nemesis,
+            "disk-surgery",
+            Some("n3"),
+            json!({"fault_id": 3, "surgery": {"op": "misdirect-chunk", "offset": 65536, "extent_bytes": 4096,
+                   "before_xxh3": "00", "after_xxh3": "ab"}}),
+        );
+        let h = timed(vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            cut("n1", "snapshot-chunk"),
+            unchanged,
+            past_the_data,
+        ]);
+        assert_eq!(live_damage(&h), LiveDamage::default());
+    }
+
+    /// A live cut left n2 damaged; the restart-all's surgery then cut n1: two of three nodes damaged at once, so
+    /// what the final reads find is beyond the plan's promise, though no second *live* cut happened.
+    #[test]
+    fn given_a_final_phase_cut_while_a_live_cut_still_damages_another_node_should_count_a_majority() {
         let final_cut = event(
             EventKind::Nemesis,
             "disk-surgery",
             Some("n1"),
-            json!({"surgery": {"op": "flip-bits"}}),
+            json!({"surgery": {"op": "flip-bits", "file": "/s/nodes/n1/data/wal"}}),
         );
-        let h = timed(vec![start("n1"), cut("n1", "snapshot-chunk"), final_cut]);
-        assert_eq!(live_damage(&h), LiveDamage::default());
+        let h = timed(vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            status("n1", 100),
+            cut("n2", "truncate-tail"),
+            lifecycle("boot-ok", "n2", json!({})),
+            status("n2", 40), // still behind what the cluster had at its cut
+            event(EventKind::Lifecycle, "restart-all", None, json!({})),
+            final_cut, // index 8
+        ]);
+        let damage = live_damage(&h);
+        assert_eq!(damage.cuts.len(), 1, "only the live cut is named: {damage:?}");
+        assert_eq!(
+            damage.majority,
+            Some((at_ms(8), vec!["n1".to_string(), "n2".to_string()]))
+        );
+        let mut checks = [lost(at_ms(9))];
+        judge(&mut checks, &damage, Promise::Tolerate);
+        assert_eq!(checks[0].verdict, Verdict::Unknown, "{}", checks[0].reason);
+        // The restart-all's cut alone, on one node, is no majority and names no live cut.
+        let alone = timed(vec![start("n1"), start("n2"), start("n3"), h.events[8].clone()]);
+        let damage = live_damage(&alone);
+        assert_eq!(damage, LiveDamage::default());
+        let mut checks = [lost(at_ms(9))];
+        judge(&mut checks, &damage, Promise::Tolerate);
+        assert_eq!(checks[0].reason, "not linearizable");
+    }
+
+    /// The plan said `at: 17s`: the fault phase began 4 s into the run, so the cut happened at 21 s of the run, and
+    /// the sentence says 17 s, on the plan's clock.
+    #[test]
+    fn given_a_cut_after_the_set_up_when_judged_should_name_its_time_on_the_phase_clock() {
+        let at = |mut e: crate::history::Event, seconds: u64| {
+            e.time_ns = seconds * 1_000_000_000;
+            e
+        };
+        let h = history(vec![
+            at(start("n1"), 0),
+            at(start("n2"), 0),
+            at(start("n3"), 0),
+            at(event(EventKind::Meta, "schedule", None, json!({})), 4),
+            at(cut("n3", "truncate-tail"), 21),
+        ]);
+        let mut checks = [lost(30_000_000_000)];
+        judge(&mut checks, &live_damage(&h), Promise::Tolerate);
+        assert!(
+            checks[0]
+                .reason
+                .ends_with("after a live cut: truncate-tail of n3's wal at 17.00 s"),
+            "{}",
+            checks[0].reason
+        );
     }
 }

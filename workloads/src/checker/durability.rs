@@ -128,7 +128,7 @@ impl Checker for Durability {
                         continue;
                     };
                     judged += 1;
-                    let restart = self.judge(&node, &stop, event, recovered);
+                    let restart = self.judge(&node, &stop, event, (recovered, input.history.phase_start_ns()));
                     let text = restart["text"].as_str().unwrap_or("").to_string();
                     match restart["judgement"].as_str() {
                         Some("forgotten" | "booted-on-damage") => problems.push((event.time_ns, text)),
@@ -180,7 +180,8 @@ impl Checker for Durability {
 
 impl Durability {
     /// One restart's record: the numbers, the judgement and its sentence.
-    fn judge(&self, node: &str, stop: &Stop, boot: &Event, recovered: u64) -> Value {
+    /// `recovered` is what the boot kept and when the fault phase began (the clock its sentence speaks).
+    fn judge(&self, node: &str, stop: &Stop, boot: &Event, (recovered, phase_ns): (u64, u64)) -> Value {
         let forgotten = stop.durable.saturating_sub(recovered);
         let stopped = match stop.cause.as_str() {
             "kill" if stop.power_loss => "the power loss".to_string(),
@@ -189,7 +190,7 @@ impl Durability {
             "crashed" => "it crashed".to_string(),
             other => other.to_string(),
         };
-        let at = format!("{:.1} s", stop.time_ns as f64 / 1e9);
+        let at = crate::history::phase_time(stop.time_ns, phase_ns);
         let interior = stop.surgery.iter().find(|s| interior_damage(s));
         let surgery = interior
             .or(stop.surgery.first())
@@ -334,7 +335,7 @@ mod tests {
         assert!(
             result
                 .reason
-                .starts_with("n2 applied 717 before the kill -9 at 0.0 s and booted at 519: 198 applied"),
+                .starts_with("n2 applied 717 before the kill -9 at 0.00 s and booted at 519: 198 applied"),
             "{}",
             result.reason
         );

@@ -65,15 +65,29 @@ fn run_start(input: &CheckInput) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(start.value["wall_clock_start"].as_str()?).ok()
 }
 
-/// Nanoseconds since `started` of the newest line at or above `number` that starts with an RFC 3339 timestamp.
+/// Nanoseconds since `started` of the newest line at or above `number` that has an RFC 3339 timestamp: leading, or a
+/// JSON logger's `"ts"` / `"time"` field (etcd's zap lines). Without it a panic in a JSON log had no evidence time,
+/// and the damage judgement named the run's last cut instead of the one before the panic.
 fn hit_time_ns(lines: &[&str], number: usize, started: SystemTime) -> Option<u64> {
-    let stamp = lines[..=number].iter().rev().find_map(|line| {
-        let token = line.split_whitespace().next()?;
-        token.as_bytes().first()?.is_ascii_digit().then_some(())?;
-        humantime::parse_rfc3339_weak(token).ok()
-    })?;
+    let stamp = lines[..=number].iter().rev().find_map(|line| line_stamp(line))?;
     let since = stamp.duration_since(started).ok()?;
     u64::try_from(since.as_nanos()).ok()
+}
+
+/// A log line's own timestamp, if it has one (see [`hit_time_ns`]).
+fn line_stamp(line: &str) -> Option<SystemTime> {
+    let leading = line
+        .split_whitespace()
+        .next()
+        .filter(|t| t.as_bytes().first().is_some_and(u8::is_ascii_digit));
+    if let Some(stamp) = leading.and_then(|token| humantime::parse_rfc3339_weak(token).ok()) {
+        return Some(stamp);
+    }
+    ["\"ts\":\"", "\"time\":\""].iter().find_map(|field| {
+        let (_, rest) = line.split_once(field)?;
+        let (value, _) = rest.split_once('"')?;
+        humantime::parse_rfc3339_weak(value).ok()
+    })
 }
 
 impl LogPatterns {
@@ -268,6 +282,30 @@ mod tests {
             node_logs: &logs,
         });
         assert_eq!(undated.evidence_ns, None, "no run start: no evidence time");
+    }
+
+    /// etcd logs zap JSON: the panic's time is its `ts` field.
+    #[test]
+    fn given_a_json_panic_line_when_checked_should_date_it_by_its_ts_field() {
+        let logs = BTreeMap::from([(
+            "n3".to_string(),
+            "{\"level\":\"panic\",\"ts\":\"2026-12-05T01:00:29.159Z\",\"msg\":\"tocommit(9) is out of range\"}\n"
+                .to_string(),
+        )]);
+        let checker = LogPatterns {
+            patterns: vec!["\"level\":\"panic\"".into()],
+        };
+        let start = event(
+            EventKind::Meta,
+            "run-start",
+            None,
+            json!({"wall_clock_start": "2026-12-05T01:00:26.000Z"}),
+        );
+        let result = checker.check(&CheckInput {
+            history: &history(vec![start]),
+            node_logs: &logs,
+        });
+        assert_eq!(result.evidence_ns, Some(3_159_000_000), "{result:?}");
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`), [`SetWorkload`] (`set`),
 //!   [`TxnWorkload`] (`txn`), [`BankWorkload`] (`bank`), [`LongForkWorkload`] (`long-fork`) or [`CounterWorkload`]
 //!   (`counter`, offline only); [`history_model`] picks one for `faultline check FILE --model M`;
+//! - [`WorkloadHealth`] (`workload-health`): enough operations succeeded outside fault windows for the others to
+//!   mean something;
 //! - [`Boot`]: no node refused to boot or died on its own without a recorded reason;
 //! - [`Liveness`]: after healing the cluster accepted a write within the bound;
 //! - [`Convergence`]: every node reached the same commit point;
@@ -28,6 +30,7 @@ mod convergence;
 mod counter_workload;
 pub mod damage;
 mod durability;
+pub mod fault_windows;
 pub mod history_model;
 mod linearizability;
 mod liveness;
@@ -36,6 +39,7 @@ mod log_workload;
 mod long_fork_workload;
 mod set_workload;
 mod txn_workload;
+mod workload_health;
 
 pub use bank_workload::BankWorkload;
 pub use boot::{Boot, IO_FAULT_GRACE_NS};
@@ -51,6 +55,7 @@ pub use log_workload::LogWorkload;
 pub use long_fork_workload::LongForkWorkload;
 pub use set_workload::SetWorkload;
 pub use txn_workload::{history_txns, TxnWorkload, TXN_F};
+pub use workload_health::WorkloadHealth;
 
 use crate::history::{Event, History, Lifecycle};
 use crate::verdict::Verdict;

@@ -399,10 +399,12 @@ impl OffsetCheck<'_, '_, '_> {
                 continue;
             }
             self.lost[a] = true;
+            let first_read = self.seen[append.payload as usize].first_read;
             self.report(AnomalyKind::Lost, Cause::MaybeLoss, |ctx| Detail {
                 offsets: std::iter::once(offset).chain(elsewhere.iter().copied()).collect(),
                 payloads: vec![ctx.payload(append.payload)],
-                ops: vec![ctx.append_ref(a as u32)],
+                // The first read that showed it elsewhere is where the loss became visible (the evidence time).
+                ops: vec![ctx.append_ref(a as u32), ctx.read_ref(first_read)],
                 reason: format!(
                     "{} was acknowledged at offset {offset} (append event {}), but reads returned it only at \
                      offset(s) {elsewhere:?}",

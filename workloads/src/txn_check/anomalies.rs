@@ -259,14 +259,18 @@ fn step_expected<'a>(index: &Index<'a>, slot: &mut Expected<'a>, at: &Read<'_>, 
         (MicroOp::Read { value, .. }, Expected::List { base, appended }) => {
             let got = read_values(value);
             let (ok, expected) = match base {
-                Some(base) => (
-                    got.len() == base.len() + appended.len() && got.starts_with(base) && got.ends_with(appended),
-                    show_list(&[base, appended.as_slice()].concat()),
-                ),
-                None => (
-                    got.ends_with(appended),
-                    format!("a list ending in {}", show_list(appended)),
-                ),
+                Some(base) => {
+                    let whole = [base, appended.as_slice()].concat();
+                    let ok =
+                        got.len() == base.len() + appended.len() && got.starts_with(base) && got.ends_with(appended);
+                    let difference = list_difference(index, at.key, got, &whole);
+                    (ok, format!("{}{difference}", show_list(&whole)))
+                }
+                None => {
+                    let difference = list_difference(index, at.key, got, appended);
+                    let expected = format!("a list ending in {}{difference}", show_list(appended));
+                    (got.ends_with(appended), expected)
+                }
             };
             *base = Some(got);
             appended.clear();
@@ -281,6 +285,42 @@ fn step_expected<'a>(index: &Index<'a>, slot: &mut Expected<'a>, at: &Read<'_>, 
         }
         // The index refused micro-ops the model has no meaning for, so no other pair reaches here.
         _ => None,
+    }
+}
+
+/// How a list read (`got`) differs from what it should hold (`expected`), in words: the values it has that it
+/// should not, each with the transaction that appended it, and those it lacks (`: it also holds 9 (appended by T12)
+/// and lacks 4`); only the order when the values agree. Lists in a sentence are abbreviated when long, so the
+/// difference is what tells the reader where to look.
+fn list_difference(index: &Index<'_>, key: u32, got: &[i64], expected: &[i64]) -> String {
+    /// Values named per side, so a sentence stays one line.
+    const NAMED_MAX: usize = 3;
+    let extra: Vec<i64> = got.iter().copied().filter(|v| !expected.contains(v)).collect();
+    let missing: Vec<i64> = expected.iter().copied().filter(|v| !got.contains(v)).collect();
+    let name = |values: &[i64], with_writer: bool| {
+        let mut named: Vec<String> = values
+            .iter()
+            .take(NAMED_MAX)
+            .map(|&v| match index.writers.get(&(key, v)) {
+                Some(w) if with_writer => format!("{v} (appended by {})", index.name(w.txn)),
+                None if with_writer => format!("{v} (appended by no transaction)"),
+                _ => v.to_string(),
+            })
+            .collect();
+        if values.len() > NAMED_MAX {
+            named.push(format!("{} more", values.len() - NAMED_MAX));
+        }
+        named.join(", ")
+    };
+    match (extra.is_empty(), missing.is_empty()) {
+        (false, false) => format!(
+            ": it also holds {} and lacks {}",
+            name(&extra, true),
+            name(&missing, false)
+        ),
+        (false, true) => format!(": it also holds {}", name(&extra, true)),
+        (true, false) => format!(": it lacks {}", name(&missing, false)),
+        (true, true) => ": the same values in another order".to_string(),
     }
 }
 

@@ -432,13 +432,54 @@ fn given_a_read_missing_its_own_append_when_checked_should_find_internal_inconsi
     assert_eq!(classes(&result), vec![A::Internal, A::EmptyTransactionGraph]);
     assert_eq!(
         only(&result, A::Internal).explanation,
-        "T1 read x = [], but its own earlier micro-ops on x mean it should have read a list ending in [1]"
+        "T1 read x = [], but its own earlier micro-ops on x mean it should have read a list ending in [1]: it lacks 1"
     );
     // Elle's hierarchy: only read atomicity and the models above it forbid internal inconsistency, and nothing here
     // forbids it or finds a dependency, so the verdict is unknown.
     assert_eq!(result.verdict, Verdict::Unknown);
     assert_eq!(result.not, vec![M::ReadAtomic]);
     assert_eq!(list(&history, M::ReadAtomic).verdict, Verdict::Invalid);
+}
+
+/// A list-append read of a key nobody appended to returns `nil`; the edge sentence says `nil`, as the op table does.
+#[test]
+fn given_a_nil_list_read_in_an_edge_when_explained_should_say_nil_as_the_op_table_does() {
+    let history = [
+        concurrent(1, json!([["append", "x", 1], ["append", "y", 1]])),
+        concurrent(2, json!([["r", "x", null], ["r", "y", [1]]])),
+        concurrent(3, json!([["r", "x", [1]]])),
+    ];
+    let result = list(&history, M::SnapshotIsolation);
+    let single = only(&result, A::GSingle);
+    let sentences: Vec<&str> = single.cycle.iter().map(|s| s.sentence.as_str()).collect();
+    assert!(
+        sentences.contains(&"T1 appended 1 to x and T2 read x = nil without it, so T2 came before T1 (rw)"),
+        "{sentences:?}"
+    );
+}
+
+/// The second read holds a value the first did not and the transaction did not append: the sentence names it and
+/// the transaction that appended it, however long the lists are.
+#[test]
+fn given_a_read_with_a_value_its_earlier_read_lacked_when_checked_should_name_the_value_and_its_writer() {
+    let long: Vec<i64> = (10..40).collect();
+    let mut more = long.clone();
+    more.insert(17, 99);
+    let history = [
+        concurrent(
+            1,
+            json!([
+                ["r", "x", long],
+                ["append", "x", 7],
+                ["r", "x", more.iter().chain([&7]).collect::<Vec<_>>()]
+            ]),
+        ),
+        concurrent(2, json!([["append", "x", 99]])),
+    ];
+    let result = list(&history, M::ReadUncommitted);
+    let internal = &only(&result, A::Internal).explanation;
+    assert!(internal.ends_with(": it also holds 99 (appended by T2)"), "{internal}");
+    assert!(internal.contains("…"), "the lists are abbreviated: {internal}");
 }
 
 #[test]

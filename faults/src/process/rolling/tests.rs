@@ -236,6 +236,9 @@ impl Lab for RollingLab {
             assert_eq!(value["rolling"]["step"], node as u64 + 1, "{name} {value}");
         }
     }
+    fn record_cluster(&self, name: Nemesis, value: Value) {
+        unreachable!("a rolling fault skips no fault: {name} {value}")
+    }
 }
 
 fn rolling_fault(kind: ProcessFault, detail: FaultDetail) -> ScheduledFault {

@@ -107,6 +107,8 @@ fn results_of(args: &CheckArgs, history: &History, check: CheckResult) -> Result
         checks,
         counts: Counts::of(history),
         coverage: Default::default(),
+        // A history alone has no node logs or faults to draw behaviours from.
+        behaviours: Default::default(),
     }
 }
 

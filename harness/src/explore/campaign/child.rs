@@ -88,6 +88,8 @@ pub struct RunResult {
     pub findings: Vec<Finding>,
     /// Run length (from its results, else wall time).
     pub duration_ms: u64,
+    /// CPU time of the run and everything it waited for (its nodes, clients, tools), from its reaping.
+    pub cpu_ms: Option<u64>,
     /// The run folder, relative to the store root.
     pub store_dir: Option<String>,
     /// The binaries the run used.
@@ -98,7 +100,13 @@ pub struct RunResult {
 
 /// Reads what a child that exited with `status` left: its log names its run folder, whose results.json has the
 /// verdict and whose history's first line the binaries.
-pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms: u64) -> RunResult {
+pub fn result_of(
+    status: ExitStatus,
+    log_path: &Path,
+    store_root: &Path,
+    wall_ms: u64,
+    cpu_ms: Option<u64>,
+) -> RunResult {
     let log = std::fs::read_to_string(log_path).unwrap_or_default();
     let run_dir = log
         .lines()
@@ -115,6 +123,7 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
             failing_checks: failing_checks(&results),
             findings: findings(&results),
             duration_ms: results.duration_ms,
+            cpu_ms,
             complete: results
                 .checks
                 .iter()
@@ -130,10 +139,32 @@ pub fn result_of(status: ExitStatus, log_path: &Path, store_root: &Path, wall_ms
                 failure: Some(("harness".to_string(), error)),
                 failing_checks: vec!["harness".to_string()],
                 duration_ms: wall_ms,
+                cpu_ms,
                 store_dir,
                 build,
                 complete: false,
             }
+        }
+    }
+}
+
+/// Reaps `child` if it has exited, without blocking: its exit status and the CPU time (user and system) it and
+/// every descendant it waited for used (`wait4`'s rusage: a run reaps its nodes, so their CPU counts too).
+pub fn try_reap(child: &Child) -> std::io::Result<Option<(ExitStatus, u64)>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data that wait4 fills in; zeroed is a valid value of it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid with valid pointers to locals.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, libc::WNOHANG, &mut usage) };
+    match pid {
+        0 => Ok(None),
+        -1 => Err(std::io::Error::last_os_error()),
+        _ => {
+            let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+            Ok(Some((
+                ExitStatus::from_raw(status),
+                ms(usage.ru_utime) + ms(usage.ru_stime),
+            )))
         }
     }
 }

@@ -10,15 +10,19 @@
 //! - `schedule`: the loop that runs children, reruns failures and stops cleanly;
 //! - `child`: one run as a `faultline run` child process (why processes: see there);
 //! - `view`: the progress view;
-//! - `summary`: the summary table and the exit code.
+//! - `summary`: the summary table and the exit code;
+//! - `explored`: what each run explored (its behaviours, new to the campaign or not) in the campaign's behaviour
+//!   log, and for a guided campaign (`--guided`) the guide's corpus ([`crate::explore::guide`]).
 
 pub mod child;
+pub mod explored;
 pub mod schedule;
 pub mod space;
 pub mod state;
 pub mod summary;
 pub mod view;
 
+use crate::explore::guide::Guide;
 use crate::plan::builtin;
 use crate::plan::{Plan, PlanError};
 use anyhow::Context;
@@ -28,6 +32,7 @@ use faultline_reports::triage::{self, Triage};
 use schedule::{Cell, Ending, PlanRef, Settings};
 use space::{seed_at, Shard};
 use state::{CampaignState, PlanSource, Status};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -87,6 +92,8 @@ pub struct CampaignOptions {
     pub store_root: PathBuf,
     /// No progress view.
     pub quiet: bool,
+    /// Choose each run by the guide (a mutation of the corpus) instead of each plan with fresh seeds.
+    pub guided: bool,
 }
 
 /// K that fits the machine: a 3-node cluster and its harness keep about two cores busy.
@@ -120,6 +127,8 @@ pub struct Outcome {
     pub index: PathBuf,
     /// The campaign's `junit.xml` (a test case per seed), beside its state file.
     pub junit: PathBuf,
+    /// Distinct behaviours the campaign's runs showed, over every invocation.
+    pub behaviours: usize,
 }
 
 /// One planned run of `--dry-run`.
@@ -255,6 +264,7 @@ fn new_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError> 
         shard,
         git_rev: options.git_rev.clone(),
         keep_passing: options.keep_passing,
+        guided: options.guided,
         started_at: now_rfc3339(),
         updated_at: now_rfc3339(),
         status: Status::Running,
@@ -264,6 +274,7 @@ fn new_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError> 
 /// The state of a campaign to resume; only `--parallel`, `--quiet` and `--store` apply on top of it.
 fn resumed_state(options: &CampaignOptions, id: Option<&str>) -> Result<CampaignState, CampaignError> {
     let conflicting = !options.plans.is_empty()
+        || options.guided
         || options.seeds.is_some()
         || options.budget.is_some()
         || options.campaign_seed.is_some()
@@ -271,8 +282,8 @@ fn resumed_state(options: &CampaignOptions, id: Option<&str>) -> Result<Campaign
         || options.id.is_some();
     if conflicting {
         return Err(CampaignError::Input(
-            "--resume continues a campaign with its own plans and settings: drop the plans, --seeds, --budget, \
-             --campaign-seed, --time-limit and --id (only --parallel, --quiet, --shard and --store apply)"
+            "--resume continues a campaign with its own plans and settings: drop the plans, --guided, --seeds, \
+             --budget, --campaign-seed, --time-limit and --id (only --parallel, --quiet, --shard and --store apply)"
                 .into(),
         ));
     }
@@ -308,8 +319,51 @@ fn cells<'a>(
                 seed_index,
                 seed: seed_at(state.campaign_seed, seed_index),
                 nodes: None,
+                plan_file: None,
             })
         })
+    })
+}
+
+/// A guided campaign's guide over its plans (with the campaign's time limit), keeping its files under the campaign.
+fn new_guide(state: &CampaignState, store_root: &Path) -> Result<Guide, CampaignError> {
+    let plans = state
+        .plans
+        .iter()
+        .map(|source| load_plan(source, state.time_limit, None))
+        .collect::<Result<Vec<Plan>, PlanError>>()?;
+    let shard = (!state.shard.is_whole()).then_some((state.shard.index, state.shard.count));
+    let dir = Guide::dir_of(store_root, &state.id, shard);
+    Ok(Guide::new(plans, dir, &state.id, state.campaign_seed))
+}
+
+/// A guided campaign's run indices not yet recorded: `seeds` per plan in all, this shard's share of them (without
+/// end under a budget).
+fn guided_indices<'a>(
+    state: &CampaignState,
+    plan_count: usize,
+    done: &'a BTreeSet<u64>,
+) -> impl Iterator<Item = u64> + 'a {
+    let total = state.seeds.map(|n| n * plan_count as u64);
+    state.shard.indices(total).filter(move |i| !done.contains(i))
+}
+
+/// A guided campaign's cells: each run's configuration chosen by the guide when a slot frees up for it, so it knows
+/// every run that finished before.
+fn guided_cells<'a>(
+    state: &'a CampaignState,
+    plans: &'a [PlanRef],
+    done: &'a BTreeSet<u64>,
+    recorder: &'a RefCell<explored::Recorder>,
+) -> impl Iterator<Item = Cell> + 'a {
+    guided_indices(state, plans.len(), done).map_while(move |run| {
+        let mut recorder = recorder.borrow_mut();
+        recorder
+            .guide
+            .as_mut()?
+            .cell(run)
+            .map_err(|e| tracing::error!("guided campaign {}: no run {run}: {e:#}", state.id))
+            .ok()
     })
 }
 
@@ -322,6 +376,11 @@ pub fn plan_runs(options: &CampaignOptions) -> Result<Vec<PlannedRun>, CampaignE
     if state.seeds.is_none() {
         return Err(CampaignError::Input(
             "--dry-run lists a seed count's runs: give --seeds".into(),
+        ));
+    }
+    if state.guided {
+        return Err(CampaignError::Input(
+            "a guided campaign chooses each run from the runs before it: --dry-run lists uniform campaigns only".into(),
         ));
     }
     let plans = plan_refs(&state)?;
@@ -360,7 +419,16 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
     state.updated_at = now_rfc3339();
     state.save(&options.store_root)?;
     let done = done_cells(&options.store_root, &state.id)?;
-    let total = state.seeds.map(|_| cells(&state, &plans, &done).count() as u64);
+    let done_runs: BTreeSet<u64> = done.iter().map(|(_, index, _)| *index).collect();
+    let guide = match state.guided {
+        true => Some(new_guide(&state, &options.store_root)?),
+        false => None,
+    };
+    let recorder = RefCell::new(explored::Recorder::open(&options.store_root, &state, guide)?);
+    let total = state.seeds.map(|_| match state.guided {
+        true => guided_indices(&state, plans.len(), &done_runs).count() as u64,
+        false => cells(&state, &plans, &done).count() as u64,
+    });
     let left_ms = state.budget.map(|b| b.0.saturating_sub(state.spent_ms));
     let started = Instant::now();
     let settings = Settings {
@@ -377,13 +445,18 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
         shard: state.shard,
         git_rev: state.git_rev.clone(),
         quiet: options.quiet,
-        title: format!("campaign {}", state.id),
+        title: format!("{}campaign {}", if state.guided { "guided " } else { "" }, state.id),
         total,
     };
     schedule::install_stop_signals();
     let store_root = options.store_root.clone();
-    let ending = schedule::execute(&settings, &plans, cells(&state, &plans, &done), &mut |row| {
-        seeds::append_seed(&store_root, row).context("recording a seed in seeds.jsonl")
+    let work: Box<dyn Iterator<Item = Cell> + '_> = match state.guided {
+        true => Box::new(guided_cells(&state, &plans, &done_runs, &recorder)),
+        false => Box::new(cells(&state, &plans, &done)),
+    };
+    let ending = schedule::execute(&settings, &plans, work, &mut |row| {
+        seeds::append_seed(&store_root, row).context("recording a seed in seeds.jsonl")?;
+        recorder.borrow_mut().record(row).map(|_| ())
     })?;
     state.spent_ms += started.elapsed().as_millis() as u64;
     state.updated_at = now_rfc3339();
@@ -394,7 +467,10 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
         Ending::BudgetSpent => Status::BudgetSpent,
     };
     state.save(&options.store_root)?;
-    finish(state, ending, started.elapsed(), &options.store_root)
+    let behaviours = recorder.borrow().seen();
+    let mut outcome = finish(state, ending, started.elapsed(), &options.store_root)?;
+    outcome.behaviours = behaviours;
+    Ok(outcome)
 }
 
 /// Retention, the index, and the campaign's rows and failure classes for the summary.
@@ -432,6 +508,7 @@ fn finish(
         pruned,
         index,
         junit,
+        behaviours: 0,
     })
 }
 

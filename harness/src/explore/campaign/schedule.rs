@@ -71,7 +71,7 @@ pub struct PlanRef {
 }
 
 /// One work item: a plan with a seed (and a node count, for certification matrices).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     /// Index into the campaign's plans.
     pub plan: usize,
@@ -81,6 +81,8 @@ pub struct Cell {
     pub seed: u64,
     /// Node-count override.
     pub nodes: Option<u64>,
+    /// The plan file this run takes instead of its plan's (a guided run's own configuration of it).
+    pub plan_file: Option<std::path::PathBuf>,
 }
 
 /// What the scheduler needs to know.
@@ -220,8 +222,12 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 self.launch()?;
             }
             self.reap()?;
-            let idle = self.reruns.is_empty() && (self.no_more_new.is_some() || self.cells.peek().is_none());
-            if self.running.is_empty() && (self.stopping.is_some() || idle) {
+            // Peeked only with nothing running: a guided campaign's next cell is chosen when a slot frees up, so
+            // it knows every run that finished before it.
+            if self.running.is_empty()
+                && (self.stopping.is_some()
+                    || (self.reruns.is_empty() && (self.no_more_new.is_some() || self.cells.peek().is_none())))
+            {
                 break;
             }
             let lines: Vec<&RunLine> = self.running.iter().map(|r| &r.line).collect();
@@ -256,7 +262,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             if self.no_more_new.is_some() {
                 break;
             }
-            let Some(&cell) = self.cells.peek() else {
+            let Some(cell) = self.cells.peek().cloned() else {
                 break;
             };
             if !self.fits(cell.plan) {
@@ -291,7 +297,10 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
 
     fn request(&self, cell: &Cell) -> RunRequest {
         RunRequest {
-            plan_arg: self.plans[cell.plan].source.run_arg(),
+            plan_arg: match &cell.plan_file {
+                Some(file) => file.display().to_string(),
+                None => self.plans[cell.plan].source.run_arg(),
+            },
             seed: cell.seed,
             time_limit: self.settings.time_limit.map(|t| t.to_string()),
             nodes: cell.nodes,
@@ -311,7 +320,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     }
 
     fn start(&mut self, job: Job) {
-        let cell = self.tasks[job.task].cell;
+        let cell = self.tasks[job.task].cell.clone();
         let request = self.request(&cell);
         let log_path = self.settings.log_dir.join(format!(
             "{}-i{}{}-a{}.log",
@@ -345,6 +354,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                     failure: Some(("harness".into(), error)),
                     failing_checks: vec!["harness".into()],
                     duration_ms: 0,
+                    cpu_ms: None,
                     store_dir: None,
                     build: Default::default(),
                     complete: false,
@@ -357,8 +367,8 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
     fn reap(&mut self) -> anyhow::Result<()> {
         let mut i = 0;
         while i < self.running.len() {
-            let status = match self.running[i].child.try_wait() {
-                Ok(Some(status)) => status,
+            let (status, cpu_ms) = match child::try_reap(&self.running[i].child) {
+                Ok(Some(reaped)) => reaped,
                 Ok(None) => {
                     i += 1;
                     continue;
@@ -369,7 +379,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             // group is not signalled after the reap, since its pid may be reused.
             let done = self.running.swap_remove(i);
             let wall_ms = done.started.elapsed().as_millis() as u64;
-            let result = child::result_of(status, &done.log_path, &self.settings.store_root, wall_ms);
+            let result = child::result_of(status, &done.log_path, &self.settings.store_root, wall_ms, Some(cpu_ms));
             let plan = self.tasks[done.job.task].cell.plan;
             self.observed_ms[plan] = Some(self.observed_ms[plan].unwrap_or(0).max(wall_ms));
             let message = format!(
@@ -450,7 +460,11 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
         let first = task.first.as_ref().expect("a finalized task has its first run");
         let cell = &task.cell;
         let plan = &self.plans[cell.plan];
-        let mut words = vec!["faultline".to_string(), "run".to_string(), plan.source.source.clone()];
+        let plan_source = match &cell.plan_file {
+            Some(file) => file.display().to_string(),
+            None => plan.source.source.clone(),
+        };
+        let mut words = vec!["faultline".to_string(), "run".to_string(), plan_source.clone()];
         words.extend(self.request(cell).option_args());
         let mut build = first.build.clone();
         build.git_rev = self.settings.git_rev.clone();
@@ -458,7 +472,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             campaign: self.settings.id.clone(),
             kind: self.settings.kind,
             plan: plan.name.clone(),
-            plan_source: plan.source.source.clone(),
+            plan_source,
             seed: cell.seed,
             seed_index: cell.seed_index,
             nodes: cell.nodes,
@@ -474,6 +488,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
                 .collect(),
             findings: first.findings.clone(),
             duration_ms: first.duration_ms,
+            cpu_ms: first.cpu_ms,
             store_dir: first.store_dir.clone(),
             repro: child::shell_line(&words),
             build,
@@ -562,6 +577,7 @@ mod tests {
             failing_checks: checks.iter().map(|c| c.to_string()).collect(),
             findings: Vec::new(),
             duration_ms: 1,
+            cpu_ms: None,
             store_dir: None,
             build: Default::default(),
             complete: true,
@@ -575,6 +591,7 @@ mod tests {
                 seed_index: 0,
                 seed: 1,
                 nodes: None,
+                plan_file: None,
             },
             first: Some(first),
             reruns,

@@ -91,6 +91,9 @@ pub struct CampaignState {
     /// Retention: passing runs kept per plan (older ones are pruned at the end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_passing: Option<u64>,
+    /// Each run a mutation of the corpus chosen by the guide (`--guided`) instead of the plans with fresh seeds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guided: bool,
     /// First start, RFC 3339 UTC.
     pub started_at: String,
     /// Last update, RFC 3339 UTC.

@@ -66,6 +66,12 @@ impl Outcome {
         if self.pruned > 0 {
             let _ = writeln!(out, "  retention: pruned {} older passing run folder(s)", self.pruned);
         }
+        let mode = if self.state.guided { "guided" } else { "uniform" };
+        let _ = writeln!(
+            out,
+            "  behaviours: {} distinct over the campaign ({mode}; per run in campaigns/{}/behaviours*.jsonl)",
+            self.behaviours, self.state.id
+        );
         let _ = writeln!(out, "  index: {}", self.index.display());
         let _ = writeln!(out, "  junit: {}", self.junit.display());
         out.push_str(&self.closing_line(failures));

@@ -416,7 +416,8 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     fired.insert(id, value.clone());
                 }
             }
-            Nemesis::DiskSurgery | Nemesis::RollingReady => {}
+            // A skipped fault did nothing: a replay has nothing to do again.
+            Nemesis::DiskSurgery | Nemesis::RollingReady | Nemesis::FaultSkipped => {}
         }
     }
     let offset_ms = |ns: u64| ns.saturating_sub(start_ns) / 1_000_000;

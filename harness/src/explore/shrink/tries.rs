@@ -187,7 +187,7 @@ impl Search {
                             continue;
                         }
                         let wall_ms = run.started.elapsed().as_millis() as u64;
-                        let result = child::result_of(status, &run.log, &self.options.store_root, wall_ms);
+                        let result = child::result_of(status, &run.log, &self.options.store_root, wall_ms, None);
                         let target = self.target.id();
                         let reproduced = result.findings.iter().any(|f| f.signature.id() == target);
                         if self.stopped != Some(Stop::Interrupted) {

@@ -61,12 +61,16 @@ impl Lab {
         }
     }
 
-    /// `node` is ready: it is no longer damaged once it reports what the cluster had when it was damaged (at once,
-    /// for a system that reports no durable number).
+    /// `node` is ready: it is no longer damaged once a status the history recorded since it started shows what the
+    /// cluster had when it was damaged (any recorded status, for a system whose statuses carry no durable number).
+    /// That is the checks' rule ([`faultline_workloads::checker::damage`]), so the lab never counts a node intact
+    /// that the checks count damaged: a node that booted but has reported nothing yet is still damaged.
     pub fn note_ready(&self, node: usize) {
-        let latest = self.latest_durable(node);
-        if let Some(Ok(mut damaged)) = self.cuts.damaged.get(node).map(|d| d.lock()) {
-            if damaged.is_some_and(|needed| latest.is_none_or(|latest| latest >= needed)) {
+        let Some(needed) = self.damage_needed(node) else {
+            return;
+        };
+        if self.recorded_durable_reaches(node, needed) {
+            if let Some(Ok(mut damaged)) = self.cuts.damaged.get(node).map(|d| d.lock()) {
                 *damaged = None;
             }
         }
@@ -86,7 +90,10 @@ impl Lab {
             .unwrap_or(0)
     }
 
-    /// Applies `cut` to `node`'s files (the node is down) with its surgeon; returns the surgery record.
+    /// Applies `cut` to `node`'s files (the node is down) with its surgeon; returns the surgery record. The node is
+    /// damaged from here only if the cut changed bytes a reader reaches (the checks' own test,
+    /// [`faultline_workloads::checker::damage::changed_data`]): a cut that failed ("nothing to cut") or changed
+    /// nothing leaves the node as intact as it was, and its refusal, if any, is not the harness's doing.
     pub async fn cut_node(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String> {
         let cut = resolve_cut(&self.cuts.classes, cut)?;
         let surgeon = self
@@ -95,10 +102,9 @@ impl Lab {
             .get(node)
             .cloned()
             .ok_or("cuts are not armed for this run")?;
-        self.mark_damaged(node);
         let seed = self.cuts.seed;
         let data_dir = self.system.data_dir(node);
-        tokio::task::spawn_blocking(move || {
+        let record = tokio::task::spawn_blocking(move || {
             let mut surgeon = surgeon.lock().map_err(|_| "surgeon lock poisoned".to_string())?;
             // A stream of its own ("disk/n2/live"): the final phase's cuts keep drawing what they always drew.
             let surgeon = surgeon.get_or_insert_with(|| Surgeon::new(seed, &format!("{}/live", node_name(node))));
@@ -106,6 +112,10 @@ impl Lab {
             serde_json::to_value(record).map_err(|e| e.to_string())
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())??;
+        if faultline_workloads::checker::damage::changed_data(&record) {
+            self.mark_damaged(node);
+        }
+        Ok(record)
     }
 }

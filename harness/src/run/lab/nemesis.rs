@@ -60,6 +60,10 @@ impl faultline_faults::process::Lab for Lab {
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }
+
+    fn record_cluster(&self, name: Nemesis, value: Value) {
+        self.recorder.nemesis(name, None, value);
+    }
 }
 
 impl faultline_faults::network::schedule::NetworkLab for Lab {

@@ -73,7 +73,7 @@ impl Lab {
 
     /// Whether the newest status the history recorded of `node` since it last started shows a durable number of at
     /// least `needed` (or, for a system that reports none, whether there is such a status at all).
-    fn recorded_durable_reaches(&self, node: usize, needed: u64) -> bool {
+    pub(super) fn recorded_durable_reaches(&self, node: usize, needed: u64) -> bool {
         let observed = self.observed[node].lock().expect("observations lock");
         observed
             .last_record

@@ -21,7 +21,7 @@ impl Lab {
         drop(slot);
         let started = Instant::now();
         let mut details = json!({"pid": spawned.pid, "grace_ms": grace.as_millis() as u64});
-        match self.system.stop_command(node) {
+        match self.system.stop_command(node, spawned.pid) {
             Some(command) => {
                 details["command"] = json!(command.display());
                 let mut child = owned_command(&command, self.supervisor.run_id())

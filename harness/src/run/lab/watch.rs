@@ -299,6 +299,28 @@ pub(super) fn record_last_durable(
     );
 }
 
+/// Status probes asked of a booted node for what it kept, when its boot log does not say.
+const KEPT_PROBES_MAX: u32 = 5;
+
+/// What a booted node says it kept, and where it said it: its boot log's line, or (a system without one) its first
+/// status answer now that it is ready.
+async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(u64, String)> {
+    if let Some(recovered) = system.recovered(boot_log) {
+        return Some((recovered.recovered, recovered.line));
+    }
+    if !system.kept_from_status() {
+        return None;
+    }
+    for _ in 0..KEPT_PROBES_MAX {
+        if let Ok(status) = system.probe(node, PROBE_TIMEOUT).await {
+            let kept = system.kept(&status)?;
+            return Some((kept, format!("its first status answer after the boot: {kept}")));
+        }
+        tokio::time::sleep(PROBE_INTERVAL).await;
+    }
+    None
+}
+
 /// Follows one started process: ready or refused or timed out, and later an unexpected exit.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn watch_node(
@@ -343,11 +365,11 @@ pub(super) async fn watch_node(
                 Some(&name),
                 json!({"pid": spawned.pid, "boot_ms": started.elapsed().as_millis() as u64}),
             );
-            if let Some(recovered) = system.recovered(&log_since(&log_path, log_offset)) {
+            if let Some((recovered, line)) = kept(system.as_ref(), node, &log_since(&log_path, log_offset)).await {
                 recorder.observation(
                     Observation::Recovered,
                     Some(&name),
-                    json!({"recovered": recovered.recovered, "line": recovered.line}),
+                    json!({"recovered": recovered, "line": line}),
                 );
             }
             publish(BootState::Ready).await;

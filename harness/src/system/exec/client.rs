@@ -12,7 +12,13 @@
 //! that is not a well-formed answer to *that* op (not JSON, another id, an unknown type), has an unknown outcome:
 //! `info` ([`super::super::unknown`]: a read is `fail`, it had no effect), and the process is killed; the next op
 //! starts a fresh one. Every such error names the client and the line; the client's stderr goes to `clients.log`.
+//!
+//! A fresh process's first op waits [`STARTUP_ALLOWANCE`] longer: an interpreter and its imports take their time
+//! before the process reads its first line, and the op's `timeout_ms` is the client's own budget from then on.
+//! Processes that end before their first answer are counted run-wide ([`ClientStarts`]): when none has ever
+//! answered, the client's set-up is broken and the run stops on it.
 
+use super::starts::ClientStarts;
 use crate::supervisor::{self, LaunchCommand};
 use crate::system::{
     bank_balances, txn_answer, txn_is_read_only, unknown, Bank, BankClient, LogClient, Outcome, RegisterClient,
@@ -32,6 +38,13 @@ use tokio::process::{ChildStdin, ChildStdout};
 
 /// How long past an op's deadline faultline still waits for its answer (pipes and process scheduling).
 const ANSWER_GRACE: Duration = Duration::from_millis(250);
+/// How much longer a fresh process's first op may take: its start (a Python interpreter importing kazoo took 0.5 s
+/// on a loaded 2-core machine; a JVM takes seconds).
+pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(3);
+/// Lines of a client process's stderr kept to quote when it dies before its first answer.
+const STDERR_TAIL_LINES: usize = 40;
+/// How long to wait for a dead process's stderr to drain.
+const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(500);
 /// Characters of a bad line quoted in an error.
 const QUOTE_CHARS_MAX: usize = 200;
 
@@ -79,12 +92,32 @@ struct Running {
     child: tokio::process::Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
+    /// It gave a well-formed answer (until then it is still starting).
+    answered: bool,
+    /// The last lines of its stderr, and the task that reads them.
+    stderr_tail: Arc<Mutex<std::collections::VecDeque<String>>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// The end of its stderr, once it has drained (bounded: a grandchild may hold the pipe open).
+    async fn stderr_tail(&mut self) -> Vec<String> {
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(STDERR_DRAIN_WAIT, task).await;
+        }
+        let tail = self
+            .stderr_tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tail.iter().cloned().collect()
+    }
 }
 
 /// A client of any workload kind, bound to one home node, backed by one client process at a time.
 pub struct ExecClient {
     command: LaunchCommand,
     log: Arc<ClientLog>,
+    starts: Arc<ClientStarts>,
     addrs: Vec<SocketAddr>,
     home: usize,
     op_timeout: Duration,
@@ -98,6 +131,7 @@ impl ExecClient {
     pub fn new(
         command: LaunchCommand,
         log: Arc<ClientLog>,
+        starts: Arc<ClientStarts>,
         addrs: Vec<SocketAddr>,
         home: usize,
         op_timeout: Duration,
@@ -106,6 +140,7 @@ impl ExecClient {
         ExecClient {
             command,
             log,
+            starts,
             addrs,
             home,
             op_timeout,
@@ -137,10 +172,17 @@ impl ExecClient {
             process,
             &format!("=== faultline: started `{}` (pid {pid}) ===", self.command.display()),
         );
-        tokio::spawn(async move {
+        let stderr_tail = Arc::new(Mutex::new(std::collections::VecDeque::new()));
+        let tail = stderr_tail.clone();
+        let stderr_task = tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 log.line(process, &line);
+                let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
             }
         });
         Ok(Running {
@@ -148,6 +190,9 @@ impl ExecClient {
             child,
             stdin,
             stdout: BufReader::new(stdout).lines(),
+            answered: false,
+            stderr_tail,
+            stderr_task: Some(stderr_task),
         })
     }
 
@@ -170,10 +215,12 @@ impl ExecClient {
             match self.spawn() {
                 Ok(fresh) => *running = Some(fresh),
                 Err(e) => {
+                    self.starts
+                        .stillborn(&self.who(), &format!("could not start: {e}"), &[]);
                     return (
                         Outcome::Fail(format!("{} could not start: {e} (the op was not sent)", self.who())),
                         self.home,
-                    )
+                    );
                 }
             }
         }
@@ -188,8 +235,13 @@ impl ExecClient {
             "addr": self.addrs[self.home].to_string(),
             "timeout_ms": self.op_timeout.as_millis() as u64,
         });
-        let deadline = tokio::time::Instant::now() + self.op_timeout + ANSWER_GRACE;
         let process = running.as_mut().expect("started above");
+        let allowance = if process.answered {
+            Duration::ZERO
+        } else {
+            STARTUP_ALLOWANCE
+        };
+        let deadline = tokio::time::Instant::now() + self.op_timeout + ANSWER_GRACE + allowance;
         let sent = async {
             process.stdin.write_all(format!("{op}\n").as_bytes()).await?;
             process.stdin.flush().await
@@ -202,6 +254,11 @@ impl ExecClient {
                 .flatten()
                 .map_or("still running".into(), |s| s.to_string());
             let why = format!("{} did not take op {id} ({e}; {exit}): the op was not sent", self.who());
+            if !process.answered {
+                let stderr = process.stderr_tail().await;
+                self.starts
+                    .stillborn(&self.who(), &format!("did not take its first op ({exit})"), &stderr);
+            }
             self.replace(&mut running, &why);
             return (Outcome::Fail(why), self.home);
         }
@@ -219,6 +276,10 @@ impl ExecClient {
                     _ => "its stdout closed".into(),
                 };
                 let why = format!("{} exited ({exit}) before answering op {id}", self.who());
+                if !process.answered {
+                    let stderr = process.stderr_tail().await;
+                    self.starts.stillborn(&self.who(), &format!("exited ({exit})"), &stderr);
+                }
                 self.replace(&mut running, &why);
                 return (
                     unknown(is_read, format!("{why}; a fresh process takes over")),
@@ -227,7 +288,13 @@ impl ExecClient {
             }
         };
         match self.read_answer(id, &line) {
-            Ok((outcome, served_by)) => (sort(outcome, is_read), served_by),
+            Ok((outcome, served_by)) => {
+                if !process.answered {
+                    process.answered = true;
+                    self.starts.answered();
+                }
+                (sort(outcome, is_read), served_by)
+            }
             Err(why) => {
                 let why = format!("{}: {why}", self.who());
                 self.replace(&mut running, &why);
@@ -467,19 +534,69 @@ mod tests {
 
     /// A client process that answers every op with `answer` (its `value`), keeping the op's id.
     fn client_answering(answer: &str) -> ExecClient {
-        let script = format!(
+        client_running(&format!(
             "import json, sys\nfor line in sys.stdin:\n    op = json.loads(line)\n    answer = {answer}\n    \
              answer['id'] = op['id']\n    print(json.dumps(answer), flush=True)\n"
-        );
+        ))
+        .0
+    }
+
+    /// A client process running the Python `script`, with a 5 s op timeout, and the run-wide account of its starts.
+    fn client_running(script: &str) -> (ExecClient, Arc<ClientStarts>) {
+        client_with_timeout(script, Duration::from_secs(5))
+    }
+
+    fn client_with_timeout(script: &str, op_timeout: Duration) -> (ExecClient, Arc<ClientStarts>) {
         let command = LaunchCommand {
             program: "python3".into(),
-            args: vec!["-c".into(), script],
+            args: vec!["-c".into(), script.to_string()],
             env: Vec::new(),
             env_clear: false,
             user: None,
         };
         let addrs = vec!["127.0.0.1:1".parse().unwrap()];
-        ExecClient::new(command, ClientLog::disabled(), addrs, 0, Duration::from_secs(5), 3)
+        let starts = Arc::new(ClientStarts::default());
+        let client = ExecClient::new(command, ClientLog::disabled(), starts.clone(), addrs, 0, op_timeout, 3);
+        (client, starts)
+    }
+
+    /// A Python client counts its op's deadline from when it reads the op; its interpreter and imports come first.
+    #[tokio::test]
+    async fn given_a_client_that_starts_slower_than_the_op_timeout_when_its_first_op_runs_should_still_be_answered() {
+        let script = "import json, sys, time\ntime.sleep(1.5)\nfor line in sys.stdin:\n    op = json.loads(line)\n    \
+                      print(json.dumps({'id': op['id'], 'type': 'ok', 'value': None}), flush=True)\n";
+        let (client, starts) = client_with_timeout(script, Duration::from_millis(500));
+        let (first, _) = RegisterClient::read(&client, "k1").await;
+        assert_eq!(
+            first,
+            Outcome::Ok(Value::Null),
+            "the first op waits for the process to start"
+        );
+        let (second, _) = RegisterClient::read(&client, "k1").await;
+        assert_eq!(second, Outcome::Ok(Value::Null));
+        assert_eq!(starts.broken(), None);
+    }
+
+    #[tokio::test]
+    async fn given_a_client_that_dies_before_its_first_answer_again_and_again_should_say_its_set_up_is_broken() {
+        let script = "import sys\nsys.stderr.write('Traceback (most recent call last):\\n')\n\
+                      sys.stderr.write(\"ModuleNotFoundError: No module named 'kazoo'\\n\")\nsys.exit(1)\n";
+        let (client, starts) = client_running(script);
+        for attempt in 1..=super::super::starts::STILLBORN_MAX {
+            let (outcome, _) = RegisterClient::write(&client, "k1", "v1").await;
+            assert!(!matches!(outcome, Outcome::Ok(_)), "{outcome:?}");
+            let broken = starts.broken();
+            assert_eq!(
+                broken.is_some(),
+                attempt == super::super::starts::STILLBORN_MAX,
+                "{broken:?}"
+            );
+        }
+        let why = starts.broken().unwrap();
+        assert!(
+            why.contains("No module named 'kazoo'") && why.contains("exited (exit status: 1)"),
+            "{why}"
+        );
     }
 
     #[tokio::test]

@@ -34,7 +34,8 @@ pub struct ExecConfig {
     /// to the nodes over the network). Needs faultline to run as root, and a user that exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<Spanned<String>>,
-    /// Extra environment of every command (values are templates).
+    /// Extra environment of every command of a node: `start`, `prepare`, `stop`, `verify`, `wipe`, the `ready` and
+    /// `status` commands (values are templates; the client has its own, `client.env`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, Spanned<String>>,
     /// When a started node is ready; default: it answers the status probe.
@@ -68,7 +69,8 @@ pub struct ExecConfig {
     /// Asks node `{id}` to stop gracefully (`kind: stop`, `corrupt` with `stop: graceful`); default: SIGTERM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<CommandSpec>,
-    /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check).
+    /// The boot log line that says what a restarted node kept (with `status.durable`, the durability check; without
+    /// it the node's first status answer after its boot says it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<RecoveredLine>,
     /// Text of the node's own log lines that say what it is doing, for triggers and coverage: `repairing` (it
@@ -145,10 +147,14 @@ pub struct StatusProbe {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Spanned<String>>,
     /// JSON pointer to a durable lower bound (a number, or a string of digits): a value the node can only have
-    /// reached after persisting everything up to it (e.g. its commit or applied index). With `recovered`, it turns
-    /// on the durability check.
+    /// reached after persisting everything up to it (e.g. its commit or applied index). It turns on the durability
+    /// check: what a restarted node kept is read from its boot line (`recovered`) or, without one, from its first
+    /// status answer once it is ready (so it must not answer before it has loaded its state).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable: Option<Spanned<String>>,
+    /// Extra environment of the status `command`, on top of `system.env` (values are templates).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Spanned<String>>,
     /// How long after the node reports a durable value that value is surely on its disk (0 for a system that reports
     /// only what it fsynced; etcd-like systems that apply before their WAL write finishes need about a second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,21 +194,52 @@ impl LogLines {
     }
 }
 
-/// How a node's boot log says what it kept: the first line that contains `line`, and the number right after `after`
-/// in it (e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd).
+/// Where a restarted node says what it kept: its boot log (the first line that contains `line`, and the number right
+/// after `after` in it, e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd), or, for a system that
+/// logs no such line, its first status answer once it is ready (`{status: /op}`: a JSON pointer to what the node
+/// holds on its own disk, such as its log's head).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveredLine {
     /// Text the boot line contains.
-    pub line: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<Spanned<String>>,
     /// Text right before the number.
-    pub after: Spanned<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Spanned<String>>,
+    /// A JSON pointer into the first status answer after the boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Spanned<String>>,
 }
 
 impl RecoveredLine {
-    /// The number of the first line of `boot_log` that contains `line`, right after `after`.
+    /// The number of the first line of `boot_log` that contains `line`, right after `after` (`None` for a
+    /// `status` pointer).
     pub(super) fn read(&self, boot_log: &str) -> Option<Recovered> {
-        Recovered::from_line(boot_log, &self.line.value, &self.after.value)
+        Recovered::from_line(boot_log, &self.line.as_ref()?.value, &self.after.as_ref()?.value)
+    }
+
+    /// Where the plan writes it, for messages.
+    fn anchor(&self) -> Option<&Spanned<String>> {
+        self.line.as_ref().or(self.status.as_ref()).or(self.after.as_ref())
+    }
+
+    /// A boot line with its number's marker, or a status pointer; not both, not neither.
+    fn check(&self) -> Result<(), String> {
+        match (&self.line, &self.after, &self.status) {
+            (Some(_), Some(_), None) => Ok(()),
+            (None, None, Some(pointer)) if pointer.value.starts_with('/') => Ok(()),
+            (None, None, Some(pointer)) => Err(format!(
+                "system.recovered.status: `{}` is not a JSON pointer: it starts with `/`, e.g. `/op`",
+                pointer.value
+            )),
+            _ => Err(
+                "system.recovered takes `{line, after}` (the boot log line that says what a restarted node \
+                      kept, and the text right before its number) or `{status: POINTER}` (the number in its first \
+                      status answer once it is ready), e.g. {line: \"recovered\", after: \"op=\"} or {status: /op}"
+                    .into(),
+            ),
+        }
     }
 }
 
@@ -220,6 +257,10 @@ pub struct WipeSpec {
 pub struct ClientSpec {
     /// The command (templates: `{node_count}`, `{client_addrs}`, `{faultline}`).
     pub command: CommandSpec,
+    /// Extra environment of the client command (values are templates, as in `command`), e.g.
+    /// `{PG_ISOLATION: repeatable-read}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Spanned<String>>,
     /// The workload kinds it speaks (default: register, log, set; a client that speaks `f: txn` lists `txn`).
     #[serde(default = "all_workloads")]
     pub workloads: Vec<WorkloadKind>,
@@ -385,6 +426,9 @@ impl ExecConfig {
     fn node_templates(&self) -> Vec<(String, &Spanned<String>)> {
         let mut templates: Vec<(String, &Spanned<String>)> =
             self.env.iter().map(|(k, v)| (format!("system.env.{k}"), v)).collect();
+        if let Some(status) = &self.status {
+            templates.extend(status.env.iter().map(|(k, v)| (format!("system.status.env.{k}"), v)));
+        }
         if let Some(url) = self.status.as_ref().and_then(|s| s.http.as_ref()) {
             templates.push(("system.status.http".into(), url));
         }
@@ -427,7 +471,8 @@ impl AdapterSpec for ExecConfig {
             status_probe: self.status.is_some(),
             wipe: self.wipe.is_some(),
             offline_verify: self.verify.is_some(),
-            durable_progress: self.status.as_ref().is_some_and(|s| s.durable.is_some()) && self.recovered.is_some(),
+            // Without `recovered`, a restarted node's first status answer says what it kept.
+            durable_progress: self.status.as_ref().is_some_and(|s| s.durable.is_some()),
             // A plan declares it with `disk: {interior_damage: refuse}`.
             refuses_interior_damage: false,
             repairing_pattern: self.log_lines.repairing.is_some(),
@@ -451,6 +496,10 @@ impl AdapterSpec for ExecConfig {
             }
         }
         self.env.values_mut().for_each(resolve);
+        self.client.env.values_mut().for_each(resolve);
+        if let Some(status) = &mut self.status {
+            status.env.values_mut().for_each(resolve);
+        }
     }
 
     fn validate(&self, plan: &Plan, origin: &str) -> Result<(), PlanError> {
@@ -475,9 +524,14 @@ impl AdapterSpec for ExecConfig {
             per_node: true,
             ports: &port_names,
             node_count: nodes,
+            pid: false,
         };
         let client_scope = Scope {
             per_node: false,
+            ..node_scope
+        };
+        let stop_scope = Scope {
+            pid: true,
             ..node_scope
         };
         for (field, command, per_node) in self.commands() {
@@ -489,7 +543,11 @@ impl AdapterSpec for ExecConfig {
                     message: format!("{field} is empty: give the program and its arguments, e.g. [./mydb, serve]"),
                 });
             };
-            let scope = if per_node { &node_scope } else { &client_scope };
+            let scope = match (per_node, field) {
+                (true, "system.stop") => &stop_scope,
+                (true, _) => &node_scope,
+                (false, _) => &client_scope,
+            };
             for arg in command {
                 Template::parse(&arg.value, scope).map_err(|e| at(arg, format!("{field}: {e}")))?;
             }
@@ -497,6 +555,10 @@ impl AdapterSpec for ExecConfig {
         }
         for (field, template) in self.node_templates() {
             Template::parse(&template.value, &node_scope).map_err(|e| at(template, format!("{field}: {e}")))?;
+        }
+        for (name, value) in &self.client.env {
+            Template::parse(&value.value, &client_scope)
+                .map_err(|e| at(value, format!("system.client.env.{name}: {e}")))?;
         }
         for (path, content) in &self.config_files {
             let field = format!("system.config_files[{path:?}]");
@@ -526,9 +588,23 @@ impl AdapterSpec for ExecConfig {
                     .into(),
             });
         }
+        let located = |spanned: Option<&Spanned<String>>, message: String| match spanned {
+            Some(spanned) => at(spanned, message),
+            None => PlanError {
+                origin: origin.to_string(),
+                line: 0,
+                column: 0,
+                message,
+            },
+        };
+        if let Some(recovered) = &self.recovered {
+            recovered
+                .check()
+                .map_err(|message| located(recovered.anchor(), message))?;
+        }
         if let (None, Some(recovered)) = (&self.status, &self.recovered) {
-            return Err(at(
-                &recovered.line,
+            return Err(located(
+                recovered.anchor(),
                 "system.recovered needs system.status with a `durable` pointer: the durability check compares what a \
                  node reported before it stopped with what it booted with"
                     .into(),
@@ -589,24 +665,13 @@ impl AdapterSpec for ExecConfig {
                 ));
             }
         }
-        match (&status.durable, &self.recovered) {
-            (Some(durable), None) => {
-                return Err(at(
-                    durable,
-                    "system.status.durable needs system.recovered too (the boot line that says what a restarted \
-                     node kept, e.g. {line: \"recovered\", after: \"op=\"}): the durability check compares the two"
-                        .into(),
-                ))
-            }
-            (None, Some(recovered)) => {
-                return Err(at(
-                    &recovered.line,
-                    "system.recovered needs system.status.durable too (a JSON pointer to a durable lower bound, e.g. \
-                     /commit): the durability check compares the two"
-                        .into(),
-                ))
-            }
-            _ => {}
+        if let (None, Some(recovered)) = (&status.durable, &self.recovered) {
+            return Err(located(
+                recovered.anchor(),
+                "system.recovered needs system.status.durable too (a JSON pointer to a durable lower bound, e.g. \
+                 /commit): the durability check compares the two"
+                    .into(),
+            ));
         }
         if status.commit_point.is_empty() {
             return Err(status_err(
@@ -674,6 +739,7 @@ impl AdapterSpec for ExecConfig {
             peer_routes: routes,
             faultline: faultline.clone(),
             clients: client::ClientLog::create(&store_dir.join("clients.log"), context.run_id)?,
+            starts: Default::default(),
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(2)
                 .build()
@@ -683,10 +749,11 @@ impl AdapterSpec for ExecConfig {
             persistent: Vec::new(),
         };
         let system = system.with_persistent_status();
-        let program = system.node_vars(0).expand(&self.start[0].value);
+        let vars = system.node_vars(0);
+        let start: Vec<String> = self.start.iter().map(|word| vars.expand(&word.value)).collect();
         Ok(Built {
+            binary: super::program::launched_program(&start),
             system: Arc::new(system),
-            binary: PathBuf::from(program),
             node_ips,
             network,
         })

@@ -35,6 +35,8 @@
 
 pub mod client;
 mod config;
+mod program;
+pub mod starts;
 mod status;
 mod template;
 
@@ -74,6 +76,8 @@ pub struct ExecSystem {
     peer_routes: Option<Vec<Vec<SocketAddr>>>,
     faultline: PathBuf,
     clients: Arc<client::ClientLog>,
+    /// Whether any client process has answered yet, and how many ended before their first answer.
+    starts: Arc<starts::ClientStarts>,
     http: reqwest::Client,
     /// `log_lines` as [`System::log_patterns`] gives them.
     log_patterns: Vec<(&'static str, std::borrow::Cow<'static, str>)>,
@@ -114,7 +118,7 @@ impl ExecSystem {
         {
             self.persistent = (0..self.node_count())
                 .map(|node| {
-                    let command = self.command(spec, &self.node_vars(node));
+                    let command = self.status_command(spec, node);
                     status::Persistent::new(command, &self.run_id, self.status_log(node))
                 })
                 .collect();
@@ -248,20 +252,40 @@ impl ExecSystem {
         Ok(())
     }
 
+    /// A command of a node, with `system.env`.
     fn command(&self, spec: &CommandSpec, vars: &Vars) -> LaunchCommand {
+        self.command_with_env(spec, vars, [&self.config.env])
+    }
+
+    /// A command with the environments `envs` (later ones win), expanded with `vars`.
+    fn command_with_env<'a>(
+        &self,
+        spec: &CommandSpec,
+        vars: &Vars,
+        envs: impl IntoIterator<Item = &'a std::collections::BTreeMap<String, Spanned<String>>>,
+    ) -> LaunchCommand {
         let mut words = spec.iter().map(|word| vars.expand(&word.value));
+        let mut env: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+        for extra in envs {
+            env.extend(extra.iter().map(|(k, v)| (k.clone(), vars.expand(&v.value))));
+        }
         LaunchCommand {
             program: PathBuf::from(words.next().unwrap_or_default()),
             args: words.collect(),
-            env: self
-                .config
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), vars.expand(&v.value)))
-                .collect(),
+            env: env.into_iter().collect(),
             env_clear: false,
             user: self.user.clone(),
         }
+    }
+
+    /// The status command of node `node`: `system.env` and `status.env`.
+    fn status_command(&self, spec: &CommandSpec, node: usize) -> LaunchCommand {
+        let status_env = self.config.status.as_ref().map(|s| &s.env);
+        self.command_with_env(
+            spec,
+            &self.node_vars(node),
+            [&self.config.env].into_iter().chain(status_env),
+        )
     }
 
     /// Runs a one-shot command of node `node` to completion, its output appended to the node's log.
@@ -395,13 +419,25 @@ impl ExecSystem {
         kind: WorkloadKind,
     ) -> Option<client::ExecClient> {
         self.config.client.workloads.contains(&kind).then(|| {
-            // The client runs as faultline does: it only talks to the nodes over the network.
+            // The client runs as faultline does, with its own environment: it only talks to the nodes over the network.
             let command = LaunchCommand {
                 user: None,
-                ..self.command(&self.config.client.command, &self.client_vars())
+                ..self.command_with_env(
+                    &self.config.client.command,
+                    &self.client_vars(),
+                    [&self.config.client.env],
+                )
             };
             let addrs = (0..self.node_count()).map(|i| self.addrs(i).client).collect();
-            client::ExecClient::new(command, self.clients.clone(), addrs, home, op_timeout, process)
+            client::ExecClient::new(
+                command,
+                self.clients.clone(),
+                self.starts.clone(),
+                addrs,
+                home,
+                op_timeout,
+                process,
+            )
         })
     }
 }
@@ -434,6 +470,15 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// The number at `pointer` in a status answer: a JSON number, or a string of digits.
+fn number_at(raw: &Value, pointer: &str) -> Option<u64> {
+    match raw.pointer(pointer)? {
+        Value::Number(number) => number.as_u64(),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
 /// A JSON value, clipped for a message.
 fn quote(value: &Value) -> String {
     let text = value.to_string();
@@ -456,11 +501,7 @@ impl System for ExecSystem {
         let number = |pointer: &Option<Spanned<String>>| {
             pointer
                 .as_ref()
-                .and_then(|pointer| match status.raw.pointer(&pointer.value)? {
-                    Value::Number(number) => number.as_u64(),
-                    Value::String(text) => text.parse().ok(),
-                    _ => None,
-                })
+                .and_then(|pointer| number_at(&status.raw, &pointer.value))
         };
         let Some(config) = &self.config.status else {
             return Progress::default();
@@ -483,6 +524,19 @@ impl System for ExecSystem {
 
     fn recovered(&self, boot_log: &str) -> Option<Recovered> {
         self.config.recovered.as_ref()?.read(boot_log)
+    }
+
+    fn kept_from_status(&self) -> bool {
+        let no_boot_line = self.config.recovered.as_ref().is_none_or(|r| r.status.is_some());
+        no_boot_line && self.config.status.as_ref().is_some_and(|s| s.durable.is_some())
+    }
+
+    fn kept(&self, status: &NodeStatus) -> Option<u64> {
+        let pointer = match self.config.recovered.as_ref().and_then(|r| r.status.as_ref()) {
+            Some(pointer) => pointer,
+            None => self.config.status.as_ref()?.durable.as_ref()?,
+        };
+        number_at(&status.raw, &pointer.value)
     }
 
     fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
@@ -547,7 +601,7 @@ impl System for ExecSystem {
             }
             (None, Some(_)) if config.persistent => self.persistent[node].probe(timeout).await?,
             (None, Some(spec)) => {
-                let command = self.command(spec, &self.node_vars(node));
+                let command = self.status_command(spec, node);
                 status::run_command(&command, &self.run_id, timeout, &self.status_log(node)).await?
             }
             (None, None) => return Err(ProbeError::NoAnswer),
@@ -613,11 +667,14 @@ impl System for ExecSystem {
         self.user.is_some()
     }
 
-    fn stop_command(&self, node: usize) -> Option<LaunchCommand> {
-        self.config
-            .stop
-            .as_ref()
-            .map(|spec| self.command(spec, &self.node_vars(node)))
+    fn client_setup_error(&self) -> Option<String> {
+        self.starts.broken()
+    }
+
+    fn stop_command(&self, node: usize, pid: i32) -> Option<LaunchCommand> {
+        let mut vars = self.node_vars(node);
+        vars.set("pid", pid.to_string());
+        self.config.stop.as_ref().map(|spec| self.command(spec, &vars))
     }
 
     fn verify_command(&self, node: usize) -> Option<LaunchCommand> {
@@ -629,10 +686,11 @@ impl System for ExecSystem {
 
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {
         let text = faultline_workloads::checker::strip_ansi(log_tail);
-        text.lines()
-            .rev()
-            .find(|line| self.config.refusal_patterns.iter().any(|p| line.contains(p.as_str())))
-            .map(|line| line.trim().to_string())
+        let lines: Vec<&str> = text.lines().collect();
+        let matched = lines
+            .iter()
+            .rposition(|line| self.config.refusal_patterns.iter().any(|p| line.contains(p.as_str())))?;
+        Some(super::refusal::quote(&lines, matched))
     }
 
     fn register_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn RegisterClient>> {

@@ -1,4 +1,5 @@
-//! Command templates: `{variable}` is replaced by its value, `{{` and `}}` are literal braces.
+//! Command templates: `{variable}` is replaced by its value, `{{` and `}}` are literal braces, and a shell's own
+//! `${...}` (`${NATS_SERVER:-nats-server}`, `${1}`) is left as it is, braces and all, for the shell to expand.
 //!
 //! Written by hand because the language is four rules long and its errors must name the plan's variables; a
 //! template engine (handlebars, tera) would bring syntax a command line does not need and errors that do not.
@@ -44,6 +45,10 @@ const VARIABLES: &[(&str, &str)] = &[
         "the running faultline executable (`{faultline} node ...` runs the reference node)",
     ),
     ("plan_dir", "the plan's folder"),
+    (
+        "pid",
+        "the pid faultline started the node as (system.stop only; the node's own when its start command execs)",
+    ),
 ];
 
 /// Where a template is used, which decides the variables it may name.
@@ -56,6 +61,8 @@ pub struct Scope<'a> {
     pub ports: &'a [String],
     /// The cluster size (`{node.K....}` needs K below it).
     pub node_count: usize,
+    /// The node's pid is known (`system.stop`, run on a live node).
+    pub pid: bool,
 }
 
 /// Variables of a node's commands that are not patterns.
@@ -80,8 +87,13 @@ impl Scope<'_> {
     /// Whether the scope offers `name`; else why not.
     fn check(&self, name: &str) -> Result<(), String> {
         let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
-        if fixed.contains(&name) {
+        if fixed.contains(&name) || (name == "pid" && self.pid) {
             return Ok(());
+        }
+        if name == "pid" {
+            return Err(
+                "`{pid}` is the node's process id, known only to `system.stop` (which runs on a live node)".into(),
+            );
         }
         let port = |port: &str| -> Result<(), String> {
             if self.ports.iter().any(|p| p == port) {
@@ -149,6 +161,7 @@ impl Scope<'_> {
     fn offers(&self, documented: &str) -> bool {
         let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
         fixed.contains(&documented)
+            || (documented == "pid" && self.pid)
             || documented.starts_with("addrs.")
             || documented.starts_with("node.K.")
             || (self.per_node && (documented.starts_with("port.") || documented.starts_with("addr.")))
@@ -191,6 +204,30 @@ fn pieces(template: &str) -> Result<Vec<Piece>, String> {
     let mut chars = template.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
+            // A shell's `${...}` is the shell's: copied as it is, nested braces and all. `${{` is still the older
+            // spelling, a `$` then a literal brace.
+            '$' if chars.peek() == Some(&'{') => {
+                text.push('$');
+                chars.next();
+                if chars.peek() == Some(&'{') {
+                    chars.next();
+                    text.push('{');
+                    continue;
+                }
+                text.push('{');
+                let mut depth = 1;
+                while depth > 0 {
+                    let Some(c) = chars.next() else {
+                        return Err(format!(
+                            "`{template}` opens a shell `${{` it does not close (write `${{NAME}}` for the shell's \
+                             variable NAME)"
+                        ));
+                    };
+                    depth += usize::from(c == '{');
+                    depth -= usize::from(c == '}');
+                    text.push(c);
+                }
+            }
             '{' if chars.peek() == Some(&'{') => {
                 chars.next();
                 text.push('{');
@@ -266,7 +303,43 @@ mod tests {
             per_node: true,
             ports,
             node_count: 3,
+            pid: false,
         }
+    }
+
+    #[test]
+    fn given_a_shells_own_expansion_when_parsed_and_expanded_should_leave_it_to_the_shell() {
+        let ports = ports();
+        let node = node_scope(&ports);
+        let command = "exec ${NATS_SERVER:-nats-server} -p {port.client} ${1} ${A:-${B}}";
+        assert!(
+            Template::parse(command, &node).is_ok(),
+            "{:?}",
+            Template::parse(command, &node)
+        );
+        let mut vars = Vars::default();
+        vars.set("port.client", "4222".into());
+        assert_eq!(
+            vars.expand(command),
+            "exec ${NATS_SERVER:-nats-server} -p 4222 ${1} ${A:-${B}}"
+        );
+        // The older spelling still means the same.
+        assert_eq!(vars.expand("${{HOME}}"), "${HOME}");
+        let err = Template::parse("${UNCLOSED", &node).unwrap_err();
+        assert!(err.contains("does not close"), "{err}");
+    }
+
+    #[test]
+    fn given_the_pid_variable_when_parsed_should_be_offered_to_the_stop_command_only() {
+        let ports = ports();
+        let node = node_scope(&ports);
+        let err = Template::parse("kill -TERM {pid}", &node).unwrap_err();
+        assert!(err.contains("only to `system.stop`"), "{err}");
+        let stop = Scope { pid: true, ..node };
+        assert!(Template::parse("kill -TERM {pid}", &stop).is_ok());
+        let mut vars = Vars::default();
+        vars.set("pid", "4242".into());
+        assert_eq!(vars.expand("kill -TERM {pid}"), "kill -TERM 4242");
     }
 
     #[test]

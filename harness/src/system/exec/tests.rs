@@ -110,6 +110,7 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
         peer_routes: None,
         faultline: "/usr/bin/faultline".into(),
         clients: client::ClientLog::disabled(),
+        starts: Default::default(),
         http: reqwest::Client::new(),
         log_patterns: exec.log_lines.patterns(),
         run_id: "test".into(),
@@ -137,6 +138,7 @@ fn given_a_status_answer_when_read_with_pointers_should_give_role_primary_and_co
         view: None,
         durable: None,
         durable_settle: None,
+        env: Default::default(),
     }));
     let status = system
         .read_status(serde_json::json!({"raft": {"role": "leader", "leader": 2}, "commit": 7, "head": "ab"}))
@@ -167,6 +169,7 @@ fn given_a_view_pointer_when_reading_progress_should_give_the_view_as_a_number_o
         view: view.map(spanned),
         durable: None,
         durable_settle: None,
+        env: Default::default(),
     };
     let with_view = system(Some(probe(Some("/raft/term"))));
     let number = with_view
@@ -200,6 +203,7 @@ fn given_leader_and_own_ids_when_read_with_primary_if_equal_should_tell_leader_f
         view: None,
         durable: None,
         durable_settle: None,
+        env: Default::default(),
     }));
     let leader = serde_json::json!({"leader": "71", "header": {"member_id": "71"}, "raftIndex": "9"});
     assert_eq!(system.read_status(leader).unwrap().role, Role::Primary);
@@ -223,6 +227,7 @@ fn given_a_status_answer_without_a_pointer_when_read_should_be_a_misconfiguratio
         view: None,
         durable: None,
         durable_settle: None,
+        env: Default::default(),
     }));
     let err = system
         .read_status(serde_json::json!({"role": "leader", "commit": 3}))
@@ -435,6 +440,7 @@ fn status_command(dir: &Path, persistent: bool) -> ExecSystem {
         view: None,
         durable: None,
         durable_settle: None,
+        env: Default::default(),
     }));
     system.nodes_dir = dir.join("nodes");
     std::fs::create_dir_all(system.nodes_dir.join("n1")).unwrap();
@@ -580,4 +586,44 @@ async fn given_a_user_when_prepared_should_give_the_node_folder_to_it_or_name_th
     }
     let whoami = std::fs::read_to_string(node_dir.join("data/whoami")).unwrap();
     assert_eq!(whoami, format!("{}\n{}\n", nobody.uid, nobody.home.display()));
+}
+
+/// A system that prints no boot line saying what it kept: `durable` alone reads it from the first status answer
+/// after a boot, `recovered: {status: POINTER}` names what to read there, and a half-written `recovered` is refused.
+#[test]
+fn given_a_durable_pointer_without_a_boot_line_when_validated_should_read_what_a_node_kept_from_its_status() {
+    let durable = GOOD.replace("commit_point: [/commit]}", "commit_point: [/commit], durable: /commit}");
+    let plan = config(&durable).unwrap_or_else(|e| panic!("durable alone is allowed: {e}"));
+    assert!(plan.system.adapter().capabilities().durable_progress);
+    let system = system(match plan.system {
+        crate::plan::SystemSpec::Exec(e) => e.status,
+        _ => unreachable!("parsed as exec"),
+    });
+    assert!(system.kept_from_status());
+    let answer = NodeStatus {
+        role: Role::Backup,
+        primary: None,
+        commit_point: String::new(),
+        raw: serde_json::json!({"commit": 7, "op": "9"}),
+    };
+    assert_eq!(
+        system.kept(&answer),
+        Some(7),
+        "the durable pointer, read after the boot"
+    );
+
+    let pointer = format!("{durable}  recovered: {{status: /op}}\n");
+    config(&pointer).unwrap_or_else(|e| panic!("a status pointer for what a node kept: {e}"));
+    for (recovered, expected) in [
+        ("{line: \"rejoining\"}", "takes `{line, after}`"),
+        (
+            "{line: \"rejoining\", after: \"op=\", status: /op}",
+            "takes `{line, after}`",
+        ),
+        ("{status: op}", "not a JSON pointer"),
+    ] {
+        let err = config(&format!("{durable}  recovered: {recovered}\n")).unwrap_err();
+        assert!(err.message.contains(expected), "{recovered}: {err}");
+        assert!(err.line > 0, "{recovered}: at its line: {err}");
+    }
 }

@@ -1,6 +1,6 @@
-//! The process's peak resident set (VmHWM), as the benches print it.
+//! What the checker benchmarks share.
 
-/// Peak RSS of this process so far in MiB (NaN where /proc is missing).
+/// This process's peak resident set (VmHWM), MiB; NaN where /proc does not say.
 pub fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib: f64 = status

@@ -1,6 +1,7 @@
-//! Node logs aligned with history time. Each node's stdout and stderr go to `nodes/n<i>/node.log`, every start
-//! introduced by `=== faultline: starting ... at <time> ===`. The run-start event records the wall clock at (about)
-//! its own history time, which maps a log line's wall-clock time to history time:
+//! Node logs aligned with history time, read alike by the report's log excerpts and the behaviour analysis
+//! ([`crate::behaviour`]). Each node's stdout and stderr go to `nodes/n<i>/node.log`, every start introduced by
+//! `=== faultline: starting ... at <time> ===`. The run-start event records the wall clock at (about) its own history
+//! time, which maps a log line's wall-clock time to history time:
 //! `history_ns = unix_ns - (wall_clock_unix_ns - run_start.time_ns)`.
 //!
 //! Each system stamps its lines its own way; [`line_time`] finds the stamp in all of them:
@@ -14,6 +15,7 @@
 //!
 //! A line without a stamp (a backtrace, a panic message) inherits the last stamp before it.
 
+use crate::history::{History, Meta};
 use std::path::Path;
 
 /// Lines shown before a crash or refusal.
@@ -116,6 +118,16 @@ impl NodeLog {
             .map_or(0, |i| i + 1);
         &self.lines[segment_start.max(end.saturating_sub(count))..end]
     }
+}
+
+/// `wall_clock_unix_ns - time_ns` of the run-start event: added to a history time it gives the wall clock.
+pub fn anchor_offset_ns(history: &History) -> Option<i128> {
+    let start = history.events.iter().find(|e| e.is(Meta::RunStart))?;
+    let wall = start.value["wall_clock_unix_ns"]
+        .as_u64()
+        .map(i128::from)
+        .or_else(|| start.value["wall_clock_start"].as_str().and_then(parse_rfc3339))?;
+    Some(wall - i128::from(start.time_ns))
 }
 
 /// `line` without terminal escape sequences (colours, OSC hyperlinks and titles, cursor moves). Tabs are kept

@@ -1,5 +1,6 @@
 //! Key lines: a node's log line (a refusal, a panic, a matched pattern) with everything that belongs to the run
-//! rather than to the bug masked, so that the same bug reads the same in every seed and every night.
+//! rather than to the bug masked, so that the same bug reads the same in every seed and every night. Triage keys
+//! failure classes on them; the behaviour analysis ([`crate::behaviour`]) takes them as log line templates.
 //!
 //! What is masked, in this order:
 //! - ANSI escape sequences are stripped (Iggy colours its stdout);
@@ -19,7 +20,7 @@
 //! macro) and its message, masked; a JSON log line (etcd's zap) keeps its level, its caller `file.go:LINE`, its `msg`
 //! and `error`, masked, and drops the rest (`ts`, `stacktrace`).
 
-use faultline_workloads::checker::strip_ansi;
+use crate::checker::strip_ansi;
 use serde_json::Value;
 
 /// Characters of a key line kept; a longer line is cut there (the cut is deterministic, so keys stay equal).
@@ -32,7 +33,7 @@ const LEVELS: &[&str] = &[
 
 /// Whether an alphanumeric run is a hex number: `0x` and hex digits, or 4+ hex digits mixing digits and letters
 /// (checksums, ids; a word such as `face` or a number such as `1234` is not).
-pub(crate) fn is_hex_run(run: &str) -> bool {
+pub fn is_hex_run(run: &str) -> bool {
     let prefixed_hex = (run.starts_with("0x") || run.starts_with("0X"))
         && run.len() > 2
         && run[2..].chars().all(|c| c.is_ascii_hexdigit());

@@ -1,0 +1,100 @@
+//! Which program a node's start command runs, for the run's record (`node_binary` and its digest in the report).
+//!
+//! Plans often start a node through a shell that then becomes it: `[sh, -c, 'echo $$ > "$0" && exec "$@"', PIDFILE,
+//! PROGRAM, ARGS...]` or `[sh, -c, 'exec nats-server -c conf']`. The process is the program after `exec`, not `sh`,
+//! and a report that names `sh` (with no digest: `sh` is no path) says nothing about what was tested. A full shell
+//! parser is not needed for that word: the script is split on whitespace and the word after the last `exec` (past
+//! its options and any `NAME=value`) is unquoted; `"$@"` and `$1`..`$9` stand for the command's own arguments after
+//! the script (`$0` is the first). A program named by any other variable cannot be known before the shell runs: the
+//! shell is reported then.
+
+use std::path::{Path, PathBuf};
+
+/// Shells whose `-c SCRIPT` form is looked into.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
+
+/// The program `start` (a node's expanded start command) runs, resolved on `PATH` when it is a bare name.
+pub fn launched_program(start: &[String]) -> PathBuf {
+    let program = exec_target(start).unwrap_or_else(|| start.first().cloned().unwrap_or_default());
+    resolve(&program)
+}
+
+/// The program a shell's `-c` script `exec`s, if `start` is such a command and the script says which.
+fn exec_target(start: &[String]) -> Option<String> {
+    let shell = Path::new(start.first()?).file_name()?.to_str()?;
+    if !SHELLS.contains(&shell) || start.get(1).map(String::as_str) != Some("-c") {
+        return None;
+    }
+    let words: Vec<&str> = start.get(2)?.split_whitespace().collect();
+    let after_exec = words.iter().rposition(|w| *w == "exec")? + 1;
+    let word = words[after_exec..]
+        .iter()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .find(|w| !w.starts_with('-') && !w.contains('='))?;
+    // `$0` is the first argument after the script (`start[3]`), so `$n` (and `"$@"`, from `$1` on) is `start[3 + n]`.
+    let positional = match word {
+        "$@" | "$*" => Some(1),
+        _ => word.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()),
+    };
+    match positional {
+        Some(n) => start.get(3 + n).cloned(),
+        None if word.starts_with('$') || word.is_empty() => None,
+        None => Some(word.to_string()),
+    }
+}
+
+/// `program` as a path: itself when it names one, else the first match on `PATH` (itself when none matches).
+fn resolve(program: &str) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from(program))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &[&str]) -> Vec<String> {
+        text.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn given_a_shell_that_execs_its_arguments_when_named_should_name_the_program_it_becomes() {
+        let start = words(&[
+            "sh",
+            "-c",
+            r#"echo $$ > "$0" && exec "$@""#,
+            "/s/nodes/n1/node.pid",
+            "/opt/faultline/bin/faultline",
+            "node",
+            "run",
+        ]);
+        assert_eq!(launched_program(&start), PathBuf::from("/opt/faultline/bin/faultline"));
+    }
+
+    #[test]
+    fn given_a_shell_script_that_execs_a_program_by_name_when_named_should_find_it_on_path() {
+        let start = words(&["/bin/sh", "-c", "ulimit -n 4096; exec env GODEBUG=x=1 sh -c true"]);
+        // `env` is the program `exec` runs here; it is on PATH on every machine that has a shell.
+        let found = launched_program(&start);
+        assert!(found.is_absolute() && found.ends_with("env"), "{found:?}");
+        let nats = words(&["sh", "-c", "exec /usr/sbin/nats-server -c /s/n1.conf"]);
+        assert_eq!(launched_program(&nats), PathBuf::from("/usr/sbin/nats-server"));
+        let positional = words(&["bash", "-c", "exec $1 --data-dir x", "bash", "/usr/bin/redis-server"]);
+        assert_eq!(launched_program(&positional), PathBuf::from("/usr/bin/redis-server"));
+    }
+
+    #[test]
+    fn given_a_program_in_a_variable_or_no_shell_when_named_should_keep_the_command_itself() {
+        let variable = words(&["sh", "-c", "exec ${NATS_SERVER:-nats-server} -c x"]);
+        assert!(launched_program(&variable).ends_with("sh"), "the shell, not a guess");
+        let direct = words(&["/usr/bin/java", "-cp", "zookeeper.jar"]);
+        assert_eq!(launched_program(&direct), PathBuf::from("/usr/bin/java"));
+    }
+}

@@ -1,0 +1,387 @@
+//! Behaviours: what the system under test did in a run, as a set of small, stable facts, computed from the stored
+//! run alone (its history and its nodes' logs), so `faultline analyze DIR` recomputes them, and a guided campaign
+//! can tell a run that did something no earlier run did from one that repeated what is known.
+//!
+//! # Why black-box, and which facts
+//!
+//! Greybox fuzzers measure coverage inside the program (AFL's edge hit counts; Mallory, "Greybox Fuzzing of
+//! Distributed Systems", CCS 2023, instruments the nodes to summarise their events into happens-before graphs).
+//! faultline tests systems it did not build and cannot instrument, so it abstracts what every run already records:
+//! each node's log lines, the status the observer saw, every fault, every client outcome. The measurement this
+//! starts from (issue 50) is that single log templates saturate at once: the reference node logs 21–35 distinct
+//! masked line templates per run, and ten runs of two plans found 34 in all, most in the first. The signal is in
+//! their combinations with the faults in force, with the cluster's state and with each other, so a behaviour is one
+//! of these facts ([`BehaviourKind`]):
+//!
+//! - `template`: a log line template, alone ([`lines`]: numbers, hex, ids, paths, durations, node names and
+//!   timestamps masked by the same masking triage keys failure classes on; stable across runs and machines);
+//! - `context-line`: a template logged in a fault context by a node in an abstract status ([`cluster`]), e.g.
+//!   `kill@primary+link-reset@some | up:backup+lag | view change started old_view=N new_view=N new_primary=N`;
+//! - `transition`: a change of the abstract cluster state in a fault context, e.g.
+//!   `partition:isolate-primary | up:backup up:backup up:primary -> up:backup+part up:primary+cut up:primary+part`;
+//! - `pair`: template A on one node, then template B on another node within [`PAIR_WINDOW_NS`]: a simplified
+//!   happens-before edge between nodes (Mallory's summaries, without instrumentation: a message's cause and effect
+//!   land within a window far more often than apart);
+//! - `outcome`: a client operation's outcome in a fault context (`partition:isolate-primary | cas info: timeout`);
+//! - `finding`: a failure class a check found (added by the run's analysis, [`RunBehaviours::add_finding`]): the
+//!   rarest behaviour of all, so a guided search learns from verdicts too.
+//!
+//! Values never enter a behaviour (ops, views, commit points, node names, fault ids, durations): the space over
+//! values never saturates, and a state that is new only in a number is not new. What the abstraction keeps is what a
+//! consensus bug depends on: who is down, paused or cut off, who leads and who lags, which fault hit which role.
+//!
+//! # Identity and bounds
+//!
+//! A behaviour's id is the xxh3-64 of its kind and text, so the same fact has the same id in every run, shard and
+//! machine, and a campaign unites runs' behaviours by id. A run keeps at most [`BEHAVIOURS_PER_RUN_MAX`] distinct
+//! behaviours, the first seen in time order (a run past it says how many it dropped); a log line pairs with at most
+//! [`RECENT_LINES_MAX`] recent lines. Extraction is one pass over the history merged with the time-ordered log lines:
+//! linear in both.
+
+pub mod cluster;
+pub mod lines;
+
+use crate::history::{Event, History};
+use crate::logmask::mask_line;
+use cluster::Cluster;
+use lines::TimedLine;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::fmt;
+
+/// Distinct behaviours a run keeps (the first seen); the rest are counted in [`RunBehaviours::dropped`].
+pub const BEHAVIOURS_PER_RUN_MAX: usize = 4096;
+/// Two lines on different nodes at most this far apart make a `pair`.
+pub const PAIR_WINDOW_NS: u64 = 500_000_000;
+/// Recent lines a new line pairs with, at most (a burst of chatter does not make pairing quadratic).
+pub const RECENT_LINES_MAX: usize = 64;
+/// Characters of a client error kept in an `outcome` (after masking).
+const ERROR_CHARS_MAX: usize = 80;
+/// The format of `behaviours.json`.
+pub const BEHAVIOURS_VERSION: u32 = 1;
+
+/// What kind of fact a behaviour is (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BehaviourKind {
+    /// A log line template alone.
+    Template,
+    /// A template in a fault context, by a node in an abstract status.
+    ContextLine,
+    /// An abstract cluster state change in a fault context.
+    Transition,
+    /// Template A on one node, then template B on another within the pair window.
+    Pair,
+    /// A client outcome in a fault context.
+    Outcome,
+    /// A failure class a check found.
+    Finding,
+}
+
+impl BehaviourKind {
+    /// Every kind, in the order summaries list them.
+    pub const ALL: [BehaviourKind; 6] = [
+        BehaviourKind::Template,
+        BehaviourKind::ContextLine,
+        BehaviourKind::Transition,
+        BehaviourKind::Pair,
+        BehaviourKind::Outcome,
+        BehaviourKind::Finding,
+    ];
+
+    /// The kind's name as `behaviours.json` writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BehaviourKind::Template => "template",
+            BehaviourKind::ContextLine => "context-line",
+            BehaviourKind::Transition => "transition",
+            BehaviourKind::Pair => "pair",
+            BehaviourKind::Outcome => "outcome",
+            BehaviourKind::Finding => "finding",
+        }
+    }
+}
+
+/// A behaviour's stable id: xxh3-64 of its kind and text, written as 16 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BehaviourId(pub u64);
+
+impl BehaviourId {
+    /// The id of the behaviour of `kind` with `text`.
+    pub fn of(kind: BehaviourKind, text: &str) -> BehaviourId {
+        let mut bytes = Vec::with_capacity(text.len() + 16);
+        bytes.extend_from_slice(kind.as_str().as_bytes());
+        bytes.push(0x1f);
+        bytes.extend_from_slice(text.as_bytes());
+        BehaviourId(xxhash_rust::xxh3::xxh3_64(&bytes))
+    }
+}
+
+impl fmt::Display for BehaviourId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl std::str::FromStr for BehaviourId {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<BehaviourId, String> {
+        if text.len() != 16 {
+            return Err(format!("behaviour id `{text}` is not 16 hex digits"));
+        }
+        u64::from_str_radix(text, 16)
+            .map(BehaviourId)
+            .map_err(|_| format!("behaviour id `{text}` is not 16 hex digits"))
+    }
+}
+
+impl Serialize for BehaviourId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for BehaviourId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One behaviour of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Behaviour {
+    /// Its stable id.
+    pub id: BehaviourId,
+    /// Its kind.
+    pub kind: BehaviourKind,
+    /// What it is, for people (its id is the hash of kind and text).
+    pub text: String,
+    /// When the run first showed it, ms since the run started.
+    pub first_ms: u64,
+}
+
+/// A run's behaviours: `behaviours.json` in its store folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunBehaviours {
+    /// [`BEHAVIOURS_VERSION`].
+    pub version: u32,
+    /// Distinct behaviours, first seen first, at most [`BEHAVIOURS_PER_RUN_MAX`].
+    pub behaviours: Vec<Behaviour>,
+    /// Distinct behaviours past the bound, not kept.
+    pub dropped: u64,
+}
+
+/// A run's behaviours in numbers: `behaviours` in `results.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BehaviourSummary {
+    /// Distinct behaviours kept.
+    pub distinct: u64,
+    /// Distinct behaviours by kind name.
+    pub by_kind: BTreeMap<String, u64>,
+    /// Distinct behaviours past the per-run bound.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+    /// What the run showed that its campaign had not, when it ran in a campaign that records behaviours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<Novelty>,
+}
+
+/// What a run of a campaign showed first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Novelty {
+    /// The campaign id.
+    pub campaign: String,
+    /// The run's position in the campaign (0-based, in the order runs finished).
+    pub run: u64,
+    /// Behaviours no earlier run of the campaign showed.
+    pub new: u64,
+    /// New behaviours by kind name.
+    pub new_by_kind: BTreeMap<String, u64>,
+    /// The new templates as text (at most [`NEW_TEMPLATES_SHOWN_MAX`]).
+    pub new_templates: Vec<String>,
+}
+
+/// New templates a run's novelty lists as text.
+pub const NEW_TEMPLATES_SHOWN_MAX: usize = 50;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Collects a run's distinct behaviours up to the bound.
+#[derive(Debug, Default)]
+struct Collector {
+    seen: HashSet<BehaviourId>,
+    out: RunBehaviours,
+}
+
+impl Collector {
+    /// Adds a behaviour seen at `time_ns` unless the run has it already; past the bound it is only counted.
+    fn add(&mut self, kind: BehaviourKind, text: String, time_ns: u64) {
+        let id = BehaviourId::of(kind, &text);
+        if !self.seen.insert(id) {
+            return;
+        }
+        if self.out.behaviours.len() >= BEHAVIOURS_PER_RUN_MAX {
+            self.out.dropped += 1;
+            return;
+        }
+        self.out.behaviours.push(Behaviour {
+            id,
+            kind,
+            text,
+            first_ms: time_ns / 1_000_000,
+        });
+    }
+}
+
+impl RunBehaviours {
+    /// Adds a failure class a check found, by its key text, unless the run has it already. Findings are kept past
+    /// the bound: a run has few, and they are what a search most needs to see.
+    pub fn add_finding(&mut self, key: &str, time_ns: u64) {
+        let id = BehaviourId::of(BehaviourKind::Finding, key);
+        if self.behaviours.iter().any(|b| b.id == id) {
+            return;
+        }
+        self.behaviours.push(Behaviour {
+            id,
+            kind: BehaviourKind::Finding,
+            text: key.to_string(),
+            first_ms: time_ns / 1_000_000,
+        });
+    }
+
+    /// The ids of the kept behaviours.
+    pub fn ids(&self) -> impl Iterator<Item = BehaviourId> + '_ {
+        self.behaviours.iter().map(|b| b.id)
+    }
+
+    /// Counts by kind.
+    pub fn summary(&self) -> BehaviourSummary {
+        let mut by_kind = BTreeMap::new();
+        for behaviour in &self.behaviours {
+            *by_kind.entry(behaviour.kind.as_str().to_string()).or_insert(0) += 1;
+        }
+        BehaviourSummary {
+            distinct: self.behaviours.len() as u64,
+            by_kind,
+            dropped: self.dropped,
+            novelty: None,
+        }
+    }
+
+    /// What of this run is not in `seen` (a campaign's behaviours before it): the new behaviours in run order.
+    pub fn new_against<'a>(&'a self, seen: &'a HashSet<BehaviourId>) -> impl Iterator<Item = &'a Behaviour> + 'a {
+        self.behaviours.iter().filter(move |b| !seen.contains(&b.id))
+    }
+}
+
+/// The behaviours of a run: its history walked in order, each node log line merged in at its time.
+pub fn behaviours(history: &History, node_logs: &BTreeMap<String, String>) -> RunBehaviours {
+    let offset = crate::nodelog::anchor_offset_ns(history);
+    let lines = lines::timed_lines(node_logs, offset);
+    let mut walk = Walk {
+        cluster: Cluster::new(),
+        state: String::new(),
+        recent: VecDeque::new(),
+        found: Collector::default(),
+    };
+    let mut lines = lines.iter().peekable();
+    for event in &history.events {
+        while let Some(line) = lines.next_if(|l| l.time_ns <= event.time_ns) {
+            walk.line(line);
+        }
+        walk.event(event);
+    }
+    for line in lines {
+        walk.line(line);
+    }
+    RunBehaviours {
+        version: BEHAVIOURS_VERSION,
+        ..walk.found.out
+    }
+}
+
+/// The walk's state: the abstract cluster, its last state, the recent lines for pairs, what was found.
+struct Walk {
+    cluster: Cluster,
+    state: String,
+    recent: VecDeque<TimedLine>,
+    found: Collector,
+}
+
+impl Walk {
+    fn event(&mut self, event: &Event) {
+        if matches!(
+            event.kind,
+            crate::EventKind::Ok | crate::EventKind::Fail | crate::EventKind::Info
+        ) {
+            let outcome = match (&event.error, event.kind) {
+                (Some(error), kind) => {
+                    let error: String = mask_line(error).chars().take(ERROR_CHARS_MAX).collect();
+                    format!("{} {}: {error}", event.f, kind_name(kind))
+                }
+                (None, kind) => format!("{} {}", event.f, kind_name(kind)),
+            };
+            let text = format!("{} | {outcome}", self.cluster.context());
+            self.found.add(BehaviourKind::Outcome, text, event.time_ns);
+            return;
+        }
+        if event.kind == crate::EventKind::Invoke {
+            return;
+        }
+        self.cluster.apply(event);
+        let state = self.cluster.state();
+        if state != self.state {
+            if !self.state.is_empty() {
+                let text = format!("{} | {} -> {state}", self.cluster.context(), self.state);
+                self.found.add(BehaviourKind::Transition, text, event.time_ns);
+            }
+            self.state = state;
+        }
+    }
+
+    fn line(&mut self, line: &TimedLine) {
+        let t = line.time_ns;
+        self.found.add(BehaviourKind::Template, line.template.clone(), t);
+        let text = format!(
+            "{} | {} | {}",
+            self.cluster.context(),
+            self.cluster.node_status(&line.node),
+            line.template
+        );
+        self.found.add(BehaviourKind::ContextLine, text, t);
+        while self
+            .recent
+            .front()
+            .is_some_and(|r| t.saturating_sub(r.time_ns) > PAIR_WINDOW_NS)
+        {
+            self.recent.pop_front();
+        }
+        let pairs: Vec<String> = self
+            .recent
+            .iter()
+            .filter(|r| r.node != line.node)
+            .map(|r| format!("{} => {}", r.template, line.template))
+            .collect();
+        for pair in pairs {
+            self.found.add(BehaviourKind::Pair, pair, t);
+        }
+        if self.recent.len() >= RECENT_LINES_MAX {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(line.clone());
+    }
+}
+
+fn kind_name(kind: crate::EventKind) -> &'static str {
+    match kind {
+        crate::EventKind::Ok => "ok",
+        crate::EventKind::Fail => "fail",
+        _ => "info",
+    }
+}
+
+#[cfg(test)]
+mod tests;

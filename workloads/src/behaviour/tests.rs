@@ -1,0 +1,188 @@
+use super::*;
+use crate::history::{EventKind, Lifecycle, Meta, Name, Nemesis, Observation};
+use serde_json::{json, Value};
+
+fn at(ms: u64, name: impl Into<Name>, node: Option<&str>, value: Value) -> Event {
+    let mut event = Event::named(name, node.map(str::to_string), value);
+    event.time_ns = ms * 1_000_000;
+    event
+}
+
+fn client(ms: u64, kind: EventKind, f: &str, error: Option<&str>) -> Event {
+    Event {
+        index: 0,
+        time_ns: ms * 1_000_000,
+        kind,
+        process: Some(1),
+        worker: Some(1),
+        node: Some("n1".into()),
+        f: f.into(),
+        key: Some("k1".into()),
+        value: Value::Null,
+        error: error.map(str::to_string),
+    }
+}
+
+/// A small run: three nodes start (names and views as given), the primary is killed at 2 s and restarted at 3 s,
+/// a client write times out meanwhile. The run started at unix 100 s.
+fn run(names: [&str; 3], view: u64) -> History {
+    let [a, b, c] = names;
+    let status = |ms, node, role: &str| at(ms, Observation::Status, Some(node), json!({"role": role, "view": view}));
+    let mut events = vec![at(
+        0,
+        Meta::RunStart,
+        None,
+        json!({"wall_clock_unix_ns": 100_000_000_000u64}),
+    )];
+    for node in names {
+        events.push(at(10, Lifecycle::Start, Some(node), json!({})));
+    }
+    events.extend([
+        status(500, a, "primary"),
+        status(510, b, "backup"),
+        status(520, c, "backup"),
+        at(1000, Lifecycle::ClusterReady, None, json!({})),
+        at(2000, Nemesis::Kill, Some(a), json!({"fault_id": view})),
+        client(2500, EventKind::Info, "write", Some("timed out after 1500ms")),
+        at(3000, Nemesis::Start, Some(a), json!({"fault_id": view})),
+        status(3500, a, "backup"),
+    ]);
+    for (i, event) in events.iter_mut().enumerate() {
+        event.index = i as u64;
+    }
+    History {
+        events,
+        ..History::default()
+    }
+}
+
+fn logs(names: [&str; 3], op: u64) -> BTreeMap<String, String> {
+    let [a, b, _] = names;
+    BTreeMap::from([
+        (
+            a.to_string(),
+            format!("1970-01-01T00:01:40.600Z  INFO ready client_addr=127.0.0.{op}:2000{op}\n"),
+        ),
+        (
+            b.to_string(),
+            format!(
+                "1970-01-01T00:01:42.100Z  WARN primary timed out view={op} primary=0\n\
+                 1970-01-01T00:01:42.300Z  INFO view change started old_view={op} new_view={} new_primary=1\n",
+                op + 1
+            ),
+        ),
+    ])
+}
+
+fn texts(found: &RunBehaviours, kind: BehaviourKind) -> Vec<&str> {
+    found
+        .behaviours
+        .iter()
+        .filter(|b| b.kind == kind)
+        .map(|b| b.text.as_str())
+        .collect()
+}
+
+#[test]
+fn given_two_runs_that_differ_only_in_node_names_and_numbers_when_extracted_should_have_the_same_behaviour_ids() {
+    let first = behaviours(&run(["n1", "n2", "n3"], 1), &logs(["n1", "n2", "n3"], 4));
+    let second = behaviours(&run(["n3", "n1", "n2"], 7), &logs(["n3", "n1", "n2"], 9));
+    let ids = |found: &RunBehaviours| found.ids().collect::<std::collections::BTreeSet<_>>();
+    assert!(!first.behaviours.is_empty());
+    assert_eq!(
+        ids(&first),
+        ids(&second),
+        "{:#?}\n{:#?}",
+        first.behaviours,
+        second.behaviours
+    );
+}
+
+#[test]
+fn given_a_kill_of_the_primary_when_extracted_should_see_lines_transitions_and_outcomes_in_its_context() {
+    let found = behaviours(&run(["n1", "n2", "n3"], 1), &logs(["n1", "n2", "n3"], 4));
+    assert_eq!(
+        texts(&found, BehaviourKind::Template),
+        vec![
+            "ready client_addr=N.N:N",
+            "primary timed out view=N primary=N",
+            "view change started old_view=N new_view=N new_primary=N"
+        ]
+    );
+    assert!(
+        texts(&found, BehaviourKind::ContextLine)
+            .contains(&"kill@primary | up:backup | primary timed out view=N primary=N"),
+        "{:#?}",
+        found.behaviours
+    );
+    assert!(texts(&found, BehaviourKind::Transition)
+        .contains(&"kill@primary | up:backup up:backup up:primary -> down up:backup up:backup"));
+    assert!(texts(&found, BehaviourKind::Transition)
+        .contains(&"calm | down up:backup up:backup -> up:backup up:backup up:unknown"));
+    assert_eq!(
+        texts(&found, BehaviourKind::Outcome),
+        vec!["kill@primary | write info: timed out after D"]
+    );
+    // The two lines of n2 are one node's: no pair; nothing else is within the window.
+    assert!(texts(&found, BehaviourKind::Pair).is_empty());
+    let summary = found.summary();
+    assert_eq!(summary.distinct, found.behaviours.len() as u64);
+    assert_eq!(summary.by_kind["template"], 3);
+}
+
+#[test]
+fn given_lines_on_two_nodes_when_within_the_window_should_pair_in_order_and_not_when_further_apart() {
+    let history = run(["n1", "n2", "n3"], 1);
+    let logs = BTreeMap::from([
+        (
+            "n1".to_string(),
+            "1970-01-01T00:01:42.000Z INFO a op=1\n1970-01-01T00:01:44.000Z INFO c\n".to_string(),
+        ),
+        ("n2".to_string(), "1970-01-01T00:01:42.400Z INFO b op=2\n".to_string()),
+    ]);
+    let found = behaviours(&history, &logs);
+    assert_eq!(texts(&found, BehaviourKind::Pair), vec!["a op=N => b op=N"]);
+}
+
+#[test]
+fn given_more_distinct_behaviours_than_the_bound_when_extracted_should_keep_the_first_and_count_the_rest() {
+    let history = run(["n1", "n2", "n3"], 1);
+    let text: String = (0..BEHAVIOURS_PER_RUN_MAX)
+        .map(|i| format!("1970-01-01T00:01:42.000Z INFO word{}\n", to_letters(i)))
+        .collect();
+    let found = behaviours(&history, &BTreeMap::from([("n1".to_string(), text)]));
+    assert_eq!(found.behaviours.len(), BEHAVIOURS_PER_RUN_MAX);
+    assert!(found.dropped > BEHAVIOURS_PER_RUN_MAX as u64 / 2, "{}", found.dropped);
+    assert_eq!(
+        found.behaviours[0].kind,
+        BehaviourKind::Transition,
+        "time order: the starts come first"
+    );
+}
+
+/// `i` as letters (a template masks digits).
+fn to_letters(mut i: usize) -> String {
+    let mut out = String::new();
+    loop {
+        out.push((b'a' + (i % 26) as u8) as char);
+        i /= 26;
+        if i == 0 {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn given_behaviours_when_written_and_read_back_should_round_trip_and_add_a_finding_once() {
+    let mut found = behaviours(&run(["n1", "n2", "n3"], 1), &logs(["n1", "n2", "n3"], 4));
+    found.add_finding("reference linearizability: lost", 9_000_000_000);
+    found.add_finding("reference linearizability: lost", 9_500_000_000);
+    assert_eq!(texts(&found, BehaviourKind::Finding).len(), 1);
+    let json = serde_json::to_string(&found).unwrap();
+    let back: RunBehaviours = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, found);
+    assert!(
+        json.contains(&format!("\"{}\"", found.behaviours[0].id)),
+        "ids as 16 hex digits"
+    );
+}
