@@ -9,33 +9,9 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, faultline, history, one_cluster, repo_plan_text, results, run_text, with_bug};
-
-/// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
-fn repeat() -> u64 {
-    std::env::var("FAULTLINE_REPEAT")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(1)
-        .max(1)
-}
+use support::{check, explain, faultline, history, light_nemesis, one_cluster, repeat, results, run_text};
 
 const RUN_SECONDS: &str = "12s";
-
-/// A built-in plan with a lighter nemesis (kills, pauses, primary isolation), so that a short run commits enough
-/// concurrent transactions: the default plan's faults leave the cluster mostly unavailable in its first seconds.
-fn light(plan: &str, bug: Option<&str>) -> String {
-    let text = repo_plan_text(plan);
-    let (Some(start), Some(end)) = (text.find("\nnemesis:\n"), text.find("\nfinal_phase:\n")) else {
-        panic!("{plan} has a nemesis section followed by final_phase");
-    };
-    let nemesis = "\nnemesis:\n  process:\n    interval: 5s\n    faults:\n      \
-                   - {kind: kill, targets: primary, duration: 1s..2s, weight: 2}\n      \
-                   - {kind: kill, targets: backup, duration: 1s..2s}\n      \
-                   - {kind: pause, targets: one, duration: 500ms..1500ms}\n  network:\n    interval: 8s\n    \
-                   partitions:\n      - {shape: isolate-primary, duration: 1s..3s}";
-    with_bug(&format!("{}{nemesis}{}", &text[..start], &text[end..]), bug)
-}
 
 /// The completions of `f` with kind `kind`.
 fn completions(events: &[Value], f: &str, kind: &str) -> usize {
@@ -47,7 +23,7 @@ fn given_the_bank_when_the_node_is_correct_should_be_valid_with_transfers_acknow
     let _one = one_cluster();
     for seed in 1..=repeat() {
         let run = run_text(
-            &light("reference-bank.yaml", None),
+            &light_nemesis("reference-bank.yaml", None),
             &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
         );
         let results = results(&run.run_dir);
@@ -89,7 +65,7 @@ fn given_the_bank_when_the_node_is_correct_should_be_valid_with_transfers_acknow
 fn given_txn_reads_at_receipt_when_the_bank_runs_should_be_invalid_by_the_bank_check_with_unbalanced_reads() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let plan = light("reference-bank.yaml", Some("txn-reads-at-receipt"));
+        let plan = light_nemesis("reference-bank.yaml", Some("txn-reads-at-receipt"));
         let run = run_text(&plan, &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
         let results = results(&run.run_dir);
         assert_eq!(
@@ -119,7 +95,7 @@ fn given_the_long_fork_workload_when_the_node_is_correct_should_be_valid_with_gr
     let _one = one_cluster();
     for seed in 1..=repeat() {
         let run = run_text(
-            &light("reference-long-fork.yaml", None),
+            &light_nemesis("reference-long-fork.yaml", None),
             &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
         );
         let results = results(&run.run_dir);

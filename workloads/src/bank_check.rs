@@ -267,20 +267,7 @@ mod tests {
     use crate::checker::tests::history;
     use serde_json::{json, Value};
 
-    fn op(kind: EventKind, process: u64, f: &str, value: Value) -> Event {
-        Event {
-            index: 0,
-            time_ns: 0,
-            kind,
-            process: Some(process),
-            worker: None,
-            node: None,
-            f: f.into(),
-            key: None,
-            value,
-            error: None,
-        }
-    }
+    use crate::checker::tests::client_op as op;
 
     fn read(process: u64, balances: Value) -> Vec<Event> {
         vec![

@@ -59,13 +59,24 @@ pub fn check_counter(history: &History) -> CounterCheckResult {
         Err(reason) => CounterCheckResult {
             verdict: Verdict::Unknown,
             reason,
+            ..CounterCheckResult::nothing_seen()
+        },
+    }
+}
+
+impl CounterCheckResult {
+    /// A result before any op was read: valid, with nothing counted.
+    fn nothing_seen() -> Self {
+        CounterCheckResult {
+            verdict: Verdict::Valid,
+            reason: String::new(),
             reads: 0,
             adds: 0,
             adds_ok: 0,
             error_count: 0,
             errors: Vec::new(),
             max_absolute_error: None,
-        },
+        }
     }
 }
 
@@ -73,16 +84,7 @@ fn walk(history: &History) -> Result<CounterCheckResult, String> {
     let failed = failed_invocations(history);
     let (mut lower, mut upper) = (0i64, 0i64);
     let mut pending: HashMap<u64, (&str, i64, i64)> = HashMap::new();
-    let mut result = CounterCheckResult {
-        verdict: Verdict::Valid,
-        reason: String::new(),
-        reads: 0,
-        adds: 0,
-        adds_ok: 0,
-        error_count: 0,
-        errors: Vec::new(),
-        max_absolute_error: None,
-    };
+    let mut result = CounterCheckResult::nothing_seen();
     let mut worst = 0i64;
     for event in history.client_events() {
         let Some(process) = event.process else { continue };
@@ -195,20 +197,7 @@ mod tests {
     use crate::history::Event;
     use serde_json::{json, Value};
 
-    fn op(kind: EventKind, process: u64, f: &str, value: Value) -> Event {
-        Event {
-            index: 0,
-            time_ns: 0,
-            kind,
-            process: Some(process),
-            worker: None,
-            node: None,
-            f: f.into(),
-            key: None,
-            value,
-            error: None,
-        }
-    }
+    use crate::checker::tests::client_op as op;
 
     use EventKind::*;
 

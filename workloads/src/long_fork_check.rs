@@ -259,19 +259,9 @@ mod tests {
     use crate::history::Event;
     use serde_json::json;
 
+    /// A transaction of `process`.
     fn op(kind: EventKind, process: u64, value: Value) -> Event {
-        Event {
-            index: 0,
-            time_ns: 0,
-            kind,
-            process: Some(process),
-            worker: None,
-            node: None,
-            f: "txn".into(),
-            key: None,
-            value,
-            error: None,
-        }
+        crate::checker::tests::client_op(kind, process, "txn", value)
     }
 
     fn txn(process: u64, invoke: Value, ok: Value) -> Vec<Event> {

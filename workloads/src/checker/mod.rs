@@ -219,6 +219,14 @@ pub(crate) mod tests {
         }
     }
 
+    /// A client op of `process` named `f`, as the set, counter, bank and long-fork checks' tests write them.
+    pub(crate) fn client_op(kind: EventKind, process: u64, f: &str, value: Value) -> Event {
+        Event {
+            process: Some(process),
+            ..event(kind, f, None, value)
+        }
+    }
+
     /// A lifecycle event on `node`.
     pub(crate) fn lifecycle(f: &str, node: &str, value: Value) -> Event {
         event(EventKind::Lifecycle, f, Some(node), value)

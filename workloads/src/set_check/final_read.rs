@@ -112,20 +112,7 @@ mod tests {
     use crate::history::Event;
     use serde_json::{json, Value};
 
-    fn op(kind: EventKind, process: u64, f: &str, value: Value) -> Event {
-        Event {
-            index: 0,
-            time_ns: 0,
-            kind,
-            process: Some(process),
-            worker: None,
-            node: None,
-            f: f.into(),
-            key: None,
-            value,
-            error: None,
-        }
-    }
+    use crate::checker::tests::client_op as op;
 
     #[test]
     fn given_a_final_read_missing_an_acknowledged_add_and_holding_a_stranger_should_report_both() {

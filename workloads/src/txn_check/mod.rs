@@ -269,19 +269,16 @@ impl TxnCheckResult {
         if !self.forbidden.is_empty() {
             return self.forbidden.clone();
         }
-        let claims = judge::Claims {
-            models: self.claimed.clone(),
-            anomalies: self
-                .anomalies_claimed
-                .iter()
-                .filter_map(|a| lattice::anomaly_name(a))
-                .collect(),
-        };
-        claims.forbidden()
+        self.claims().forbidden()
     }
 
     /// The claims in a few words: `strict-serializable`, `serializable and no G1`.
     pub fn claimed_phrase(&self) -> String {
+        self.claims().phrase()
+    }
+
+    /// The claims as the check judged them.
+    fn claims(&self) -> judge::Claims {
         judge::Claims {
             models: self.claimed.clone(),
             anomalies: self
@@ -290,7 +287,6 @@ impl TxnCheckResult {
                 .filter_map(|a| lattice::anomaly_name(a))
                 .collect(),
         }
-        .phrase()
     }
 }
 
