@@ -194,7 +194,6 @@ fn judge(result: &mut CounterCheckResult) {
 mod tests {
     use super::*;
     use crate::checker::tests::history;
-    use crate::history::Event;
     use serde_json::{json, Value};
 
     use crate::checker::tests::client_op as op;

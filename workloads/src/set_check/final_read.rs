@@ -109,7 +109,6 @@ pub fn check_set_final(history: &History) -> SetCheckResult {
 mod tests {
     use super::*;
     use crate::checker::tests::history;
-    use crate::history::Event;
     use serde_json::{json, Value};
 
     use crate::checker::tests::client_op as op;
