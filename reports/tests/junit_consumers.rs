@@ -39,6 +39,7 @@ fn run_results() -> Results {
             .collect(),
         counts: Counts::default(),
         coverage: Default::default(),
+        behaviours: Default::default(),
     }
 }
 

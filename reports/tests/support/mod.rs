@@ -234,6 +234,7 @@ impl RunBuilder {
             checks,
             counts: Counts::of(&history),
             coverage: Default::default(),
+            behaviours: Default::default(),
         };
         std::fs::write(dir.join("results.json"), serde_json::to_vec_pretty(&results).unwrap()).unwrap();
         dir.to_path_buf()
