@@ -236,14 +236,17 @@ fn given_a_client_that_fails_every_operation_when_run_should_not_be_valid_and_na
         .replace("convergence_timeout: 30s", "convergence_timeout: 5s");
     let client = plan.lines().find(|l| l.starts_with("  client:")).unwrap().to_string();
     let failing = r#"  client: {command: [python3, -c, 'import json, sys; [print(json.dumps(dict(id=json.loads(l)["id"], type="fail", error="0 ")), flush=True) for l in sys.stdin]']}"#;
-    let run = run_text(&plan.replace(&client, &failing), &[]);
+    let run = run_text(&plan.replace(&client, failing), &[]);
     let results = results(&run.run_dir);
     assert_ne!(results["verdict"], "valid", "{results:#}");
     assert_ne!(run.output.status.code(), Some(0), "{}", explain(&run.output));
     let health = check(&results, "workload-health");
     assert_eq!(health["verdict"], "unknown", "{health:#}");
     let reason = health["reason"].as_str().unwrap();
-    assert!(reason.contains("top errors: `0` ×"), "the reason names the error: {reason}");
+    assert!(
+        reason.contains("top errors: `0` ×"),
+        "the reason names the error: {reason}"
+    );
     assert!(
         results["reason"].as_str().unwrap().contains("workload"),
         "the headline says the workload barely worked: {results:#}"

@@ -135,7 +135,9 @@ mod tests {
     fn given_a_timeout_after_heal_when_the_client_once_succeeded_should_be_invalid() {
         let result = check(&timed_out_after(EventKind::Ok));
         assert_eq!(result.verdict, Verdict::Invalid, "{}", result.reason);
-        assert!(result.reason.contains("did not accept a write within 30000 ms after heal"));
+        assert!(result
+            .reason
+            .contains("did not accept a write within 30000 ms after heal"));
     }
 
     #[test]
