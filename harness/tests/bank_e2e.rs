@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, faultline, history, light_nemesis, one_cluster, repeat, results, run_text};
+use support::{check, explain, faultline, history, light_nemesis, one_cluster, repeat, results, run_text, Run};
 
 const RUN_SECONDS: &str = "12s";
 
@@ -18,21 +18,24 @@ fn completions(events: &[Value], f: &str, kind: &str) -> usize {
     events.iter().filter(|e| e["f"] == f && e["kind"] == kind).count()
 }
 
+/// Runs `plan` for [`RUN_SECONDS`] with `seed` and asserts it exits `code`; the run and its results.
+fn run_seed(plan: &str, seed: u64, code: i32) -> (Run, Value) {
+    let run = run_text(plan, &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(code),
+        "seed {seed}\n{}\n{results:#}",
+        explain(&run.output)
+    );
+    (run, results)
+}
+
 #[test]
 fn given_the_bank_when_the_node_is_correct_should_be_valid_with_transfers_acknowledged_and_overdrafts_aborted() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let run = run_text(
-            &light_nemesis("reference-bank.yaml", None),
-            &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
-        );
-        let results = results(&run.run_dir);
-        assert_eq!(
-            run.output.status.code(),
-            Some(0),
-            "seed {seed}\n{}\n{results:#}",
-            explain(&run.output)
-        );
+        let (run, results) = run_seed(&light_nemesis("reference-bank.yaml", None), seed, 0);
         let bank = check(&results, "bank");
         assert_eq!(bank["verdict"], "valid", "seed {seed}: {bank:#}");
         assert_eq!(bank["details"]["total"], 100);
@@ -66,14 +69,7 @@ fn given_txn_reads_at_receipt_when_the_bank_runs_should_be_invalid_by_the_bank_c
     let _one = one_cluster();
     for seed in 1..=repeat() {
         let plan = light_nemesis("reference-bank.yaml", Some("txn-reads-at-receipt"));
-        let run = run_text(&plan, &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()]);
-        let results = results(&run.run_dir);
-        assert_eq!(
-            run.output.status.code(),
-            Some(1),
-            "seed {seed}\n{}\n{results:#}",
-            explain(&run.output)
-        );
+        let (run, results) = run_seed(&plan, seed, 1);
         let bank = check(&results, "bank");
         assert_eq!(bank["verdict"], "invalid", "seed {seed}: {bank:#}");
         let first = &bank["details"]["errors"][0];
@@ -94,17 +90,7 @@ fn given_txn_reads_at_receipt_when_the_bank_runs_should_be_invalid_by_the_bank_c
 fn given_the_long_fork_workload_when_the_node_is_correct_should_be_valid_with_groups_compared() {
     let _one = one_cluster();
     for seed in 1..=repeat() {
-        let run = run_text(
-            &light_nemesis("reference-long-fork.yaml", None),
-            &["--time-limit", RUN_SECONDS, "--seed", &seed.to_string()],
-        );
-        let results = results(&run.run_dir);
-        assert_eq!(
-            run.output.status.code(),
-            Some(0),
-            "seed {seed}\n{}\n{results:#}",
-            explain(&run.output)
-        );
+        let (_, results) = run_seed(&light_nemesis("reference-long-fork.yaml", None), seed, 0);
         let fork = check(&results, "long-fork");
         assert_eq!(fork["verdict"], "valid", "seed {seed}: {fork:#}");
         let compared = fork["details"]["groups_compared"].as_u64().unwrap();

@@ -216,6 +216,6 @@ fn given_rw_register_and_txn_reads_at_receipt_when_run_should_be_invalid_by_the_
         );
         let txn = check(&results, "txn");
         assert_eq!(txn["verdict"], "invalid", "seed {seed}: {txn:#}");
-        assert_eq!(txn["details"]["claimed"], "strict-serializable");
+        assert_eq!(txn["details"]["claimed"], serde_json::json!(["strict-serializable"]));
     }
 }
