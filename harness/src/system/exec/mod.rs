@@ -35,6 +35,7 @@
 
 pub mod client;
 mod config;
+mod ports;
 mod program;
 pub mod starts;
 mod status;
