@@ -61,14 +61,18 @@ pub fn render(inputs: &RunInputs) -> String {
         results.plan,
         results.seed
     );
+    // A history checked on its own has no run to cover or shrink.
+    let checked_history = results.system == crate::results::CHECKED_HISTORY;
     let body = html! {
         (banner(inputs, &table, &timeline))
-        (toc(explanation.is_some(), txn_result.is_some()))
+        (toc(explanation.is_some(), txn_result.is_some(), checked_history))
         main {
             (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results, timeline.phase_start_ms)) }
-            (coverage_section(inputs))
-            section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
+            @if !checked_history {
+                (coverage_section(inputs))
+                section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
+            }
             (charts(!lanes.is_empty(), !txn_marks.is_empty()))
             @if let Some(result) = &txn_result {
                 section class="card" id="transactions" {
@@ -232,7 +236,7 @@ fn provenance(inputs: &RunInputs) -> Markup {
                 a href="shrink/shrink.html" { (Shown(&shrink.summary())) }
                 " · " a href="shrink/shrunk.yaml" { "shrunk.yaml" }
             }
-        } @else if failing {
+        } @else if failing && inputs.results.system != crate::results::CHECKED_HISTORY {
             div class="repro" {
                 span { "shrink" }
                 code { "faultline shrink " (Shown(&inputs.run_dir.display().to_string())) }
@@ -280,14 +284,13 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn toc(has_lin: bool, has_txn: bool) -> Markup {
-    let mut links = vec![
-        ("checks", "Checks"),
-        ("coverage", "Coverage"),
-        ("behaviours", "Behaviours"),
-        ("timeline", "Timeline"),
-        ("latency", "Latency & throughput"),
-    ];
+fn toc(has_lin: bool, has_txn: bool, checked_history: bool) -> Markup {
+    let mut links = vec![("checks", "Checks")];
+    // A checked history has no run: nothing to cover and no behaviours of the system under faults.
+    if !checked_history {
+        links.extend([("coverage", "Coverage"), ("behaviours", "Behaviours")]);
+    }
+    links.extend([("timeline", "Timeline"), ("latency", "Latency & throughput")]);
     if has_txn {
         links.push(("transactions", "Transactions"));
     }
