@@ -13,8 +13,8 @@ pub fn shared_data(name: &str, what: &str, how: &str) -> Option<PathBuf> {
     // `.ci/run` names here the data sets the machine it runs on was not given (FAULTLINE_OPTIONAL_SHARED_DATA,
     // comma-separated), after saying so in its own output: CI cannot fetch other projects' repositories, and a
     // suite that no clone can pass lands nothing.
-    let optional = std::env::var("FAULTLINE_OPTIONAL_SHARED_DATA")
-        .is_ok_and(|names| names.split(',').any(|n| n.trim() == name));
+    let optional =
+        std::env::var("FAULTLINE_OPTIONAL_SHARED_DATA").is_ok_and(|names| names.split(',').any(|n| n.trim() == name));
     let ci = std::env::var("CI").as_deref() == Ok("true") && !optional;
     match found(&dir, ci, what, how) {
         Ok(found) => found,
