@@ -111,15 +111,16 @@ impl Checker for WorkloadHealth {
 fn under_faults_with_a_working_client(name: &str, ops: &[Op], after_ok: usize, after: usize) -> CheckResult {
     let refs: Vec<&Op> = ops.iter().collect();
     let ok = refs.iter().filter(|op| op.error.is_none()).count();
+    let errors = top_errors(&refs);
     let details = json!({
         "scope": "of the fault phase (too few ran outside fault windows), the client shown to work after it",
         "ops": ops.len(),
         "ok": ok,
         "after_fault_phase": {"ops": after, "ok": after_ok},
-        "top_errors": top_errors(&refs).iter().take(TOP_ERRORS_KEPT)
+        "top_errors": errors.iter().take(TOP_ERRORS_KEPT)
             .map(|(e, n)| json!({"error": e, "count": n})).collect::<Vec<_>>(),
     });
-    let named = name_errors(&top_errors(&refs));
+    let named = name_errors(&errors);
     let worked = format!("{after_ok} of {after} operations after the fault phase succeeded, so the client works");
     if ok == 0 && ops.len() >= MIN_JUDGED_OPS {
         return CheckResult::new(
