@@ -227,6 +227,33 @@ fn given_a_client_that_cannot_start_when_run_should_stop_early_quoting_its_stder
 }
 
 #[test]
+fn given_a_client_that_fails_every_operation_when_run_should_not_be_valid_and_name_the_error() {
+    // A client bug of the kind issue 51 met: every transaction failed with one opaque error and the run said VALID.
+    // The nodes are healthy; the client answers every operation `fail` with the error `0 `.
+    let _one = one_cluster();
+    let plan = without_faults(&exec_plan(6, "8s", ""))
+        .replace("recovery_timeout: 30s", "recovery_timeout: 5s")
+        .replace("convergence_timeout: 30s", "convergence_timeout: 5s");
+    let client = plan.lines().find(|l| l.starts_with("  client:")).unwrap().to_string();
+    let failing = r#"  client: {command: [python3, -c, 'import json, sys; [print(json.dumps(dict(id=json.loads(l)["id"], type="fail", error="0 ")), flush=True) for l in sys.stdin]']}"#;
+    let run = run_text(&plan.replace(&client, failing), &[]);
+    let results = results(&run.run_dir);
+    assert_ne!(results["verdict"], "valid", "{results:#}");
+    assert_ne!(run.output.status.code(), Some(0), "{}", explain(&run.output));
+    let health = check(&results, "workload-health");
+    assert_eq!(health["verdict"], "unknown", "{health:#}");
+    let reason = health["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("top errors: `0` ×"),
+        "the reason names the error: {reason}"
+    );
+    assert!(
+        results["reason"].as_str().unwrap().contains("workload"),
+        "the headline says the workload barely worked: {results:#}"
+    );
+}
+
+#[test]
 fn given_a_status_pointer_that_does_not_resolve_when_the_nodes_answer_should_stop_setup_naming_the_pointer() {
     let _one = one_cluster();
     let plan = without_faults(&exec_plan(2, "5s", "")).replace(

@@ -9,16 +9,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{check, explain, history, one_cluster, repo_plan_text, results, run_text, with_bug};
-
-/// How many seeds each scenario runs (`FAULTLINE_REPEAT`, default 1).
-fn repeat() -> u64 {
-    std::env::var("FAULTLINE_REPEAT")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(1)
-        .max(1)
-}
+use support::{check, explain, history, one_cluster, repeat, repo_plan_text, results, run_text, with_bug};
 
 /// A plan of `plans/`, with `args: ["--bug", bug]` added to its system when `bug` is given.
 fn repo_plan(name: &str, bug: Option<&str>) -> String {

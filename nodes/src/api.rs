@@ -317,6 +317,11 @@ fn reply_response(reply: Reply) -> Response {
                 json!({ "error": "unreadable transaction reply", "outcome": "unknown" }),
             ),
         },
+        // Aborted, with nothing applied: certainly not applied (the client records `fail`).
+        Reply::TxnAborted(why) => (
+            StatusCode::CONFLICT,
+            json!({ "error": format!("transaction aborted: {why}"), "outcome": "not-applied" }),
+        ),
         Reply::Malformed => (
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({ "error": "malformed op", "outcome": "unknown" }),

@@ -7,6 +7,14 @@
 //! `append` adds to the log of that name, an rw-register `w` sets the register of that name (values are integers,
 //! stored as their decimal text), and a read returns the key's log as a list of integers if it has one, else its
 //! register as an integer, else `null`.
+//!
+//! A bank transfer needs three more micro-ops on integer registers (balances): `init` sets a register that holds
+//! nothing yet, `credit` adds to it, and `debit` takes from it, or aborts the whole transaction, with nothing applied,
+//! when the register holds less (a missing register holds 0). How a transaction runs is in `state_machine/txn.rs`.
+
+mod txn;
+
+pub use txn::ReceiptTxn;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -88,13 +96,40 @@ pub enum TxnOp {
         /// Key read.
         key: String,
     },
+    /// Set the integer register `key` to `value` if it holds nothing yet (a bank's opening balance).
+    Init {
+        /// Register key.
+        key: String,
+        /// Value it starts with.
+        value: i64,
+    },
+    /// Add `amount` to the integer register `key` (a missing register holds 0).
+    Credit {
+        /// Register key.
+        key: String,
+        /// Amount added.
+        amount: i64,
+    },
+    /// Take `amount` from the integer register `key`; the whole transaction aborts, with nothing applied, when it
+    /// holds less.
+    Debit {
+        /// Register key.
+        key: String,
+        /// Amount taken.
+        amount: i64,
+    },
 }
 
 impl TxnOp {
     /// The key it touches.
     pub fn key(&self) -> &str {
         match self {
-            TxnOp::Append { key, .. } | TxnOp::Write { key, .. } | TxnOp::Read { key } => key,
+            TxnOp::Append { key, .. }
+            | TxnOp::Write { key, .. }
+            | TxnOp::Read { key }
+            | TxnOp::Init { key, .. }
+            | TxnOp::Credit { key, .. }
+            | TxnOp::Debit { key, .. } => key,
         }
     }
 
@@ -104,6 +139,9 @@ impl TxnOp {
             TxnOp::Append { key, value } => json!(["append", key, value]),
             TxnOp::Write { key, value } => json!(["w", key, value]),
             TxnOp::Read { key } => json!(["r", key, read]),
+            TxnOp::Init { key, value } => json!(["init", key, value]),
+            TxnOp::Credit { key, amount } => json!(["credit", key, amount]),
+            TxnOp::Debit { key, amount } => json!(["debit", key, amount]),
         }
     }
 
@@ -119,11 +157,22 @@ impl TxnOp {
                 .as_i64()
                 .ok_or_else(|| format!("micro-op {op}: a write's value is an integer"))
         };
+        let amount = || {
+            op[2]
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| format!("micro-op {op}: an amount is an integer >= 0"))
+        };
         match f {
             "append" => Ok(TxnOp::Append { key, value: value()? }),
             "w" => Ok(TxnOp::Write { key, value: value()? }),
             "r" => Ok(TxnOp::Read { key }),
-            _ => Err(format!("micro-op {op}: unknown f {f:?} (expected append, w or r)")),
+            "init" => Ok(TxnOp::Init { key, value: value()? }),
+            "credit" => Ok(TxnOp::Credit { key, amount: amount()? }),
+            "debit" => Ok(TxnOp::Debit { key, amount: amount()? }),
+            _ => Err(format!(
+                "micro-op {op}: unknown f {f:?} (expected append, w, r, init, credit or debit)"
+            )),
         }
     }
 }
@@ -151,27 +200,12 @@ pub enum Reply {
     },
     /// A transaction's micro-ops with every read filled, as JSON text (`[["r","k1",[1,4]],["append","k1",7]]`).
     Txn(String),
+    /// A transaction that aborted with nothing applied (a debit of more than the register held), and why.
+    TxnAborted(String),
     /// The entry body did not decode (never produced by a correct primary).
     Malformed,
     /// The entry repeats a request older than its client's latest: not executed.
     Stale,
-}
-
-impl Reply {
-    /// A transaction's reply with the reads at the positions `reads` gives replaced by those values (any other reply
-    /// as it is). Only the `txn-reads-at-receipt` mutant does this.
-    pub fn with_reads(self, reads: &[Option<Value>]) -> Reply {
-        let Reply::Txn(text) = &self else { return self };
-        let Ok(Value::Array(mut filled)) = serde_json::from_str::<Value>(text) else {
-            return self;
-        };
-        for (op, read) in filled.iter_mut().zip(reads) {
-            if let Some(read) = read {
-                op[2] = read.clone();
-            }
-        }
-        Reply::Txn(Value::Array(filled).to_string())
-    }
 }
 
 /// A body that does not decode.
@@ -245,6 +279,9 @@ impl Operation {
                         TxnOp::Append { value, .. } => (1, Some(value)),
                         TxnOp::Write { value, .. } => (2, Some(value)),
                         TxnOp::Read { .. } => (3, None),
+                        TxnOp::Init { value, .. } => (4, Some(value)),
+                        TxnOp::Credit { amount, .. } => (5, Some(amount)),
+                        TxnOp::Debit { amount, .. } => (6, Some(amount)),
                     };
                     out.push(tag);
                     put_string(&mut out, op.key());
@@ -298,6 +335,18 @@ impl Operation {
                             value: reader.u64()? as i64,
                         },
                         3 => TxnOp::Read { key },
+                        4 => TxnOp::Init {
+                            key,
+                            value: reader.u64()? as i64,
+                        },
+                        5 => TxnOp::Credit {
+                            key,
+                            amount: reader.u64()? as i64,
+                        },
+                        6 => TxnOp::Debit {
+                            key,
+                            amount: reader.u64()? as i64,
+                        },
                         _ => return Err(MalformedBody),
                     });
                 }
@@ -355,6 +404,10 @@ fn put_reply(out: &mut Vec<u8>, reply: &Reply) {
             out.push(8);
             put_string(out, filled);
         }
+        Reply::TxnAborted(why) => {
+            out.push(9);
+            put_string(out, why);
+        }
     }
 }
 
@@ -399,6 +452,7 @@ impl Reader<'_> {
             6 => Reply::Malformed,
             7 => Reply::Stale,
             8 => Reply::Txn(self.string()?),
+            9 => Reply::TxnAborted(self.string()?),
             _ => return Err(MalformedBody),
         })
     }
@@ -481,49 +535,6 @@ impl StateMachine {
             (None, Some(register)) => number(register),
             (None, None) => Value::Null,
         }
-    }
-
-    /// What each read of `ops` would return if the transaction ran against the state as it is now (`None` for
-    /// writes), without running it: its own earlier writes show in its reads. Only the `txn-reads-at-receipt`
-    /// mutant asks.
-    pub fn txn_reads_now(&self, ops: &[TxnOp]) -> Vec<Option<Value>> {
-        let mut own: HashMap<&str, Value> = HashMap::new();
-        ops.iter()
-            .map(|op| match op {
-                TxnOp::Read { key } => Some(own.get(key.as_str()).cloned().unwrap_or_else(|| self.txn_read(key))),
-                TxnOp::Append { key, value } => {
-                    let list = own.entry(key).or_insert_with(|| self.txn_read(key));
-                    match list {
-                        Value::Array(items) => items.push(json!(value)),
-                        other => *other = json!([value]),
-                    }
-                    None
-                }
-                TxnOp::Write { key, value } => {
-                    own.insert(key, json!(value));
-                    None
-                }
-            })
-            .collect()
-    }
-
-    fn execute_txn(&mut self, ops: &[TxnOp]) -> Reply {
-        let mut filled = Vec::with_capacity(ops.len());
-        for op in ops {
-            let read = match op {
-                TxnOp::Append { key, value } => {
-                    self.logs.entry(key.clone()).or_default().push(value.to_string());
-                    Value::Null
-                }
-                TxnOp::Write { key, value } => {
-                    self.registers.insert(key.clone(), value.to_string());
-                    Value::Null
-                }
-                TxnOp::Read { key } => self.txn_read(key),
-            };
-            filled.push(op.to_json(read));
-        }
-        Reply::Txn(Value::Array(filled).to_string())
     }
 
     fn execute(&mut self, operation: Operation) -> Reply {
@@ -784,6 +795,18 @@ mod tests {
                         key: "k2".into(),
                         value: 9,
                     },
+                    TxnOp::Init {
+                        key: "b0".into(),
+                        value: 100,
+                    },
+                    TxnOp::Debit {
+                        key: "b0".into(),
+                        amount: 5,
+                    },
+                    TxnOp::Credit {
+                        key: "b1".into(),
+                        amount: 5,
+                    },
                 ],
             },
         ];
@@ -839,29 +862,109 @@ mod tests {
     #[test]
     fn given_reads_taken_before_a_commit_when_patched_in_should_miss_it_but_keep_the_txns_own_writes() {
         let mut machine = StateMachine::default();
-        let txn = |ops: Value| -> Vec<TxnOp> {
-            ops.as_array()
-                .unwrap()
-                .iter()
-                .map(|op| TxnOp::from_json(op).unwrap())
-                .collect()
-        };
-        let late = txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", null]]));
-        let at_receipt = machine.txn_reads_now(&late);
-        assert_eq!(at_receipt, vec![Some(Value::Null), None, Some(json!([3]))]);
+        let late = ops(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", null]]));
+        let at_receipt = machine.txn_at_receipt(&late).expect("no debit to abort it");
+        assert_eq!(at_receipt.logged, late, "reads and appends are logged as they are");
         let first = Operation::Txn {
-            ops: txn(json!([["append", "k1", 1]])),
+            ops: ops(json!([["append", "k1", 1]])),
         };
         machine.apply(&entry(1, 7, 1, first));
         let reply = machine.apply(&entry(2, 8, 1, Operation::Txn { ops: late }));
         assert_eq!(
-            reply.clone().with_reads(&at_receipt),
+            at_receipt.reply,
             Reply::Txn(json!([["r", "k1", null], ["append", "k1", 3], ["r", "k1", [3]]]).to_string()),
             "the mutant's answer misses append 1, which the log ordered first"
         );
         assert_eq!(
             reply,
             Reply::Txn(json!([["r", "k1", [1]], ["append", "k1", 3], ["r", "k1", [1, 3]]]).to_string())
+        );
+    }
+
+    /// The micro-ops of a JSON list.
+    fn ops(list: Value) -> Vec<TxnOp> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|op| TxnOp::from_json(op).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn given_transfers_when_applied_should_move_balances_and_abort_an_overdraft_with_nothing_applied() {
+        let mut machine = StateMachine::default();
+        let transfer = |from: &str, to: &str, amount: i64| Operation::Txn {
+            ops: ops(json!([
+                ["init", "b0", 10],
+                ["debit", from, amount],
+                ["credit", to, amount]
+            ])),
+        };
+        let read = Operation::Txn {
+            ops: ops(json!([["init", "b0", 10], ["r", "b0", null], ["r", "b1", null]])),
+        };
+        assert!(matches!(
+            machine.apply(&entry(1, 7, 1, transfer("b0", "b1", 4))),
+            Reply::Txn(_)
+        ));
+        let overdraft = machine.apply(&entry(2, 7, 2, transfer("b1", "b0", 5)));
+        assert_eq!(
+            overdraft,
+            Reply::TxnAborted("b1 holds 4, less than the 5 debited".into())
+        );
+        assert_eq!(
+            machine.apply(&entry(3, 7, 3, read)),
+            Reply::Txn(json!([["init", "b0", 10], ["r", "b0", 6], ["r", "b1", 4]]).to_string()),
+            "init set b0 once; the aborted transfer left both balances as they were"
+        );
+        let restored = StateMachine::restore(&machine.snapshot()).expect("an abort reply survives a checkpoint");
+        assert_eq!(restored.lookup(7, 3), machine.lookup(7, 3));
+        assert!(
+            TxnOp::from_json(&json!(["debit", "b0", -1])).is_err(),
+            "amounts are not negative"
+        );
+    }
+
+    #[test]
+    fn given_a_transfer_at_receipt_when_logged_should_carry_the_balances_it_saw_as_plain_writes() {
+        let mut machine = StateMachine::default();
+        machine.apply(&entry(
+            1,
+            7,
+            1,
+            Operation::Txn {
+                ops: ops(json!([["init", "b0", 10]])),
+            },
+        ));
+        let late = ops(json!([["debit", "b0", 3], ["credit", "b1", 3]]));
+        let at_receipt = machine.txn_at_receipt(&late).expect("b0 holds enough");
+        assert_eq!(at_receipt.logged, ops(json!([["w", "b0", 7], ["w", "b1", 3]])));
+        // Another transfer out of b0 commits before the late one is applied: the late one's writes erase it.
+        machine.apply(&entry(
+            2,
+            8,
+            1,
+            Operation::Txn {
+                ops: ops(json!([["debit", "b0", 5], ["credit", "b2", 5]])),
+            },
+        ));
+        machine.apply(&entry(3, 9, 1, Operation::Txn { ops: at_receipt.logged }));
+        let read = machine.apply(&entry(
+            4,
+            7,
+            2,
+            Operation::Txn {
+                ops: ops(json!([["r", "b0", null], ["r", "b1", null], ["r", "b2", null]])),
+            },
+        ));
+        assert_eq!(
+            read,
+            Reply::Txn(json!([["r", "b0", 7], ["r", "b1", 3], ["r", "b2", 5]]).to_string()),
+            "15 where 10 was"
+        );
+        assert!(
+            machine.txn_at_receipt(&ops(json!([["debit", "b9", 1]]))).is_err(),
+            "an overdraft at receipt aborts"
         );
     }
 

@@ -155,10 +155,11 @@ fn check_text(check: &crate::results::CheckResult) -> String {
 }
 
 fn txn_text(result: &faultline_workloads::txn_check::TxnCheckResult) -> String {
-    let mut lines = vec![format!("claimed {}", result.claimed)];
+    let claimed = result.claimed_phrase();
+    let mut lines = vec![format!("claimed {claimed}")];
     for (class, found) in &result.anomalies {
         let total = result.anomaly_counts.get(class).copied().unwrap_or(found.len() as u64);
-        let forbids = if result.claimed.forbids().contains(class) {
+        let forbids = if result.forbidden_classes().contains(class) {
             "forbids"
         } else {
             "allows"
@@ -166,7 +167,7 @@ fn txn_text(result: &faultline_workloads::txn_check::TxnCheckResult) -> String {
         lines.push(format!(
             "{} ({total} found; {} {forbids} it)",
             crate::html::class_sentence(*class),
-            result.claimed
+            claimed
         ));
         for anomaly in found.iter().take(TXN_ANOMALIES_PER_CLASS) {
             lines.push(format!("  {}", anomaly.explanation));

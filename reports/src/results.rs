@@ -40,6 +40,10 @@ use serde::{Deserialize, Serialize};
 /// The current results.json schema version.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The `system` of the results `faultline check FILE --report DIR` writes: a history checked on its own, with no
+/// run, plan, faults or coverage behind it.
+pub const CHECKED_HISTORY: &str = "history";
+
 pub use faultline_workloads::Verdict;
 
 /// Upper-case verdict name for terminal output.

@@ -8,14 +8,17 @@
 //! [`checker`] wraps these, and the checks of a run's lifecycle (boot, liveness, convergence, log patterns), behind
 //! one [`Checker`] trait whose results compose into the verdict of `results.json`.
 
+pub mod bank_check;
 pub mod behaviour;
 pub mod checker;
+pub mod counter_check;
 pub mod coverage;
 pub mod formats;
 pub mod history;
 pub mod linearizability;
 pub mod log_check;
 pub mod logmask;
+pub mod long_fork_check;
 pub mod membership;
 pub mod models;
 pub mod nodelog;
@@ -34,5 +37,7 @@ pub use log_check::{
     check_log, Anomaly, AnomalyKind, Durability, LogCheckOptions, LogCheckResult, LogCheckStats, OpRef, Severity,
 };
 pub use models::{Model, ModelKind};
-pub use set_check::{check_set, SetAnomaly, SetCheckResult, SetCheckStats};
+pub use set_check::{
+    check_set, check_set_final, check_set_with, SetAnomaly, SetCheckOptions, SetCheckResult, SetCheckStats,
+};
 pub use verdict::Verdict;

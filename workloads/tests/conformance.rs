@@ -5,39 +5,27 @@ use faultline_workloads::{check_history, load_history_file, CheckOptions, ModelK
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[path = "support/shared_data.rs"]
+mod shared_data;
+
+/// Where Porcupine's test data goes, as a missing folder is reported.
+const HOW: &str =
+    "Put Porcupine's `test_data` (its jepsen/ and kv/ folders) and faultline's expected-verdicts.tsv in a \
+                   folder `shared/porcupine-test-data` beside the repository checkout";
+
 /// Porcupine's test data, kept outside the repository (`shared/porcupine-test-data` beside the checkout).
 fn data_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/porcupine-test-data");
-    match found(&dir, std::env::var("CI").as_deref() == Ok("true")) {
-        Ok(found) => found,
-        Err(missing) => panic!("{missing}"),
-    }
-}
-
-/// `dir` when it holds the data; when it does not, a skip (`None`, said on stderr) outside CI and an error under
-/// `CI=true`, where every test of the suite must run.
-fn found(dir: &Path, ci: bool) -> Result<Option<PathBuf>, String> {
-    if dir.join("expected-verdicts.tsv").is_file() {
-        return Ok(Some(dir.to_path_buf()));
-    }
-    let missing = format!(
-        "Porcupine's test data is missing: expected {}/expected-verdicts.tsv. Put Porcupine's `test_data` (its \
-         jepsen/ and kv/ folders) and faultline's expected-verdicts.tsv in a folder `shared/porcupine-test-data` \
-         beside the repository checkout",
-        dir.display()
-    );
-    if ci {
-        return Err(format!("CI=true: {missing}"));
-    }
-    eprintln!("skipping the Porcupine conformance test: {missing}");
-    Ok(None)
+    shared_data::shared_data("porcupine-test-data", "Porcupine's test data", HOW)
 }
 
 #[test]
 fn given_no_porcupine_data_when_looked_for_should_skip_saying_where_it_goes_and_fail_under_ci() {
     let nowhere = Path::new("/nonexistent/shared/porcupine-test-data");
-    assert_eq!(found(nowhere, false), Ok(None));
-    let err = found(nowhere, true).unwrap_err();
+    assert_eq!(
+        shared_data::found(nowhere, false, "Porcupine's test data", HOW),
+        Ok(None)
+    );
+    let err = shared_data::found(nowhere, true, "Porcupine's test data", HOW).unwrap_err();
     assert!(
         err.starts_with("CI=true") && err.contains("shared/porcupine-test-data` beside the repository checkout"),
         "{err}"

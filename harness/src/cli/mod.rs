@@ -102,7 +102,8 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Re-render a run's report.html (and the store's index.html) from its store folder.
     Report(report::ReportArgs),
-    /// Check a history file for linearizability (faultline JSONL, Jepsen EDN or log lines, Porcupine kv logs).
+    /// Check a history file offline against a Jepsen, Elle or Knossos model (faultline JSONL, Jepsen EDN, JSON or log
+    /// lines, Porcupine kv logs).
     Check(check::CheckArgs),
     /// Remove what dead runs left behind (processes, fault filesystem mounts, network namespaces, guard routes, nft
     /// tables); every `faultline run` does this first. Live runs are never touched.

@@ -32,7 +32,7 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     ("truncate-on-boot", &["default"]),
     ("rejoin-after-lost-tail", &["reference-corruption"]),
     // Only transactions see it: the general plans (single-key workloads) cannot.
-    ("txn-reads-at-receipt", &["reference-txn"]),
+    ("txn-reads-at-receipt", &["reference-txn", "reference-bank"]),
     // Only clock faults expose it: pauses, kills and partitions leave its lease inside the backups' promise.
     ("lease-ignores-drift", &["reference-clock"]),
     // Its window is one loop iteration wide (a crash between adopting a view's log and the ack that follows), then a

@@ -56,6 +56,11 @@ pub const PLANS: &[(&str, &str)] = &[
     ("iggy-mixed", include_str!("../../../plans/iggy-mixed.yaml")),
     ("iggy-messages", include_str!("../../../plans/iggy-messages.yaml")),
     ("reference-txn", include_str!("../../../plans/reference-txn.yaml")),
+    ("reference-bank", include_str!("../../../plans/reference-bank.yaml")),
+    (
+        "reference-long-fork",
+        include_str!("../../../plans/reference-long-fork.yaml"),
+    ),
     ("reference-clock", include_str!("../../../plans/reference-clock.yaml")),
     (
         "reference-membership",

@@ -148,6 +148,12 @@ pub enum WorkloadKind {
     /// Multi-key transactions of micro-ops (`model: list-append | rw-register`, Elle's datatypes) over rotating
     /// keys; checked for isolation anomalies (dependency cycles and more) against the claimed `consistency`.
     Txn,
+    /// Jepsen's bank: transfers between accounts and reads of every balance (`bank:` sets the accounts, the total and
+    /// the largest transfer); every read must sum to the total with no negative balance.
+    Bank,
+    /// Jepsen's long fork: each write inserts a fresh key, reads read a group of `group_size` keys; every read of a
+    /// group must see the inserts in one order (snapshot isolation forbids the long fork).
+    LongFork,
 }
 
 impl fmt::Display for WorkloadKind {
@@ -157,6 +163,8 @@ impl fmt::Display for WorkloadKind {
             WorkloadKind::Log => "log",
             WorkloadKind::Set => "set",
             WorkloadKind::Txn => "txn",
+            WorkloadKind::Bank => "bank",
+            WorkloadKind::LongFork => "long-fork",
         })
     }
 }
@@ -181,6 +189,9 @@ pub struct Mix {
     /// Adds of unique elements (set workload).
     #[serde(default)]
     pub add: u32,
+    /// Transfers between accounts (bank workload).
+    #[serde(default)]
+    pub transfer: u32,
 }
 
 /// The client workload.
@@ -221,9 +232,53 @@ pub struct WorkloadSpec {
     /// many (default `1..4`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_length: Option<TxnLength>,
+    /// Bank workload: the accounts, the total they hold and the largest transfer (defaults: 8, 100, 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bank: Option<Spanned<BankSpec>>,
+    /// Long-fork workload: keys each read reads (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<Bounded<2, 16>>,
     /// Windows of the fault phase in which no client starts an op (scripted scenarios: let the cluster settle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quiet: Vec<QuietWindow>,
+}
+
+/// The bank of the bank workload (Jepsen's): accounts `0..accounts`, account 0 opening with the whole total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BankSpec {
+    /// Accounts.
+    #[serde(default = "BankSpec::default_accounts")]
+    pub accounts: Bounded<2, 64>,
+    /// What they hold together, and every read must sum to.
+    #[serde(default = "BankSpec::default_total")]
+    pub total: Bounded<1, 1_000_000_000>,
+    /// The largest amount a transfer moves (each draws from 1 to it).
+    #[serde(default = "BankSpec::default_max_transfer")]
+    pub max_transfer: Bounded<1, 1_000_000_000>,
+}
+
+impl BankSpec {
+    fn default_accounts() -> Bounded<2, 64> {
+        Bounded(8)
+    }
+    fn default_total() -> Bounded<1, 1_000_000_000> {
+        Bounded(100)
+    }
+    fn default_max_transfer() -> Bounded<1, 1_000_000_000> {
+        Bounded(5)
+    }
+}
+
+impl Default for BankSpec {
+    /// Jepsen's: 8 accounts, 100 in all, transfers of at most 5.
+    fn default() -> Self {
+        BankSpec {
+            accounts: BankSpec::default_accounts(),
+            total: BankSpec::default_total(),
+            max_transfer: BankSpec::default_max_transfer(),
+        }
+    }
 }
 
 /// Micro-ops per transaction: between `min` and `max`, inclusive, at most [`TxnLength::MAX`].

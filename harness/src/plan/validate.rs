@@ -25,6 +25,22 @@ impl Plan {
                 return Err(at(mix.referenced, "the set workload needs `add` > 0 in its mix".into()))
             }
             WorkloadKind::Txn => self.validate_txn(origin)?,
+            WorkloadKind::Bank if m.write + m.cas + m.append + m.add > 0 || m.transfer == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the bank workload mixes read and transfer (give transfer a weight > 0)".into(),
+                ))
+            }
+            WorkloadKind::LongFork if m.cas + m.append + m.add + m.transfer > 0 || m.read == 0 || m.write == 0 => {
+                return Err(at(
+                    mix.referenced,
+                    "the long-fork workload mixes read (of a group of keys) and write (an insert of a fresh key), both > 0"
+                        .into(),
+                ))
+            }
+            _ if m.transfer > 0 && self.workload.kind != WorkloadKind::Bank => {
+                return Err(at(mix.referenced, "`transfer` is for the bank workload".into()))
+            }
             WorkloadKind::Register | WorkloadKind::Log if m.add > 0 => {
                 return Err(at(mix.referenced, "`add` is for the set workload".into()))
             }
@@ -53,6 +69,17 @@ impl Plan {
                 ))
             }
             _ => {}
+        }
+        if let Some(bank) = self
+            .workload
+            .bank
+            .as_ref()
+            .filter(|_| self.workload.kind != WorkloadKind::Bank)
+        {
+            return Err(at(bank.referenced, "`bank` is for the bank workload".into()));
+        }
+        if self.workload.group_size.is_some() && self.workload.kind != WorkloadKind::LongFork {
+            return Err(at(mix.referenced, "`group_size` is for the long-fork workload".into()));
         }
         if self.workload.kind != WorkloadKind::Txn {
             if let Some(model) = &self.workload.model {

@@ -9,12 +9,14 @@ use crate::plan::{Plan, WorkloadKind};
 use faultline_reports::explored;
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
 use faultline_reports::triage::{check_findings, Finding, FindingKind};
+use faultline_workloads::bank_check::BankCheckOptions;
 use faultline_workloads::behaviour::RunBehaviours;
 use faultline_workloads::checker::{
-    check_all, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness, LogPatterns,
-    LogWorkload, SetWorkload, TxnWorkload, WorkloadHealth,
+    check_all, BankWorkload, Boot, CheckInput, Checker, Completion, Convergence, Durability, Linearizability, Liveness,
+    LogPatterns, LogWorkload, LongForkWorkload, SetWorkload, TxnWorkload, WorkloadHealth,
 };
 use faultline_workloads::history::{History, Meta};
+use faultline_workloads::long_fork_check::LongForkOptions;
 use faultline_workloads::{CheckOptions, LogCheckOptions, ModelKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -177,8 +179,23 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
                 },
             })
         }
-        WorkloadKind::Set => Box::new(SetWorkload),
+        WorkloadKind::Set => Box::new(SetWorkload::default()),
         WorkloadKind::Txn => Box::new(txn_checker(plan)),
+        WorkloadKind::Bank => {
+            let bank = plan.workload.bank.as_ref().map(|b| b.value).unwrap_or_default();
+            Box::new(BankWorkload {
+                options: BankCheckOptions {
+                    total: Some(bank.total.0 as i64),
+                    accounts: Some((0..bank.accounts.0).map(|i| i.to_string()).collect()),
+                    negative_balances: false,
+                },
+            })
+        }
+        WorkloadKind::LongFork => Box::new(LongForkWorkload {
+            options: LongForkOptions {
+                group_size: Some(plan.workload.group_size.map_or(3, |g| g.0) as usize),
+            },
+        }),
     };
     let final_phase_enabled = plan.final_phase.enabled;
     let capabilities = plan.system.adapter().capabilities();
@@ -212,20 +229,18 @@ fn checkers(plan: &Plan) -> Vec<Box<dyn Checker>> {
     checkers
 }
 
-/// The txn workload's check: the plan's model and claimed consistency (default strict-serializable), with real-time
-/// and process-order edges so that the strict and session claims can be decided.
+/// The txn workload's check: the plan's model and claimed consistency (default strict-serializable), with the order
+/// edges (real time, process order) the claim needs to be decided.
 fn txn_checker(plan: &Plan) -> TxnWorkload {
-    use faultline_workloads::txn_check::{ConsistencyModel, TxnCheckOptions};
-    let defaults = TxnCheckOptions::default();
+    use faultline_workloads::txn_check::{ConsistencyModel, TxnCheckOptions, TxnModel};
+    let model = plan.workload.model.as_ref().map_or(TxnModel::ListAppend, |m| m.value);
+    let claimed = plan
+        .workload
+        .consistency
+        .unwrap_or(ConsistencyModel::StrictSerializable);
     TxnWorkload {
-        options: TxnCheckOptions {
-            model: plan.workload.model.as_ref().map_or(defaults.model, |m| m.value),
-            claimed: plan
-                .workload
-                .consistency
-                .unwrap_or(ConsistencyModel::StrictSerializable),
-            ..defaults
-        },
+        options: TxnCheckOptions::for_claims(model, vec![claimed], Vec::new())
+            .expect("a claim without anomaly names is always accepted"),
     }
 }
 

@@ -102,27 +102,7 @@ async fn recover(
         let Ok(client) = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process) else {
             return false;
         };
-        // The probe is an ordinary op of the workload's kind, checked with the rest.
-        let (f, key) = match workload.kind() {
-            WorkloadKind::Register => ("write", format!("probe-{after}")),
-            WorkloadKind::Log => ("append", format!("probe-{after}")),
-            // The probe's element is one more element of the one set, checked with the others.
-            WorkloadKind::Set => ("add", crate::system::SET_KEY.to_string()),
-            WorkloadKind::Txn => (TXN_F, format!("probe-{after}")),
-        };
-        let op = match workload.kind() {
-            // One write of a value unique on the probe's key: the attempt number.
-            WorkloadKind::Txn => PlannedOp {
-                f,
-                key: String::new(),
-                value: json!([[workload.txn_write_f(), key, attempt]]),
-            },
-            _ => PlannedOp {
-                f,
-                key,
-                value: Value::from(format!("probe-{after}-{attempt}")),
-            },
-        };
+        let op = probe_op(workload, after, attempt);
         let outcome = perform(recorder, &client, process, worker, &node_name(home), &op).await;
         if matches!(outcome, Outcome::Ok(_)) {
             recorder.lifecycle(
@@ -140,6 +120,33 @@ async fn recover(
         json!({"after": after, "timeout_ms": timeout.as_millis() as u64, "attempts": attempt}),
     );
     false
+}
+
+/// The recovery probe: an ordinary write of the workload's kind, checked with the rest.
+fn probe_op(workload: &Workload, after: &str, attempt: u64) -> PlannedOp {
+    if let Some(op) = workload.probe(after, attempt) {
+        return op;
+    }
+    let (f, key) = match workload.kind() {
+        WorkloadKind::Register => ("write", format!("probe-{after}")),
+        WorkloadKind::Log => ("append", format!("probe-{after}")),
+        // The probe's element is one more element of the one set, checked with the others.
+        WorkloadKind::Set => ("add", crate::system::SET_KEY.to_string()),
+        WorkloadKind::Txn | WorkloadKind::Bank | WorkloadKind::LongFork => (TXN_F, format!("probe-{after}")),
+    };
+    match workload.kind() {
+        // One write of a value unique on the probe's key: the attempt number.
+        WorkloadKind::Txn => PlannedOp {
+            f,
+            key: String::new(),
+            value: json!([[workload.txn_write_f(), key, attempt]]),
+        },
+        _ => PlannedOp {
+            f,
+            key,
+            value: Value::from(format!("probe-{after}-{attempt}")),
+        },
+    }
 }
 
 /// Waits until every node reports the same commit point; records `converged` or `convergence-timeout`.
@@ -198,7 +205,7 @@ async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_t
         .await
         .unwrap_or(members.first().copied().unwrap_or(0));
     let homes: Vec<usize> = match workload.kind() {
-        WorkloadKind::Register | WorkloadKind::Txn => vec![primary],
+        WorkloadKind::Register | WorkloadKind::Txn | WorkloadKind::Bank | WorkloadKind::LongFork => vec![primary],
         // Every member is asked for the whole set; each forwards its linearizable read to the primary it knows.
         WorkloadKind::Log | WorkloadKind::Set => members,
     };
@@ -213,7 +220,16 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
     if kind == WorkloadKind::Txn {
         let mut keys = workload.keys_used();
         keys.extend(["probe-heal".to_string(), "probe-restart-all".to_string()]);
-        final_txn_reads(lab, workload, home, op_timeout, &keys).await;
+        let ops = keys.chunks(FINAL_TXN_READ_KEYS).map(|chunk| PlannedOp {
+            f: TXN_F,
+            key: String::new(),
+            value: Value::Array(chunk.iter().map(|key| json!(["r", key, null])).collect()),
+        });
+        final_ops(lab, workload, home, op_timeout, ops.collect()).await;
+        return;
+    }
+    if matches!(kind, WorkloadKind::Bank | WorkloadKind::LongFork) {
+        final_ops(lab, workload, home, op_timeout, workload.final_ops()).await;
         return;
     }
     let mut process = workload.new_process();
@@ -228,8 +244,8 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
         let mut from = 0u64;
         for _page in 0..FINAL_READ_PAGES_MAX {
             let value = match kind {
-                WorkloadKind::Register | WorkloadKind::Set | WorkloadKind::Txn => Value::Null,
                 WorkloadKind::Log => json!({"from": from, "limit": FINAL_READ_PAGE_ENTRIES}),
+                _ => Value::Null,
             };
             let op = PlannedOp {
                 f: "read",
@@ -264,24 +280,20 @@ async fn final_reads_from(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize,
     }
 }
 
-/// The txn workload's final reads: read-only transactions of up to [`FINAL_TXN_READ_KEYS`] keys each, checked with
-/// the rest of the history (a lost append shows as a later read that misses it).
-async fn final_txn_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration, keys: &[String]) {
+/// Final reads that are ordinary ops of the workload, checked with the rest of the history (a lost append, a lost
+/// transfer, an insert seen in another order shows in them): the txn workload's read-only transactions of up to
+/// [`FINAL_TXN_READ_KEYS`] keys each, the bank's read, the long-fork groups' reads.
+async fn final_ops(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_timeout: Duration, ops: Vec<PlannedOp>) {
     let recorder = lab.recorder();
+    let kind = workload.kind();
     let mut process = workload.new_process();
-    let Ok(mut client) = Client::new(lab.system().as_ref(), WorkloadKind::Txn, home, op_timeout, process) else {
+    let Ok(mut client) = Client::new(lab.system().as_ref(), kind, home, op_timeout, process) else {
         return;
     };
-    for chunk in keys.chunks(FINAL_TXN_READ_KEYS) {
-        let reads: Vec<Value> = chunk.iter().map(|key| json!(["r", key, null])).collect();
-        let op = PlannedOp {
-            f: TXN_F,
-            key: String::new(),
-            value: Value::Array(reads),
-        };
+    for op in ops {
         if let Outcome::Info(_) = perform(recorder, &client, process, u64::MAX, &node_name(home), &op).await {
             process = workload.new_process();
-            match Client::new(lab.system().as_ref(), WorkloadKind::Txn, home, op_timeout, process) {
+            match Client::new(lab.system().as_ref(), kind, home, op_timeout, process) {
                 Ok(fresh) => client = fresh,
                 Err(_) => return,
             }

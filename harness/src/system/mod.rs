@@ -380,6 +380,49 @@ pub trait TxnClient: Send + Sync {
     async fn txn(&self, ops: &Value) -> (Outcome, usize);
 }
 
+/// The bank of a bank workload, which every op of it carries: accounts `0..accounts` holding `total` together, each
+/// opening with an equal share (account 0 with the remainder too). A client opens an account, if nobody has, before
+/// it touches it; the openings are fixed, so the order in which clients open them does not matter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bank {
+    /// Accounts.
+    pub accounts: u64,
+    /// What they hold together.
+    pub total: u64,
+}
+
+impl Bank {
+    /// What account `i` opens with.
+    pub fn opening(&self, i: u64) -> u64 {
+        let share = self.total / self.accounts.max(1);
+        if i == 0 {
+            share + self.total % self.accounts.max(1)
+        } else {
+            share
+        }
+    }
+}
+
+/// The one key of the bank workload's ops (the accounts are in their values).
+pub const BANK_KEY: &str = "bank";
+
+/// A bank client bound to one node (Jepsen's bank workload): reads of every balance at once, and transfers.
+#[async_trait]
+pub trait BankClient: Send + Sync {
+    /// Reads every balance in one transaction: `Ok({"0": 100, "1": 0, ...})`, an integer per account.
+    async fn read(&self, bank: Bank) -> (Outcome, usize);
+    /// Moves `amount` from account `from` to `to` in one transaction; `Fail` when `from` holds less (nothing moved).
+    async fn transfer(&self, bank: Bank, from: u64, to: u64, amount: u64) -> (Outcome, usize);
+}
+
+/// An `ok` answer to a bank read, checked: an object of integer balances.
+pub fn bank_balances(got: &Value) -> Result<Value, &'static str> {
+    match got.as_object() {
+        Some(map) if !map.is_empty() && map.values().all(Value::is_i64) => Ok(got.clone()),
+        _ => Err("an object of every account's integer balance, e.g. {\"0\": 100, \"1\": 0}"),
+    }
+}
+
 /// Whether a transaction has no write (an unknown outcome of it is a `fail`: it had no effect).
 pub fn txn_is_read_only(ops: &Value) -> bool {
     ops.as_array()
@@ -548,6 +591,10 @@ pub trait System: Send + Sync {
     }
     /// A transaction client bound to `home`, if the system offers multi-key transactions.
     fn txn_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn TxnClient>> {
+        None
+    }
+    /// A bank client bound to `home`, if the system offers the bank workload.
+    fn bank_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn BankClient>> {
         None
     }
 }

@@ -11,6 +11,31 @@ use std::sync::Mutex;
 /// timing-sensitive verdicts (recovery bounds, scripted scenarios) flaky. Cargo runs test binaries one after another.
 pub static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// How many seeds each end-to-end scenario runs (`FAULTLINE_REPEAT`, default 1).
+pub fn repeat() -> u64 {
+    std::env::var("FAULTLINE_REPEAT")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// The plan file `plan` (under `plans/`) with a lighter nemesis (kills, pauses, primary isolation; no flaps or
+/// triggers) and `bug` switched on, so that a short run commits enough concurrent transactions: the default plan's
+/// faults leave the cluster mostly unavailable in its first seconds.
+pub fn light_nemesis(plan: &str, bug: Option<&str>) -> String {
+    let text = repo_plan_text(plan);
+    let (Some(start), Some(end)) = (text.find("\nnemesis:\n"), text.find("\nfinal_phase:\n")) else {
+        panic!("{plan} has a nemesis section followed by final_phase");
+    };
+    let light = "\nnemesis:\n  process:\n    interval: 5s\n    faults:\n      \
+                 - {kind: kill, targets: primary, duration: 1s..2s, weight: 2}\n      \
+                 - {kind: kill, targets: backup, duration: 1s..2s}\n      \
+                 - {kind: pause, targets: one, duration: 500ms..1500ms}\n  network:\n    interval: 8s\n    \
+                 partitions:\n      - {shape: isolate-primary, duration: 1s..3s}";
+    with_bug(&format!("{}{light}{}", &text[..start], &text[end..]), bug)
+}
+
 /// Takes the one-cluster lock (a panicking test does not poison it for the others).
 pub fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
     ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())

@@ -306,10 +306,10 @@ struct PrimaryState {
     waiters: BTreeMap<u64, Vec<Waiter>>,
     /// Requests waiting for a pipeline slot.
     queue: VecDeque<(ClientRequest, Waiter)>,
-    /// `txn-reads-at-receipt` mutant: the reads taken when a queued transaction arrived, by (client, request).
-    receipt_reads: BTreeMap<(u64, u64), Vec<Option<serde_json::Value>>>,
+    /// `txn-reads-at-receipt` mutant: the reply made when a queued transaction arrived, by (client, request).
+    receipt_reads: BTreeMap<(u64, u64), Reply>,
     /// `txn-reads-at-receipt` mutant: the same, by op once prepared.
-    receipt_reads_by_op: BTreeMap<u64, Vec<Option<serde_json::Value>>>,
+    receipt_reads_by_op: BTreeMap<u64, Reply>,
 }
 
 /// A replica's log summary as carried by DoViewChange.
@@ -980,9 +980,11 @@ impl Replica {
             }
             let mut reply = self.machine.apply(entry);
             self.commit_min = op;
-            if let Some(reads) = self.primary.receipt_reads_by_op.remove(&op) {
-                // MUTANT(txn-reads-at-receipt): the client gets the reads taken when its request arrived.
-                reply = reply.with_reads(&reads);
+            if let Some(at_receipt) = self.primary.receipt_reads_by_op.remove(&op) {
+                // MUTANT(txn-reads-at-receipt): the client gets the reply made when its request arrived.
+                if matches!(reply, Reply::Txn(_)) {
+                    reply = at_receipt;
+                }
             }
             for waiter in self.primary.waiters.remove(&op).unwrap_or_default() {
                 let _ = waiter.send(ClientOutcome::Done(reply.clone()));

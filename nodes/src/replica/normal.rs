@@ -8,7 +8,7 @@ use super::{
 };
 use crate::message::Message;
 use crate::mutants::Bug;
-use crate::state_machine::{Operation, SessionLookup};
+use crate::state_machine::{Operation, Reply, SessionLookup};
 use crate::wal::entry::{Entry, RequestIdentity, BODY_SIZE_MAX_BYTES};
 use crate::wal::journal::InsertRejected;
 
@@ -56,16 +56,26 @@ impl Replica {
             let _ = reply.send(ClientOutcome::Busy);
             return;
         }
+        let mut request = request;
         if self.config.mutants.has(Bug::TxnReadsAtReceipt) && identity.client_id != 0 {
             if let Operation::Txn { ops } = &request.operation {
                 // MUTANT(txn-reads-at-receipt): the reads are taken now, from what this primary has applied (with
-                // the transaction's own earlier writes over it), while the writes wait their turn in the log: a
-                // transaction committed between the two is missed by the reads but ordered before the writes.
-                let reads = self.machine.txn_reads_now(ops);
-                self.primary
-                    .receipt_reads
-                    .insert((identity.client_id, identity.request_number), reads);
-                assert!(self.primary.receipt_reads.len() <= REQUEST_QUEUE_MAX + 1);
+                // the transaction's own earlier writes over it), and so are the balances its credits and debits
+                // leave, logged as plain writes, while the writes wait their turn in the log: a transaction
+                // committed between the two is missed by the reads and overwritten by the balances.
+                match self.machine.txn_at_receipt(ops) {
+                    Err(abort) => {
+                        let _ = reply.send(ClientOutcome::Done(Reply::TxnAborted(abort)));
+                        return;
+                    }
+                    Ok(receipt) => {
+                        self.primary
+                            .receipt_reads
+                            .insert((identity.client_id, identity.request_number), receipt.reply);
+                        assert!(self.primary.receipt_reads.len() <= REQUEST_QUEUE_MAX + 1);
+                        request.operation = Operation::Txn { ops: receipt.logged };
+                    }
+                }
             }
         }
         self.primary.queue.push_back((request, reply));

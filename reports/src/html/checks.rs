@@ -69,8 +69,23 @@ fn details(check: &CheckResult, phase_start_ms: f64) -> Markup {
             Err(_) => raw(d),
         },
         "set" => match serde_json::from_value::<SetCheckResult>(d.clone()) {
-            Ok(result) if !result.anomalies.is_empty() => set_anomalies(&result, phase_start_ms),
+            Ok(result) if !result.anomalies.is_empty() => {
+                html! { (super::workload_checks::set_latencies(&result.stats)) (set_anomalies(&result, phase_start_ms)) }
+            }
+            Ok(result) => super::workload_checks::set_latencies(&result.stats),
             _ => raw(d),
+        },
+        "bank" => match serde_json::from_value(d.clone()) {
+            Ok(result) => super::workload_checks::bank(&result),
+            Err(_) => raw(d),
+        },
+        "long-fork" => match serde_json::from_value(d.clone()) {
+            Ok(result) => super::workload_checks::long_fork(&result),
+            Err(_) => raw(d),
+        },
+        "counter" => match serde_json::from_value(d.clone()) {
+            Ok(result) => super::workload_checks::counter(&result),
+            Err(_) => raw(d),
         },
         "txn" => match serde_json::from_value::<faultline_workloads::txn_check::TxnCheckResult>(d.clone()) {
             Ok(result) => super::txn::check_details(&result),

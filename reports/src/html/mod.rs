@@ -27,6 +27,7 @@ mod timeline;
 mod txn;
 mod txn_cycle;
 mod unseen;
+mod workload_checks;
 
 pub use escape::json_for_script;
 use logs::anchor_offset_ns;

@@ -61,14 +61,18 @@ pub fn render(inputs: &RunInputs) -> String {
         results.plan,
         results.seed
     );
+    // A history checked on its own has no run to cover or shrink.
+    let checked_history = results.system == crate::results::CHECKED_HISTORY;
     let body = html! {
         (banner(inputs, &table, &timeline))
-        (toc(explanation.is_some(), txn_result.is_some()))
+        (toc(explanation.is_some(), txn_result.is_some(), checked_history))
         main {
             (problems(results, history, &timeline))
             section class="card" id="checks" { h2 { "Checks" } (checks::render(results, timeline.phase_start_ms)) }
-            (coverage_section(inputs))
-            section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
+            @if !checked_history {
+                (coverage_section(inputs))
+                section class="card" id="behaviours" { h2 { "Behaviours" } (behaviours::render(&inputs.results.behaviours)) }
+            }
             (charts(!lanes.is_empty(), !txn_marks.is_empty()))
             @if let Some(result) = &txn_result {
                 section class="card" id="transactions" {
@@ -232,7 +236,7 @@ fn provenance(inputs: &RunInputs) -> Markup {
                 a href="shrink/shrink.html" { (Shown(&shrink.summary())) }
                 " · " a href="shrink/shrunk.yaml" { "shrunk.yaml" }
             }
-        } @else if failing {
+        } @else if failing && inputs.results.system != crate::results::CHECKED_HISTORY {
             div class="repro" {
                 span { "shrink" }
                 code { "faultline shrink " (Shown(&inputs.run_dir.display().to_string())) }
@@ -280,14 +284,13 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn toc(has_lin: bool, has_txn: bool) -> Markup {
-    let mut links = vec![
-        ("checks", "Checks"),
-        ("coverage", "Coverage"),
-        ("behaviours", "Behaviours"),
-        ("timeline", "Timeline"),
-        ("latency", "Latency & throughput"),
-    ];
+fn toc(has_lin: bool, has_txn: bool, checked_history: bool) -> Markup {
+    let mut links = vec![("checks", "Checks")];
+    // A checked history has no run: nothing to cover and no behaviours of the system under faults.
+    if !checked_history {
+        links.extend([("coverage", "Coverage"), ("behaviours", "Behaviours")]);
+    }
+    links.extend([("timeline", "Timeline"), ("latency", "Latency & throughput")]);
     if has_txn {
         links.push(("transactions", "Transactions"));
     }
@@ -334,8 +337,8 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
                     li {
                         (checks::pill(check.verdict)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
                         a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
-                        @if let Some(ns) = check.evidence_ns {
-                            br; span class="hint" { (Shown(&faults_at(timeline, ms(ns)))) }
+                        @if let Some(hint) = check.evidence_ns.map(|ns| evidence_hint(results, history, timeline, ns)) {
+                            br; span class="hint" { (Shown(&hint)) }
                         }
                     }
                 }
@@ -345,6 +348,34 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
             }
         }
     }
+}
+
+/// The hint under a failing check: where its first evidence is in time and among the faults. A history checked on its
+/// own may have no times (Jepsen's EDN without `:time`, where each operation's time is its position) and, its nemesis
+/// operations skipped, no fault windows: then the hint says only what the history can tell.
+fn evidence_hint(results: &Results, history: &History, timeline: &Timeline, evidence_ns: u64) -> String {
+    if results.system != crate::results::CHECKED_HISTORY {
+        return faults_at(timeline, ms(evidence_ns));
+    }
+    if untimed_history(history) {
+        return "the history has no times (each operation's time is its position), so the evidence has no place on a \
+                clock"
+            .to_string();
+    }
+    if timeline.faults.is_empty() {
+        return format!(
+            "first evidence at {:.1} s",
+            (ms(evidence_ns) - timeline.phase_start_ms) / 1000.0
+        );
+    }
+    faults_at(timeline, ms(evidence_ns))
+}
+
+/// Whether a history's times are its operations' positions, not nanoseconds: every one at most the number of events
+/// (a timed history of N events that all happened within N ns does not exist).
+fn untimed_history(history: &History) -> bool {
+    let count = history.events.len() as u64;
+    history.events.iter().all(|event| event.time_ns <= count)
 }
 
 /// Which fault windows were open at the first evidence of a failure (`t_ms`, drawn on the run clock, said on the
@@ -573,6 +604,35 @@ mod tests {
             ..Timeline::default()
         };
         assert_eq!(faults_at(&later, 11_000.0), "first evidence at 7.0 s, before any fault");
+    }
+
+    #[test]
+    fn given_a_history_checked_on_its_own_when_a_check_fails_should_not_place_the_evidence_among_faults_it_lacks() {
+        let op = |index: u64, time_ns: u64| Event {
+            time_ns,
+            ..event(index, 0, EventKind::Ok, "read", None, json!(1))
+        };
+        let mut untimed = inputs((0..4).map(|i| op(i, i)).collect(), Vec::new());
+        untimed.results.system = crate::results::CHECKED_HISTORY.into();
+        let timeline = Timeline::default();
+        assert!(untimed_history(&untimed.history));
+        assert_eq!(
+            evidence_hint(&untimed.results, &untimed.history, &timeline, 2),
+            "the history has no times (each operation's time is its position), so the evidence has no place on a clock"
+        );
+        let mut timed = inputs((0..4).map(|i| op(i, i * 500_000_000)).collect(), Vec::new());
+        timed.results.system = crate::results::CHECKED_HISTORY.into();
+        assert!(!untimed_history(&timed.history));
+        assert_eq!(
+            evidence_hint(&timed.results, &timed.history, &timeline, 1_500_000_000),
+            "first evidence at 1.5 s"
+        );
+        // A run's history keeps the fault context, even before any fault.
+        let run = inputs((0..4).map(|i| op(i, i * 500_000_000)).collect(), Vec::new());
+        assert_eq!(
+            evidence_hint(&run.results, &run.history, &timeline, 1_500_000_000),
+            "first evidence at 1.5 s, before any fault"
+        );
     }
 
     fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {

@@ -101,7 +101,7 @@ fn drawn(result: &TxnCheckResult) -> impl Iterator<Item = (AnomalyClass, usize, 
 
 /// The classes found (and kept), those the claimed model forbids first.
 fn classes_in_order(result: &TxnCheckResult) -> Vec<AnomalyClass> {
-    let forbidden = result.claimed.forbids();
+    let forbidden = result.forbidden_classes();
     let mut classes: Vec<AnomalyClass> = result.anomalies.keys().copied().collect();
     classes.sort_by_key(|class| (!forbidden.contains(class), *class));
     classes
@@ -173,11 +173,11 @@ fn summary(result: &TxnCheckResult) -> Markup {
         .filter(|(_, n)| **n > 0)
         .map(|(kind, n)| format!("{n} {kind}"))
         .collect();
-    let still = if result.models_satisfied.is_empty() {
+    let still = if result.strongest_models.is_empty() {
         "none of the models".to_string()
     } else {
         result
-            .models_satisfied
+            .strongest_models
             .iter()
             .map(|m| m.name())
             .collect::<Vec<_>>()
@@ -185,11 +185,15 @@ fn summary(result: &TxnCheckResult) -> Markup {
     };
     html! {
         p class="txn-verdict" {
-            (super::checks::pill(result.verdict)) " against the claimed " b { (result.claimed.name()) } ": "
+            (super::checks::pill(result.verdict)) " against the claimed " b { (result.claimed_phrase()) } ": "
             (Shown(&result.reason)) "."
         }
-        p { "Still consistent with: " b { (still) } "." }
-        div class="txn-models" { @for model in ConsistencyModel::ALL { (model_chip(result, model)) } }
+        p { "Still consistent with (the strongest models held): " b { (still) } "." }
+        @if !result.not.is_empty() {
+            p { "Ruled out (the weakest models the anomalies found exclude, as Elle's " code { ":not" } "): "
+                b { (result.not.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")) } "." }
+        }
+        div class="txn-models" { @for model in ConsistencyModel::PRINCIPAL { (model_chip(result, model)) } }
         p class="hint" {
             (s.txns) " transactions: " (s.ok) " ok · " (s.failed) " fail · " (s.info) " info ("
             (s.info_committed) " of them seen by a committed read, so taken as committed) · " (s.keys) " keys · "
@@ -211,14 +215,19 @@ fn summary(result: &TxnCheckResult) -> Markup {
 fn model_chip(result: &TxnCheckResult, model: ConsistencyModel) -> Markup {
     let (tag, mark, title) = if result.models_satisfied.contains(&model) {
         ("ok", "✓", "the history is consistent with it")
-    } else if model.forbids().iter().any(|c| result.anomaly_counts.contains_key(c)) {
+    } else if model
+        .forbids()
+        .iter()
+        .any(|c| result.anomaly_counts.contains_key(c) && !c.is_unknown())
+    {
         ("bad", "✗", "the history shows an anomaly it forbids")
     } else {
         ("warn", "?", "a class it forbids could not be decided")
     };
     html! {
-        span class={ "tag " (tag) @if model == result.claimed { " claimed" } } title=(title) {
-            (mark) " " (model.name()) @if model == result.claimed { " (claimed)" }
+        @let claimed = result.claimed.contains(&model);
+        span class={ "tag " (tag) @if claimed { " claimed" } } title=(title) {
+            (mark) " " (model.name()) @if claimed { " (claimed)" }
         }
     }
 }
@@ -231,21 +240,25 @@ pub fn class_sentence(class: AnomalyClass) -> String {
 
 /// The classes found: how many, what each means, whether the claimed model forbids it.
 fn class_table(result: &TxnCheckResult) -> Markup {
-    let forbidden = result.claimed.forbids();
+    let forbidden = result.forbidden_classes();
+    let claimed = result.claimed_phrase();
     html! {
         table class="inner txn-classes" {
             thead { tr { th { "anomaly" } th { "found" } th { "what it means" } th { "claimed model" } } }
             tbody {
                 @for class in classes_in_order(result) {
                     tr {
-                        td { a href={ "#" (anchor(class, 1)) } { (class.name()) } }
+                        td {
+                            a href={ "#" (anchor(class, 1)) } { (class.name()) }
+                            @if class.elle_name() != class.name() { " " small { "(Elle: " (class.elle_name()) ")" } }
+                        }
                         td { (result.anomaly_counts.get(&class).copied().unwrap_or(0)) }
                         td { (class_sentence(class)) }
                         td {
                             @if forbidden.contains(&class) {
-                                span class="tag bad" { (result.claimed.name()) " forbids it" }
+                                span class="tag bad" { (claimed) " forbids it" }
                             } @else {
-                                span class="tag info" { (result.claimed.name()) " allows it" }
+                                span class="tag info" { (claimed) " allows it" }
                             }
                         }
                     }
@@ -266,16 +279,17 @@ fn class_section(context: &Context<'_>, class: AnomalyClass) -> Markup {
         .unwrap_or(kept.len() as u64);
     let listed = kept.iter().enumerate().skip(DRAWN_PER_CLASS).take(LISTED_PER_CLASS);
     let shown = kept.len().min(DRAWN_PER_CLASS + LISTED_PER_CLASS) as u64;
-    let forbidden = context.result.claimed.forbids().contains(&class);
+    let forbidden = context.result.forbidden_classes().contains(&class);
+    let claimed = context.result.claimed_phrase();
     html! {
         section class={ "txn-class" @if forbidden { " forbidden" } } {
             h3 { (class.name()) " " small { "· " (class.meaning().0) " · " (total) " found" } }
             p class="meaning" {
                 (class_sentence(class)) ". "
                 @if forbidden {
-                    b { "The claimed " (context.result.claimed.name()) " forbids it." }
+                    b { "The claimed " (claimed) " forbids it." }
                 } @else {
-                    "The claimed " (context.result.claimed.name()) " allows it; it is listed for information."
+                    "The claimed " (claimed) " allows it; it is listed for information."
                 }
             }
             @for (i, anomaly) in kept.iter().take(DRAWN_PER_CLASS).enumerate() {
@@ -533,7 +547,7 @@ pub fn check_details(result: &TxnCheckResult) -> Markup {
     let s = &result.stats;
     html! {
         div class="detail" {
-            "claimed " (result.claimed.name()) " · " (s.txns) " transactions (" (s.ok) " ok, " (s.failed) " fail, "
+            "claimed " (result.claimed_phrase()) " · " (s.txns) " transactions (" (s.ok) " ok, " (s.failed) " fail, "
             (s.info) " info) on " (s.keys) " keys"
             @if !result.anomaly_counts.is_empty() {
                 " · found: "
@@ -649,7 +663,7 @@ mod tests {
             "anomalies": {"G2-item": [skew], "G-single": [single], "internal": [internal]},
             "anomaly_counts": {"G2-item": 1, "G-single": 20, "internal": 1},
             "undecided": {}, "models_satisfied": ["read-committed", "read-uncommitted"],
-            "strongest_model": "read-committed",
+            "strongest_model": "read-committed", "strongest_models": ["read-committed"],
             "stats": {"txns": 5, "ok": 4, "failed": 0, "info": 1, "info_committed": 1, "keys": 4,
                       "edges": {"ww": 0, "wr": 1, "rw": 3, "realtime": 2, "process": 0},
                       "cyclic_components": 1, "largest_component": 3, "check_ms": 0}
@@ -691,7 +705,7 @@ mod tests {
         assert!(
             page.contains(
                 "G2-item: write skew — each transaction's read missed the other's write (two rw edges in a row around \
-                 the circle); forbidden by serializable and repeatable-read and every stronger model"
+                 the circle); forbidden by repeatable-read and every stronger model"
             ),
             "the class in one sentence"
         );
@@ -753,7 +767,7 @@ mod tests {
         assert!(page.contains("… and 19 more G-single"), "the rest counted");
         assert!(
             page.contains("G-single: read skew — ")
-                && page.contains("forbidden by snapshot-isolation and every stronger"),
+                && page.contains("forbidden by repeatable-read and consistent-view and every stronger"),
             "the class's sentence"
         );
     }
@@ -770,14 +784,17 @@ mod tests {
         assert!(internal.contains("T7 read &lt;b&gt;k&lt;/b&gt; = [], but its own earlier micro-ops"));
         assert!(internal.contains("id=\"txn-internal-1-T7\""));
         assert!(!page.contains("<b>k</b>"), "the hostile key escaped everywhere");
-        assert!(page.contains("internal: internal inconsistency — ") && page.contains("forbidden by every model"));
+        assert!(
+            page.contains("internal: internal inconsistency — ")
+                && page.contains("forbidden by read-atomic and every stronger model")
+        );
     }
 
     #[test]
     fn given_a_result_when_summarised_should_name_the_claimed_model_the_models_still_held_and_link_each_class() {
         let page = page();
         assert!(
-            page.contains("Still consistent with: <b>read-committed, read-uncommitted</b>"),
+            page.contains("Still consistent with (the strongest models held): <b>read-committed</b>"),
             "{page}"
         );
         assert!(page.contains("✗ serializable (claimed)") && page.contains("✓ read-committed"));
@@ -797,7 +814,7 @@ mod tests {
         let valid: TxnCheckResult = serde_json::from_value(json!({
             "verdict": "valid", "claimed": "strict-serializable", "reason": "no anomaly strict-serializable forbids was found",
             "anomalies": {}, "anomaly_counts": {}, "undecided": {},
-            "models_satisfied": ConsistencyModel::ALL, "strongest_model": "strict-serializable",
+            "models_satisfied": ConsistencyModel::ALL.to_vec(), "strongest_model": "strict-serializable",
             "stats": {"txns": 5, "ok": 5, "failed": 0, "info": 0, "info_committed": 0, "keys": 4, "edges": {},
                       "cyclic_components": 0, "largest_component": 0, "check_ms": 0}
         }))

@@ -485,8 +485,10 @@ fn txn(system: &str, check: &CheckResult) -> Vec<Finding> {
     let Ok(result) = serde_json::from_value::<TxnCheckResult>(check.details.clone()) else {
         return Vec::new();
     };
-    let forbidden = result.claimed.forbids();
-    let found = result.anomaly_counts.keys().filter(|class| forbidden.contains(class));
+    let found = result
+        .anomaly_counts
+        .keys()
+        .filter(|class| result.forbidden_classes().contains(class) && !class.is_unknown());
     found
         .map(|class| {
             let kind = match class {
@@ -712,7 +714,7 @@ pub(crate) mod tests {
         events.push(event(EventKind::Ok, "read", Some("n2"), reader, 40, json!([])));
         events.push(event(EventKind::Invoke, "read", Some("n1"), reader, 50, Value::Null));
         events.push(event(EventKind::Ok, "read", Some("n1"), reader, 60, json!(stale)));
-        run_check(&SetWorkload, &history(events), &BTreeMap::new())
+        run_check(&SetWorkload::default(), &history(events), &BTreeMap::new())
     }
 
     /// A results document of `system` with `checks`, its verdict the worst of theirs.

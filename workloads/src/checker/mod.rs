@@ -12,8 +12,9 @@
 //!
 //! The checks faultline runs, in the order `results.json` lists them:
 //! - [`Completion`] (`history`): the run finished;
-//! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`), [`SetWorkload`] (`set`) or
-//!   [`TxnWorkload`] (`txn`);
+//! - one workload check: [`Linearizability`] (register), [`LogWorkload`] (`log`), [`SetWorkload`] (`set`),
+//!   [`TxnWorkload`] (`txn`), [`BankWorkload`] (`bank`), [`LongForkWorkload`] (`long-fork`) or [`CounterWorkload`]
+//!   (`counter`, offline only); [`history_model`] picks one for `faultline check FILE --model M`;
 //! - [`WorkloadHealth`] (`workload-health`): enough operations succeeded outside fault windows for the others to
 //!   mean something;
 //! - [`Boot`]: no node refused to boot or died on its own without a recorded reason;
@@ -22,28 +23,36 @@
 //! - [`Durability`]: no node booted with less than it had applied before it stopped;
 //! - [`LogPatterns`] (`log-patterns`): no node log shows a failure pattern.
 
+mod bank_workload;
 mod boot;
 mod completion;
 mod convergence;
+mod counter_workload;
 pub mod damage;
 mod durability;
 pub mod fault_windows;
+pub mod history_model;
 mod linearizability;
 mod liveness;
 mod log_patterns;
 mod log_workload;
+mod long_fork_workload;
 mod set_workload;
 mod txn_workload;
 mod workload_health;
 
+pub use bank_workload::BankWorkload;
 pub use boot::{Boot, IO_FAULT_GRACE_NS};
 pub use completion::Completion;
 pub use convergence::Convergence;
+pub use counter_workload::CounterWorkload;
 pub use durability::{interior_damage, Durability};
+pub use history_model::{checker_for, HistoryModel, ModelOptions};
 pub use linearizability::Linearizability;
 pub use liveness::Liveness;
 pub use log_patterns::{message_line, strip_ansi, LogPatterns};
 pub use log_workload::LogWorkload;
+pub use long_fork_workload::LongForkWorkload;
 pub use set_workload::SetWorkload;
 pub use txn_workload::{history_txns, TxnWorkload, TXN_F};
 pub use workload_health::WorkloadHealth;
@@ -207,6 +216,14 @@ pub(crate) mod tests {
             key: None,
             value,
             error: None,
+        }
+    }
+
+    /// A client op of `process` named `f`, as the set, counter, bank and long-fork checks' tests write them.
+    pub(crate) fn client_op(kind: EventKind, process: u64, f: &str, value: Value) -> Event {
+        Event {
+            process: Some(process),
+            ..event(kind, f, None, value)
         }
     }
 

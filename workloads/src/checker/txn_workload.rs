@@ -62,7 +62,7 @@ impl Checker for TxnWorkload {
             checked.evidence_ns = result
                 .anomalies
                 .iter()
-                .filter(|(class, _)| result.claimed.forbids().contains(class))
+                .filter(|(class, _)| result.forbidden.contains(class))
                 .flat_map(|(_, found)| found.iter())
                 .filter_map(|anomaly| anomaly.txns.iter().filter_map(|t| completed.get(t)).max().copied())
                 .min();
@@ -74,6 +74,7 @@ impl Checker for TxnWorkload {
 /// The transactions of a history: every `f: txn` invocation paired with its process's next completion.
 pub fn history_txns(history: &History) -> Result<Vec<Txn>, String> {
     let end_ns = history.events.last().map_or(0, |e| e.time_ns);
+    let end_index = history.events.last().map_or(0, |e| e.index + 1);
     let mut open: HashMap<u64, &Event> = HashMap::new();
     let mut txns = Vec::new();
     for event in history.client_events().filter(|e| e.f == TXN_F) {
@@ -88,12 +89,9 @@ pub fn history_txns(history: &History) -> Result<Vec<Txn>, String> {
             }
             continue;
         }
-        let Some(invoke) = open.remove(&process) else {
-            return Err(format!(
-                "event {} completes a transaction of process {process}, which had none open",
-                event.index
-            ));
-        };
+        // A completion with no invocation before it (Elle's own test histories hold such ops) began where it
+        // completed.
+        let invoke = open.remove(&process).unwrap_or(event);
         let outcome = match event.kind {
             EventKind::Ok => TxnOutcome::Ok,
             EventKind::Fail => TxnOutcome::Fail,
@@ -107,6 +105,7 @@ pub fn history_txns(history: &History) -> Result<Vec<Txn>, String> {
             process,
             invoke_time_ns: invoke.time_ns,
             complete_time_ns: event.time_ns.max(invoke.time_ns),
+            positions: Some((invoke.index, event.index)),
             outcome,
             ops: micro_ops(source)?,
         });
@@ -120,6 +119,7 @@ pub fn history_txns(history: &History) -> Result<Vec<Txn>, String> {
             process: invoke.client_process()?,
             invoke_time_ns: invoke.time_ns,
             complete_time_ns: end_ns.max(invoke.time_ns),
+            positions: Some((invoke.index, end_index)),
             outcome: TxnOutcome::Info,
             ops: micro_ops(invoke)?,
         });

@@ -15,7 +15,11 @@
 //! judged instead (a plan with faults everywhere: the default plan's partitions and link resets leave no quiet 3 s),
 //! against the lower [`MIN_OK_RATIO_UNDER_FAULTS`] and without the dominance rule (a node down for long fails most
 //! operations with one error); with fewer than that in all, the check passes saying so, and with
-//! none it is `unknown` (the run tested nothing). The verdict never goes beyond `unknown`: a workload that stopped
+//! none it is `unknown` (the run tested nothing). Where faults leave no quiet window but an operation invoked after
+//! the fault phase (the final phase's reads, once everything is healed) succeeded, the client is shown to work on a
+//! healthy cluster, and the fault phase is only required to have had one success: how much a cluster serves under
+//! faults everywhere is the system's business (a loaded machine makes every view change slower; a `reference-txn` run
+//! beside a busy test suite served 1.6% of its fault phase and every final read). The verdict never goes beyond `unknown`: a workload that stopped
 //! working may be the system's fault, which the liveness and workload checks judge.
 //!
 //! Calibrated on the shipped plans (README, "Workload health"): healthy runs succeed in 90% (PostgreSQL at
@@ -86,6 +90,11 @@ impl Checker for WorkloadHealth {
                 judge_dominance: true,
             }
         } else {
+            let after = client_ops(input.history, Phase::AfterFaults);
+            let after_ok = after.iter().filter(|op| op.error.is_none()).count();
+            if after_ok > 0 {
+                return under_faults_with_a_working_client(self.name(), &ops, after_ok, after.len());
+            }
             Judged {
                 ops: ops.iter().collect(),
                 scope: "of the fault phase (too few ran outside fault windows)",
@@ -95,6 +104,45 @@ impl Checker for WorkloadHealth {
         };
         judge(self.name(), &judged)
     }
+}
+
+/// Faults everywhere, and the client worked once they stopped: the fault phase needs one success to have tested
+/// anything.
+fn under_faults_with_a_working_client(name: &str, ops: &[Op], after_ok: usize, after: usize) -> CheckResult {
+    let refs: Vec<&Op> = ops.iter().collect();
+    let ok = refs.iter().filter(|op| op.error.is_none()).count();
+    let errors = top_errors(&refs);
+    let details = json!({
+        "scope": "of the fault phase (too few ran outside fault windows), the client shown to work after it",
+        "ops": ops.len(),
+        "ok": ok,
+        "after_fault_phase": {"ops": after, "ok": after_ok},
+        "top_errors": errors.iter().take(TOP_ERRORS_KEPT)
+            .map(|(e, n)| json!({"error": e, "count": n})).collect::<Vec<_>>(),
+    });
+    let named = name_errors(&errors);
+    let worked = format!("{after_ok} of {after} operations after the fault phase succeeded, so the client works");
+    if ok == 0 && ops.len() >= MIN_JUDGED_OPS {
+        return CheckResult::new(
+            name,
+            Verdict::Unknown,
+            format!(
+                "none of the {} operations of the fault phase succeeded ({worked}): the run tested nothing under \
+                 faults; {named}",
+                ops.len()
+            ),
+            details,
+        );
+    }
+    CheckResult::new(
+        name,
+        Verdict::Valid,
+        format!(
+            "{ok} of {} operations of the fault phase succeeded under faults everywhere; {worked}; {named}",
+            ops.len()
+        ),
+        details,
+    )
 }
 
 fn judge(name: &str, judged: &Judged) -> CheckResult {
@@ -170,6 +218,19 @@ fn judge(name: &str, judged: &Judged) -> CheckResult {
 
 /// Completed client operations invoked between `cluster-ready` and `fault-phase-end`.
 fn fault_phase_ops(history: &History) -> Vec<Op> {
+    client_ops(history, Phase::Faults)
+}
+
+/// Which part of a run's client operations.
+enum Phase {
+    /// Invoked between `cluster-ready` and `fault-phase-end`.
+    Faults,
+    /// Invoked after `fault-phase-end` (the final phase: healed, then restarted).
+    AfterFaults,
+}
+
+/// Completed client operations invoked in `phase`.
+fn client_ops(history: &History, phase: Phase) -> Vec<Op> {
     let ready_ns = history
         .events
         .iter()
@@ -178,11 +239,18 @@ fn fault_phase_ops(history: &History) -> Vec<Op> {
     let Some(ready_ns) = ready_ns else {
         return Vec::new();
     };
-    let end_ns = history
+    let phase_end_ns = history
         .events
         .iter()
         .find(|e| e.is(Lifecycle::FaultPhaseEnd))
-        .map_or(u64::MAX, |e| e.time_ns);
+        .map(|e| e.time_ns);
+    let (ready_ns, end_ns) = match phase {
+        Phase::Faults => (ready_ns, phase_end_ns.unwrap_or(u64::MAX)),
+        Phase::AfterFaults => match phase_end_ns {
+            Some(end_ns) => (end_ns, u64::MAX),
+            None => return Vec::new(),
+        },
+    };
     let mut invoked: HashMap<u64, (u64, &str)> = HashMap::new();
     let mut ops = Vec::new();
     for event in &history.events {
@@ -420,6 +488,43 @@ mod tests {
         let barely = under_faults(40);
         assert_eq!(barely.verdict, Verdict::Unknown, "{}", barely.reason);
         assert!(barely.reason.contains("under the 5%"), "{}", barely.reason);
+    }
+
+    #[test]
+    fn given_no_quiet_window_when_reads_after_the_fault_phase_succeeded_should_ask_only_for_one_success_under_faults() {
+        // Faults everywhere and a cluster that served 1 in 60 of them (a loaded machine's slow view changes), then
+        // the final phase's reads on the healed cluster succeeded: the client works, the run tested something.
+        let with_final_reads = |every: usize| {
+            let mut history = run(400, |i| match (i + 1) % every {
+                0 => ("write", None),
+                _ => ("write", Some("connection refused".into())),
+            });
+            let mut kill = Event::named(Nemesis::Kill, Some("n1".into()), json!({}));
+            kill.time_ns = 500_000_000;
+            history.events.push(kill);
+            let end_ns = history.events.iter().map(|e| e.time_ns).max().unwrap();
+            for (offset, kind) in [(1, EventKind::Invoke), (2, EventKind::Ok)] {
+                let mut read = history.events[1].clone();
+                read.kind = kind;
+                read.f = "read".into();
+                read.error = None;
+                read.time_ns = end_ns + offset * 1_000_000;
+                history.events.push(read);
+            }
+            check(&history)
+        };
+        let barely = with_final_reads(60);
+        assert_eq!(barely.verdict, Verdict::Valid, "{}", barely.reason);
+        assert!(
+            barely
+                .reason
+                .contains("1 of 1 operations after the fault phase succeeded"),
+            "{}",
+            barely.reason
+        );
+        let none = with_final_reads(usize::MAX);
+        assert_eq!(none.verdict, Verdict::Unknown, "{}", none.reason);
+        assert!(none.reason.contains("none of the 400 operations"), "{}", none.reason);
     }
 
     #[test]

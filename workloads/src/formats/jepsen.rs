@@ -1,6 +1,14 @@
 //! Jepsen histories into faultline [`Event`]s: EDN op maps (`{:process 0, :type :invoke, :f :write, :value 3}`,
-//! with `:key` as in Porcupine's kv logs or `[k v]` independent tuples in `:value`) and the `jepsen.util` log lines
-//! of Porcupine's etcd data (`INFO  jepsen.util - 0 :invoke :read nil`, tab-separated).
+//! with `:key` as in Porcupine's kv logs or `[k v]` independent tuples in `:value`), the same maps in JSON (read by
+//! `json.rs`), and the `jepsen.util` log lines of Porcupine's etcd data (`INFO  jepsen.util - 0 :invoke :read nil`,
+//! tab-separated).
+//!
+//! As Jepsen writes them: `:type` `:invoke`, `:ok`, `:fail` or `:info` (other types, such as `:sleep` or `:log`, are
+//! not operations and are left out); `:process` a number for a client, a name (`:nemesis`) for a fault, which becomes
+//! a `nemesis` event no checker takes for a client op; `:time` in nanoseconds (the op's position when absent);
+//! `:index` is not read: an event's index is its position. A transaction is `:f :txn` with a micro-op list in
+//! `:value`; Elle's own histories leave `:f` and `:process` out, so a micro-op list without `:f` is a transaction and
+//! ops without `:process` share one process.
 
 use super::edn::{EdnError, EdnReader};
 use crate::history::{Event, EventKind};
@@ -8,6 +16,7 @@ use crate::models::cas_register::CAS_MISMATCH_ERROR;
 use serde_json::{Map, Value};
 
 /// An op map that is not a Jepsen operation.
+#[derive(Debug)]
 pub(crate) struct OpError {
     pub line: usize,
     pub column: usize,
@@ -25,6 +34,7 @@ impl From<EdnError> for OpError {
 }
 
 /// An op map with the line and column it started on.
+#[derive(Debug)]
 pub(crate) struct RawOp {
     pub map: Map<String, Value>,
     pub line: usize,
@@ -123,6 +133,17 @@ fn is_pair(value: &Value) -> bool {
     value.as_array().is_some_and(|a| a.len() == 2)
 }
 
+/// A transaction's value: a non-empty list of micro-ops, each a list that starts with its function
+/// (`[[:append 253 1] [:r 253 nil]]`).
+pub(crate) fn is_micro_op_list(value: &Value) -> bool {
+    value.as_array().is_some_and(|ops| {
+        !ops.is_empty()
+            && ops
+                .iter()
+                .all(|op| op.as_array().is_some_and(|op| op.first().is_some_and(Value::is_string)))
+    })
+}
+
 /// Jepsen's `independent` histories wrap every value as `[key value]`. Recognised when no op has `:key` and every
 /// register invocation's value is such a tuple (a cas's inner value being `[from to]`).
 fn is_independent(ops: &[RawOp]) -> bool {
@@ -135,6 +156,10 @@ fn is_independent(ops: &[RawOp]) -> bool {
             continue;
         }
         let value = op.map.get("value").unwrap_or(&Value::Null);
+        // A transaction of two micro-ops is a pair too, but not a tuple.
+        if is_micro_op_list(value) {
+            return false;
+        }
         let ok = match op.map.get("f").and_then(Value::as_str) {
             Some("cas") => is_pair(value) && value.get(1).is_some_and(is_pair),
             Some(_) => is_pair(value),
@@ -152,9 +177,22 @@ fn is_independent(ops: &[RawOp]) -> bool {
 /// [`CAS_MISMATCH_ERROR`]), as Porcupine reads Jepsen's etcd logs.
 pub(crate) fn to_events(ops: Vec<RawOp>, failed_cas_mismatch: bool) -> Result<Vec<Event>, OpError> {
     let independent = is_independent(&ops);
+    // Elle's own test histories leave `:process` out: their ops then belong to one process, numbered past every
+    // process the file names.
+    let anonymous = ops
+        .iter()
+        .filter_map(|op| op.map.get("process").and_then(Value::as_u64))
+        .max()
+        .map_or(0, |max| max + 1);
     let mut events = Vec::with_capacity(ops.len());
     for (position, raw) in ops.into_iter().enumerate() {
-        if let Some(event) = to_event(raw, position as u64, independent, failed_cas_mismatch)? {
+        let reading = Reading {
+            position: position as u64,
+            independent,
+            failed_cas_mismatch,
+            anonymous,
+        };
+        if let Some(event) = to_event(raw, &reading)? {
             events.push(event);
         }
     }
@@ -164,7 +202,26 @@ pub(crate) fn to_events(ops: Vec<RawOp>, failed_cas_mismatch: bool) -> Result<Ve
     Ok(events)
 }
 
-fn to_event(raw: RawOp, position: u64, independent: bool, failed_cas_mismatch: bool) -> Result<Option<Event>, OpError> {
+/// How to read one op of a history.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// Its position among the history's ops.
+    position: u64,
+    /// Values are Jepsen `independent` `[key value]` tuples.
+    independent: bool,
+    /// `:fail :cas` means the cas read another value (see [`CAS_MISMATCH_ERROR`]).
+    failed_cas_mismatch: bool,
+    /// The process of ops without one.
+    anonymous: u64,
+}
+
+fn to_event(raw: RawOp, reading: &Reading) -> Result<Option<Event>, OpError> {
+    let Reading {
+        position,
+        independent,
+        failed_cas_mismatch,
+        anonymous,
+    } = *reading;
     let RawOp { mut map, line, column } = raw;
     let bad = |message: String| OpError { line, column, message };
     let kind = match map.get("type").and_then(Value::as_str) {
@@ -176,21 +233,39 @@ fn to_event(raw: RawOp, position: u64, independent: bool, failed_cas_mismatch: b
         Some(_) => return Ok(None),
         None => return Err(bad(format!("op map without :type: {}", Value::Object(map)))),
     };
-    let f = map.get("f").map(text_of).unwrap_or_default();
+    // Elle reads a transaction from `:value` whatever `:f` says, and its own test histories leave `:f` out.
+    let f = match map.get("f") {
+        Some(f) => text_of(f),
+        None if map.get("value").is_some_and(is_micro_op_list) => crate::checker::TXN_F.to_string(),
+        None => String::new(),
+    };
     let (kind, process) = match map.get("process") {
-        Some(Value::Number(n)) => (kind, n.as_u64()),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(process) => (kind, Some(process)),
+            None => return Err(bad(format!("a :process must be a whole number ≥ 0 or a name, not {n}"))),
+        },
+        None => (kind, Some(anonymous)),
         // :nemesis (or any named process) is not a client.
         Some(_) => (EventKind::Nemesis, None),
-        None => return Err(bad(format!("op map without :process: {}", Value::Object(map)))),
     };
     let mut value = map.remove("value").unwrap_or(Value::Null);
     let mut key = map.get("key").map(text_of);
     if independent && kind.is_client() {
-        if let Value::Array(mut tuple) = value {
-            value = tuple.pop().unwrap_or(Value::Null);
-            key = tuple.pop().map(|k| text_of(&k));
-        } else {
-            return Err(bad(format!("expected an independent [key value] tuple, found {value}")));
+        match value {
+            Value::Array(mut tuple) if tuple.len() == 2 => {
+                value = tuple.pop().unwrap_or(Value::Null);
+                key = tuple.pop().map(|k| text_of(&k));
+            }
+            other => {
+                let shown = match &other {
+                    Value::Array(items) => format!("a list of {} values", items.len()),
+                    other => other.to_string(),
+                };
+                return Err(bad(format!(
+                    "expected an independent [key value] tuple, as every invocation of this history has, found {shown}; \
+                     refusing to guess which part is the key"
+                )));
+            }
         }
     }
     let mut error = map.get("error").map(text_of);

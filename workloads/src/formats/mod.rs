@@ -1,10 +1,13 @@
 //! Reading histories from disk in any supported format into the one [`History`] type, so one checker serves all.
 //!
 //! Formats: faultline JSONL (what the harness writes), Jepsen EDN (one op map per line or a vector of them; Porcupine's
-//! kv logs are of this kind), and Jepsen's `jepsen.util` log lines (Porcupine's etcd logs).
+//! kv logs are of this kind), the same op maps in JSON (what the Elle and Knossos command-line wrappers read), and
+//! Jepsen's `jepsen.util` log lines (Porcupine's etcd logs). Every reader ends in the one [`History`] type, so the
+//! checkers, `faultline run` and `faultline check FILE` all read the same thing.
 
 pub mod edn;
 mod jepsen;
+mod json;
 
 use crate::history::{History, HistoryError};
 use std::path::Path;
@@ -16,6 +19,9 @@ pub enum Format {
     FaultlineJsonl,
     /// Jepsen EDN op maps, e.g. `{:process 0, :type :invoke, :f :write, :value 3}` (also Porcupine's kv logs).
     JepsenEdn,
+    /// Jepsen op maps in JSON, one per line or in an array, e.g. `{"process":0,"type":"invoke","f":"write","value":3}`
+    /// (the form elle-cli and other wrappers of Elle and Knossos read).
+    JepsenJson,
     /// Jepsen log lines, e.g. `INFO  jepsen.util - 0 :invoke :read nil`, tab-separated (Porcupine's etcd logs).
     JepsenLog,
 }
@@ -27,9 +33,10 @@ impl std::str::FromStr for Format {
         match s {
             "jsonl" | "faultline" => Ok(Format::FaultlineJsonl),
             "edn" | "jepsen" | "porcupine-kv" => Ok(Format::JepsenEdn),
+            "json" | "jepsen-json" | "elle-json" => Ok(Format::JepsenJson),
             "log" | "jepsen-log" | "porcupine-etcd" => Ok(Format::JepsenLog),
             other => Err(format!(
-                "unknown history format {other:?}: expected jsonl, edn or jepsen-log"
+                "unknown history format {other:?}: expected jsonl, edn, json or jepsen-log"
             )),
         }
     }
@@ -59,7 +66,7 @@ pub enum LoadError {
         message: String,
     },
     /// The format could not be recognised from the file's first line.
-    #[error("{path}:{line}:1: cannot tell the history format from {first:?} (expected faultline JSONL, Jepsen EDN or jepsen.util log lines; pass the format explicitly)")]
+    #[error("{path}:{line}:1: cannot tell the history format from {first:?} (expected faultline JSONL, Jepsen EDN, Jepsen JSON or jepsen.util log lines; pass the format with --format)")]
     UnknownFormat {
         /// File path.
         path: String,
@@ -74,12 +81,23 @@ pub enum LoadError {
 }
 
 /// Guesses the format from the first non-blank line; `None` for an empty text.
+///
+/// A JSON object or array is faultline's JSONL when its first object has faultline's `kind` and `time_ns`, Jepsen
+/// JSON otherwise (Jepsen's ops have `type`); `{:`, `[{:`, `(`, `#` and `;` start EDN.
 pub fn sniff_format(text: &str) -> Option<Result<Format, (usize, String)>> {
     let (n, line) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty())?;
     let trimmed = line.trim_start();
-    let compact: String = trimmed.chars().filter(|c| !c.is_whitespace()).take(2).collect();
-    Some(if compact == "{\"" {
-        Ok(Format::FaultlineJsonl)
+    let compact: String = trimmed.chars().filter(|c| !c.is_whitespace()).take(3).collect();
+    Some(if compact.starts_with("{\"") {
+        let faultline = serde_json::from_str::<serde_json::Value>(trimmed)
+            .is_ok_and(|first| first.get("kind").is_some() && first.get("time_ns").is_some());
+        Ok(if faultline {
+            Format::FaultlineJsonl
+        } else {
+            Format::JepsenJson
+        })
+    } else if compact == "[{\"" || compact == "[" && text.trim_start()[1..].trim_start().starts_with("{\"") {
+        Ok(Format::JepsenJson)
     } else if trimmed.contains("jepsen.util - ") {
         Ok(Format::JepsenLog)
     } else if trimmed.starts_with(['{', '[', '(', '#', ';']) {
@@ -120,6 +138,7 @@ pub fn load_history_file(path: &Path, format: Option<Format>) -> Result<History,
     let parsed = match format {
         Format::FaultlineJsonl => return Ok(History::read_jsonl(path)?),
         Format::JepsenEdn => jepsen::read_edn_ops(&text).and_then(|ops| jepsen::to_events(ops, false)),
+        Format::JepsenJson => json::read_json_ops(&text).and_then(|ops| jepsen::to_events(ops, false)),
         Format::JepsenLog => jepsen::read_log_ops(&text).and_then(|ops| jepsen::to_events(ops, true)),
     };
     parsed

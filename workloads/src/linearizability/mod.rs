@@ -107,6 +107,7 @@ pub fn check_history(history: &History, model: ModelKind, opts: &CheckOptions) -
         ModelKind::CasRegister => check_with::<CasRegister>(history, model, opts),
         ModelKind::Kv => check_with::<Kv>(history, model, opts),
         ModelKind::AppendLog => check_with::<AppendLog>(history, model, opts),
+        ModelKind::Mutex => check_with::<crate::models::Mutex>(history, model, opts),
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod append_log;
 pub mod cas_register;
 pub mod kv;
+pub mod mutex;
 
 use crate::history::Event;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use std::hash::Hash;
 pub use append_log::AppendLog;
 pub use cas_register::CasRegister;
 pub use kv::Kv;
+pub use mutex::Mutex;
 
 /// Which model a history is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -28,6 +30,8 @@ pub enum ModelKind {
     Kv,
     /// An append-only log per key: `append` returns the offset, `read` returns entries from an offset and the end.
     AppendLog,
+    /// Knossos's lock: `acquire` and `release` of one mutex.
+    Mutex,
 }
 
 impl ModelKind {
@@ -37,6 +41,7 @@ impl ModelKind {
             ModelKind::CasRegister => "cas-register",
             ModelKind::Kv => "kv",
             ModelKind::AppendLog => "append-log",
+            ModelKind::Mutex => "mutex",
         }
     }
 }
@@ -49,8 +54,9 @@ impl std::str::FromStr for ModelKind {
             "cas-register" | "register" | "cas" => Ok(ModelKind::CasRegister),
             "kv" => Ok(ModelKind::Kv),
             "append-log" | "log" => Ok(ModelKind::AppendLog),
+            "mutex" | "lock" => Ok(ModelKind::Mutex),
             other => Err(format!(
-                "unknown model {other:?}: expected cas-register, kv or append-log"
+                "unknown model {other:?}: expected cas-register, kv, append-log or mutex"
             )),
         }
     }

@@ -207,6 +207,38 @@ pub(crate) fn check_internal(index: &Index<'_>, findings: &mut Findings) {
                     findings.add_plain(index, AnomalyClass::Internal, &[t], key, sentence);
                 }
             }
+            future_read(index, t, group, findings);
+        }
+    }
+}
+
+/// A read of a key that shows a value the same transaction writes to it only later (Elle's future read): reported
+/// once per transaction and key, at the first such write.
+fn future_read(index: &Index<'_>, txn: u32, group: &[u32], findings: &mut Findings) {
+    for (i, &op) in group.iter().enumerate() {
+        let Some(value) = super::index::written_value(index.op(txn, op)) else {
+            continue;
+        };
+        let earlier = group[..i].iter().find(|&&read| match index.op(txn, read) {
+            MicroOp::Read { value: got, .. } => read_values(got).contains(&value),
+            _ => false,
+        });
+        if let Some(&read) = earlier {
+            let key = index.op_key[op as usize];
+            let at = Read {
+                txn,
+                op: read,
+                key,
+                values: &[],
+            };
+            let sentence = format!(
+                "{}, which holds {value}, but {} writes {value} to {} only afterwards (future read)",
+                at.phrase(index),
+                index.name(txn),
+                index.key(key)
+            );
+            findings.add_plain(index, AnomalyClass::FutureRead, &[txn], key, sentence);
+            return;
         }
     }
 }

@@ -73,9 +73,15 @@ pub(crate) fn edge_sentence(index: &Index<'_>, edge: &Edge) -> String {
             before,
             after,
             read_op: None,
+            unobserved,
         } => format!(
-            "{to} {} right after {from}'s {}, so it followed {from} (ww)",
+            "{to} {}{} {from}'s {}, so it followed {from} (ww)",
             write_verb(model, after, index.key(key)),
+            if unobserved {
+                ", which no read shows, so after every version a read shows, the last of them"
+            } else {
+                " right after"
+            },
             write_noun(model, before)
         ),
         Why::Ww {
@@ -105,11 +111,20 @@ pub(crate) fn edge_sentence(index: &Index<'_>, edge: &Edge) -> String {
                 read_phrase(index, edge.from, op)
             )
         }
-        Why::Realtime => format!(
-            "{from} completed at {}, before {to} began at {} (realtime)",
-            show_ms(index.txns[edge.from as usize].complete_time_ns),
-            show_ms(index.txns[edge.to as usize].invoke_time_ns)
-        ),
+        Why::Realtime => {
+            let (before, after) = (&index.txns[edge.from as usize], &index.txns[edge.to as usize]);
+            match (before.positions, after.positions) {
+                // A history's order is what real time means there (see `Txn::positions`).
+                (Some((_, completed)), Some((invoked, _))) => {
+                    format!("{from} completed (event {completed}) before {to} was invoked (event {invoked}) (realtime)")
+                }
+                _ => format!(
+                    "{from} completed at {}, before {to} began at {} (realtime)",
+                    show_ms(before.complete_time_ns),
+                    show_ms(after.invoke_time_ns)
+                ),
+            }
+        }
         Why::Process => format!(
             "process {} ran {from} and then {to} (process)",
             index.txns[edge.from as usize].process

@@ -60,12 +60,14 @@ impl std::fmt::Display for EdgeKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Why {
     /// `after` was installed right after `before` on `key`; for rw-register, `read_op` is the micro-op of the
-    /// transaction that read `before` and then wrote `after`.
+    /// transaction that read `before` and then wrote `after`. `unobserved`: no read shows `after`, so it was installed
+    /// after every version a read shows, the last of them `before`.
     Ww {
         key: u32,
         before: i64,
         after: i64,
         read_op: Option<u32>,
+        unobserved: bool,
     },
     /// The read micro-op `op` (of the edge's target) observed `value`, written by the edge's source.
     Wr { op: u32, value: i64 },
@@ -138,8 +140,32 @@ impl Graph {
     }
 }
 
+/// When a transaction began and ended for real-time and process order: its history positions when every
+/// transaction has them (see [`super::Txn::positions`]), else its times.
+pub(crate) struct Clock {
+    by_position: bool,
+}
+
+impl Clock {
+    /// Positions when every transaction has them, else times.
+    pub fn of(index: &Index<'_>) -> Clock {
+        Clock {
+            by_position: !index.txns.is_empty() && index.txns.iter().all(|t| t.positions.is_some()),
+        }
+    }
+
+    /// `(began, ended)` of a transaction.
+    pub fn span(&self, txn: &super::Txn) -> (u64, u64) {
+        match txn.positions {
+            Some(positions) if self.by_position => positions,
+            _ => (txn.invoke_time_ns, txn.complete_time_ns),
+        }
+    }
+}
+
 /// Real-time edges among the committed transactions (`in_graph`), transitively reduced (see the module comment).
 pub(crate) fn realtime_edges(index: &Index<'_>, in_graph: &[bool], out: &mut Vec<Edge>) {
+    let clock = Clock::of(index);
     // (time, 0 = invocation | 1 = completion, txn): invocations first at equal times, so that only a completion
     // strictly before an invocation orders two transactions.
     let mut events: Vec<(u64, u8, u32)> = Vec::with_capacity(index.txns.len() * 2);
@@ -147,14 +173,15 @@ pub(crate) fn realtime_edges(index: &Index<'_>, in_graph: &[bool], out: &mut Vec
         if !in_graph[t] {
             continue;
         }
-        events.push((txn.invoke_time_ns, 0, t as u32));
+        let (began, ended) = clock.span(txn);
+        events.push((began, 0, t as u32));
         if txn.outcome == TxnOutcome::Ok {
-            events.push((txn.complete_time_ns, 1, t as u32));
+            events.push((ended, 1, t as u32));
         }
     }
     events.sort_unstable();
-    // Completions arrive in time order, so the frontier is sorted by completion time and the members a completion
-    // removes (completed before its invocation) are a prefix.
+    // Completions arrive in order, so the frontier is sorted by completion and the members a completion removes
+    // (completed before its own invocation) are a prefix.
     let mut frontier: VecDeque<u32> = VecDeque::new();
     for (_, event, t) in events {
         if event == 0 {
@@ -164,10 +191,10 @@ pub(crate) fn realtime_edges(index: &Index<'_>, in_graph: &[bool], out: &mut Vec
                 why: Why::Realtime,
             }));
         } else {
-            let invoked_ns = index.txns[t as usize].invoke_time_ns;
+            let (began, _) = clock.span(&index.txns[t as usize]);
             while frontier
                 .front()
-                .is_some_and(|&f| index.txns[f as usize].complete_time_ns < invoked_ns)
+                .is_some_and(|&f| clock.span(&index.txns[f as usize]).1 < began)
             {
                 frontier.pop_front();
             }
@@ -179,10 +206,11 @@ pub(crate) fn realtime_edges(index: &Index<'_>, in_graph: &[bool], out: &mut Vec
 /// Process-order edges: each committed transaction follows its process's previous `ok` one. None leave an `info`
 /// transaction, which may have committed after the process moved on.
 pub(crate) fn process_edges(index: &Index<'_>, in_graph: &[bool], out: &mut Vec<Edge>) {
+    let clock = Clock::of(index);
     let mut order: Vec<u32> = (0..index.txns.len() as u32).filter(|&t| in_graph[t as usize]).collect();
     order.sort_by_key(|&t| {
         let txn = &index.txns[t as usize];
-        (txn.process, txn.invoke_time_ns, t)
+        (txn.process, clock.span(txn).0, t)
     });
     let mut process = None;
     let mut last_ok: Option<u32> = None;

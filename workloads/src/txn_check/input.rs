@@ -43,7 +43,7 @@ pub enum ReadValue {
 /// transaction), an rw-register read of the initial `nil`, or a list-append read of a key never appended to (Elle
 /// reads `nil` for an empty list). The transaction's outcome tells these apart: only `ok` transactions' reads count.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "(String, String, Value)", into = "(String, String, Value)")]
+#[serde(try_from = "Vec<Value>", into = "(String, String, Value)")]
 pub enum MicroOp {
     /// `["append", key, value]`: add `value` (unique per key) to the end of the list at `key`.
     Append {
@@ -77,10 +77,42 @@ impl MicroOp {
     }
 }
 
-impl TryFrom<(String, String, Value)> for MicroOp {
+impl TryFrom<Vec<Value>> for MicroOp {
     type Error = String;
 
-    fn try_from((f, key, value): (String, String, Value)) -> Result<Self, String> {
+    /// `[f, key, value]`, or `[f, key]` for a read (Elle writes unfilled reads either way). A key that is not a
+    /// string (Elle's histories use integers and keywords) is named by its JSON text, so `253` and `"253"` are one
+    /// key.
+    fn try_from(parts: Vec<Value>) -> Result<Self, String> {
+        let shown = || Value::Array(parts.clone()).to_string();
+        let (f, key, value) = match parts.as_slice() {
+            [Value::String(f), key, value] => (f.clone(), key_text(key), value.clone()),
+            [Value::String(f), key] if f == "r" => (f.clone(), key_text(key), Value::Null),
+            _ => {
+                return Err(format!(
+                    "micro-op {}: expected [f, key, value] with f a string (\"append\", \"w\" or \"r\")",
+                    shown()
+                ))
+            }
+        };
+        let key = key.ok_or_else(|| format!("micro-op {}: a key is a string, a number or a keyword", shown()))?;
+        MicroOp::parse(f, key, value)
+    }
+}
+
+/// A micro-op's key as text: a string as it is, a number as its digits; `None` for anything else.
+fn key_text(key: &Value) -> Option<String> {
+    match key {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        // Elle's tests compose keys (`[:anti 3]`); their JSON text names them just as well.
+        Value::Array(_) => Some(key.to_string()),
+        _ => None,
+    }
+}
+
+impl MicroOp {
+    fn parse(f: String, key: String, value: Value) -> Result<Self, String> {
         let int = |what: &str| {
             value
                 .as_i64()
@@ -143,6 +175,12 @@ pub struct Txn {
     pub invoke_time_ns: u64,
     /// When the client saw its outcome, in ns since the run started (for `info`: when it gave up waiting).
     pub complete_time_ns: u64,
+    /// Where its invocation and its completion stand in the history, when it came from one. Real-time order is read
+    /// from these, as Elle reads it (a completion written before an invocation happened before it): Jepsen's `:time`s
+    /// come from many threads' clocks and need not rise along the file. `None` for a transaction built without a
+    /// history (real time then comes from the times, unless every transaction has positions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions: Option<(u64, u64)>,
     /// How it ended.
     pub outcome: TxnOutcome,
     /// Its micro-ops in order, reads filled in when `ok` (the client protocol's `value`).
@@ -200,6 +238,14 @@ pub enum TxnInputError {
         invoke_time_ns: u64,
         /// Its completion time.
         complete_time_ns: u64,
+    },
+    /// An anomaly the model hierarchy has no name for was asked for.
+    #[error("unknown anomaly {name:?}; known anomalies: {known}")]
+    UnknownAnomaly {
+        /// The name asked for.
+        name: String,
+        /// Every name the hierarchy knows.
+        known: String,
     },
     /// More transactions or micro-ops than the checker's 32-bit node ids hold.
     #[error("{what}: {count} is more than the checker's limit of {limit}")]

@@ -53,6 +53,8 @@ mod explain;
 mod graph;
 mod index;
 mod input;
+mod judge;
+pub mod lattice;
 mod models;
 mod version_order;
 
@@ -61,7 +63,8 @@ mod tests;
 
 pub use graph::EdgeKind;
 pub use input::{MicroOp, ReadValue, Txn, TxnInputError, TxnModel, TxnOutcome};
-pub use models::{AnomalyClass, ConsistencyModel};
+pub use lattice::ConsistencyModel;
+pub use models::AnomalyClass;
 
 use crate::verdict::Verdict;
 use anomalies::Findings;
@@ -69,7 +72,7 @@ use graph::{Graph, Why};
 use index::Index;
 use models::{Variant, CYCLE_CLASSES};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// Anomalies kept in the result per class; the rest are only counted.
@@ -80,11 +83,15 @@ pub const MAX_ANOMALIES_PER_CLASS: usize = 100;
 pub struct TxnCheckOptions {
     /// The datatype the transactions use.
     pub model: TxnModel,
-    /// The isolation level the system claims; the verdict is invalid exactly when an anomaly it forbids is found.
-    pub claimed: ConsistencyModel,
-    /// Infer real-time edges (needed to decide strict-serializable).
+    /// The models the system claims (Elle's `:consistency-models`); the verdict is invalid exactly when an anomaly
+    /// one of them (or `anomalies`) forbids is found. May be empty when `anomalies` says what to look for.
+    pub consistency_models: Vec<ConsistencyModel>,
+    /// Anomalies the history must not show whatever the models allow (Elle's `:anomalies`), by Elle's names; each
+    /// also forbids every anomaly implying it (`G2` forbids `G2-item`, `G-single-item`, `lost-update` ...).
+    pub anomalies: Vec<String>,
+    /// Infer real-time edges (needed to decide strict-serializable and the `strong-` models).
     pub realtime: bool,
-    /// Infer process-order edges (needed to decide strong-session-serializable and strict-serializable).
+    /// Infer process-order edges (needed to decide the `strong-session-` models).
     pub process: bool,
     /// rw-register: a transaction that read `a` and then wrote `b` to a key installed `b` after `a` (Elle's
     /// `wfr-keys`). Turn it off for a database that may let a transaction write under a version newer than it read.
@@ -94,18 +101,59 @@ pub struct TxnCheckOptions {
     pub cycle_search_steps_max: u64,
 }
 
-impl Default for TxnCheckOptions {
-    /// List-append, the strictest claim, every kind of edge, and a search budget of two million steps.
-    fn default() -> Self {
-        TxnCheckOptions {
-            model: TxnModel::ListAppend,
-            claimed: ConsistencyModel::StrictSerializable,
-            realtime: true,
-            process: true,
+impl TxnCheckOptions {
+    /// Options for a datatype and claims, with the order edges Elle infers for what the claims forbid: real time when
+    /// a `-realtime` anomaly is forbidden, else process order when a `-process` one is (each process's transactions
+    /// are ordered in real time too, so real-time edges alone find those cycles as well, as `-realtime` ones).
+    /// Refuses an anomaly name the model hierarchy does not know, listing those it knows.
+    pub fn for_claims(
+        model: TxnModel,
+        consistency_models: Vec<ConsistencyModel>,
+        anomalies: Vec<String>,
+    ) -> Result<TxnCheckOptions, TxnInputError> {
+        let claims = claims(&consistency_models, &anomalies)?;
+        let prohibited = claims.prohibited();
+        let realtime = prohibited.iter().any(|a| a.ends_with("-realtime"));
+        let process = !realtime && prohibited.iter().any(|a| a.ends_with("-process"));
+        Ok(TxnCheckOptions {
+            model,
+            consistency_models,
+            anomalies,
+            realtime,
+            process,
             writes_follow_reads: true,
             cycle_search_steps_max: 2_000_000,
-        }
+        })
     }
+}
+
+impl Default for TxnCheckOptions {
+    /// List-append claimed strict-serializable, real-time edges, and a search budget of two million steps.
+    fn default() -> Self {
+        TxnCheckOptions::for_claims(
+            TxnModel::ListAppend,
+            vec![ConsistencyModel::StrictSerializable],
+            Vec::new(),
+        )
+        .expect("strict-serializable is a known model")
+    }
+}
+
+/// The claims of options, each anomaly name checked against the hierarchy.
+fn claims(models: &[ConsistencyModel], anomalies: &[String]) -> Result<judge::Claims, TxnInputError> {
+    let anomalies = anomalies
+        .iter()
+        .map(|name| {
+            lattice::anomaly_name(name).ok_or_else(|| TxnInputError::UnknownAnomaly {
+                name: name.clone(),
+                known: lattice::anomaly_names().into_iter().collect::<Vec<_>>().join(", "),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(judge::Claims {
+        models: models.to_vec(),
+        anomalies,
+    })
 }
 
 /// One edge of a reported cycle, with the sentence that justifies it.
@@ -170,31 +218,97 @@ pub struct TxnCheckStats {
 /// The checker's answer for one history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxnCheckResult {
-    /// Invalid when an anomaly the claimed model forbids was found; unknown when none was found but a search the
-    /// claimed model depends on ran out of budget (or its edges were not inferred); valid otherwise.
+    /// Invalid when an anomaly the claims forbid was found; unknown when none was found but something they depend on
+    /// could not be checked (no dependency at all, a search out of budget, edges not inferred); valid otherwise.
     pub verdict: Verdict,
-    /// The model the history was judged against.
-    pub claimed: ConsistencyModel,
+    /// The models the history was judged against (a results.json written before several could be claimed holds one
+    /// name).
+    #[serde(deserialize_with = "one_or_many")]
+    pub claimed: Vec<ConsistencyModel>,
+    /// The anomalies the history was held to not show, beside the models (Elle's `:anomalies`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies_claimed: Vec<String>,
+    /// Every class the claims forbid.
+    #[serde(default)]
+    pub forbidden: Vec<AnomalyClass>,
     /// One sentence saying why the verdict is what it is.
     pub reason: String,
     /// The anomalies found, by class (at most [`MAX_ANOMALIES_PER_CLASS`] each).
     pub anomalies: BTreeMap<AnomalyClass, Vec<Anomaly>>,
     /// How many anomalies of each class were found, all of them.
     pub anomaly_counts: BTreeMap<AnomalyClass, u64>,
+    /// Elle's `:anomaly-types`: the classes found that the claims forbid or that make the verdict unknown, in Elle's
+    /// spelling (`G-single-item`), sorted.
+    #[serde(default)]
+    pub anomaly_types: Vec<String>,
+    /// Elle's `:not`: the weakest models the classes found rule out.
+    #[serde(default)]
+    pub not: Vec<ConsistencyModel>,
+    /// Elle's `:also-not`: the other models they rule out, stronger than those in `not`.
+    #[serde(default)]
+    pub also_not: Vec<ConsistencyModel>,
     /// Classes that could not be decided (search budget, or edges not inferred), each with why.
     pub undecided: BTreeMap<AnomalyClass, String>,
-    /// Every model the history is still consistent with, strongest first.
+    /// Every transactional model the history is still consistent with (none of the classes it forbids was found or
+    /// left undecided), strongest first.
     pub models_satisfied: Vec<ConsistencyModel>,
     /// The strongest model the history is consistent with (the first of `models_satisfied`).
     pub strongest_model: Option<ConsistencyModel>,
+    /// Every model of `models_satisfied` that none of the others implies: the strongest ones held (snapshot isolation
+    /// and repeatable read are incomparable, so both may be listed).
+    #[serde(default)]
+    pub strongest_models: Vec<ConsistencyModel>,
     /// Counts.
     pub stats: TxnCheckStats,
+}
+
+impl TxnCheckResult {
+    /// Every class the claims forbid: `forbidden`, or for a results.json written before it was stored, what the
+    /// claimed models forbid.
+    pub fn forbidden_classes(&self) -> Vec<AnomalyClass> {
+        if !self.forbidden.is_empty() {
+            return self.forbidden.clone();
+        }
+        self.claims().forbidden()
+    }
+
+    /// The claims in a few words: `strict-serializable`, `serializable and no G1`.
+    pub fn claimed_phrase(&self) -> String {
+        self.claims().phrase()
+    }
+
+    /// The claims as the check judged them.
+    fn claims(&self) -> judge::Claims {
+        judge::Claims {
+            models: self.claimed.clone(),
+            anomalies: self
+                .anomalies_claimed
+                .iter()
+                .filter_map(|a| lattice::anomaly_name(a))
+                .collect(),
+        }
+    }
+}
+
+/// A list of models, or the single model an older results.json holds.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<ConsistencyModel>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(ConsistencyModel),
+        Many(Vec<ConsistencyModel>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(model) => vec![model],
+        OneOrMany::Many(models) => models,
+    })
 }
 
 /// Checks a transaction history for isolation anomalies against the claimed model; refuses (with where and why) a
 /// history whose values are not unique per key or whose micro-ops do not fit `options.model`.
 pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckResult, TxnInputError> {
     let started = Instant::now();
+    let claims = claims(&options.consistency_models, &options.anomalies)?;
     let index = Index::build(txns, options.model)?;
     let mut findings = Findings::default();
     let in_graph = anomalies::observe_reads(&index, &mut findings);
@@ -202,14 +316,11 @@ pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckRes
     let mut edges = Vec::new();
     match options.model {
         TxnModel::ListAppend => version_order::list_append_edges(&index, &in_graph, &mut findings, &mut edges),
-        TxnModel::RwRegister => version_order::rw_register_edges(
-            &index,
-            &in_graph,
-            options.writes_follow_reads,
-            &mut findings,
-            &mut edges,
-        ),
+        TxnModel::RwRegister => {
+            version_order::rw_register_edges(&index, &in_graph, options.writes_follow_reads, &mut edges)
+        }
     }
+    version_order::lost_updates(&index, &mut findings);
     if options.realtime {
         graph::realtime_edges(&index, &in_graph, &mut edges);
     }
@@ -218,10 +329,23 @@ pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckRes
     }
     let graph = Graph::new(txns.len(), edges);
     let components = graph::strongly_connected(&graph);
+    if graph.edges.is_empty() {
+        findings.add(AnomalyClass::EmptyTransactionGraph, || Anomaly {
+            class: AnomalyClass::EmptyTransactionGraph,
+            txns: Vec::new(),
+            key: None,
+            cycle: Vec::new(),
+            explanation: format!(
+                "no dependency between the history's {} transactions could be inferred, so no cycle could be looked \
+                 for: were no reads ever filled, or no key ever touched twice?",
+                txns.len()
+            ),
+        });
+    }
     let undecided = search_cycles(&index, &graph, &components, options, &mut findings);
 
     let mut stats = count(&index, &in_graph, &graph, &components);
-    let mut result = judge(options.claimed, findings, undecided);
+    let mut result = judge::judge(&claims, findings, undecided);
     stats.check_ms = started.elapsed().as_millis() as u64;
     result.stats = stats;
     Ok(result)
@@ -272,8 +396,11 @@ fn search_cycles(
         Variant::Realtime => options.realtime,
         Variant::Process => options.process,
     };
+    // Real time orders each process's transactions too: a cycle that a process edge would close, real-time edges
+    // close as well (found as its `-realtime` variant), so process classes are decided without process edges then.
+    let decided = |variant: Variant| inferred(variant) || (variant == Variant::Process && options.realtime);
     for (class, _, variant) in CYCLE_CLASSES {
-        if !inferred(variant) {
+        if !decided(variant) {
             let edges = if variant == Variant::Realtime {
                 "real-time"
             } else {
@@ -288,8 +415,11 @@ fn search_cycles(
     let mut member = vec![false; index.txns.len()];
     for component in components {
         component.iter().for_each(|&v| member[v as usize] = true);
+        // As Elle does, a class implied by one already found in this component is not searched: the models it
+        // would rule out are ruled out already (classes are searched so that an implying one comes first).
+        let mut shown: std::collections::BTreeSet<&'static str> = Default::default();
         for (class, base, variant) in CYCLE_CLASSES {
-            if !inferred(variant) {
+            if !inferred(variant) || shown.contains(class.elle_name()) {
                 continue;
             }
             let found = cycles::shortest_cycle(
@@ -303,14 +433,21 @@ fn search_cycles(
                 findings.add(class, || {
                     cycle_anomaly(index, graph, class, &found.edges, found.exhausted)
                 });
+                shown.extend(lattice::implied([class.elle_name()]));
             } else if found.exhausted {
-                undecided.entry(class).or_insert_with(|| {
-                    format!(
-                        "the search ran out of its {} steps in a component of {} transactions before finding a cycle",
-                        options.cycle_search_steps_max,
-                        component.len()
-                    )
+                let why = format!(
+                    "the search ran out of its {} steps in a component of {} transactions before finding a cycle",
+                    options.cycle_search_steps_max,
+                    component.len()
+                );
+                findings.add(AnomalyClass::CycleSearchTimeout, || Anomaly {
+                    class: AnomalyClass::CycleSearchTimeout,
+                    txns: Vec::new(),
+                    key: None,
+                    cycle: Vec::new(),
+                    explanation: format!("{class}: {why}"),
                 });
+                undecided.entry(class).or_insert(why);
             }
         }
         component.iter().for_each(|&v| member[v as usize] = false);
@@ -351,60 +488,5 @@ fn cycle_anomaly(index: &Index<'_>, graph: &Graph, class: AnomalyClass, edge_ids
         key: None,
         explanation: format!("{class}: a cycle of {} transactions, {path}{caveat}", cycle.len()),
         cycle,
-    }
-}
-
-/// The verdict for the claimed model, and every model the findings leave standing.
-fn judge(claimed: ConsistencyModel, findings: Findings, undecided: BTreeMap<AnomalyClass, String>) -> TxnCheckResult {
-    let found: BTreeSet<AnomalyClass> = findings.counts.keys().copied().collect();
-    let holds = |model: ConsistencyModel| {
-        model
-            .forbids()
-            .iter()
-            .all(|class| !found.contains(class) && !undecided.contains_key(class))
-    };
-    let models_satisfied: Vec<ConsistencyModel> = ConsistencyModel::ALL.into_iter().filter(|&m| holds(m)).collect();
-    let forbidden = claimed.forbids();
-    let shown: Vec<String> = forbidden
-        .iter()
-        .filter_map(|class| findings.counts.get(class).map(|n| format!("{class} ({n})")))
-        .collect();
-    let open: Vec<&str> = forbidden
-        .iter()
-        .filter(|class| undecided.contains_key(class))
-        .map(|class| class.name())
-        .collect();
-    let still = match models_satisfied.first() {
-        Some(model) => format!("the strongest model it is still consistent with is {model}"),
-        None => "it is consistent with none of the models".to_string(),
-    };
-    let (verdict, reason) = if !shown.is_empty() {
-        let reason = format!(
-            "the history shows {}, which {claimed} forbids; {still}",
-            shown.join(", ")
-        );
-        (Verdict::Invalid, reason)
-    } else if !open.is_empty() {
-        let reason = format!(
-            "no anomaly {claimed} forbids was found, but {} could not be decided; {still}",
-            open.join(", ")
-        );
-        (Verdict::Unknown, reason)
-    } else {
-        (
-            Verdict::Valid,
-            format!("no anomaly {claimed} forbids was found; {still}"),
-        )
-    };
-    TxnCheckResult {
-        verdict,
-        claimed,
-        reason,
-        anomalies: findings.kept,
-        anomaly_counts: findings.counts,
-        undecided,
-        strongest_model: models_satisfied.first().copied(),
-        models_satisfied,
-        stats: TxnCheckStats::default(),
     }
 }

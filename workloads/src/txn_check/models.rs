@@ -1,30 +1,16 @@
-//! Anomaly classes and consistency models, and the table saying which model forbids which class.
+//! The anomaly classes the checker reports, what each means, and which models forbid it.
 //!
-//! The table is data ([`ConsistencyModel::forbids`]) that both the verdict and the tests read. It follows Adya's
-//! thesis (PL-1 .. PL-3, PL-SI) as Elle applies it to histories without predicates:
-//!
-//! | model | forbids |
-//! |---|---|
-//! | read-uncommitted (PL-1) | G0 |
-//! | read-committed (PL-2) | G0, G1a, G1b, G1c |
-//! | repeatable-read (PL-2.99) | read-committed's, G-single, G-nonadjacent, G2-item, lost-update |
-//! | snapshot-isolation (PL-SI) | read-committed's, G-single, G-nonadjacent, lost-update (G2-item is allowed) |
-//! | serializable (PL-3) | read-committed's, G-single, G-nonadjacent, G2-item, lost-update |
-//! | strong-session-serializable | serializable's and their `-process` variants |
-//! | strict-serializable | serializable's, their `-process` and their `-realtime` variants |
-//!
-//! Every model also forbids the anomalies no database may show: internal inconsistency, duplicate elements,
-//! incompatible orders, phantom and lost values. Snapshot isolation forbids G-nonadjacent as well as G-single: every
-//! cycle an SI history allows has two adjacent rw edges (Cerone and Gotsman, "Analysing Snapshot Isolation", PODC
-//! 2016). Without predicate reads, repeatable-read and serializable forbid the same item anomalies. Lost-update
-//! (rw-register only, as in Elle) is a G-single whatever the unknown order of the two writes, so the models that
-//! forbid G-single forbid it.
+//! Which model forbids which class is not decided here: it is Elle's hierarchy (`lattice.rs`), read through each
+//! class's Elle name ([`AnomalyClass::elle_name`]). faultline's class names are Adya's; without predicates every
+//! cycle is an item cycle, so faultline's `G-single` is Elle's `G-single-item` (and likewise `G-nonadjacent` and their
+//! variants).
 //!
 //! The cycle classes are exclusive, so that a cycle has exactly one name: G0 has only ww edges; G1c ww and wr, at
 //! least one wr; G-single exactly one rw; G-nonadjacent two or more rw, no two consecutive (around the cycle);
 //! G2-item two or more rw, some two consecutive. A `-realtime` (`-process`) variant is a cycle of that class that
 //! needs at least one real-time (process-order) edge to close.
 
+use super::lattice::{self, ConsistencyModel};
 use serde::{Deserialize, Serialize};
 
 /// A kind of anomaly the checker reports.
@@ -101,6 +87,21 @@ pub enum AnomalyClass {
     /// wrote second overwrote a version it never saw: a G-single in any version order).
     #[serde(rename = "lost-update")]
     LostUpdate,
+    /// A transaction's read shows a value the same transaction writes only later (Elle's future read).
+    #[serde(rename = "future-read")]
+    FutureRead,
+    /// List-append: a committed append was applied after a failed transaction's append to the same key (a dirty
+    /// update: the committed state builds on an aborted one).
+    #[serde(rename = "dirty-update")]
+    DirtyUpdate,
+    /// No dependency at all could be inferred between transactions: nothing was checked (Elle reports it and calls
+    /// the history unknown).
+    #[serde(rename = "empty-transaction-graph")]
+    EmptyTransactionGraph,
+    /// A cycle search ran out of its budget before it could decide a class (the verdict is unknown unless something
+    /// forbidden was found).
+    #[serde(rename = "cycle-search-timeout")]
+    CycleSearchTimeout,
 }
 
 /// The shape of a cycle class, without its real-time or process variant.
@@ -145,27 +146,6 @@ pub(crate) const CYCLE_CLASSES: [(AnomalyClass, CycleBase, Variant); 15] = [
     (G2ItemRealtime, CycleBase::G2Item, Variant::Realtime),
 ];
 
-/// Anomalies every model forbids: no database may show them, whatever it promises.
-const ALWAYS: [AnomalyClass; 5] = [Internal, DuplicateElements, IncompatibleOrder, Phantom, Lost];
-const READ_UNCOMMITTED: [AnomalyClass; 1] = [G0];
-const READ_COMMITTED: [AnomalyClass; 4] = [G0, G1a, G1b, G1c];
-const SNAPSHOT_ISOLATION: [AnomalyClass; 3] = [GSingle, GNonadjacent, LostUpdate];
-const SERIALIZABLE: [AnomalyClass; 4] = [GSingle, GNonadjacent, G2Item, LostUpdate];
-const PROCESS: [AnomalyClass; 5] = [
-    G0Process,
-    G1cProcess,
-    GSingleProcess,
-    GNonadjacentProcess,
-    G2ItemProcess,
-];
-const REALTIME: [AnomalyClass; 5] = [
-    G0Realtime,
-    G1cRealtime,
-    GSingleRealtime,
-    GNonadjacentRealtime,
-    G2ItemRealtime,
-];
-
 impl AnomalyClass {
     /// The class's name as reports and `results.json` spell it (`G-single-realtime`, `incompatible-order`).
     pub fn name(self) -> &'static str {
@@ -193,7 +173,68 @@ impl AnomalyClass {
             Phantom => "phantom",
             Lost => "lost",
             LostUpdate => "lost-update",
+            FutureRead => "future-read",
+            DirtyUpdate => "dirty-update",
+            EmptyTransactionGraph => "empty-transaction-graph",
+            CycleSearchTimeout => "cycle-search-timeout",
         }
+    }
+
+    /// The class's name as Elle spells it, and as the model hierarchy knows it: an item cycle gets Elle's `-item`
+    /// (`G-single-item-realtime`), the rest are spelled alike.
+    pub fn elle_name(self) -> &'static str {
+        match self {
+            GSingle => "G-single-item",
+            GNonadjacent => "G-nonadjacent-item",
+            GSingleRealtime => "G-single-item-realtime",
+            GNonadjacentRealtime => "G-nonadjacent-item-realtime",
+            GSingleProcess => "G-single-item-process",
+            GNonadjacentProcess => "G-nonadjacent-item-process",
+            other => other.name(),
+        }
+    }
+
+    /// Every class, in report order.
+    pub const ALL: [AnomalyClass; 27] = [
+        G0,
+        G1a,
+        G1b,
+        G1c,
+        GSingle,
+        GNonadjacent,
+        G2Item,
+        G0Realtime,
+        G1cRealtime,
+        GSingleRealtime,
+        GNonadjacentRealtime,
+        G2ItemRealtime,
+        G0Process,
+        G1cProcess,
+        GSingleProcess,
+        GNonadjacentProcess,
+        G2ItemProcess,
+        Internal,
+        DuplicateElements,
+        IncompatibleOrder,
+        Phantom,
+        Lost,
+        LostUpdate,
+        FutureRead,
+        DirtyUpdate,
+        EmptyTransactionGraph,
+        CycleSearchTimeout,
+    ];
+
+    /// The class with this name, faultline's (`G-single`) or Elle's (`G-single-item`).
+    pub fn parse(name: &str) -> Option<AnomalyClass> {
+        AnomalyClass::ALL
+            .into_iter()
+            .find(|class| class.name() == name || class.elle_name() == name)
+    }
+
+    /// Classes that make a verdict unknown rather than invalid: they say something could not be checked.
+    pub fn is_unknown(self) -> bool {
+        matches!(self, EmptyTransactionGraph | CycleSearchTimeout)
     }
 
     /// Whether the class is a dependency cycle (and so carries one).
@@ -269,35 +310,47 @@ impl AnomalyClass {
                 "two transactions read the same version of a key and both wrote it: one overwrote a version it never \
                  saw",
             ),
+            FutureRead => (
+                "future read",
+                "a transaction's read shows a value the transaction itself writes only afterwards",
+            ),
+            DirtyUpdate => (
+                "dirty update",
+                "a committed transaction's append landed after a failed transaction's append to the same key: \
+                 committed state was built on an aborted write",
+            ),
+            EmptyTransactionGraph => (
+                "nothing to check",
+                "no dependency between transactions could be inferred, so no cycle could be looked for",
+            ),
+            CycleSearchTimeout => (
+                "search budget exhausted",
+                "a cycle search ran out of its budget before it could say whether a cycle of some class exists",
+            ),
         }
     }
 
     /// The models that forbid this class, strongest first.
     pub fn forbidden_by(self) -> Vec<ConsistencyModel> {
+        let ruled_out = lattice::impossible([self.elle_name()]);
         ConsistencyModel::ALL
             .into_iter()
-            .filter(|model| model.forbids().contains(&self))
+            .filter(|model| ruled_out.contains(model))
             .collect()
     }
 
-    /// Which models forbid the class, said briefly: the weakest ones (those forbidding no more than any other that
-    /// forbids it) and "and the models above", or that every model forbids it.
+    /// Which models forbid the class, said briefly: the weakest ones and "every stronger model", or that none does.
     pub fn forbidden_by_phrase(self) -> String {
-        let forbidding = self.forbidden_by();
-        if forbidding.len() == ConsistencyModel::ALL.len() {
-            return "forbidden by every model".to_string();
-        }
-        let sets: Vec<(ConsistencyModel, Vec<AnomalyClass>)> = forbidding.iter().map(|&m| (m, m.forbids())).collect();
-        let weaker = |a: &[AnomalyClass], b: &[AnomalyClass]| a.len() < b.len() && a.iter().all(|c| b.contains(c));
-        let weakest: Vec<&str> = sets
-            .iter()
-            .filter(|(_, mine)| !sets.iter().any(|(_, other)| weaker(other, mine)))
-            .map(|(m, _)| m.name())
+        let forbidding: std::collections::BTreeSet<ConsistencyModel> = self.forbidden_by().into_iter().collect();
+        let weakest: Vec<&str> = ConsistencyModel::ALL
+            .into_iter()
+            .filter(|m| lattice::weakest(&forbidding).contains(m))
+            .map(|m| m.name())
             .collect();
         let names = match weakest.as_slice() {
+            [] => return "forbidden by no model (it says the check could not be done)".to_string(),
             [one] => one.to_string(),
             [init @ .., last] => format!("{} and {last}", init.join(", ")),
-            [] => return "forbidden by no model".to_string(),
         };
         if weakest.len() == forbidding.len() {
             format!("forbidden by {names}")
@@ -313,73 +366,13 @@ impl std::fmt::Display for AnomalyClass {
     }
 }
 
-/// An isolation level a system may claim, from Adya's and Elle's hierarchy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ConsistencyModel {
-    /// Serializable, and the serial order agrees with real time.
-    StrictSerializable,
-    /// Serializable, and the serial order agrees with each process's order.
-    StrongSessionSerializable,
-    /// Equivalent to some serial execution (Adya PL-3, without predicates).
-    Serializable,
-    /// Reads from a snapshot, first committer wins (Adya PL-SI).
-    SnapshotIsolation,
-    /// Adya PL-2.99: no item anti-dependency cycles.
-    RepeatableRead,
-    /// Adya PL-2: no dirty reads or writes, no circular information flow.
-    ReadCommitted,
-    /// Adya PL-1: no dirty writes (write cycles).
-    ReadUncommitted,
-}
-
 impl ConsistencyModel {
-    /// Every model, strongest first: the first one a history satisfies is its strongest (snapshot isolation and
-    /// repeatable-read are incomparable, but a history satisfying both satisfies serializable, listed above them).
-    pub const ALL: [ConsistencyModel; 7] = [
-        ConsistencyModel::StrictSerializable,
-        ConsistencyModel::StrongSessionSerializable,
-        ConsistencyModel::Serializable,
-        ConsistencyModel::SnapshotIsolation,
-        ConsistencyModel::RepeatableRead,
-        ConsistencyModel::ReadCommitted,
-        ConsistencyModel::ReadUncommitted,
-    ];
-
     /// The anomaly classes this model forbids: a history showing any of them does not satisfy it.
     pub fn forbids(self) -> Vec<AnomalyClass> {
-        let parts: &[&[AnomalyClass]] = match self {
-            ConsistencyModel::ReadUncommitted => &[&READ_UNCOMMITTED],
-            ConsistencyModel::ReadCommitted => &[&READ_COMMITTED],
-            ConsistencyModel::RepeatableRead | ConsistencyModel::Serializable => &[&READ_COMMITTED, &SERIALIZABLE],
-            ConsistencyModel::SnapshotIsolation => &[&READ_COMMITTED, &SNAPSHOT_ISOLATION],
-            ConsistencyModel::StrongSessionSerializable => &[&READ_COMMITTED, &SERIALIZABLE, &PROCESS],
-            ConsistencyModel::StrictSerializable => &[&READ_COMMITTED, &SERIALIZABLE, &PROCESS, &REALTIME],
-        };
-        let mut classes: Vec<AnomalyClass> = ALWAYS.to_vec();
-        for part in parts {
-            classes.extend_from_slice(part);
-        }
-        classes.sort();
-        classes
-    }
-
-    /// The model's name as plans spell it (`snapshot-isolation`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ConsistencyModel::StrictSerializable => "strict-serializable",
-            ConsistencyModel::StrongSessionSerializable => "strong-session-serializable",
-            ConsistencyModel::Serializable => "serializable",
-            ConsistencyModel::SnapshotIsolation => "snapshot-isolation",
-            ConsistencyModel::RepeatableRead => "repeatable-read",
-            ConsistencyModel::ReadCommitted => "read-committed",
-            ConsistencyModel::ReadUncommitted => "read-uncommitted",
-        }
-    }
-}
-
-impl std::fmt::Display for ConsistencyModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        let prohibited = lattice::prohibited_by(&[self]);
+        AnomalyClass::ALL
+            .into_iter()
+            .filter(|class| prohibited.contains(class.elle_name()))
+            .collect()
     }
 }

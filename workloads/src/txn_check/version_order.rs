@@ -70,15 +70,28 @@ fn values<'a>(index: &Index<'a>, read: &KeyRead) -> &'a [i64] {
     }
 }
 
-/// List-append: reports incompatible orders and pushes the ww, wr and rw edges between committed transactions.
+/// One key's version order as the reads reveal it.
+struct KeyOrder<'a> {
+    key: u32,
+    /// The longest `ok` read of the key, as it was read: every other read must be a prefix of it.
+    order: &'a [i64],
+    /// The version order: `order`'s values at their first occurrence (as Elle reads a list that holds a value twice;
+    /// the duplicate itself is reported, and no model allows it).
+    versions: std::borrow::Cow<'a, [i64]>,
+    /// Committed appends to the key that no read shows, with their writers, by value: each was installed after every
+    /// version of `order`.
+    unobserved: Vec<(u32, i64)>,
+}
+
+/// List-append: reports incompatible orders and dirty updates, and pushes the ww, wr and rw edges between committed
+/// transactions.
 pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: &mut Findings, edges: &mut Vec<Edge>) {
-    let committed = |value: i64, key: u32| {
-        index
-            .writers
-            .get(&(key, value))
-            .filter(|w| in_graph[w.txn as usize])
-            .map(|w| w.txn)
-    };
+    let mut appends: Vec<Vec<(u32, i64)>> = vec![Vec::new(); index.key_names.len()];
+    for (&(key, value), w) in &index.writers {
+        if in_graph[w.txn as usize] {
+            appends[key as usize].push((w.txn, value));
+        }
+    }
     for (key, reads) in reads_by_key(index).iter().enumerate() {
         let key = key as u32;
         let Some(longest) = reads.iter().copied().reduce(|a, b| {
@@ -91,67 +104,183 @@ pub(crate) fn list_append_edges(index: &Index<'_>, in_graph: &[bool], findings: 
             continue;
         };
         let order = values(index, &longest);
-        // A list that holds a value twice does not say where that value's version sits; its key gets no ww or rw
-        // edges (the duplicate itself is reported, and no model allows it).
         let mut sorted = order.to_vec();
         sorted.sort_unstable();
-        let ordered = sorted.windows(2).all(|pair| pair[0] != pair[1]);
-        if ordered {
-            let mut previous: Option<(u32, i64)> = None;
-            for &value in order {
-                let Some(writer) = committed(value, key) else { continue };
-                if let Some((from, before)) = previous.filter(|(from, _)| *from != writer) {
-                    edges.push(Edge {
-                        from,
-                        to: writer,
-                        why: Why::Ww {
-                            key,
-                            before,
-                            after: value,
-                            read_op: None,
-                        },
-                    });
-                }
-                previous = Some((writer, value));
-            }
+        let versions = if sorted.windows(2).all(|pair| pair[0] != pair[1]) {
+            std::borrow::Cow::Borrowed(order)
+        } else {
+            let mut seen = HashSet::new();
+            std::borrow::Cow::Owned(order.iter().copied().filter(|v| seen.insert(*v)).collect())
+        };
+        let mut unobserved: Vec<(u32, i64)> = std::mem::take(&mut appends[key as usize])
+            .into_iter()
+            .filter(|(_, value)| sorted.binary_search(value).is_err())
+            .collect();
+        unobserved.sort_unstable_by_key(|&(_, value)| value);
+        let key_order = KeyOrder {
+            key,
+            order,
+            versions,
+            unobserved,
+        };
+        ww_edges(index, in_graph, &key_order, edges);
+        dirty_updates(index, &key_order, findings);
+        read_edges(index, in_graph, &key_order, reads, &longest, findings, edges);
+    }
+}
+
+/// The committed writer of `value` on `key`, if any.
+fn committed_writer(index: &Index<'_>, in_graph: &[bool], key: u32, value: i64) -> Option<u32> {
+    index
+        .writers
+        .get(&(key, value))
+        .filter(|w| in_graph[w.txn as usize])
+        .map(|w| w.txn)
+}
+
+/// ww: consecutive committed versions of the order, by two different transactions; and from the last committed one
+/// to every unobserved append.
+fn ww_edges(index: &Index<'_>, in_graph: &[bool], key_order: &KeyOrder<'_>, edges: &mut Vec<Edge>) {
+    let key = key_order.key;
+    let mut previous: Option<(u32, i64)> = None;
+    let mut link = |from: u32, before: i64, to: u32, after: i64, unobserved: bool| {
+        if from != to {
+            edges.push(Edge {
+                from,
+                to,
+                why: Why::Ww {
+                    key,
+                    before,
+                    after,
+                    read_op: None,
+                    unobserved,
+                },
+            });
         }
-        // One report per distinct list that disagrees: the same list read again (by the same transaction or
-        // another) is the same disagreement, not a new one.
-        let mut reported: HashSet<&[i64]> = HashSet::new();
-        for read in reads {
-            let got = values(index, read);
-            let prefix = order.starts_with(got);
-            if !prefix && reported.insert(got) {
-                report_incompatible(index, key, read, &longest, findings);
-            }
-            if !read.external {
-                continue;
-            }
-            if let Some(writer) = got.last().and_then(|&last| committed(last, key)) {
+    };
+    for &value in key_order.versions.iter() {
+        let Some(writer) = committed_writer(index, in_graph, key, value) else {
+            continue;
+        };
+        if let Some((from, before)) = previous {
+            link(from, before, writer, value, false);
+        }
+        previous = Some((writer, value));
+    }
+    if let Some((from, before)) = previous {
+        for &(writer, value) in &key_order.unobserved {
+            link(from, before, writer, value, true);
+        }
+    }
+}
+
+/// Reads of one key: incompatible orders, and the wr and rw edges of each external read. A read that is a prefix of
+/// the order precedes the next committed version after it, or, when none follows, every unobserved append.
+fn read_edges(
+    index: &Index<'_>,
+    in_graph: &[bool],
+    key_order: &KeyOrder<'_>,
+    reads: &[KeyRead],
+    longest: &KeyRead,
+    findings: &mut Findings,
+    edges: &mut Vec<Edge>,
+) {
+    let (key, order) = (key_order.key, key_order.order);
+    // One report per distinct list that disagrees: the same list read again (by the same transaction or another) is
+    // the same disagreement, not a new one.
+    let mut reported: HashSet<&[i64]> = HashSet::new();
+    for read in reads {
+        let got = values(index, read);
+        let prefix = order.starts_with(got);
+        if !prefix && reported.insert(got) {
+            report_incompatible(index, key, read, longest, findings);
+        }
+        if !read.external {
+            continue;
+        }
+        if let Some(&last) = got.last() {
+            if let Some(writer) = committed_writer(index, in_graph, key, last) {
                 edges.push(Edge {
                     from: writer,
                     to: read.txn,
                     why: Why::Wr {
                         op: read.op,
-                        value: *got.last().expect("a last value"),
+                        value: last,
                     },
                 });
             }
-            if !(prefix && ordered) {
-                continue;
+        }
+        if !prefix {
+            continue;
+        }
+        // The versions the read saw: its length, unless the order holds a value twice.
+        let seen = if key_order.versions.len() == order.len() {
+            got.len()
+        } else {
+            got.iter().collect::<HashSet<_>>().len()
+        };
+        let next = key_order.versions[seen..]
+            .iter()
+            .find_map(|&v| committed_writer(index, in_graph, key, v).map(|w| (w, v)));
+        let missed = match next {
+            Some(next) => vec![next],
+            None => key_order.unobserved.clone(),
+        };
+        for (writer, value) in missed {
+            edges.push(Edge {
+                from: read.txn,
+                to: writer,
+                why: Why::Rw { op: read.op, value },
+            });
+        }
+    }
+}
+
+/// Dirty updates (Elle's): along the order, a committed append that follows a failed transaction's append (with
+/// only appends of unknown outcome between them).
+fn dirty_updates(index: &Index<'_>, key_order: &KeyOrder<'_>, findings: &mut Findings) {
+    // The last version whose writer's outcome is known, and the values since it.
+    let mut last: (Option<u32>, TxnOutcome) = (None, TxnOutcome::Ok);
+    let mut since: Vec<i64> = Vec::new();
+    for &value in key_order.versions.iter() {
+        let Some(writer) = index.writers.get(&(key_order.key, value)) else {
+            continue;
+        };
+        since.push(value);
+        match (last.1, index.outcome(writer.txn)) {
+            (TxnOutcome::Fail, TxnOutcome::Ok) => {
+                let failed = last.0.expect("a failed version has a writer");
+                report_dirty_update(index, key_order.key, &since, failed, writer.txn, findings);
+                last = (Some(writer.txn), TxnOutcome::Ok);
+                since = vec![value];
             }
-            let next = order[got.len()..]
-                .iter()
-                .find_map(|&v| committed(v, key).map(|w| (w, v)));
-            if let Some((writer, value)) = next {
-                edges.push(Edge {
-                    from: read.txn,
-                    to: writer,
-                    why: Why::Rw { op: read.op, value },
-                });
+            // Unknown outcomes say nothing, and a failed version after a failed one neither: keep the range open
+            // from the first failed version.
+            (_, TxnOutcome::Info) | (TxnOutcome::Fail, TxnOutcome::Fail) => {}
+            (_, outcome) => {
+                last = (Some(writer.txn), outcome);
+                since = vec![value];
             }
         }
     }
+}
+
+fn report_dirty_update(index: &Index<'_>, key: u32, values: &[i64], failed: u32, ok: u32, findings: &mut Findings) {
+    findings.add(AnomalyClass::DirtyUpdate, || Anomaly {
+        class: AnomalyClass::DirtyUpdate,
+        txns: vec![index.txns[failed as usize].index, index.txns[ok as usize].index],
+        key: Some(index.key(key).to_string()),
+        cycle: Vec::new(),
+        explanation: format!(
+            "{} is ordered {}: {} appended {} and failed, yet {}, which committed, appended {} after it",
+            index.key(key),
+            show_list(values),
+            index.name(failed),
+            values[0],
+            index.name(ok),
+            values[values.len() - 1]
+        ),
+    });
 }
 
 fn report_incompatible(index: &Index<'_>, key: u32, read: &KeyRead, longest: &KeyRead, findings: &mut Findings) {
@@ -176,19 +305,45 @@ fn report_incompatible(index: &Index<'_>, key: u32, read: &KeyRead, longest: &Ke
     });
 }
 
-/// `(key, version read, nil as None)` -> the transactions that read it and then wrote the key, with what they wrote.
+/// `(key, version read: the list's last element or the register's value, nil as None)` -> the transactions that
+/// read it and then wrote the key, with what they wrote first.
 type Overwrites = HashMap<(u32, Option<i64>), Vec<(u32, i64)>, FxBuild>;
+
+/// Lost updates, in both datatypes (Elle's `lost-update`): two or more committed transactions whose first micro-op on
+/// a key read one version of it, and which then wrote the key. Whatever the order of their writes, the later one
+/// overwrote a version it never saw.
+pub(crate) fn lost_updates(index: &Index<'_>, findings: &mut Findings) {
+    let mut overwrites = Overwrites::default();
+    for (t, txn) in index.txns.iter().enumerate() {
+        if txn.outcome != TxnOutcome::Ok {
+            continue;
+        }
+        let t = t as u32;
+        for group in index.key_groups(t) {
+            let MicroOp::Read { value, .. } = index.op(t, group[0]) else {
+                continue;
+            };
+            let written = group[1..]
+                .iter()
+                .find_map(|&op| super::index::written_value(index.op(t, op)));
+            if let Some(written) = written {
+                let version = read_values(value).last().copied();
+                let key = index.op_key[group[0] as usize];
+                overwrites.entry((key, version)).or_default().push((t, written));
+            }
+        }
+    }
+    report_lost_updates(index, &overwrites, findings);
+}
 
 /// rw-register: pushes the ww, wr and rw edges the known parts of each key's version order imply.
 pub(crate) fn rw_register_edges(
     index: &Index<'_>,
     in_graph: &[bool],
     writes_follow_reads: bool,
-    findings: &mut Findings,
     edges: &mut Vec<Edge>,
 ) {
     let reads = reads_by_key(index);
-    let mut overwrites = Overwrites::default();
     // Known successors of each non-nil version, `(key, a) -> [b]`.
     let mut successors: HashMap<(u32, i64), Vec<i64>, FxBuild> = HashMap::default();
     let mut has_predecessor: HashSet<(u32, i64), FxBuild> = HashSet::default();
@@ -208,22 +363,21 @@ pub(crate) fn rw_register_edges(
         let key = key as u32;
         for read in key_reads.iter().filter(|r| r.external) {
             let got = values(index, read).first().copied();
-            if let Some(writer) = got.and_then(|v| index.writers.get(&(key, v))) {
-                if in_graph[writer.txn as usize] {
-                    edges.push(Edge {
-                        from: writer.txn,
-                        to: read.txn,
-                        why: Why::Wr {
-                            op: read.op,
-                            value: got.expect("a value"),
-                        },
-                    });
-                }
+            // Only a transaction's final write of a key is a version: a read of an intermediate one is G1b, and
+            // (as in Elle) orders nothing.
+            if let Some(writer) = got.and_then(|v| committed_final(key, v)) {
+                edges.push(Edge {
+                    from: writer.txn,
+                    to: read.txn,
+                    why: Why::Wr {
+                        op: read.op,
+                        value: got.expect("a value"),
+                    },
+                });
             }
             let Some(after) = final_write(read.txn, key) else {
                 continue;
             };
-            overwrites.entry((key, got)).or_default().push((read.txn, after));
             let (Some(before), true) = (got, writes_follow_reads) else {
                 continue;
             };
@@ -238,12 +392,12 @@ pub(crate) fn rw_register_edges(
                         before,
                         after,
                         read_op: Some(read.op),
+                        unobserved: false,
                     },
                 });
             }
         }
     }
-    report_lost_updates(index, &overwrites, findings);
     // Versions with no known predecessor but the initial nil, per key.
     let mut roots: Vec<Vec<i64>> = vec![Vec::new(); index.key_names.len()];
     for (&(key, value), w) in &index.writers {
@@ -275,7 +429,7 @@ pub(crate) fn rw_register_edges(
     }
 }
 
-/// Lost updates: two or more committed transactions read one version of a key and then wrote the key.
+/// Reports every version two or more transactions read and then overwrote.
 fn report_lost_updates(index: &Index<'_>, overwrites: &Overwrites, findings: &mut Findings) {
     let mut lost: Vec<_> = overwrites.iter().filter(|(_, writers)| writers.len() >= 2).collect();
     lost.sort_unstable_by_key(|(_, writers)| writers[0].0);

@@ -20,7 +20,10 @@
 
 use super::starts::ClientStarts;
 use crate::supervisor::{self, LaunchCommand};
-use crate::system::{txn_answer, txn_is_read_only, unknown, LogClient, Outcome, RegisterClient, SetClient, TxnClient};
+use crate::system::{
+    bank_balances, txn_answer, txn_is_read_only, unknown, Bank, BankClient, LogClient, Outcome, RegisterClient,
+    SetClient, TxnClient, BANK_KEY,
+};
 use async_trait::async_trait;
 use faultline_faults::process::{node_name, parse_node_name};
 use serde_json::{json, Value};
@@ -495,6 +498,20 @@ impl TxnClient for ExecClient {
             },
             other => (other, node),
         }
+    }
+}
+
+/// The bank's ops: `f: read` or `transfer` on key `bank`, the bank (and the transfer) in the value.
+#[async_trait]
+impl BankClient for ExecClient {
+    async fn read(&self, bank: Bank) -> (Outcome, usize) {
+        let value = json!({"accounts": bank.accounts, "total": bank.total});
+        self.call_expecting("read", BANK_KEY, value, true, bank_balances).await
+    }
+
+    async fn transfer(&self, bank: Bank, from: u64, to: u64, amount: u64) -> (Outcome, usize) {
+        let value = json!({"from": from, "to": to, "amount": amount, "accounts": bank.accounts, "total": bank.total});
+        self.call_expecting("transfer", BANK_KEY, value, false, anything).await
     }
 }
 

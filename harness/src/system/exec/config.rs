@@ -1,8 +1,9 @@
 //! The exec adapter's plan section (`system: {kind: exec, ...}`): its types, load-time checks and the build of a run.
 
 use super::client;
+pub use super::ports::Ports;
 use super::template::Scope;
-use super::{ExecSystem, MembershipHooks, Ports, Template};
+use super::{ExecSystem, MembershipHooks, Template};
 use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
 use crate::system::{AdapterSpec, BuildContext, Built, Capabilities, Recovered};
 use anyhow::Context;

@@ -48,8 +48,8 @@ pub use ports::Ports;
 pub use template::{Scope, Template, Vars};
 
 use super::{
-    LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient, System,
-    TxnClient,
+    BankClient, LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient,
+    System, TxnClient,
 };
 use crate::plan::WorkloadKind;
 use crate::supervisor::LaunchCommand;
@@ -758,7 +758,15 @@ impl System for ExecSystem {
     }
 
     fn txn_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn TxnClient>> {
-        let client = self.client(home, op_timeout, process, WorkloadKind::Txn)?;
+        // The long-fork workload's ops are transactions too (`f: txn`, rw-register micro-ops).
+        let client = self
+            .client(home, op_timeout, process, WorkloadKind::Txn)
+            .or_else(|| self.client(home, op_timeout, process, WorkloadKind::LongFork))?;
+        Some(Box::new(client))
+    }
+
+    fn bank_client(&self, home: usize, op_timeout: Duration, process: u64) -> Option<Box<dyn BankClient>> {
+        let client = self.client(home, op_timeout, process, WorkloadKind::Bank)?;
         Some(Box::new(client))
     }
 }

@@ -1,4 +1,5 @@
-//! The exec adapter's port bases (`system.ports`): where each node listens, and the proxies of its peer links.
+//! The exec adapter's port bases (`system.ports`): every node's ports are a base plus its index, named ports for
+//! templates, and the checks that keep the ranges (the proxies' too) inside the port space and apart.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -4,9 +4,9 @@
 mod membership;
 
 use super::{
-    transport_outcome, txn_answer, txn_is_read_only, unknown, AdapterSpec, BuildContext, Built, Capabilities,
-    LogClient, NodeAddrs, NodeStatus, Outcome, ProbeError, Progress, Recovered, RegisterClient, Role, System,
-    TxnClient,
+    transport_outcome, txn_answer, txn_is_read_only, unknown, AdapterSpec, Bank, BankClient, BuildContext, Built,
+    Capabilities, LogClient, NodeAddrs, NodeStatus, Outcome, ProbeError, Progress, Recovered, RegisterClient, Role,
+    System, TxnClient,
 };
 use crate::plan::{Bounded, WorkloadKind};
 use crate::supervisor::LaunchCommand;
@@ -67,7 +67,13 @@ impl AdapterSpec for ReferenceConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: vec![WorkloadKind::Register, WorkloadKind::Log, WorkloadKind::Txn],
+            workloads: vec![
+                WorkloadKind::Register,
+                WorkloadKind::Log,
+                WorkloadKind::Txn,
+                WorkloadKind::Bank,
+                WorkloadKind::LongFork,
+            ],
             proxy_partitions: true,
             primary_probe: true,
             status_probe: true,
@@ -456,6 +462,10 @@ impl System for ReferenceSystem {
     fn txn_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn TxnClient>> {
         Some(Box::new(self.reference_client(home, op_timeout, client_id)))
     }
+
+    fn bank_client(&self, home: usize, op_timeout: Duration, client_id: u64) -> Option<Box<dyn BankClient>> {
+        Some(Box::new(self.reference_client(home, op_timeout, client_id)))
+    }
 }
 
 impl ReferenceSystem {
@@ -637,6 +647,52 @@ impl TxnClient for ReferenceClient {
                 ),
             },
             other => (other, node),
+        }
+    }
+}
+
+/// The register of account `i` on the reference node.
+fn account_key(i: u64) -> String {
+    format!("bank-{i}")
+}
+
+/// The micro-op that opens account `i` if nobody has.
+fn open_account(bank: Bank, i: u64) -> Value {
+    json!(["init", account_key(i), bank.opening(i)])
+}
+
+/// The bank over `/txn`: a read is one transaction opening and reading every account, a transfer one opening both
+/// accounts, debiting one and crediting the other (the node aborts it, with nothing applied, on an overdraft: a
+/// `fail`).
+#[async_trait]
+impl BankClient for ReferenceClient {
+    async fn read(&self, bank: Bank) -> (Outcome, usize) {
+        let mut ops: Vec<Value> = (0..bank.accounts).map(|i| open_account(bank, i)).collect();
+        ops.extend((0..bank.accounts).map(|i| json!(["r", account_key(i), null])));
+        let ops = Value::Array(ops);
+        match self.txn(&ops).await {
+            (Outcome::Ok(filled), node) => {
+                let reads = filled.as_array().into_iter().flatten().skip(bank.accounts as usize);
+                let balances: serde_json::Map<String, Value> = (0..bank.accounts)
+                    .zip(reads)
+                    .map(|(i, op)| (i.to_string(), op[2].clone()))
+                    .collect();
+                (Outcome::Ok(Value::Object(balances)), node)
+            }
+            other => other,
+        }
+    }
+
+    async fn transfer(&self, bank: Bank, from: u64, to: u64, amount: u64) -> (Outcome, usize) {
+        let ops = json!([
+            open_account(bank, from),
+            open_account(bank, to),
+            ["debit", account_key(from), amount],
+            ["credit", account_key(to), amount]
+        ]);
+        match self.txn(&ops).await {
+            (Outcome::Ok(_), node) => (Outcome::Ok(Value::Null), node),
+            other => other,
         }
     }
 }

@@ -23,6 +23,21 @@
 //!
 //! Elements never read after they were known are counted (`never_read`), not judged. Each check is a pass over the
 //! reads, so the cost is O(elements × reads) in the worst case and linear in the returned entries for the lookups.
+//!
+//! A stale read makes the verdict invalid only for a set claimed linearizable ([`SetCheckOptions::linearizable`]:
+//! faultline's live runs); Jepsen's `set-full` by default reports stale elements and their latency and judges lost
+//! and unexpected ones only. As in Jepsen, a history where no element became stable is `unknown`.
+//!
+//! Latencies, as Jepsen's `set-full` gives them (milliseconds, quantiles 0, 0.5, 0.95, 0.99 and 1): an element's
+//! *stable latency* is how long after it was known the last read that missed it began (0 when no read missed it);
+//! a lost element's *lost latency* how long after it was known the last read that showed it began.
+//!
+//! Elements are compared by their text: a string as it is, anything else (Jepsen's integers) as its JSON.
+//! `final_read.rs` is Jepsen's plain `set` checker: a final read against every add.
+
+mod final_read;
+
+pub use final_read::check_set_final;
 
 use crate::history::{EventKind, History};
 use crate::verdict::Verdict;
@@ -71,8 +86,26 @@ pub struct SetAnomaly {
     pub first_missing_node: Option<String>,
     /// Reads invoked after `known_ns` that missed it.
     pub missing_reads: u64,
+    /// How long after it was known the last read that missed it began (stale elements), in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_latency_ms: Option<u64>,
     /// One sentence.
     pub description: String,
+}
+
+/// How to judge a set history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetCheckOptions {
+    /// The set claims linearizability: a read that began after an element was known and missed it (stale) makes the
+    /// history invalid (Jepsen's `:linearizable? true`).
+    pub linearizable: bool,
+}
+
+impl Default for SetCheckOptions {
+    /// Linearizable, as faultline's live set workload claims.
+    fn default() -> Self {
+        SetCheckOptions { linearizable: true }
+    }
 }
 
 /// Counts of a set history.
@@ -94,6 +127,22 @@ pub struct SetCheckStats {
     pub never_read: u64,
     /// Anomalies per kind (all of them, including those not kept).
     pub anomalies: BTreeMap<String, u64>,
+    /// Final-read check: elements the final read shows whose add's outcome was unknown or failed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub recovered: u64,
+    /// Quantiles (`0`, `0.5`, `0.95`, `0.99`, `1`) of the stable latencies, in ms.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stable_latencies_ms: BTreeMap<String, u64>,
+    /// Quantiles of the lost elements' lost latencies, in ms.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_latencies_ms: BTreeMap<String, u64>,
+    /// The first [`MAX_ANOMALIES_PER_KIND`] elements never read after they were known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_read_elements: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The set checker's answer.
@@ -123,8 +172,13 @@ struct Read {
     elements: HashSet<String>,
 }
 
-/// Checks a set history (see the module docs).
+/// Checks a set history claimed linearizable (see the module docs).
 pub fn check_set(history: &History) -> SetCheckResult {
+    check_set_with(history, &SetCheckOptions::default())
+}
+
+/// Checks a set history (see the module docs).
+pub fn check_set_with(history: &History, options: &SetCheckOptions) -> SetCheckResult {
     let (adds, mut reads) = collect(history);
     reads.sort_by_key(|r| (r.invoke_ns, r.complete_index));
     let mut stats = SetCheckStats {
@@ -140,6 +194,7 @@ pub fn check_set(history: &History) -> SetCheckResult {
         }
     }
     let mut anomalies: Vec<SetAnomaly> = Vec::new();
+    let mut latencies = Latencies::default();
     let mut push = |stats: &mut SetCheckStats, anomaly: SetAnomaly| {
         let count = stats.anomalies.entry(anomaly.kind.clone()).or_default();
         *count += 1;
@@ -184,16 +239,25 @@ pub fn check_set(history: &History) -> SetCheckResult {
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => continue,
         };
+        latencies.record(element, known_ns, &reads);
         if let Some(anomaly) = judge_known(base, known_ns, &reads) {
+            if anomaly.kind == "stale" {
+                stats.stable += 1;
+            }
             push(&mut stats, anomaly);
         } else if reads.iter().any(|r| r.invoke_ns > known_ns) {
             stats.stable += 1;
         } else {
             stats.never_read += 1;
+            if stats.never_read_elements.len() < MAX_ANOMALIES_PER_KIND {
+                stats.never_read_elements.push(element.to_string());
+            }
         }
     }
+    stats.stable_latencies_ms = quantiles(&mut latencies.stable_ms);
+    stats.lost_latencies_ms = quantiles(&mut latencies.lost_ms);
     anomalies.sort_by_key(|a| (kind_rank(&a.kind), a.known_ns.unwrap_or(0)));
-    let (verdict, reason) = summarize(&stats, &anomalies);
+    let (verdict, reason) = summarize(&stats, &anomalies, options);
     SetCheckResult {
         verdict,
         reason,
@@ -214,9 +278,9 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
         }
         if event.kind == EventKind::Invoke {
             open.insert(process, (event.index, event.time_ns, event.f.as_str(), &event.value));
-            if let (true, Some(element)) = (event.f == "add", event.value.as_str()) {
+            if let (true, Some(element)) = (event.f == "add", element_text(&event.value)) {
                 adds.insert(
-                    element.to_string(),
+                    element,
                     Add {
                         invoke_index: event.index,
                         outcome: "open",
@@ -230,7 +294,7 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
             continue;
         };
         if f == "add" {
-            let Some(add) = invoked.as_str().and_then(|e| adds.get_mut(e)) else {
+            let Some(add) = element_text(invoked).and_then(|e| adds.get_mut(&e)) else {
                 continue;
             };
             add.outcome = match event.kind {
@@ -245,7 +309,7 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
             let elements = event
                 .value
                 .as_array()
-                .map(|items| items.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|items| items.iter().filter_map(element_text).collect())
                 .unwrap_or_default();
             reads.push(Read {
                 invoke_ns,
@@ -257,6 +321,66 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
         }
     }
     (adds, reads)
+}
+
+/// An element as text: a string as it is, anything else as its JSON (`null` is no element).
+pub(crate) fn element_text(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Latencies of the elements judged so far, in ms.
+#[derive(Default)]
+struct Latencies {
+    stable_ms: Vec<u64>,
+    lost_ms: Vec<u64>,
+}
+
+impl Latencies {
+    /// Jepsen's: a stable element (the last read invoked after it was known shows it) became stable when the last
+    /// read that missed it began; a lost one was lost when the last read that showed it began. Elements never read
+    /// after they were known have neither.
+    fn record(&mut self, element: &str, known_ns: u64, reads: &[Read]) {
+        let after: Vec<&Read> = reads.iter().filter(|r| r.invoke_ns > known_ns).collect();
+        let Some(last) = after.iter().max_by_key(|r| r.invoke_ns) else {
+            return;
+        };
+        let since_ms = |ns: Option<u64>| ns.map_or(0, |ns| ns.saturating_sub(known_ns) / 1_000_000);
+        if last.elements.contains(element) {
+            let last_absent = after
+                .iter()
+                .filter(|r| !r.elements.contains(element))
+                .map(|r| r.invoke_ns)
+                .max();
+            self.stable_ms.push(since_ms(last_absent));
+        } else {
+            let last_present = reads
+                .iter()
+                .filter(|r| r.elements.contains(element))
+                .map(|r| r.invoke_ns)
+                .max();
+            self.lost_ms.push(since_ms(last_present));
+        }
+    }
+}
+
+/// Jepsen's frequency distribution: the value at `floor(n × point)` of the sorted values, per point.
+fn quantiles(values: &mut [u64]) -> BTreeMap<String, u64> {
+    values.sort_unstable();
+    let n = values.len();
+    if n == 0 {
+        return BTreeMap::new();
+    }
+    [("0", 0.0), ("0.5", 0.5), ("0.95", 0.95), ("0.99", 0.99), ("1", 1.0)]
+        .into_iter()
+        .map(|(name, point)| {
+            let at = ((n as f64 * point).floor() as usize).min(n - 1);
+            (name.to_string(), values[at])
+        })
+        .collect()
 }
 
 fn anomaly_base(element: &str, add: Option<&Add>) -> SetAnomaly {
@@ -274,6 +398,7 @@ fn anomaly_base(element: &str, add: Option<&Add>) -> SetAnomaly {
         first_missing_ns: None,
         first_missing_node: None,
         missing_reads: 0,
+        stable_latency_ms: None,
         description: String::new(),
     }
 }
@@ -305,6 +430,10 @@ fn judge_known(mut anomaly: SetAnomaly, known_ns: u64, reads: &[Read]) -> Option
         None => "never seen by any read".to_string(),
     };
     anomaly.kind = if lost { "lost" } else { "stale" }.to_string();
+    if !lost {
+        let last_missing_ns = missing.iter().map(|r| r.invoke_ns).max().unwrap_or(known_ns);
+        anomaly.stable_latency_ms = Some(last_missing_ns.saturating_sub(known_ns) / 1_000_000);
+    }
     anomaly.description = format!(
         "`{element}` {acked}, {last_seen}; {} of {} later reads missed it, the first invoked at {} on {}{}",
         missing.len(),
@@ -351,9 +480,10 @@ fn kind_rank(kind: &str) -> u8 {
     }
 }
 
-fn summarize(stats: &SetCheckStats, anomalies: &[SetAnomaly]) -> (Verdict, String) {
-    if let Some(first) = anomalies.first() {
-        let counts: Vec<String> = stats.anomalies.iter().map(|(k, n)| format!("{n} {k}")).collect();
+fn summarize(stats: &SetCheckStats, anomalies: &[SetAnomaly], options: &SetCheckOptions) -> (Verdict, String) {
+    let judged = |a: &&SetAnomaly| options.linearizable || a.kind != "stale";
+    let counts: Vec<String> = stats.anomalies.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    if let Some(first) = anomalies.iter().find(judged) {
         return (
             Verdict::Invalid,
             format!("{}; first: {}", counts.join(", "), first.description),
@@ -363,6 +493,26 @@ fn summarize(stats: &SetCheckStats, anomalies: &[SetAnomaly]) -> (Verdict, Strin
         return (
             Verdict::Unknown,
             "no read succeeded: nothing to check the adds against".into(),
+        );
+    }
+    if stats.stable == 0 {
+        return (
+            Verdict::Unknown,
+            format!(
+                "no element was shown by every read after it was known ({} adds, {} never read after): nothing was \
+                 checked",
+                stats.adds, stats.never_read
+            ),
+        );
+    }
+    if let Some(first) = anomalies.first() {
+        return (
+            Verdict::Valid,
+            format!(
+                "{} (allowed: the set is not claimed linearizable); first: {}",
+                counts.join(", "),
+                first.description
+            ),
         );
     }
     (

@@ -10,10 +10,16 @@
 //! one op on its key): a read `["r", k, null]` or a write, `["append", k, v]` (list-append) or `["w", k, v]`
 //! (rw-register), with `v` unique in the run, so unique per key as Elle needs. One history op `f: txn` carries the
 //! list; its `ok` completion carries the list with every read filled.
+//!
+//! The bank and long-fork workloads are Jepsen's: `bank.rs` draws reads of every balance and transfers, `long_fork.rs`
+//! inserts of fresh keys followed by reads of their group.
 
-use crate::plan::{TxnLength, WorkloadKind, WorkloadSpec};
+mod bank;
+mod long_fork;
+
+use crate::plan::{BankSpec, TxnLength, WorkloadKind, WorkloadSpec};
 use crate::run::recorder::Recorder;
-use crate::system::{LogClient, Outcome, RegisterClient, SetClient, System, TxnClient};
+use crate::system::{BankClient, LogClient, Outcome, RegisterClient, SetClient, System, TxnClient};
 use faultline_workloads::checker::TXN_F;
 use faultline_workloads::history::{Event, EventKind};
 use faultline_workloads::txn_check::TxnModel;
@@ -71,7 +77,14 @@ pub struct Generator {
     weights: [u32; 3],
     /// Txn workload: the datatype and how many micro-ops a transaction has.
     txn: Option<(TxnModel, TxnLength)>,
+    /// Bank workload: the bank.
+    bank: BankSpec,
+    /// Long-fork workload: its inserts and reads.
+    long_fork: long_fork::LongFork,
 }
+
+/// Groups the long-fork workload's final phase reads again, the most recent ones.
+const FINAL_GROUPS_MAX: u64 = 500;
 
 impl Generator {
     /// A generator for `spec`.
@@ -90,11 +103,15 @@ impl Generator {
                 WorkloadKind::Log => [mix.read, mix.append, 0],
                 WorkloadKind::Set => [mix.read, mix.add, 0],
                 WorkloadKind::Txn => [mix.read, mix.write + mix.append, 0],
+                WorkloadKind::Bank => [mix.read, mix.transfer, 0],
+                WorkloadKind::LongFork => [mix.read, mix.write, 0],
             },
             txn: spec
                 .model
                 .as_ref()
                 .map(|model| (model.value, spec.txn_length.unwrap_or(TxnLength::DEFAULT))),
+            bank: spec.bank.as_ref().map(|b| b.value).unwrap_or_default(),
+            long_fork: long_fork::LongFork::new(spec.group_size.map_or(3, |g| g.0)),
         };
         for _ in 0..spec.keys.0 {
             let key = generator.fresh_key();
@@ -113,6 +130,8 @@ impl Generator {
             WorkloadKind::Register | WorkloadKind::Txn => format!("k{}", self.next_key - 1),
             WorkloadKind::Log => format!("log{}", self.next_key - 1),
             WorkloadKind::Set => SET_KEY.to_string(),
+            WorkloadKind::Bank => crate::system::BANK_KEY.to_string(),
+            WorkloadKind::LongFork => long_fork::key_name(self.next_key - 1),
         }
     }
 
@@ -122,6 +141,16 @@ impl Generator {
             WorkloadKind::Log => return self.next_log_op(process),
             WorkloadKind::Set => return self.next_set_op(),
             WorkloadKind::Txn => return self.next_txn_op(),
+            WorkloadKind::Bank => {
+                return match self.pick_f() {
+                    0 => bank::read(bank::bank_of(&self.bank)),
+                    _ => bank::random_transfer(&self.bank, &mut self.rng),
+                }
+            }
+            WorkloadKind::LongFork => {
+                let read = self.pick_f() == 0;
+                return self.long_fork.next_op(process, read, &mut self.rng);
+            }
             WorkloadKind::Register => {}
         }
         let slot_index = self.pick_slot();
@@ -252,7 +281,7 @@ impl Generator {
     /// Learns from a completed op: the key's latest value (so CAS has a plausible `from`), or where a consumer goes on.
     pub fn observe(&mut self, process: u64, op: &PlannedOp, outcome: &Outcome) {
         let Outcome::Ok(read) = outcome else { return };
-        if matches!(self.kind, WorkloadKind::Set | WorkloadKind::Txn) {
+        if !matches!(self.kind, WorkloadKind::Register | WorkloadKind::Log) {
             return;
         }
         if self.kind == WorkloadKind::Log {
@@ -288,8 +317,10 @@ pub enum Client {
     Log(Box<dyn LogClient>),
     /// Set ops.
     Set(Box<dyn SetClient>),
-    /// Transactions.
+    /// Transactions (and the long-fork workload's inserts and group reads).
     Txn(Box<dyn TxnClient>),
+    /// Bank reads and transfers.
+    Bank(Box<dyn BankClient>),
 }
 
 impl Client {
@@ -306,7 +337,8 @@ impl Client {
             WorkloadKind::Register => system.register_client(home, op_timeout, process).map(Client::Register),
             WorkloadKind::Log => system.log_client(home, op_timeout, process).map(Client::Log),
             WorkloadKind::Set => system.set_client(home, op_timeout, process).map(Client::Set),
-            WorkloadKind::Txn => system.txn_client(home, op_timeout, process).map(Client::Txn),
+            WorkloadKind::Txn | WorkloadKind::LongFork => system.txn_client(home, op_timeout, process).map(Client::Txn),
+            WorkloadKind::Bank => system.bank_client(home, op_timeout, process).map(Client::Bank),
         };
         client.ok_or_else(|| format!("the {} adapter offers no {kind} client", system.kind()))
     }
@@ -345,6 +377,14 @@ pub async fn perform(
         (Client::Set(set), "add") => set.add(op.value.as_str().unwrap_or_default()).await,
         (Client::Set(set), _) => set.read_all().await,
         (Client::Txn(txn), _) => txn.txn(&op.value).await,
+        (Client::Bank(client), "read") => client.read(bank::bank_in(&op.value)).await,
+        (Client::Bank(client), _) => {
+            let number = |field: &str| op.value[field].as_u64().unwrap_or_default();
+            let bank = bank::bank_in(&op.value);
+            client
+                .transfer(bank, number("from"), number("to"), number("amount"))
+                .await
+        }
         (Client::Register(register), "read") => register.read(&op.key).await,
         (Client::Register(register), "write") => register.write(&op.key, op.value.as_str().unwrap_or_default()).await,
         (Client::Register(register), _) => {
@@ -358,6 +398,8 @@ pub async fn perform(
         Outcome::Ok(read) => {
             let value = match client {
                 Client::Log(_) | Client::Txn(_) => read.clone(),
+                Client::Bank(_) if op.f == "read" => read.clone(),
+                Client::Bank(_) => op.value.clone(),
                 Client::Set(_) if op.f == "read" => read.clone(),
                 Client::Set(_) => op.value.clone(),
                 Client::Register(_) if op.f == "read" => read.clone(),
@@ -402,13 +444,15 @@ impl Workload {
             .map(|w| phase_start + Duration::from_millis(w.at.0 + w.duration.0))
     }
 
-    /// Every key the generator has handed out so far.
+    /// Every key the generator has handed out so far (none for the bank and long-fork workloads: see
+    /// [`Workload::final_ops`]).
     pub fn keys_used(&self) -> Vec<String> {
         let generator = self.generator.lock().expect("generator poisoned");
         let prefix = match generator.kind {
             WorkloadKind::Log => "log",
             WorkloadKind::Register | WorkloadKind::Txn => "k",
             WorkloadKind::Set => return vec![SET_KEY.to_string()],
+            WorkloadKind::Bank | WorkloadKind::LongFork => return Vec::new(),
         };
         (0..generator.next_key).map(|i| format!("{prefix}{i}")).collect()
     }
@@ -416,6 +460,34 @@ impl Workload {
     /// The workload's kind.
     pub fn kind(&self) -> WorkloadKind {
         self.spec.kind
+    }
+
+    /// The bank and long-fork workloads' final reads: a read of every balance, or a read of each recent group.
+    pub fn final_ops(&self) -> Vec<PlannedOp> {
+        let mut generator = self.generator.lock().expect("generator poisoned");
+        match generator.kind {
+            WorkloadKind::Bank => vec![bank::read(bank::bank_of(&generator.bank))],
+            WorkloadKind::LongFork => {
+                let Generator { long_fork, rng, .. } = &mut *generator;
+                long_fork.final_reads(FINAL_GROUPS_MAX, rng)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The bank and long-fork workloads' recovery probe, an ordinary write of the workload: a transfer of 0 (which
+    /// always succeeds), or an insert of a key of its own.
+    pub fn probe(&self, after: &str, attempt: u64) -> Option<PlannedOp> {
+        let generator = self.generator.lock().expect("generator poisoned");
+        match generator.kind {
+            WorkloadKind::Bank => Some(bank::transfer(bank::bank_of(&generator.bank), 0, 1, 0)),
+            WorkloadKind::LongFork => Some(PlannedOp {
+                f: TXN_F,
+                key: String::new(),
+                value: json!([["w", format!("lf-probe-{after}-{attempt}"), 1]]),
+            }),
+            _ => None,
+        }
     }
 
     /// Txn workload: the write micro-op of its model (`append` for list-append, `w` for rw-register).

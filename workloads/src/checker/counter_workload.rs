@@ -1,0 +1,25 @@
+//! `counter`: every read between what was certainly and what may have been added before it (Jepsen's counter), by
+//! [`crate::counter_check`]. The details are the whole [`crate::counter_check::CounterCheckResult`]; the evidence
+//! time is the first out-of-bounds read's completion.
+
+use super::{time_of, CheckInput, CheckResult, Checker};
+use crate::counter_check::check_counter;
+use serde_json::Value;
+
+/// Checks a counter history.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CounterWorkload;
+
+impl Checker for CounterWorkload {
+    fn name(&self) -> &'static str {
+        "counter"
+    }
+
+    fn check(&self, input: &CheckInput) -> CheckResult {
+        let result = check_counter(input.history);
+        let details = serde_json::to_value(&result).unwrap_or(Value::Null);
+        let mut checked = CheckResult::new(self.name(), result.verdict, result.reason.clone(), details);
+        checked.evidence_ns = result.errors.first().and_then(|e| time_of(input.history, e.index));
+        checked
+    }
+}
