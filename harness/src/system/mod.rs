@@ -576,6 +576,12 @@ pub trait System: Send + Sync {
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
     /// The line of a node's log that says it refused to boot, if any.
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
+    /// The line of a joiner's log that says it gave up joining because it could not reach the cluster (not a fault
+    /// of its data or its code: a joiner cut off by a partition), if any. The boot check takes the exit of a joiner
+    /// that never became ready with such a line for a failed join, not a crash.
+    fn join_failure_line(&self, _log_tail: &str) -> Option<String> {
+        None
+    }
     /// A register client bound to `home` (it follows the system's redirects to the primary), if the system offers
     /// registers.
     fn register_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {

@@ -13,7 +13,11 @@
 //!   `verify-refused` alone does not count as a refusal to boot.
 //! - **exited on its own** (`crashed`) is a problem, except while an I/O fault is injected on that node (from
 //!   `io-fault-start` until [`IO_FAULT_GRACE_NS`] after `io-fault-stop`): stopping on an injected I/O error is
-//!   fail-stop, the correct reaction, and is noted in the details but is not a problem.
+//!   fail-stop, the correct reaction, and is noted in the details but is not a problem. Nor is the exit of a joiner
+//!   (wiped for a membership `add` and not booted since) that never became ready and logged that it could not reach
+//!   the cluster (`join_failure`, the adapter's reading of its log: an etcd joiner a partition cuts off exits
+//!   `discovery failed: cannot fetch cluster info`): a failed join, noted in `failed_joins`. A member added but not
+//!   running is then the membership checks' concern, and the final phase starts it as a member.
 //! - **not ready in time** (`boot-timeout`) is a problem, except while a majority of the *other* nodes are refused
 //!   legitimately at once: then the node has no quorum to join (an etcd member cannot become ready without one), and
 //!   the timeout is the majority rule's to judge below, not a fault of the node.
@@ -30,7 +34,7 @@
 //! Otherwise it is `valid`.
 //!
 //! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[],
-//! without_quorum[]}`.
+//! failed_joins[], without_quorum[]}`.
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::history::{phase_time, Event, History, Lifecycle, Name, Nemesis};
@@ -73,6 +77,10 @@ struct NodeBoots {
     io_faults_until_ns: Option<u64>,
     /// Exits on injected I/O errors: fail-stop, a correct reaction, noted but not a problem.
     io_exits: Vec<String>,
+    /// Wiped for a membership `add` and not booted since: a joiner.
+    joining: bool,
+    /// Joiners that gave up, unable to reach the cluster: noted but not a problem.
+    failed_joins: Vec<String>,
     /// Boot timeouts while a majority of the other nodes were refused legitimately: no quorum to join.
     without_quorum: Vec<String>,
     /// Legitimate refusals to boot (after recorded surgery).
@@ -153,6 +161,7 @@ impl Boot {
                 Name::Lifecycle(Lifecycle::Wipe) => {
                     entry.surgery_since_boot = false;
                     entry.verify_refused = None;
+                    entry.joining = event.value["after"].as_str() == Some("membership add");
                 }
                 Name::Lifecycle(Lifecycle::BootTimeout) if others_refused.len() >= majority => {
                     entry.without_quorum.push(format!(
@@ -198,7 +207,7 @@ impl Boot {
                 (
                     name.clone(),
                     json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits,
-                           "without_quorum": n.without_quorum}),
+                           "failed_joins": n.failed_joins, "without_quorum": n.without_quorum}),
                 )
             })
             .collect();
@@ -239,11 +248,15 @@ impl Boot {
         }
         let boots: u64 = nodes.values().map(|n| n.boots).sum();
         let io_exits: usize = nodes.values().map(|n| n.io_exits.len()).sum();
-        let io_note = if io_exits > 0 {
+        let mut io_note = if io_exits > 0 {
             format!("; {io_exits} fail-stop exit(s) on injected I/O errors")
         } else {
             String::new()
         };
+        let failed_joins: usize = nodes.values().map(|n| n.failed_joins.len()).sum();
+        if failed_joins > 0 {
+            io_note.push_str(&format!("; {failed_joins} joiner(s) gave up joining, cut off from the cluster"));
+        }
         let reason = match legit_nodes {
             0 => format!("every start booted ({boots} boots); no refusals{io_note}"),
             n => format!(
@@ -274,6 +287,7 @@ fn cluster_size(history: &History) -> usize {
 /// A clean boot: counted, clears the surgery mark, and is a problem if the node's own verifier refused its WAL.
 fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     entry.boots += 1;
+    entry.joining = false;
     entry.surgery_since_boot = false;
     entry.refused_now = false;
     if let Some(line) = entry.verify_refused.take() {
@@ -288,11 +302,17 @@ fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     }
 }
 
-/// An exit: fail-stop inside an I/O-fault window (and its grace), a problem outside.
+/// An exit: fail-stop inside an I/O-fault window (and its grace), a failed join of a joiner cut off from the
+/// cluster, a problem otherwise.
 fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let exit = event.value["exit"].as_str().unwrap_or("?");
     let at = phase_time(event.time_ns, phase_ns);
-    if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
+    let join_failure = event.value["join_failure"].as_str();
+    if let Some(line) = join_failure.filter(|_| entry.joining && event.value["was_ready"] != json!(true)) {
+        entry
+            .failed_joins
+            .push(format!("{node} gave up joining at {at} ({exit}): {line}"));
+    } else if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
         entry
             .io_exits
             .push(format!("{node} stopped on an injected I/O error ({exit}) at {at}"));
@@ -448,6 +468,31 @@ mod tests {
             Verdict::Invalid,
             "an exit long after the window is a crash"
         );
+    }
+
+    #[test]
+    fn given_a_joiner_cut_off_from_the_cluster_when_it_gives_up_should_be_a_failed_join_but_not_a_member_that_does() {
+        let gave_up = json!({"exit": "exit code 1", "was_ready": false,
+                             "join_failure": "etcd gave up joining: discovery failed: cannot fetch cluster info"});
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("wipe", "n4", json!({"after": "membership add"})),
+            lifecycle("crashed", "n4", gave_up.clone()),
+            lifecycle("boot-ok", "n4", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+        assert!(result.reason.contains("1 joiner(s) gave up joining"), "{}", result.reason);
+        assert_eq!(result.details["n4"]["failed_joins"].as_array().unwrap().len(), 1);
+        // The same line from a node that booted since it joined, or one wiped after a refusal: a crash.
+        let mut member = h.events.clone();
+        member.push(lifecycle("crashed", "n4", gave_up.clone()));
+        assert_eq!(check_boot(&history(member)).verdict, Verdict::Invalid);
+        let refused = history(vec![
+            lifecycle("wipe", "n4", json!({"after": "refusal"})),
+            lifecycle("crashed", "n4", gave_up),
+        ]);
+        assert_eq!(check_boot(&refused).verdict, Verdict::Invalid);
     }
 
     #[test]

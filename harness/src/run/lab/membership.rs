@@ -83,15 +83,23 @@ impl Lab {
             },
             JoinOrder::AddThenStart => {
                 let outcome = membership.add(node, &before).await;
-                let added = match &outcome {
-                    ChangeOutcome::Ok(_) => true,
-                    ChangeOutcome::Fail(_) => false,
-                    // Unknown: started only once the system lists it (an etcd joiner that the cluster does not
-                    // list exits at once); if the addition commits later, the final phase starts it as a member.
-                    ChangeOutcome::Info(_) => self.relist(&before, &outcome).await.0.contains(&node),
+                // Unknown: started only once the system lists it (an etcd joiner that the cluster does not list
+                // exits at once); if the addition commits later, the final phase starts it as a member.
+                let listed = match &outcome {
+                    ChangeOutcome::Fail(_) => None,
+                    _ => Some(self.relist(&before, &outcome).await),
                 };
-                if added {
-                    let _ = self.start_joiner(node).await;
+                if let Some((members, _)) = listed.filter(|(members, _)| members.contains(&node)) {
+                    // The joiner is told the cluster as it is with it added, not as it was before: another change
+                    // may have committed in between (etcd refuses a joiner whose `--initial-cluster` differs from
+                    // its member list: `error validating peerURLs`).
+                    let others: Vec<usize> = members.into_iter().filter(|&m| m != node).collect();
+                    match membership.prepare_joiner(node, &others).await {
+                        Ok(()) => {
+                            let _ = self.start_joiner(node).await;
+                        }
+                        Err(error) => tracing::warn!("preparing {name} to join {others:?} after its addition: {error:#}"),
+                    }
                 }
                 outcome
             }

@@ -433,11 +433,13 @@ pub(super) async fn watch_node(
                 .into_iter()
                 .rev()
                 .collect();
-            recorder.lifecycle(
-                Lifecycle::Crashed,
-                Some(&name),
-                json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines}),
-            );
+            let mut value = json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines});
+            if ready != Some(true) {
+                if let Some(line) = system.join_failure_line(tail) {
+                    value["join_failure"] = json!(line);
+                }
+            }
+            recorder.lifecycle(Lifecycle::Crashed, Some(&name), value);
             BootState::Crashed(format!("{exit}: {}", last_lines.last().unwrap_or(&"")))
         }
     };

@@ -523,6 +523,17 @@ impl System for EtcdSystem {
         describes_data.then(|| one_line_summary(fatal))
     }
 
+    /// A joiner (`--initial-cluster-state existing`) first asks the members' peer URLs for the cluster; when none
+    /// answers (a partition cuts it off) it exits `discovery failed: cannot fetch cluster info from peer urls`.
+    fn join_failure_line(&self, log_tail: &str) -> Option<String> {
+        let fatal = log_tail
+            .lines()
+            .rev()
+            .find(|line| line.contains("\"level\":\"fatal\""))?;
+        let gave_up = fatal.contains("discovery failed") && fatal.contains("cannot fetch cluster info");
+        gave_up.then(|| zap_summary("etcd gave up joining", fatal))
+    }
+
     fn register_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {
         Some(Box::new(EtcdClient {
             http: Self::http(op_timeout),
@@ -532,14 +543,20 @@ impl System for EtcdSystem {
     }
 }
 
-/// `msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not JSON.
+/// `etcd refused to boot: msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not
+/// JSON.
 fn one_line_summary(line: &str) -> String {
+    zap_summary("etcd refused to boot", line)
+}
+
+/// `what: msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not JSON.
+fn zap_summary(what: &str, line: &str) -> String {
     match serde_json::from_str::<Value>(line.trim()) {
         Ok(record) => {
             let message = record["msg"].as_str().unwrap_or("");
             match record["error"].as_str() {
-                Some(error) => format!("etcd refused to boot: {message}: {error}"),
-                None => format!("etcd refused to boot: {message}"),
+                Some(error) => format!("{what}: {message}: {error}"),
+                None => format!("{what}: {message}"),
             }
         }
         Err(_) => line.trim().to_string(),
@@ -703,6 +720,22 @@ goroutine 160 [running]:"#;
     fn given_a_fatal_port_in_use_line_when_judged_should_not_be_a_refusal() {
         let tail = r#"{"level":"fatal","msg":"discovery failed","error":"listen tcp 127.0.0.1:2380: bind: address already in use"}"#;
         assert_eq!(system().boot_refusal_line(tail), None);
+    }
+
+    #[test]
+    fn given_a_joiner_that_cannot_reach_the_members_when_judged_should_be_a_failed_join_not_a_refusal() {
+        let tail = r#"{"level":"warn","caller":"etcdserver/cluster_util.go:76","msg":"failed to get cluster response","address":"http://10.251.138.15:24005/members","error":"dial tcp 10.251.138.15:24005: i/o timeout"}
+{"level":"fatal","ts":"x","caller":"etcdmain/etcd.go:271","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs","stacktrace":"go.etcd.io/etcd/etcdmain..."}"#;
+        assert_eq!(system().boot_refusal_line(tail), None);
+        assert_eq!(
+            system().join_failure_line(tail).as_deref(),
+            Some(
+                "etcd gave up joining: discovery failed: cannot fetch cluster info from peer urls: could not retrieve \
+                 cluster information from the given URLs"
+            )
+        );
+        let crc = r#"{"level":"fatal","msg":"discovery failed","error":"walpb: crc mismatch"}"#;
+        assert_eq!(system().join_failure_line(crc), None);
     }
 
     #[test]
