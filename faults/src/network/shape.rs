@@ -5,6 +5,7 @@
 //! | `random-halves` | a random minority (`max(1, n - (n/2+1))` nodes) and the majority do not hear each other |
 //! | `isolate-one` | one random node hears nobody and nobody hears it |
 //! | `isolate-primary` | the same for the primary at fault start (resolved by the harness, see [`isolate`]) |
+//! | `split-members` | the members at fault start in two halves as even as can be, each side deaf to the other (resolved by the harness, see [`split_members`]): with an even member count neither side holds a majority |
 //! | `majorities-ring` | on a random ring, every node hears the `n/2+1` nodes around it (itself included): every node sees a majority, no two the same one |
 //! | `bridge` | two halves that do not hear each other, and one node that both halves hear and that hears both |
 //! | `one-way` | a random ordered pair: `i` hears `j`, `j` does not hear `i` |
@@ -26,6 +27,8 @@ pub enum Shape {
     IsolateOne,
     /// The current primary against the rest (resolved when the fault starts).
     IsolatePrimary,
+    /// The current members in two even halves (resolved when the fault starts).
+    SplitMembers,
     /// Every node sees a different majority.
     MajoritiesRing,
     /// Two halves joined by one node.
@@ -42,6 +45,7 @@ impl fmt::Display for Shape {
             Shape::RandomHalves => "random-halves",
             Shape::IsolateOne => "isolate-one",
             Shape::IsolatePrimary => "isolate-primary",
+            Shape::SplitMembers => "split-members",
             Shape::MajoritiesRing => "majorities-ring",
             Shape::Bridge => "bridge",
             Shape::OneWay => "one-way",
@@ -52,13 +56,14 @@ impl fmt::Display for Shape {
 }
 
 impl Shape {
-    /// The grudge of this shape for `node_count` nodes, drawing from `rng`; `None` for `isolate-primary`, whose node
-    /// is known only when the fault starts (then call [`isolate`]).
+    /// The grudge of this shape for `node_count` nodes, drawing from `rng`; `None` for `isolate-primary` and
+    /// `split-members`, whose nodes are known only when the fault starts (then call [`isolate`] or
+    /// [`split_members`]).
     pub fn draw(self, node_count: usize, rng: &mut impl Rng) -> Option<Grudge> {
         Some(match self {
             Shape::RandomHalves => random_halves(node_count, rng),
             Shape::IsolateOne => isolate(node_count, rng.gen_range(0..node_count)),
-            Shape::IsolatePrimary => return None,
+            Shape::IsolatePrimary | Shape::SplitMembers => return None,
             Shape::MajoritiesRing => majorities_ring(node_count, rng),
             Shape::Bridge => bridge(node_count, rng),
             Shape::OneWay => one_way(node_count, rng),
@@ -95,6 +100,22 @@ pub fn random_halves(node_count: usize, rng: &mut impl Rng) -> Grudge {
     nodes.sort_unstable();
     majority.sort_unstable();
     Grudge::components(node_count, &[nodes, majority])
+}
+
+/// The `members` (of `node_count` nodes) shuffled by `rng` and cut in two halves (the first `len / 2` against the
+/// rest), each side deaf to the other; the other nodes (spares, removed members) go with the second half. With four
+/// members it is the 2/2 split no quorum of four survives, the one a quorum counted over a stale configuration
+/// does not see; with three or five, a minority against a majority.
+pub fn split_members(node_count: usize, members: &[usize], rng: &mut impl Rng) -> Grudge {
+    let mut members: Vec<usize> = members.iter().copied().filter(|&m| m < node_count).collect();
+    members.sort_unstable();
+    members.dedup();
+    members.shuffle(rng);
+    let mut first: Vec<usize> = members[..members.len() / 2].to_vec();
+    let mut second: Vec<usize> = (0..node_count).filter(|n| !first.contains(n)).collect();
+    first.sort_unstable();
+    second.sort_unstable();
+    Grudge::components(node_count, &[first, second])
 }
 
 /// `node` against everyone else.
@@ -233,6 +254,29 @@ mod tests {
             assert!(differs, "{shape} ignores its seed");
         }
         assert_eq!(Shape::IsolatePrimary.draw(5, &mut stream(1, "shape")), None);
+        assert_eq!(Shape::SplitMembers.draw(5, &mut stream(1, "shape")), None);
         assert!(Shape::Heal.draw(3, &mut stream(1, "shape")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn given_four_members_of_five_nodes_when_split_should_leave_two_members_on_each_side_and_no_majority() {
+        let members = [0, 1, 2, 4];
+        let mut sides_seen = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let grudge = split_members(5, &members, &mut stream(seed, "split"));
+            let hears = |a: usize, b: usize| grudge.hears(a, b);
+            let side_of_n1: Vec<usize> = members.iter().copied().filter(|&m| hears(0, m)).collect();
+            assert_eq!(side_of_n1.len(), 2, "seed {seed}: {grudge}");
+            for &a in &members {
+                for &b in &members {
+                    assert_eq!(hears(a, b), side_of_n1.contains(&a) == side_of_n1.contains(&b), "symmetric halves");
+                }
+            }
+            sides_seen.insert(side_of_n1);
+        }
+        assert_eq!(sides_seen.len(), 3, "every way to pair n1: {sides_seen:?}");
+        let odd = split_members(3, &[0, 1, 2], &mut stream(1, "split"));
+        assert_eq!((0..3).filter(|&n| odd.deaf_to(n).is_empty()).count(), 0, "one against two: everyone loses someone");
+        assert!(split_members(3, &[1], &mut stream(1, "split")).is_empty(), "one member: nothing to split");
     }
 }

@@ -336,7 +336,7 @@ impl<'de> Deserialize<'de> for TriggerShape {
         let shape: Shape = serde_json::from_value(Value::from(text.clone())).map_err(|_| {
             serde::de::Error::custom(format!(
                 "unknown shape `{text}`: expected isolate-subject, random-halves, isolate-one, isolate-primary, \
-                 majorities-ring, bridge or one-way"
+                 split-members, majorities-ring, bridge or one-way"
             ))
         })?;
         Ok(TriggerShape::Shape(shape))

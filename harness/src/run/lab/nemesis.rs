@@ -87,6 +87,10 @@ impl faultline_faults::network::schedule::NetworkLab for Lab {
         self.find_primary().await
     }
 
+    async fn members_now(&self, _node_count: usize) -> Vec<usize> {
+        Lab::members(self)
+    }
+
     fn record(&self, name: Nemesis, value: Value) {
         self.recorder.nemesis(name, None, value);
     }
