@@ -376,6 +376,8 @@ struct LogSync {
     /// Every op up to here equals the source's.
     verified_op: u64,
     purpose: SyncPurpose,
+    /// When the source last sent something the sync took (an entry, a checkpoint chunk), or the sync started.
+    progress_at: Instant,
 }
 
 #[derive(Default)]

@@ -44,7 +44,7 @@
 //! (the members drop any protocol message of their epoch from a non-member too), answers clients 421, and still
 //! serves its log and checkpoint to replicas that catch up.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::lease::PrimaryLease;
 use super::{ClientOutcome, LogSource, Replica, ReplicaError, Status, SyncPurpose, ViewChangeState, Waiter};
@@ -52,6 +52,10 @@ use crate::config::{Members, Reconfiguration};
 use crate::message::Message;
 use crate::mutants::Bug;
 use crate::wal::entry::RequestIdentity;
+
+/// A transitioning replica's catch-up that got nothing from its source for this long is given up, and the pool is
+/// asked again (four repair timeouts: a live source answers every request within one, a transfer's chunks too).
+pub(super) const JOIN_EPOCH_STALL_MS: u64 = 4 * super::repair::REPAIR_TIMEOUT_MS;
 
 impl Replica {
     /// Lets a message of epoch `epoch` through to the protocol, or handles it here: repair traffic from any epoch,
@@ -417,9 +421,26 @@ impl Replica {
         true
     }
 
-    /// A transitioning replica whose catch-up ended without reaching the newer epoch asks the pool again.
+    /// A transitioning replica whose catch-up ended without reaching the newer epoch asks the pool again; so does
+    /// one whose catch-up source stopped answering (it was removed and stopped, crashed, or is cut off), after
+    /// [`JOIN_EPOCH_STALL_MS`] without anything from it: the StartEpoch answers name live sources. Without this a
+    /// replica that began catching up from a member that was removed right after waited for it forever, and a
+    /// cluster of four with one member recovering lost its quorum for good.
     pub(super) fn tick_transitioning(&mut self, now: Instant) {
-        if self.sync.is_some() || now < self.timers.epoch_request_at {
+        if let Some(sync) = self.sync {
+            if now < sync.progress_at + Duration::from_millis(JOIN_EPOCH_STALL_MS) {
+                return;
+            }
+            tracing::warn!(
+                source = sync.source.replica,
+                op = sync.verified_op,
+                to_op = sync.source.op,
+                "transitioning: the catch-up source stopped answering; asking the pool again"
+            );
+            self.sync = None;
+            self.repair = None;
+        }
+        if now < self.timers.epoch_request_at {
             return;
         }
         self.timers.epoch_request_at = now + self.heartbeat_interval();

@@ -40,6 +40,7 @@ impl Replica {
             source,
             verified_op,
             purpose,
+            progress_at: Instant::now(),
         });
     }
 
@@ -143,6 +144,7 @@ impl Replica {
             );
         }
         sync.verified_op = op;
+        sync.progress_at = Instant::now();
         self.sync = Some(sync);
         Ok(())
     }

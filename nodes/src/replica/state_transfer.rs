@@ -226,6 +226,9 @@ impl Replica {
         if let Some(recovery) = self.recovery.as_mut() {
             recovery.give_up_at = now + Duration::from_millis(super::recovery::RECOVERY_GIVE_UP_MS);
         }
+        if let Some(sync) = self.sync.as_mut() {
+            sync.progress_at = now;
+        }
         if offset == 0 {
             self.transfer = Some(Transfer {
                 source: from,
