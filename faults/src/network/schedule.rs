@@ -1068,10 +1068,20 @@ mod tests {
         assert!(faults.start_fault(&split).await);
         let Network::Proxy(mesh) = &network else { unreachable!() };
         let grudge = mesh.grudge();
-        assert!(!grudge.hears(0, 2) && !grudge.hears(2, 0), "the members apart: {grudge}");
-        assert_ne!(grudge.hears(1, 0), grudge.hears(1, 2), "n2 with exactly one member: {grudge}");
+        assert!(
+            !grudge.hears(0, 2) && !grudge.hears(2, 0),
+            "the members apart: {grudge}"
+        );
+        assert_ne!(
+            grudge.hears(1, 0),
+            grudge.hears(1, 2),
+            "n2 with exactly one member: {grudge}"
+        );
         let with_n2 = if grudge.hears(1, 0) { 0 } else { 2 };
-        assert!(grudge.hears(1, with_n2) && grudge.hears(with_n2, 1), "n2 on one side: {grudge}");
+        assert!(
+            grudge.hears(1, with_n2) && grudge.hears(with_n2, 1),
+            "n2 on one side: {grudge}"
+        );
         let events = lab.events.lock().unwrap().clone();
         assert_eq!(events[0].1["shape"], "split-members");
     }

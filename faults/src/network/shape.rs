@@ -269,14 +269,25 @@ mod tests {
             assert_eq!(side_of_n1.len(), 2, "seed {seed}: {grudge}");
             for &a in &members {
                 for &b in &members {
-                    assert_eq!(hears(a, b), side_of_n1.contains(&a) == side_of_n1.contains(&b), "symmetric halves");
+                    assert_eq!(
+                        hears(a, b),
+                        side_of_n1.contains(&a) == side_of_n1.contains(&b),
+                        "symmetric halves"
+                    );
                 }
             }
             sides_seen.insert(side_of_n1);
         }
         assert_eq!(sides_seen.len(), 3, "every way to pair n1: {sides_seen:?}");
         let odd = split_members(3, &[0, 1, 2], &mut stream(1, "split"));
-        assert_eq!((0..3).filter(|&n| odd.deaf_to(n).is_empty()).count(), 0, "one against two: everyone loses someone");
-        assert!(split_members(3, &[1], &mut stream(1, "split")).is_empty(), "one member: nothing to split");
+        assert_eq!(
+            (0..3).filter(|&n| odd.deaf_to(n).is_empty()).count(),
+            0,
+            "one against two: everyone loses someone"
+        );
+        assert!(
+            split_members(3, &[1], &mut stream(1, "split")).is_empty(),
+            "one member: nothing to split"
+        );
     }
 }

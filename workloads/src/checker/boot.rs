@@ -255,7 +255,9 @@ impl Boot {
         };
         let failed_joins: usize = nodes.values().map(|n| n.failed_joins.len()).sum();
         if failed_joins > 0 {
-            io_note.push_str(&format!("; {failed_joins} joiner(s) gave up joining, cut off from the cluster"));
+            io_note.push_str(&format!(
+                "; {failed_joins} joiner(s) gave up joining, cut off from the cluster"
+            ));
         }
         let reason = match legit_nodes {
             0 => format!("every start booted ({boots} boots); no refusals{io_note}"),
@@ -482,7 +484,11 @@ mod tests {
         ]);
         let result = check_boot(&h);
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
-        assert!(result.reason.contains("1 joiner(s) gave up joining"), "{}", result.reason);
+        assert!(
+            result.reason.contains("1 joiner(s) gave up joining"),
+            "{}",
+            result.reason
+        );
         assert_eq!(result.details["n4"]["failed_joins"].as_array().unwrap().len(), 1);
         // The same line from a node that booted since it joined, or one wiped after a refusal: a crash.
         let mut member = h.events.clone();

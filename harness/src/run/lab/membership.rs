@@ -98,7 +98,9 @@ impl Lab {
                         Ok(()) => {
                             let _ = self.start_joiner(node).await;
                         }
-                        Err(error) => tracing::warn!("preparing {name} to join {others:?} after its addition: {error:#}"),
+                        Err(error) => {
+                            tracing::warn!("preparing {name} to join {others:?} after its addition: {error:#}")
+                        }
                     }
                 }
                 outcome
