@@ -880,7 +880,7 @@ impl Replica {
             }
             Status::ViewChange => self.tick_view_change(now)?,
             Status::Recovering => self.tick_recovery(now)?,
-            Status::Transitioning => self.tick_transitioning(now),
+            Status::Transitioning => self.tick_transitioning(now)?,
             Status::Removed => {}
         }
         if let Some(repair) = &self.repair {

@@ -426,10 +426,10 @@ impl Replica {
     /// [`JOIN_EPOCH_STALL_MS`] without anything from it: the StartEpoch answers name live sources. Without this a
     /// replica that began catching up from a member that was removed right after waited for it forever, and a
     /// cluster of four with one member recovering lost its quorum for good.
-    pub(super) fn tick_transitioning(&mut self, now: Instant) {
+    pub(super) fn tick_transitioning(&mut self, now: Instant) -> Result<(), ReplicaError> {
         if let Some(sync) = self.sync {
             if now < sync.progress_at + Duration::from_millis(JOIN_EPOCH_STALL_MS) {
-                return;
+                return Ok(());
             }
             tracing::warn!(
                 source = sync.source.replica,
@@ -437,15 +437,15 @@ impl Replica {
                 to_op = sync.source.op,
                 "transitioning: the catch-up source stopped answering; asking the pool again"
             );
-            self.sync = None;
-            self.repair = None;
+            self.abort_sync(sync.purpose)?;
         }
         if now < self.timers.epoch_request_at {
-            return;
+            return Ok(());
         }
         self.timers.epoch_request_at = now + self.heartbeat_interval();
         let pool = self.pool_members();
         self.outbound.broadcast_to(pool, &Message::RequestStartEpoch);
+        Ok(())
     }
 
     /// Every replica of the pool but this one.
