@@ -200,7 +200,7 @@ pub struct BehaviourSummary {
     pub distinct: u64,
     /// Distinct behaviours by kind name.
     pub by_kind: BTreeMap<String, u64>,
-    /// Distinct behaviours past the per-run bound.
+    /// Distinct behaviours past their kind's budget.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped: u64,
     /// What the run showed that its campaign had not, when it ran in a campaign that records behaviours.
