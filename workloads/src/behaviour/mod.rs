@@ -60,8 +60,8 @@ pub const BEHAVIOURS_PER_RUN_MAX: usize = 4096;
 
 /// Distinct behaviours of `kind` a run keeps at most. Measured (issue 50, 40 runs each): a `reference-mixed` run
 /// shows about 230 context lines, 370 pairs, 140 outcomes, 75 transitions and 31 templates, under every budget; an
-/// `etcd-mixed` run shows about 5,000 pairs, which the budget samples, and about 110 templates, 500 context lines,
-/// 80 outcomes and 50 transitions, under theirs.
+/// `etcd-mixed` run shows about 4,900 pairs, which the budget samples, and about 150 templates, 540 context lines,
+/// 65 outcomes and 50 transitions, under theirs.
 pub const fn kind_budget(kind: BehaviourKind) -> usize {
     match kind {
         BehaviourKind::Pair => 2048,
