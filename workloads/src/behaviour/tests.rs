@@ -174,9 +174,16 @@ fn given_more_distinct_templates_than_their_budget_when_extracted_should_keep_th
     all.sort();
     let mut kept: Vec<BehaviourId> = templates.iter().map(|b| b.id).collect();
     kept.sort();
-    assert_eq!(kept, all[..kind_budget(BehaviourKind::Template)], "the bottom-k of the ids");
+    assert_eq!(
+        kept,
+        all[..kind_budget(BehaviourKind::Template)],
+        "the bottom-k of the ids"
+    );
     let last_ms = templates.iter().map(|b| b.first_ms).max().unwrap();
-    assert!(last_ms > 5 * 1500, "not a prefix of the run: latest kept at {last_ms} ms");
+    assert!(
+        last_ms > 5 * 1500,
+        "not a prefix of the run: latest kept at {last_ms} ms"
+    );
     let contexts = texts(&found, BehaviourKind::ContextLine).len();
     assert_eq!(contexts, kind_budget(BehaviourKind::ContextLine));
     assert_eq!(
@@ -202,7 +209,10 @@ fn given_two_nodes_chattering_past_the_pair_budget_when_extracted_should_keep_ev
         &history,
         &BTreeMap::from([("n1".to_string(), one), ("n2".to_string(), two)]),
     );
-    assert_eq!(texts(&found, BehaviourKind::Pair).len(), kind_budget(BehaviourKind::Pair));
+    assert_eq!(
+        texts(&found, BehaviourKind::Pair).len(),
+        kind_budget(BehaviourKind::Pair)
+    );
     assert!(found.dropped > 0);
     assert_eq!(texts(&found, BehaviourKind::Template).len(), 200);
     assert_eq!(texts(&found, BehaviourKind::ContextLine).len(), 200);
