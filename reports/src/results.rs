@@ -11,8 +11,9 @@
 //!   (every named state, in order) and `triggers[{trigger, condition, action, fired, declined, skipped}]`. Added
 //!   without a version bump: it is additive, and a results.json written before it loads with empty coverage
 //! - `behaviours`: a `faultline_workloads::behaviour::BehaviourSummary`: `distinct`, `by_kind{kind: count}`,
-//!   `dropped` (past the per-run bound) and, for a run of a campaign that records behaviours, `novelty{campaign, run,
-//!   new, new_by_kind, new_templates[]}`; the behaviours themselves are in `behaviours.json` beside it. Additive too
+//!   `dropped` (past their kind's budget, `faultline_workloads::behaviour::kind_budget`) and, for a run of a
+//!   campaign that records behaviours, `novelty{campaign, run, new, new_by_kind, new_templates[]}`; the behaviours
+//!   themselves are in `behaviours.json` beside it. Additive too
 //!
 //! `details` per check (what `report.html` draws; unknown fields are ignored, so checks may add to them):
 //! - `history`: `{events, truncated_tail}`;

@@ -14,7 +14,7 @@ pub fn render(summary: &BehaviourSummary) -> Markup {
         } @else {
             p class="hint" {
                 (summary.distinct) " distinct behaviours"
-                @if summary.dropped > 0 { " (and " (summary.dropped) " more past the per-run bound, not kept)" }
+                @if summary.dropped > 0 { " (and " (summary.dropped) " more past their kind's budget, not kept)" }
                 "; the list is in behaviours.json."
                 @if let Some(novelty) = &summary.novelty {
                     " " b { (novelty.new) " new" } " to campaign " code { (Shown(&novelty.campaign)) }

@@ -363,12 +363,14 @@ fn evidence_hint(results: &Results, history: &History, timeline: &Timeline, evid
             .to_string();
     }
     if timeline.faults.is_empty() {
-        return format!(
-            "first evidence at {:.1} s",
-            (ms(evidence_ns) - timeline.phase_start_ms) / 1000.0
-        );
+        return evidence_at(timeline, ms(evidence_ns));
     }
     faults_at(timeline, ms(evidence_ns))
+}
+
+/// "first evidence at 7.0 s": `t_ms` on the run clock, said on the phase clock.
+fn evidence_at(timeline: &Timeline, t_ms: f64) -> String {
+    format!("first evidence at {:.1} s", (t_ms - timeline.phase_start_ms) / 1000.0)
 }
 
 /// Whether a history's times are its operations' positions, not nanoseconds: every one at most the number of events
@@ -390,7 +392,7 @@ fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
         .filter(|f| f.t0 <= t_ms && f.t1.is_none_or(|t1| t1 >= t_ms))
         .map(|f| f.label.as_str())
         .collect();
-    let at = format!("first evidence at {:.1} s", (t_ms - timeline.phase_start_ms) / 1000.0);
+    let at = evidence_at(timeline, t_ms);
     if !open.is_empty() {
         return format!("{at}, during: {}", open.join(", "));
     }

@@ -145,19 +145,77 @@ fn given_lines_on_two_nodes_when_within_the_window_should_pair_in_order_and_not_
 }
 
 #[test]
-fn given_more_distinct_behaviours_than_the_bound_when_extracted_should_keep_the_first_and_count_the_rest() {
+fn given_more_distinct_templates_than_their_budget_when_extracted_should_keep_the_smallest_ids_from_the_whole_run() {
     let history = run(["n1", "n2", "n3"], 1);
-    let text: String = (0..BEHAVIOURS_PER_RUN_MAX)
-        .map(|i| format!("1970-01-01T00:01:42.000Z INFO word{}\n", to_letters(i)))
+    let count = 2000;
+    // One line every 5 ms from the run's start (unix 100 s) to 10 s: before the fault, during it and after.
+    let text: String = (0..count)
+        .map(|i| {
+            let ms = 100_000 + 5 * i;
+            format!(
+                "1970-01-01T00:{:02}:{:02}.{:03}Z INFO word{}\n",
+                ms / 60_000,
+                (ms / 1000) % 60,
+                ms % 1000,
+                to_letters(i)
+            )
+        })
         .collect();
     let found = behaviours(&history, &BTreeMap::from([("n1".to_string(), text)]));
-    assert_eq!(found.behaviours.len(), BEHAVIOURS_PER_RUN_MAX);
-    assert!(found.dropped > BEHAVIOURS_PER_RUN_MAX as u64 / 2, "{}", found.dropped);
+    let templates: Vec<&Behaviour> = found
+        .behaviours
+        .iter()
+        .filter(|b| b.kind == BehaviourKind::Template)
+        .collect();
+    assert_eq!(templates.len(), kind_budget(BehaviourKind::Template));
+    let mut all: Vec<BehaviourId> = (0..count)
+        .map(|i| BehaviourId::of(BehaviourKind::Template, &format!("word{}", to_letters(i))))
+        .collect();
+    all.sort();
+    let mut kept: Vec<BehaviourId> = templates.iter().map(|b| b.id).collect();
+    kept.sort();
     assert_eq!(
-        found.behaviours[0].kind,
-        BehaviourKind::Transition,
-        "time order: the starts come first"
+        kept,
+        all[..kind_budget(BehaviourKind::Template)],
+        "the bottom-k of the ids"
     );
+    let last_ms = templates.iter().map(|b| b.first_ms).max().unwrap();
+    assert!(
+        last_ms > 5 * 1500,
+        "not a prefix of the run: latest kept at {last_ms} ms"
+    );
+    let contexts = texts(&found, BehaviourKind::ContextLine).len();
+    assert_eq!(contexts, kind_budget(BehaviourKind::ContextLine));
+    assert_eq!(
+        found.dropped,
+        (count - kind_budget(BehaviourKind::Template) + count - contexts) as u64
+    );
+    assert!(
+        !texts(&found, BehaviourKind::Transition).is_empty(),
+        "other kinds keep their own budget"
+    );
+    assert!(
+        found.behaviours.windows(2).all(|w| w[0].first_ms <= w[1].first_ms),
+        "kept in time order"
+    );
+}
+
+#[test]
+fn given_two_nodes_chattering_past_the_pair_budget_when_extracted_should_keep_every_other_kind() {
+    let history = run(["n1", "n2", "n3"], 1);
+    let line = |i: usize| format!("1970-01-01T00:01:42.{:03}Z INFO word{}\n", i, to_letters(i));
+    let (one, two): (String, String) = (0..100).map(|i| (line(2 * i), line(2 * i + 1))).unzip();
+    let found = behaviours(
+        &history,
+        &BTreeMap::from([("n1".to_string(), one), ("n2".to_string(), two)]),
+    );
+    assert_eq!(
+        texts(&found, BehaviourKind::Pair).len(),
+        kind_budget(BehaviourKind::Pair)
+    );
+    assert!(found.dropped > 0);
+    assert_eq!(texts(&found, BehaviourKind::Template).len(), 200);
+    assert_eq!(texts(&found, BehaviourKind::ContextLine).len(), 200);
 }
 
 /// `i` as letters (a template masks digits).
