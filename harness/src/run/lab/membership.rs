@@ -175,17 +175,12 @@ impl Lab {
             Some(listed) => Ok(listed),
             None => membership.list(before).await,
         };
-        match listed {
-            Ok(Listed { epoch, mut members }) => {
-                members.sort_unstable();
-                members.dedup();
-                members.retain(|&member| member < self.node_count());
-                if let Some(epoch) = epoch {
-                    let mut known = self.members_epoch.lock().expect("members epoch lock");
-                    *known = (*known).max(epoch);
-                }
-                (members, None)
-            }
+        let taken = listed.and_then(|listed| {
+            let mut known = self.members_epoch.lock().expect("members epoch lock");
+            take_listed(listed, &mut known, self.node_count())
+        });
+        match taken {
+            Ok(members) => (members, None),
             Err(why) => (before.to_vec(), Some(why)),
         }
     }
@@ -218,6 +213,27 @@ impl Lab {
     }
 }
 
+/// The members of a list answer, unless its epoch is older than `known`, the newest the lab has seen (a committed
+/// change's answer, a member's status): the nodes that answered are behind, while those of the newer epoch are down
+/// or slow (say a primary killed right after it committed a removal). Taking the older set would bring a removed
+/// node back into the checks and the final phase. Raises `known` to the answer's epoch.
+fn take_listed(listed: Listed, known: &mut u64, node_count: usize) -> Result<Vec<usize>, String> {
+    let Listed { epoch, mut members } = listed;
+    if let Some(epoch) = epoch {
+        if epoch < *known {
+            return Err(format!(
+                "the newest configuration any node answered with is epoch {epoch}, older than epoch {known} seen \
+                 committed: kept the members of epoch {known}"
+            ));
+        }
+        *known = epoch;
+    }
+    members.sort_unstable();
+    members.dedup();
+    members.retain(|&member| member < node_count);
+    Ok(members)
+}
+
 /// A step that could not be tried at all.
 fn unable(members: &[usize], why: &str) -> Value {
     json!({"outcome": "fail", "error": why, "members": names(members), "members_before": names(members)})
@@ -226,4 +242,42 @@ fn unable(members: &[usize], why: &str) -> Value {
 /// Node indices as the history names them.
 fn names(nodes: &[usize]) -> Vec<String> {
     nodes.iter().map(|&node| node_name(node)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(epoch: Option<u64>, members: &[usize]) -> Listed {
+        Listed {
+            epoch,
+            members: members.to_vec(),
+        }
+    }
+
+    #[test]
+    fn given_a_list_answer_of_an_older_epoch_when_taken_should_keep_the_known_members() {
+        // Epoch 11 removed n2 (index 1); only nodes still in epoch 10 answered the list.
+        let mut known = 11;
+        let taken = take_listed(listed(Some(10), &[1, 2, 3, 4]), &mut known, 5);
+        let why = taken.unwrap_err();
+        assert!(why.contains("epoch 10, older than epoch 11"), "{why}");
+        assert_eq!(known, 11);
+    }
+
+    #[test]
+    fn given_a_list_answer_of_the_known_or_a_newer_epoch_when_taken_should_take_it_sorted_and_raise_the_epoch() {
+        let mut known = 11;
+        assert_eq!(take_listed(listed(Some(11), &[4, 2, 3, 3]), &mut known, 5), Ok(vec![2, 3, 4]));
+        assert_eq!(take_listed(listed(Some(12), &[0, 2, 7]), &mut known, 5), Ok(vec![0, 2]));
+        assert_eq!(known, 12);
+    }
+
+    #[test]
+    fn given_a_list_answer_without_an_epoch_when_taken_should_take_it() {
+        // etcd's member list carries no epoch: the answer is all there is.
+        let mut known = 3;
+        assert_eq!(take_listed(listed(None, &[0, 1]), &mut known, 3), Ok(vec![0, 1]));
+        assert_eq!(known, 3);
+    }
 }
