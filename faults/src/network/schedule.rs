@@ -11,7 +11,7 @@
 
 use super::grudge::{Grudge, Link};
 use super::link_fault::{BackendKind, LinkFault, LinkFaultKind};
-use super::shape::{isolate, split_members, Shape};
+use super::shape::{isolate, Shape, SplitCover};
 use super::Network;
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
@@ -473,9 +473,21 @@ struct NetworkHeld {
     partition: Option<(u64, Shape)>,
     /// (link, kind) -> fault id holding it.
     holders: BTreeMap<(Link, LinkFaultKind), u64>,
+    /// The run's seed, for the shapes drawn when they start (`split-members`).
+    seed: u64,
+    /// The `split-members` splits the phase has used, per member set.
+    splits: SplitCover,
 }
 
 impl NetworkHolds {
+    /// Nothing held yet; `seed` (the run's) draws the shapes resolved when they start.
+    pub fn seeded(seed: u64) -> NetworkHolds {
+        NetworkHolds(std::sync::Arc::new(std::sync::Mutex::new(NetworkHeld {
+            seed,
+            ..NetworkHeld::default()
+        })))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, NetworkHeld> {
         self.0.lock().expect("network holds lock")
     }
@@ -630,16 +642,17 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
     }
 
     /// A partition's grudge: drawn when scheduled, or resolved now: (split-members) the members now split in
-    /// halves, shuffled by the fault's id (the same fault of the same seed splits the same members the same way), or
-    /// (isolate-primary) the primary's isolation; why not when no primary is known.
+    /// halves, drawn by the run's seed and the fault's id among the splits of those members the phase has not used
+    /// yet ([`SplitCover`]), or (isolate-primary) the primary's isolation; why not when no primary is known.
     async fn grudge_of(&self, fault_id: u64, shape: Shape, grudge: Option<&Grudge>) -> Result<Grudge, String> {
         let node_count = self.network.node_count();
         match grudge {
             Some(grudge) => Ok(grudge.clone()),
             None if shape == Shape::SplitMembers => {
                 let members = self.lab.members_now(node_count).await;
-                let mut rng = crate::rng::stream(fault_id, "split-members");
-                Ok(split_members(node_count, &members, &mut rng))
+                let mut held = self.holds.lock();
+                let mut rng = crate::rng::stream(held.seed ^ fault_id.rotate_left(32), "split-members");
+                Ok(held.splits.split(node_count, &members, &mut rng))
             }
             None => match self.lab.primary().await {
                 Some(primary) => Ok(isolate(self.network.node_count(), primary)),

@@ -298,7 +298,7 @@ async fn fault_phase(
         let members = lab.members();
         let holds = (
             NodeHolds::with_members(lab.node_count(), &members),
-            NetworkHolds::default(),
+            NetworkHolds::seeded(seed),
         );
         let rolling = RollingFaults::shared(lab, &rolling_schedule, holds.0.clone());
         let mut membership = MembershipFaults::shared(lab, &membership_schedule, holds.0.clone());
