@@ -221,13 +221,14 @@ fn given_an_add_with_every_node_a_member_when_validated_should_refuse_it_for_wan
 
 #[test]
 fn given_more_adds_than_spares_when_validated_should_refuse_the_add_that_finds_none() {
-    // 3 of 5: two spares, and the script's first two changes take both; a third add before any removal has none.
+    // 3 of 5: two spares; the script adds one (3 s), removes one (13 s: two spares again) and adds two (18 s, 27 s),
+    // so an add before its next removal (34 s) has none.
     let text = membership_with(
-        "      - {at: 27s, kind: membership, change: remove, targets: primary}",
-        "      - {at: 22s, kind: membership, change: add, targets: [n5]}\n      - {at: 27s, kind: membership, change: remove, targets: primary}",
+        "      - {at: 34s, kind: membership, change: remove, targets: primary}",
+        "      - {at: 30s, kind: membership, change: add, targets: one}\n      - {at: 34s, kind: membership, change: remove, targets: primary}",
     );
     let err = error_of(&text);
-    assert_eq!(err.line, line_of(&text, "at: 22s"), "{err}");
+    assert_eq!(err.line, line_of(&text, "at: 30s"), "{err}");
     assert!(err.message.contains("no spare node"), "{err}");
 }
 
