@@ -177,7 +177,7 @@ fn distinct_splits(n: usize) -> u128 {
     for i in 0..k {
         ways = ways.saturating_mul((n - i) as u128) / (i as u128 + 1);
     }
-    if n % 2 == 0 && n > 0 {
+    if n.is_multiple_of(2) && n > 0 {
         ways / 2
     } else {
         ways
@@ -368,11 +368,15 @@ mod tests {
         for seed in 0..20 {
             let mut cover = SplitCover::default();
             let mut rng = stream(seed, "cover");
-            let sides: std::collections::BTreeSet<Vec<usize>> =
-                (0..3).map(|_| side_of(&cover.split(5, &members, &mut rng), &members, 0)).collect();
+            let sides: std::collections::BTreeSet<Vec<usize>> = (0..3)
+                .map(|_| side_of(&cover.split(5, &members, &mut rng), &members, 0))
+                .collect();
             assert_eq!(sides.len(), 3, "seed {seed}: {sides:?}");
             let fourth = side_of(&cover.split(5, &members, &mut rng), &members, 0);
-            assert!(sides.contains(&fourth), "seed {seed}: a fourth split repeats one: {fourth:?}");
+            assert!(
+                sides.contains(&fourth),
+                "seed {seed}: a fourth split repeats one: {fourth:?}"
+            );
         }
     }
 
@@ -387,14 +391,21 @@ mod tests {
         let fives: std::collections::BTreeSet<Vec<usize>> = (0..10)
             .map(|_| {
                 let grudge = cover.split(5, &five, &mut rng);
-                five.iter().copied().filter(|&m| grudge.hears(0, m)).collect::<Vec<usize>>()
+                five.iter()
+                    .copied()
+                    .filter(|&m| grudge.hears(0, m))
+                    .collect::<Vec<usize>>()
             })
             .collect();
         assert_eq!(fives.len(), 10, "{fives:?}");
-        let next_two: std::collections::BTreeSet<Vec<usize>> =
-            (0..2).map(|_| side_of(&cover.split(5, &four, &mut rng), &four, 0)).collect();
+        let next_two: std::collections::BTreeSet<Vec<usize>> = (0..2)
+            .map(|_| side_of(&cover.split(5, &four, &mut rng), &four, 0))
+            .collect();
         assert_eq!(next_two.len(), 2);
-        assert!(!next_two.contains(&first), "{first:?} again before the other two: {next_two:?}");
+        assert!(
+            !next_two.contains(&first),
+            "{first:?} again before the other two: {next_two:?}"
+        );
     }
 
     #[test]

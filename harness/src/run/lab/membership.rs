@@ -268,7 +268,10 @@ mod tests {
     #[test]
     fn given_a_list_answer_of_the_known_or_a_newer_epoch_when_taken_should_take_it_sorted_and_raise_the_epoch() {
         let mut known = 11;
-        assert_eq!(take_listed(listed(Some(11), &[4, 2, 3, 3]), &mut known, 5), Ok(vec![2, 3, 4]));
+        assert_eq!(
+            take_listed(listed(Some(11), &[4, 2, 3, 3]), &mut known, 5),
+            Ok(vec![2, 3, 4])
+        );
         assert_eq!(take_listed(listed(Some(12), &[0, 2, 7]), &mut known, 5), Ok(vec![0, 2]));
         assert_eq!(known, 12);
     }
