@@ -56,8 +56,9 @@ impl<'de> Deserialize<'de> for Millis {
     }
 }
 
-/// An inclusive range of durations, `1s..4s` (or a single duration meaning exactly that).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An inclusive range of durations, `1s..4s` (or a single duration meaning exactly that); `0ms` when a plan leaves it
+/// out where it may (a membership change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MillisRange {
     /// Shortest.
     pub min: Millis,
@@ -66,6 +67,11 @@ pub struct MillisRange {
 }
 
 impl MillisRange {
+    /// Whether it is `0ms` (left out).
+    pub fn is_zero(&self) -> bool {
+        self.max.0 == 0
+    }
+
     /// Parses `1s..4s` or `2s`.
     pub fn parse(text: &str) -> Result<MillisRange, String> {
         let (min, max) = match text.split_once("..") {

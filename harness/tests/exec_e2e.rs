@@ -440,3 +440,45 @@ fn given_a_persistent_status_process_when_the_run_is_faulted_should_read_roles_t
     }
     assert_no_process_left(&events);
 }
+
+#[test]
+fn given_membership_hooks_when_spares_join_and_the_primary_is_removed_should_list_the_new_members_and_be_valid() {
+    let _one = one_cluster();
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    // 20 s: the two adds (2 s, 9 s) and the removal of the primary (16 s).
+    let text = repo_plan_text("exec-reference-membership.yaml")
+        .replace("{plan_dir}", &plans.display().to_string())
+        .replace("time_limit: 40s", "time_limit: 20s\nseed: 3");
+    let run = run_text(&text, &[]);
+    let results = results(&run.run_dir);
+    assert_eq!(
+        run.output.status.code(),
+        Some(0),
+        "{}\n{results:#}",
+        explain(&run.output)
+    );
+    let events = history(&run.run_dir);
+    let changes: Vec<&Value> = events.iter().filter(|e| e["f"] == "membership").collect();
+    assert!(
+        changes.iter().any(|e| e["value"]["change"] == "add"),
+        "the script adds spares: {changes:#?}"
+    );
+    // Whichever way an addition ended (ok, or unknown until a later list), the system's own list must name a spare
+    // as a member at some point: the hooks ran and the history took the members from them.
+    let listed_spare = events.iter().any(|e| {
+        e["f"] == "members"
+            && e["value"]["source"] != "plan"
+            && e["value"]["members"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|n| n == "n4" || n == "n5"))
+    });
+    assert!(listed_spare, "no listed member set names n4 or n5: {changes:#?}");
+    let spare_log =
+        |n: &str| std::fs::read_to_string(run.run_dir.join("nodes").join(n).join("node.log")).unwrap_or_default();
+    assert!(
+        ["n4", "n5"]
+            .iter()
+            .any(|n| spare_log(n).contains("=== faultline: membership add")),
+        "the add hook ran as a spare's command, logged in its node.log"
+    );
+}

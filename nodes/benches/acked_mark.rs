@@ -25,6 +25,7 @@ fn main() {
         cluster_id: CLUSTER,
         replica: 0,
         replica_count: 3,
+        members: faultline_node::config::Members::first(3),
         recovering: false,
         state: VsrState::default(),
         checkpoint: CheckpointRef::default(),

@@ -1,5 +1,6 @@
 //! The HTTP/JSON client API. Every kv, log and transaction operation goes through the replicated log, except a
-//! `get` or log read the primary answers on its read lease (see `replica::lease`).
+//! `get` or log read the primary answers on its read lease (see `replica::lease`); so does an operator's
+//! `POST /reconfigure` (see `replica::reconfiguration`).
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+use crate::config::Members;
 use crate::replica::{ClientOutcome, ClientRequest, ClockReading, Event, StatusSnapshot};
 use crate::state_machine::{Operation, Reply, TxnOp, LOG_READ_LIMIT_MAX};
 use crate::wal::entry::{RequestIdentity, BODY_SIZE_MAX_BYTES};
@@ -44,6 +46,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/kv/{key}/cas", post(kv_cas))
         .route("/log/{name}", post(log_append).get(log_read))
         .route("/txn", post(txn))
+        .route("/reconfigure", post(reconfigure))
         .layer(DefaultBodyLimit::max(HTTP_BODY_SIZE_MAX_BYTES))
         .with_state(state)
 }
@@ -175,6 +178,28 @@ async fn txn(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> 
     }
 }
 
+#[derive(Deserialize)]
+struct ReconfigureBody {
+    members: Vec<u8>,
+}
+
+/// `POST /reconfigure`, body `{"members": [0, 1, 3]}`: the members of the next epoch (one replica more or fewer than
+/// now). 200 `{"epoch", "members"}` once the reconfiguration has committed (or at once when they are the members).
+async fn reconfigure(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+    let members = match parse::<ReconfigureBody>(&body).and_then(|body| {
+        Members::from_ids(body.members).map_err(|why| Box::new(error(StatusCode::BAD_REQUEST, &why, "not-applied")))
+    }) {
+        Ok(members) => members,
+        Err(response) => return *response,
+    };
+    let meta = match request_meta(&state, &headers) {
+        Ok(meta) => meta,
+        Err(response) => return *response,
+    };
+    let (reply, outcome) = oneshot::channel();
+    deliver(&state, Event::Reconfigure { members, reply }, outcome, meta.deadline_ms).await
+}
+
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, Box<Response>> {
     let Some(value) = headers.get(name) else {
         return Ok(None);
@@ -222,14 +247,24 @@ async fn submit(state: &ApiState, headers: &HeaderMap, operation: Operation) -> 
         operation,
         identity: meta.identity,
     };
-    match state.events.try_send(Event::Client { request, reply }) {
+    deliver(state, Event::Client { request, reply }, outcome, meta.deadline_ms).await
+}
+
+/// Hands `event` to the replica core and answers with its outcome, or with an error once `deadline_ms` passed.
+async fn deliver(
+    state: &ApiState,
+    event: Event,
+    outcome: oneshot::Receiver<ClientOutcome>,
+    deadline_ms: u64,
+) -> Response {
+    match state.events.try_send(event) {
         Ok(()) => {}
         Err(TrySendError::Full(_)) => return error(StatusCode::SERVICE_UNAVAILABLE, "replica busy", "not-applied"),
         Err(TrySendError::Disconnected(_)) => {
             return error(StatusCode::SERVICE_UNAVAILABLE, "replica stopped", "not-applied")
         }
     }
-    match tokio::time::timeout(Duration::from_millis(meta.deadline_ms), outcome).await {
+    match tokio::time::timeout(Duration::from_millis(deadline_ms), outcome).await {
         Ok(Ok(outcome)) => respond(state, outcome),
         Ok(Err(_)) => error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -251,6 +286,11 @@ fn respond(state: &ApiState, outcome: ClientOutcome) -> Response {
         ClientOutcome::Busy => error(StatusCode::SERVICE_UNAVAILABLE, "primary queue full", "not-applied"),
         ClientOutcome::Stale => error(StatusCode::CONFLICT, "stale request number", "unknown"),
         ClientOutcome::Unknown(reason) => error(StatusCode::SERVICE_UNAVAILABLE, &reason, "unknown"),
+        ClientOutcome::Reconfigured { epoch, members } => {
+            let members: Vec<u8> = members.ids().collect();
+            (StatusCode::OK, Json(json!({ "epoch": epoch, "members": members }))).into_response()
+        }
+        ClientOutcome::Refused(reason) => error(StatusCode::CONFLICT, &reason, "not-applied"),
     }
 }
 

@@ -12,7 +12,9 @@
 //! | 32..40  | op: every op up to here is applied in `state`                         |
 //! | 40..56  | anchor: the checksum of the WAL entry at `op` (op + 1's parent)       |
 //! | 56..64  | state size in bytes                                                   |
-//! | 64..    | the state machine ([`crate::state_machine::StateMachine::snapshot`]) |
+//! | 64..72  | epoch: the configuration in force after `op`                          |
+//! | 72..80  | the members of that epoch (a bit mask in the low 16 bits)             |
+//! | 80..    | the state machine ([`crate::state_machine::StateMachine::snapshot`]) |
 //!
 //! The superblock names the current checkpoint by (op, checksum), so a file that is missing, short or not the one
 //! the superblock committed to is refused at boot rather than half-loaded. The order that makes this crash-safe
@@ -24,12 +26,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::checksum::checksum;
+use crate::config::Members;
 
 /// Checkpoint file names start with this (and `format` deletes every such file).
 pub const CHECKPOINT_FILE_PREFIX: &str = "checkpoint";
 const TEMP_FILE_NAME: &str = "checkpoint.tmp";
-const MAGIC: u64 = 0x3130_5450_4b43_4c46; // "FLCKPT01"
-const HEADER_SIZE_BYTES: usize = 64;
+const MAGIC: u64 = 0x3230_5450_4b43_4c46; // "FLCKPT02"
+const HEADER_SIZE_BYTES: usize = 80;
 
 /// Which checkpoint the superblock committed to (op 0: none, the state machine starts empty).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +52,11 @@ pub struct Checkpoint {
     pub op: u64,
     /// The checksum of the WAL entry at `op`.
     pub anchor: u128,
+    /// The epoch in force after `op` (the configuration is replicated state, as the state machine is: a replica that
+    /// installs the checkpoint learns the reconfigurations it covers).
+    pub epoch: u64,
+    /// The members of `epoch`.
+    pub members: Members,
     /// The encoded state machine.
     pub state: Vec<u8>,
 }
@@ -108,6 +116,8 @@ impl Checkpoint {
         out.extend_from_slice(&self.op.to_le_bytes());
         out.extend_from_slice(&self.anchor.to_le_bytes());
         out.extend_from_slice(&(self.state.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.epoch.to_le_bytes());
+        out.extend_from_slice(&u64::from(self.members.bits()).to_le_bytes());
         out.extend_from_slice(&self.state);
         let sum = checksum(&out[16..]);
         out[0..16].copy_from_slice(&sum.to_le_bytes());
@@ -141,6 +151,8 @@ impl Checkpoint {
             cluster: u64_at(bytes, 24),
             op: u64_at(bytes, 32),
             anchor: u128::from_le_bytes(bytes[40..56].try_into().expect("slice of 16 bytes")),
+            epoch: u64_at(bytes, 64),
+            members: Members::from_bits(u64_at(bytes, 72) as u16),
             state: bytes[HEADER_SIZE_BYTES..].to_vec(),
         })
     }
@@ -242,6 +254,8 @@ mod tests {
             cluster: 3,
             op,
             anchor: 0xabc,
+            epoch: 2,
+            members: Members::from_ids([0, 2, 3]).expect("ids"),
             state: vec![1, 2, 3, 4],
         }
     }
@@ -276,7 +290,7 @@ mod tests {
         assert!(matches!(missing, CheckpointError::Missing { op: 7, .. }), "{missing}");
         assert!(missing.to_string().contains("refusing to boot"));
         let mut flipped = bytes.clone();
-        flipped[66] ^= 1;
+        flipped[82] ^= 1;
         fs::write(path(dir.path(), 7), &flipped).expect("write");
         let corrupt = read(dir.path(), reference).expect_err("corrupt").to_string();
         assert!(

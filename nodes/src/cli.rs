@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use crate::api::{router, ApiState};
 use crate::checkpoint::{self, CheckpointRef};
 use crate::checksum::hex;
+use crate::config::{Members, Reconfiguration, POOL_SIZE_MAX};
 use crate::mutants::{Bug, Mutants};
 use crate::network::{serve_inbound, Outbound};
 use crate::replica::lease::LeaseConfig;
@@ -58,10 +59,14 @@ enum Command {
         /// This replica's id (0-based).
         #[arg(long)]
         id: u8,
-        /// Number of replicas in the cluster (1, 3 or 5).
+        /// Number of replica ids in the pool (every replica the cluster may ever have, members or not; at most 16).
         #[arg(long)]
         replica_count: u8,
-        /// Mark the dir as wiped: on `run` the replica does VSR recovery before it takes part.
+        /// The members of the first epoch, by id (`0,1,2`); default: every id of the pool.
+        #[arg(long, value_delimiter = ',', conflicts_with = "join")]
+        members: Vec<u8>,
+        /// Mark the dir as wiped (or a joiner's): on `run` the replica learns the cluster's epoch and members from the
+        /// others and does VSR recovery before it takes part (a joiner waits until it is added).
         #[arg(long)]
         join: bool,
         /// Overwrite an existing superblock (and delete the WAL).
@@ -175,11 +180,17 @@ where
             cluster_id,
             id,
             replica_count,
+            members,
             join,
             force,
         } => {
             init_logging(LogFormat::Text);
-            format(&data_dir, cluster_id, id, replica_count, join, force)
+            let identity = Identity {
+                cluster_id,
+                id,
+                replica_count,
+            };
+            format(&data_dir, identity, &members, join, force)
         }
         Command::Run(args) => {
             init_logging(args.log_format);
@@ -190,17 +201,64 @@ where
     }
 }
 
-fn format(dir: &Path, cluster_id: u64, id: u8, replica_count: u8, join: bool, force: bool) -> ExitCode {
-    if replica_count == 0 || id >= replica_count {
-        tracing::error!(id, replica_count, "replica id must be below the replica count");
+/// Who a replica is: its cluster, its id and the size of the pool of ids.
+struct Identity {
+    cluster_id: u64,
+    id: u8,
+    replica_count: u8,
+}
+
+/// The members `format` writes: the first epoch's (`--members`, default every id of the pool), or none for a joiner
+/// (epoch 0), which learns them from the cluster.
+fn first_members(identity: &Identity, members: &[u8], join: bool) -> Result<(u64, Members), String> {
+    if join {
+        return Ok((0, Members::NONE));
+    }
+    if members.is_empty() {
+        return Ok((1, Members::first(identity.replica_count)));
+    }
+    let set = Members::from_ids(members.iter().copied())?;
+    if let Some(outside) = set.ids().find(|&m| m >= identity.replica_count) {
+        return Err(format!(
+            "--members names replica {outside}, outside the pool of {} (ids 0..{})",
+            identity.replica_count,
+            identity.replica_count - 1
+        ));
+    }
+    Ok((1, set))
+}
+
+fn format(dir: &Path, identity: Identity, members: &[u8], join: bool, force: bool) -> ExitCode {
+    let Identity {
+        cluster_id,
+        id,
+        replica_count,
+    } = identity;
+    if replica_count == 0 || replica_count > POOL_SIZE_MAX || id >= replica_count {
+        tracing::error!(
+            id,
+            replica_count,
+            "replica id must be below the replica count, which is at most {POOL_SIZE_MAX}"
+        );
         return ExitCode::FAILURE;
     }
+    let (epoch, members) = match first_members(&identity, members, join) {
+        Ok(first) => first,
+        Err(reason) => {
+            tracing::error!("{reason}");
+            return ExitCode::FAILURE;
+        }
+    };
     let superblock = Superblock {
         cluster_id,
         replica: id,
         replica_count,
+        members,
         recovering: join,
-        state: VsrState::default(),
+        state: VsrState {
+            epoch,
+            ..VsrState::default()
+        },
         checkpoint: CheckpointRef::default(),
         wal_base: Head { op: 0, checksum: 0 },
         acked: 0,
@@ -208,7 +266,7 @@ fn format(dir: &Path, cluster_id: u64, id: u8, replica_count: u8, join: bool, fo
     };
     match Superblock::format(dir, superblock, force) {
         Ok(()) => {
-            tracing::info!(data_dir = %dir.display(), cluster_id, id, replica_count, join, "formatted");
+            tracing::info!(data_dir = %dir.display(), cluster_id, id, replica_count, %members, join, "formatted");
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -283,8 +341,18 @@ fn dump(dir: &Path) -> ExitCode {
     while offset < bytes.len() {
         match EntryHeader::decode(&bytes[offset..]) {
             Ok(header) => {
+                let body_start = (offset + HEADER_SIZE_BYTES).min(bytes.len());
+                let body_end = (body_start + header.size_bytes as usize).min(bytes.len());
+                let reconfiguration = Reconfiguration::decode(&bytes[body_start..body_end])
+                    .map(|r| {
+                        format!(
+                            " reconfiguration: epoch={} members={} start_view={}",
+                            r.epoch, r.members, r.start_view
+                        )
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "op={} view={} parent={} checksum={} offset={} size={} client={} request={}",
+                    "op={} view={} parent={} checksum={} offset={} size={} client={} request={}{reconfiguration}",
                     header.op,
                     header.view,
                     hex(header.parent),

@@ -3,7 +3,8 @@
 //! A Viewstamped Replication (Revisited) replica with a hash-chained, checksummed on-disk WAL, serving a
 //! key-value register store and append-only logs over HTTP/JSON. The binary (`src/main.rs`) is thin glue over:
 //! - [`wal`]: entry format, boot scan (`verify`), head tracking and the journal;
-//! - [`superblock`]: durable identity and VSR state in two checksummed copies;
+//! - [`superblock`]: durable identity, VSR state and the epoch's members in two checksummed copies;
+//! - [`config`]: member sets and the reconfiguration entry (the protocol is `replica::reconfiguration`);
 //! - [`checkpoint`]: snapshots of the state machine, so the WAL stays bounded and a lagging replica catches up by
 //!   state transfer;
 //! - [`message`] and [`network`]: the framed, checksummed replica protocol over TCP;
@@ -15,6 +16,7 @@ pub mod api;
 pub mod checkpoint;
 pub mod checksum;
 pub mod cli;
+pub mod config;
 pub mod message;
 pub mod mutants;
 pub mod network;

@@ -1,18 +1,22 @@
 //! The inter-replica wire protocol: a fixed 64-byte checksummed frame header followed by a checksummed body.
 //!
 //! Header layout (little endian): `checksum u128 | checksum_body u128 | cluster u64 | size_bytes u32 |
-//! replica u8 | command u8 | version u16 | reserved [u8; 16]`. `checksum` covers bytes 16..64 (and through
-//! `checksum_body` the body). The receiver identifies the sender by `replica`, never by the connection.
+//! replica u8 | command u8 | version u16 | epoch u64 | reserved [u8; 8]`. `checksum` covers bytes 16..64 (and through
+//! `checksum_body` the body). The receiver identifies the sender by `replica`, never by the connection, and the
+//! sender's configuration by `epoch` (`replica::reconfiguration`: a message of another epoch is never taken for one
+//! of its own).
 
 use crate::checksum::checksum;
+use crate::config::Members;
 use crate::wal::entry::{Entry, EntryError};
 
 /// Size of the frame header.
 pub const FRAME_HEADER_SIZE_BYTES: usize = 64;
 /// Upper bound on a frame body (an entry plus a few fields).
 pub const FRAME_BODY_SIZE_MAX_BYTES: usize = 128 * 1024;
-/// 2: heartbeats carry a lease round and are answered by `CommitOk` (read leases).
-const PROTOCOL_VERSION: u16 = 2;
+/// 2: heartbeats carry a lease round and are answered by `CommitOk` (read leases). 3: the header carries the sender's
+/// epoch; `StartEpoch` and `RequestStartEpoch` (reconfiguration).
+const PROTOCOL_VERSION: u16 = 3;
 
 /// A message between replicas (VSR Revisited, plus repair and recovery).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,6 +148,21 @@ pub enum Message {
         /// The chunk, at most [`CHECKPOINT_CHUNK_SIZE_MAX_BYTES`].
         bytes: Vec<u8>,
     },
+    /// Sent by a replica of `epoch` to one of an older epoch (or a joiner): `epoch` exists, with these members, and
+    /// the sender's log holds the committed op `op` (checksum `checksum`), which is at or after the reconfiguration
+    /// that started it. The receiver catches up to `op` from the sender and executes its way into the epoch.
+    StartEpoch {
+        /// The sender's epoch.
+        epoch: u64,
+        /// Its members.
+        members: Members,
+        /// A committed op of the sender's log at or after the start of `epoch`.
+        op: u64,
+        /// The checksum of that op.
+        checksum: u128,
+    },
+    /// A replica that heard from a newer epoch asks the sender for a `StartEpoch`.
+    RequestStartEpoch,
 }
 
 /// Most checkpoint bytes per [`Message::CheckpointChunk`] (well inside a frame body).
@@ -201,6 +220,8 @@ pub struct FrameHeader {
     pub replica: u8,
     /// Message command.
     pub command: u8,
+    /// The sender's epoch.
+    pub epoch: u64,
 }
 
 impl FrameHeader {
@@ -231,6 +252,7 @@ impl FrameHeader {
             size_bytes,
             replica: bytes[44],
             command: bytes[45],
+            epoch: u64::from_le_bytes(bytes[48..56].try_into().expect("8 bytes")),
         })
     }
 }
@@ -302,7 +324,9 @@ impl Message {
             | Message::RepairPrepare { .. }
             | Message::RepairDone { .. }
             | Message::Recovery { .. }
-            | Message::CheckpointChunk { .. } => None,
+            | Message::CheckpointChunk { .. }
+            | Message::StartEpoch { .. }
+            | Message::RequestStartEpoch => None,
         }
     }
 
@@ -322,6 +346,8 @@ impl Message {
             Message::RecoveryResponse { .. } => 12,
             Message::CheckpointChunk { .. } => 13,
             Message::CommitOk { .. } => 14,
+            Message::StartEpoch { .. } => 15,
+            Message::RequestStartEpoch => 16,
         }
     }
 
@@ -408,12 +434,21 @@ impl Message {
                     .0
                     .extend_from_slice(bytes);
             }
+            Message::StartEpoch {
+                epoch,
+                members,
+                op,
+                checksum,
+            } => {
+                w.u64(*epoch).u64(u64::from(members.bits())).u64(*op).u128(*checksum);
+            }
+            Message::RequestStartEpoch => {}
         }
         w.0
     }
 
-    /// Encodes a complete frame sent by `replica` of `cluster`.
-    pub fn encode_frame(&self, cluster: u64, replica: u8) -> Vec<u8> {
+    /// Encodes a complete frame sent by `replica` of `cluster` in `epoch`.
+    pub fn encode_frame(&self, cluster: u64, replica: u8, epoch: u64) -> Vec<u8> {
         let body = self.encode_body();
         assert!(
             body.len() <= FRAME_BODY_SIZE_MAX_BYTES,
@@ -426,6 +461,7 @@ impl Message {
         frame[44] = replica;
         frame[45] = self.command();
         frame[46..48].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+        frame[48..56].copy_from_slice(&epoch.to_le_bytes());
         let header_checksum = checksum(&frame[16..FRAME_HEADER_SIZE_BYTES]);
         frame[0..16].copy_from_slice(&header_checksum.to_le_bytes());
         frame.extend_from_slice(&body);
@@ -511,6 +547,13 @@ impl Message {
                 view: r.u64()?,
                 round: r.u64()?,
             },
+            15 => Message::StartEpoch {
+                epoch: r.u64()?,
+                members: Members::from_bits(r.u64()? as u16),
+                op: r.u64()?,
+                checksum: r.u128()?,
+            },
+            16 => Message::RequestStartEpoch,
             command => return Err(FrameError::Malformed(command)),
         };
         r.finish(message)
@@ -523,10 +566,10 @@ mod tests {
     use crate::wal::entry::RequestIdentity;
 
     fn round_trip(message: Message) -> Result<Message, FrameError> {
-        let frame = message.encode_frame(3, 1);
+        let frame = message.encode_frame(3, 1, 7);
         let header_bytes: [u8; FRAME_HEADER_SIZE_BYTES] = frame[..FRAME_HEADER_SIZE_BYTES].try_into().expect("64");
         let header = FrameHeader::decode(&header_bytes, 3)?;
-        assert_eq!(header.replica, 1);
+        assert_eq!((header.replica, header.epoch), (1, 7));
         Message::decode_body(&header, &frame[FRAME_HEADER_SIZE_BYTES..])
     }
 
@@ -596,6 +639,13 @@ mod tests {
                 offset: 65_536,
                 bytes: vec![7; 4464],
             },
+            Message::StartEpoch {
+                epoch: 4,
+                members: Members::from_ids([0, 2, 3]).expect("ids"),
+                op: 812,
+                checksum: 0xfeed,
+            },
+            Message::RequestStartEpoch,
         ];
         for message in messages {
             assert_eq!(round_trip(message.clone()).expect("decodes"), message);
@@ -604,7 +654,7 @@ mod tests {
 
     #[test]
     fn given_a_frame_of_another_cluster_when_decoding_should_reject_it() {
-        let frame = Message::StartViewChange { view: 1 }.encode_frame(4, 0);
+        let frame = Message::StartViewChange { view: 1 }.encode_frame(4, 0, 1);
         let header_bytes: [u8; FRAME_HEADER_SIZE_BYTES] = frame[..FRAME_HEADER_SIZE_BYTES].try_into().expect("64");
         assert!(matches!(
             FrameHeader::decode(&header_bytes, 3),
@@ -614,7 +664,7 @@ mod tests {
 
     #[test]
     fn given_a_flipped_header_bit_when_decoding_should_reject_it() {
-        let mut frame = Message::StartViewChange { view: 1 }.encode_frame(3, 0);
+        let mut frame = Message::StartViewChange { view: 1 }.encode_frame(3, 0, 1);
         frame[45] ^= 1;
         let header_bytes: [u8; FRAME_HEADER_SIZE_BYTES] = frame[..FRAME_HEADER_SIZE_BYTES].try_into().expect("64");
         assert!(matches!(

@@ -41,11 +41,14 @@ pub enum Bug {
     /// The acknowledged mark covers what a replica acknowledged, not the view's log it adopted: a crash between the
     /// adoption and the next ack, then a cut of its WAL, boots a shorter log of that view as a whole one.
     MarkIgnoresAdoptedLog,
+    /// After a reconfiguration, the quorum is still sized by the configuration before it (a cached member count):
+    /// after 3 -> 4 members, two replicas are taken for a quorum.
+    QuorumOfOldConfig,
 }
 
 impl Bug {
     /// Every bug, in declaration order.
-    pub const ALL: [Bug; 13] = [
+    pub const ALL: [Bug; 14] = [
         Bug::RepairRewindsParent,
         Bug::AckBeforeFsync,
         Bug::NoFsync,
@@ -59,6 +62,7 @@ impl Bug {
         Bug::TxnReadsAtReceipt,
         Bug::LeaseIgnoresDrift,
         Bug::MarkIgnoresAdoptedLog,
+        Bug::QuorumOfOldConfig,
     ];
 
     /// The name used on the command line and in logs.
@@ -77,6 +81,7 @@ impl Bug {
             Bug::TxnReadsAtReceipt => "txn-reads-at-receipt",
             Bug::LeaseIgnoresDrift => "lease-ignores-drift",
             Bug::MarkIgnoresAdoptedLog => "mark-ignores-adopted-log",
+            Bug::QuorumOfOldConfig => "quorum-of-old-config",
         }
     }
 

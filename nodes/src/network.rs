@@ -5,6 +5,7 @@
 //! drops the message, which VSR tolerates (timeouts and repair recover). A bad frame closes the connection.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::config::Members;
 use crate::message::{FrameHeader, Message, FRAME_HEADER_SIZE_BYTES};
 use crate::replica::Event;
 
@@ -23,11 +25,13 @@ const WRITE_TIMEOUT_MS: u64 = 2000;
 const BODY_READ_TIMEOUT_MS: u64 = 5000;
 const RECONNECT_DELAY_MS: u64 = 100;
 
-/// Handles to the outbound links, used by the replica core to send messages.
+/// Handles to the outbound links (one per replica of the pool), used by the replica core to send messages.
 #[derive(Clone)]
 pub struct Outbound {
     cluster: u64,
     replica: u8,
+    /// The epoch every frame is stamped with: the sender's, set by the core when it enters an epoch.
+    epoch: Arc<AtomicU64>,
     links: Arc<BTreeMap<u8, mpsc::Sender<Arc<Vec<u8>>>>>,
 }
 
@@ -43,8 +47,14 @@ impl Outbound {
         Outbound {
             cluster,
             replica,
+            epoch: Arc::new(AtomicU64::new(0)),
             links: Arc::new(links),
         }
+    }
+
+    /// Stamps every frame sent from now on with `epoch`.
+    pub fn set_epoch(&self, epoch: u64) {
+        self.epoch.store(epoch, Ordering::Release);
     }
 
     /// Queues `message` for `peer`; drops it if the link's queue is full.
@@ -54,15 +64,23 @@ impl Outbound {
             tracing::warn!(peer, "no address for peer; message dropped");
             return;
         };
-        let frame = Arc::new(message.encode_frame(self.cluster, self.replica));
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let frame = Arc::new(message.encode_frame(self.cluster, self.replica, epoch));
         if let Err(mpsc::error::TrySendError::Full(_)) = link.try_send(frame) {
             tracing::debug!(peer, "peer queue full; message dropped");
         }
     }
 
-    /// Sends `message` to every peer.
+    /// Sends `message` to every peer of the pool (members or not).
     pub fn broadcast(&self, message: &Message) {
         for &peer in self.links.keys() {
+            self.send(peer, message);
+        }
+    }
+
+    /// Sends `message` to every peer in `members`.
+    pub fn broadcast_to(&self, members: Members, message: &Message) {
+        for &peer in self.links.keys().filter(|&&peer| members.contains(peer)) {
             self.send(peer, message);
         }
     }
@@ -163,6 +181,7 @@ async fn read_frames(
         let message = Message::decode_body(&header, &body).map_err(|e| e.to_string())?;
         match events.try_send(Event::Message {
             from: header.replica,
+            epoch: header.epoch,
             message,
         }) {
             Ok(()) => {}

@@ -1,5 +1,6 @@
-//! The superblock: durable replica identity, VSR state (view, log_view, commit) and which checkpoint and WAL base
-//! the data dir holds, written as two checksummed copies so a torn write of one copy never loses the state.
+//! The superblock: durable replica identity, VSR state (epoch, view, log_view, commit), the configuration of the
+//! current epoch and which checkpoint and WAL base the data dir holds, written as two checksummed copies so a torn
+//! write of one copy never loses the state.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -8,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{self, CheckpointRef};
 use crate::checksum::checksum;
+use crate::config::Members;
 use crate::wal::head::Head;
 
 /// The superblock file name under the data dir.
 pub const SUPERBLOCK_FILE_NAME: &str = "superblock";
-const MAGIC: u64 = 0x4641_554c_544c_4e32; // "FAULTLN2"
-const COPY_SIZE_BYTES: usize = 128;
+const MAGIC: u64 = 0x4641_554c_544c_4e33; // "FAULTLN3"
+const COPY_SIZE_BYTES: usize = 144;
 /// Copies sit in different 4 KiB blocks so one torn block write damages at most one.
 const COPY_STRIDE_BYTES: u64 = 4096;
 const COPY_COUNT: u64 = 2;
@@ -21,7 +23,10 @@ const COPY_COUNT: u64 = 2;
 /// The durable VSR state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VsrState {
-    /// Highest view this replica has taken part in.
+    /// The epoch (configuration) this replica takes part in: 0 for a joiner that has not learned one yet, 1 for the
+    /// configuration the cluster was formatted with; each committed reconfiguration starts the next.
+    pub epoch: u64,
+    /// Highest view of `epoch` this replica has taken part in (views start again in every epoch).
     pub view: u64,
     /// The view in which the replica's log was last in normal status.
     pub log_view: u64,
@@ -36,8 +41,10 @@ pub struct Superblock {
     pub cluster_id: u64,
     /// This replica's id (0-based).
     pub replica: u8,
-    /// Number of replicas in the cluster.
+    /// Number of replica ids in the pool (every replica the cluster may ever have; not all are members).
     pub replica_count: u8,
+    /// The members of `state.epoch` (empty for a joiner that has not learned them yet).
+    pub members: Members,
     /// Set when the data dir was wiped (`format --join`): the replica must do VSR recovery before voting.
     pub recovering: bool,
     /// The VSR state.
@@ -117,6 +124,8 @@ impl Superblock {
         out[96..104].copy_from_slice(&self.wal_base.op.to_le_bytes());
         out[104..120].copy_from_slice(&self.wal_base.checksum.to_le_bytes());
         out[120..128].copy_from_slice(&self.acked.to_le_bytes());
+        out[128..136].copy_from_slice(&self.state.epoch.to_le_bytes());
+        out[136..138].copy_from_slice(&self.members.bits().to_le_bytes());
         let sum = checksum(&out[16..]);
         out[0..16].copy_from_slice(&sum.to_le_bytes());
         out
@@ -140,7 +149,9 @@ impl Superblock {
             replica_count: bytes[33],
             recovering: bytes[34] != 0,
             sequence: u64_at(bytes, 40),
+            members: Members::from_bits(u16::from_le_bytes(bytes[136..138].try_into().expect("2 bytes"))),
             state: VsrState {
+                epoch: u64_at(bytes, 128),
                 view: u64_at(bytes, 48),
                 log_view: u64_at(bytes, 56),
                 commit: u64_at(bytes, 64),
@@ -244,7 +255,10 @@ impl Superblock {
 
     /// Updates the VSR state and writes it durably.
     pub fn store(&mut self, dir: &Path, state: VsrState, recovering: bool) -> Result<(), SuperblockError> {
-        assert!(state.view >= self.state.view, "view never goes backwards");
+        assert!(
+            (state.epoch, state.view) >= (self.state.epoch, self.state.view),
+            "epochs never go backwards, nor views within one"
+        );
         assert!(state.log_view <= state.view, "log_view is at most view");
         self.state = state;
         self.recovering = recovering;
@@ -295,6 +309,7 @@ mod tests {
             cluster_id: 5,
             replica: 1,
             replica_count: 3,
+            members: Members::first(3),
             recovering: false,
             state: VsrState::default(),
             checkpoint: CheckpointRef::default(),
@@ -324,6 +339,7 @@ mod tests {
             .store(
                 dir.path(),
                 VsrState {
+                    epoch: 2,
                     view: 4,
                     log_view: 3,
                     commit: 9,
@@ -338,6 +354,7 @@ mod tests {
         assert_eq!(
             Superblock::open(dir.path()).expect("open").state,
             VsrState {
+                epoch: 2,
                 view: 4,
                 log_view: 3,
                 commit: 9
@@ -351,6 +368,7 @@ mod tests {
         Superblock::format(dir.path(), fresh(), false).expect("format");
         let mut superblock = Superblock::open(dir.path()).expect("open");
         let state = VsrState {
+            epoch: 1,
             view: 2,
             log_view: 2,
             commit: 5,
@@ -368,6 +386,47 @@ mod tests {
         fs::write(&path, &bytes).expect("write");
         let fallback = Superblock::open(dir.path()).expect("open");
         assert_eq!((fallback.acked, fallback.state), (7, state));
+    }
+
+    #[test]
+    fn given_a_new_epoch_when_stored_should_read_back_its_members_and_refuse_an_older_epoch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Superblock::format(dir.path(), fresh(), false).expect("format");
+        let mut superblock = Superblock::open(dir.path()).expect("open");
+        superblock
+            .store(
+                dir.path(),
+                VsrState {
+                    epoch: 1,
+                    view: 7,
+                    log_view: 7,
+                    commit: 3,
+                },
+                false,
+            )
+            .expect("store");
+        // A new epoch starts its views again: view 1 of epoch 2 follows view 7 of epoch 1.
+        superblock.members = Members::from_ids([0, 1, 2, 4]).expect("ids");
+        let next = VsrState {
+            epoch: 2,
+            view: 1,
+            log_view: 1,
+            commit: 4,
+        };
+        superblock.store(dir.path(), next, false).expect("store");
+        let reopened = Superblock::open(dir.path()).expect("open");
+        assert_eq!((reopened.state, reopened.members), (next, superblock.members));
+        let back = std::panic::catch_unwind(move || {
+            let mut superblock = reopened;
+            let older = VsrState {
+                epoch: 1,
+                view: 9,
+                log_view: 9,
+                commit: 4,
+            };
+            superblock.store(std::path::Path::new("/nonexistent"), older, false)
+        });
+        assert!(back.is_err(), "an older epoch is never stored");
     }
 
     #[test]

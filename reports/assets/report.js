@@ -21,11 +21,13 @@
     kill: 'rgba(220,38,38,0.10)', pause: 'rgba(124,58,237,0.10)', crash: 'rgba(185,28,28,0.16)', clock: 'rgba(202,138,4,0.12)',
     refused: 'rgba(185,28,28,0.16)', 'restart-all': 'rgba(100,116,139,0.14)',
     partition: 'rgba(2,132,199,0.10)', link: 'rgba(13,148,136,0.10)', 'power-loss': 'rgba(234,88,12,0.14)',
-    stop: 'rgba(71,85,105,0.12)', corrupt: 'rgba(190,18,60,0.16)'
+    stop: 'rgba(71,85,105,0.12)', corrupt: 'rgba(190,18,60,0.16)', membership: 'rgba(22,163,74,0.12)',
+    'non-member': 'rgba(0,0,0,0)'
   };
   var BAR = {
     kill: '#dc2626', pause: '#7c3aed', crash: '#7f1d1d', refused: '#7f1d1d', 'restart-all': '#64748b', clock: '#ca8a04',
-    partition: '#0284c7', link: '#0d9488', 'power-loss': '#ea580c', stop: '#475569', corrupt: '#be123c'
+    partition: '#0284c7', link: '#0d9488', 'power-loss': '#ea580c', stop: '#475569', corrupt: '#be123c',
+    membership: '#16a34a', 'non-member': '#cbd5e1'
   };
   var SEV = { bad: '#b91c1c', warn: '#d97706', ok: '#15803d', info: '#6b7280' };
   var MARGIN_L = 64, MARGIN_R = 14;
@@ -413,7 +415,9 @@
       ctx.fillStyle = BAR[f.kind] || '#64748b';
       ctx.globalAlpha = 0.85; ctx.fillRect(x0, y + 2, Math.max(2, x1 - x0), TL.nodeH - 4); ctx.globalAlpha = 1;
       var label = f.label + (f.t1 === null ? ' (until the end)' : '');
-      if (x1 - x0 > ctx.measureText(label).width + 6) { ctx.fillStyle = '#fff'; ctx.fillText(label, x0 + 3, y + 13); }
+      if (x1 - x0 > ctx.measureText(label).width + 6) {
+        ctx.fillStyle = f.kind === 'non-member' ? '#334155' : '#fff'; ctx.fillText(label, x0 + 3, y + 13);
+      }
     }
     drawTriggerLinks(ctx, w);
     for (var j = 0; j < D.markers.length; j++) {

@@ -47,6 +47,17 @@
 //! 17. `primary-clock-moved`: a clock fault moved the clock of a node whose current status says `role: primary`, or a
 //!     node whose clock a clock fault holds (a successful `clock`, no `clock-heal` since) reported `role: primary`:
 //!     the state in which leases and timeouts that trust a clock go wrong. Counted once per clock fault and node.
+//! 18. `member-removed-while-primary`: a membership step `remove` that took effect (`outcome: ok`) on the node whose
+//!     status said `role: primary` when the step began (`duration_ms` before its record).
+//! 19. `add-during-partition`: a membership step `add` that was tried (`ok` or `info`) while a partition was in force
+//!     (one started before the step ended and had not stopped before it began).
+//! 20. `replace-of-lagging-node`: the `remove` step of a `replace` that took effect on a node whose status said
+//!     `lagging: true` when the step began.
+//! 21. `config-change-during-view-change`: a membership step that was tried while the cluster had no primary when it
+//!     began, or with a `view-change` line from 2 s before it began to its end: a reconfiguration racing an election.
+//!
+//! Membership: a `members` observation sets `n` to its member count and forgets the status of a node that left; a
+//! node that left is not down.
 //!
 //! Triggers: one row per trigger index seen in nemesis `trigger` events, in index order: `declined` counts events
 //! with `declined: true` (the probability draw said no), `skipped` those with a `skipped` reason, `fired` the rest.
@@ -66,7 +77,7 @@ const REPAIR_WINDOW_NS: u64 = 5_000_000_000;
 const VIEW_CHANGE_WINDOW_NS: u64 = 2_000_000_000;
 
 /// The named states, in the order [`Coverage::states`] lists them, with their one-line meaning.
-pub const STATES: [(&str, &str); 17] = [
+pub const STATES: [(&str, &str); 21] = [
     (
         "primary-killed-while-backup-lagged",
         "the primary was killed or lost power while another node reported lagging",
@@ -125,6 +136,22 @@ pub const STATES: [(&str, &str); 17] = [
     (
         "primary-clock-moved",
         "a primary's clock was moved by a clock fault (bump, strobe or skew) while it led",
+    ),
+    (
+        "member-removed-while-primary",
+        "a membership change removed the node that was primary when it began",
+    ),
+    (
+        "add-during-partition",
+        "a membership change added a node while a network partition was in force",
+    ),
+    (
+        "replace-of-lagging-node",
+        "a membership change replaced (removed, wiped, added back) a node that reported lagging",
+    ),
+    (
+        "config-change-during-view-change",
+        "a membership change ran while the cluster had no primary or a view change started",
     ),
 ];
 
@@ -330,6 +357,10 @@ const FIRST_CUT: usize = 8;
 const DAMAGED_NODE_LED: usize = 14;
 const ROLLING_RESTART: usize = 15;
 const PRIMARY_CLOCK_MOVED: usize = 16;
+const MEMBER_REMOVED_WHILE_PRIMARY: usize = 17;
+const ADD_DURING_PARTITION: usize = 18;
+const REPLACE_OF_LAGGING_NODE: usize = 19;
+const CONFIG_CHANGE_DURING_VIEW_CHANGE: usize = 20;
 
 /// Where a refused node is on its way back (state 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,6 +390,8 @@ struct Walk {
     rejoin: BTreeMap<String, Rejoin>,
     /// Nodes whose clock a clock fault holds and that have not counted as a primary under it yet (state 17).
     clock_moved: BTreeSet<String>,
+    /// Membership (states 18-21): what each node's status said over time, partitions, view changes.
+    changes: MembershipWalk,
     restart_alls: u64,
     cluster_ready: bool,
     fault_phase_end: bool,
@@ -380,6 +413,7 @@ impl Walk {
             rolled: BTreeMap::new(),
             rejoin: BTreeMap::new(),
             clock_moved: BTreeSet::new(),
+            changes: MembershipWalk::default(),
             restart_alls: 0,
             cluster_ready: false,
             fault_phase_end: false,
@@ -448,6 +482,7 @@ impl Walk {
         } else if event.is(Lifecycle::RestartAll) {
             self.restart_alls += 1;
         } else if event.is(Observation::Status) {
+            self.changes.note_status(t, &node, &event.value);
             if !self.down.contains(&node) {
                 if event.value["role"].as_str() == Some("primary") {
                     self.view_change_ns = None;
@@ -461,13 +496,68 @@ impl Walk {
                 self.status.insert(node, event.value.clone());
             }
         } else if event.is(Observation::Log) {
+            if event.value["pattern"] == "view-change" {
+                self.changes.view_change_ns = Some(t);
+            }
             self.log_line(t, node, event.value["pattern"].as_str().unwrap_or(""));
+        } else if event.is(Observation::Members) {
+            self.members(event);
+        } else if event.is(Nemesis::Membership) {
+            self.membership_step(event, &node);
+        } else if event.is(Nemesis::PartitionStart) && ok {
+            self.changes.partitions.insert(event.value["fault_id"].to_string());
+        } else if event.is(Nemesis::PartitionStop) {
+            self.changes.partitions.remove(&event.value["fault_id"].to_string());
+            self.changes.partition_ended_ns = Some(t);
         }
         if had_primary && !self.has_primary() {
             self.repair_interrupted(t);
         }
         self.check_majority_down(t);
         self.check_two_primaries(t);
+    }
+
+    /// Who the members are now: `n` follows them, and a node that left is neither up nor down.
+    fn members(&mut self, event: &Event) {
+        let members = crate::membership::names(&event.value["members"]);
+        if members.is_empty() {
+            return;
+        }
+        self.nodes = members.len();
+        self.status.retain(|node, _| members.contains(node));
+        self.down.retain(|node| members.contains(node));
+    }
+
+    /// One membership step (states 18-21).
+    fn membership_step(&mut self, event: &Event, node: &str) {
+        let t = event.time_ns;
+        let value = &event.value;
+        let outcome = value["outcome"].as_str().unwrap_or("");
+        if !matches!(outcome, "ok" | "info") {
+            return; // refused or skipped: nothing ran
+        }
+        let began = t.saturating_sub(value["duration_ms"].as_u64().unwrap_or(0) * 1_000_000);
+        let took = outcome == "ok";
+        let at_start = self.changes.status_at(node, began);
+        match value["step"].as_str() {
+            Some("remove") if took && at_start.is_some_and(|(primary, _)| primary) => {
+                self.hits[MEMBER_REMOVED_WHILE_PRIMARY].record(t);
+            }
+            Some("add") if self.changes.partitioned_during(began) => self.hits[ADD_DURING_PARTITION].record(t),
+            _ => {}
+        }
+        let lagging = at_start.is_some_and(|(_, lagging)| lagging);
+        if took && value["change"] == "replace" && value["step"] == "remove" && lagging {
+            self.hits[REPLACE_OF_LAGGING_NODE].record(t);
+        }
+        let electing = !self.changes.primary_at(began)
+            || self
+                .changes
+                .view_change_ns
+                .is_some_and(|at| at + VIEW_CHANGE_WINDOW_NS >= began);
+        if electing {
+            self.hits[CONFIG_CHANGE_DURING_VIEW_CHANGE].record(t);
+        }
     }
 
     fn go_down(&mut self, node: &str) {
@@ -613,6 +703,53 @@ impl Walk {
     }
 }
 
+/// What the membership states need beyond the current status: each node's status over time (to ask what it was
+/// when a change began, `duration_ms` before its record), the partitions in force, the last view change.
+#[derive(Debug, Default)]
+struct MembershipWalk {
+    /// node -> (when, primary?, lagging?) at every status change.
+    statuses: BTreeMap<String, Vec<(u64, bool, bool)>>,
+    /// Partitions in force, by `fault_id`.
+    partitions: BTreeSet<String>,
+    /// When the last partition stopped.
+    partition_ended_ns: Option<u64>,
+    /// The last `view-change` line.
+    view_change_ns: Option<u64>,
+}
+
+impl MembershipWalk {
+    fn note_status(&mut self, t: u64, node: &str, status: &Value) {
+        let primary = status["role"].as_str() == Some("primary");
+        let lagging = status["lagging"].as_bool() == Some(true);
+        let history = self.statuses.entry(node.to_string()).or_default();
+        if history.last().is_none_or(|&(_, p, l)| (p, l) != (primary, lagging)) {
+            history.push((t, primary, lagging));
+        }
+    }
+
+    /// (primary?, lagging?) of `node`'s last status at or before `t`.
+    fn status_at(&self, node: &str, t: u64) -> Option<(bool, bool)> {
+        let history = self.statuses.get(node)?;
+        history
+            .iter()
+            .take_while(|(at, _, _)| *at <= t)
+            .last()
+            .map(|&(_, primary, lagging)| (primary, lagging))
+    }
+
+    /// Whether some node's last status at or before `t` said primary.
+    fn primary_at(&self, t: u64) -> bool {
+        self.statuses
+            .keys()
+            .any(|node| self.status_at(node, t).is_some_and(|(primary, _)| primary))
+    }
+
+    /// Whether a partition was in force at some moment from `began` until now.
+    fn partitioned_during(&self, began: u64) -> bool {
+        !self.partitions.is_empty() || self.partition_ended_ns.is_some_and(|ended| ended >= began)
+    }
+}
+
 /// False when the event records a failure: an `error` on the event, in its value, or in the power loss's `lost`.
 fn succeeded(event: &Event) -> bool {
     event.error.is_none() && event.value.get("error").is_none() && event.value["lost"].get("error").is_none()
@@ -707,6 +844,66 @@ mod tests {
             .states
             .iter()
             .all(|s| !s.reached && s.count == 0 && s.first_ms.is_none()));
+    }
+
+    /// A membership step that ended at `ms` after `duration_ms`.
+    fn step(ms: u64, node: &str, change: &str, step: &str, outcome: &str, duration_ms: u64) -> Event {
+        at(
+            ms,
+            Nemesis::Membership,
+            Some(node),
+            json!({"fault_id": 9, "change": change, "step": step, "outcome": outcome, "duration_ms": duration_ms}),
+        )
+    }
+
+    #[test]
+    fn given_membership_steps_when_covered_should_reach_each_membership_state_from_the_moment_the_step_began() {
+        let partition = |ms, f: Nemesis| at(ms, f, None, json!({"fault_id": 4}));
+        let c = run(vec![
+            // n1 led when its removal began (by the time it is recorded, n2 leads).
+            status(900, "n2", "primary", false),
+            status(900, "n1", "backup", false),
+            step(1000, "n1", "remove", "remove", "ok", 300),
+            at(1001, Observation::Members, None, json!({"members": ["n2", "n3"]})),
+            partition(1500, Nemesis::PartitionStart),
+            step(2500, "n4", "add", "add", "info", 800),
+            partition(2600, Nemesis::PartitionStop),
+            status(3000, "n3", "backup", true),
+            step(3500, "n3", "replace", "remove", "ok", 200),
+        ]);
+        assert_eq!(reached(&c, "member-removed-while-primary"), (true, 1, Some(1000)));
+        assert_eq!(reached(&c, "add-during-partition"), (true, 1, Some(2500)));
+        assert_eq!(reached(&c, "replace-of-lagging-node"), (true, 1, Some(3500)));
+        assert!(
+            !reached(&c, "config-change-during-view-change").0,
+            "a primary led every step"
+        );
+        let electing = run(vec![
+            log(4000, "n2", "view-change"),
+            step(5000, "n3", "add", "add", "ok", 1500),
+        ]);
+        assert_eq!(
+            reached(&electing, "config-change-during-view-change"),
+            (true, 1, Some(5000))
+        );
+    }
+
+    #[test]
+    fn given_membership_steps_that_did_nothing_or_hit_a_backup_should_not_reach_the_membership_states() {
+        let c = run(vec![
+            step(1000, "n1", "remove", "remove", "skipped", 0),
+            step(1100, "n1", "remove", "remove", "fail", 50),
+            step(1200, "n2", "remove", "remove", "ok", 50),
+            step(1300, "n4", "add", "add", "ok", 50),
+            step(1400, "n3", "replace", "remove", "ok", 50),
+        ]);
+        for state in [
+            "member-removed-while-primary",
+            "add-during-partition",
+            "replace-of-lagging-node",
+        ] {
+            assert!(!reached(&c, state).0, "{state}");
+        }
     }
 
     #[test]

@@ -23,9 +23,9 @@
 //!   `wipe-failed`, `teardown`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
 //!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
-//!   `disk-surgery`, `rolling-ready`, `trigger`, `fault-skipped`
+//!   `disk-surgery`, `rolling-ready`, `trigger`, `fault-skipped`, `membership`
 //! - `meta`: `run-start`, `schedule`, `interrupted`, `run-end`
-//! - `observation`: `status`, `last-durable`, `recovered`, `log`
+//! - `observation`: `status`, `last-durable`, `recovered`, `log`, `members`
 //!
 //! On the wire `f` stays a plain string, and that is a choice, not a leftover. A name means something only together
 //! with its kind (`start` and `kill` are both a lifecycle and a nemesis name, with different meanings), so the typed
@@ -225,6 +225,11 @@ names! {
         /// Value: `{fault_id, family: process | network, reason, kind? | shape?, target?, source?}`. A trigger's skips
         /// are in its `trigger` event instead.
         FaultSkipped => "fault-skipped",
+        /// A membership change (`kind: membership`) added or removed the node (a `replace` is a `remove` step, then
+        /// an `add` step of the same `fault_id`). Value: `{fault_id, target, source, change: add | remove | replace,
+        /// step: add | remove, outcome: ok | fail | info | skipped, error?, duration_ms, members, members_before}`
+        /// (`members`: the member names after the step, as the adapter lists them).
+        Membership => "membership",
     }
 }
 
@@ -244,6 +249,10 @@ names! {
         /// A node's log had a line matching a pattern its adapter names (`repairing`, `view-change`). Value:
         /// `{pattern, line}`.
         Log => "log",
+        /// Who the members of the cluster are: at the start (`source: plan`) and after every membership change
+        /// (`source: list`, as the adapter lists them). Value: `{members, source}`; the checks read the member set
+        /// at each moment from these.
+        Members => "members",
     }
 }
 

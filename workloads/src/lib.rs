@@ -19,6 +19,7 @@ pub mod linearizability;
 pub mod log_check;
 pub mod logmask;
 pub mod long_fork_check;
+pub mod membership;
 pub mod models;
 pub mod nodelog;
 pub mod set_check;

@@ -11,7 +11,7 @@
 
 use super::grudge::{Grudge, Link};
 use super::link_fault::{BackendKind, LinkFault, LinkFaultKind};
-use super::shape::{isolate, Shape};
+use super::shape::{isolate, Shape, SplitCover};
 use super::Network;
 use crate::interpreter::{TimedFault, Window};
 use crate::units::{Millis, MillisRange};
@@ -26,7 +26,8 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PartitionFaultSpec {
-    /// The shape (`random-halves`, `isolate-one`, `isolate-primary`, `majorities-ring`, `bridge`, `one-way`).
+    /// The shape (`random-halves`, `isolate-one`, `isolate-primary`, `split-members`, `majorities-ring`, `bridge`,
+    /// `one-way`).
     pub shape: Shape,
     /// How long it lasts, e.g. `2s..6s`.
     pub duration: MillisRange,
@@ -440,6 +441,10 @@ pub(crate) fn resolve_links(target: &LinkTarget, n: usize, rng: &mut impl Rng) -
 pub trait NetworkLab {
     /// Current primary, if the system can tell (for `isolate-primary`).
     async fn primary(&self) -> Option<usize>;
+    /// The members now (for `split-members`); every node by default (a cluster whose membership does not change).
+    async fn members_now(&self, node_count: usize) -> Vec<usize> {
+        (0..node_count).collect()
+    }
     /// Appends a nemesis event (`partition-start`, `partition-stop`, `link-fault`, `link-heal`) to the history.
     fn record(&self, name: Nemesis, value: Value);
 }
@@ -468,9 +473,21 @@ struct NetworkHeld {
     partition: Option<(u64, Shape)>,
     /// (link, kind) -> fault id holding it.
     holders: BTreeMap<(Link, LinkFaultKind), u64>,
+    /// The run's seed, for the shapes drawn when they start (`split-members`).
+    seed: u64,
+    /// The `split-members` splits the phase has used, per member set.
+    splits: SplitCover,
 }
 
 impl NetworkHolds {
+    /// Nothing held yet; `seed` (the run's) draws the shapes resolved when they start.
+    pub fn seeded(seed: u64) -> NetworkHolds {
+        NetworkHolds(std::sync::Arc::new(std::sync::Mutex::new(NetworkHeld {
+            seed,
+            ..NetworkHeld::default()
+        })))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, NetworkHeld> {
         self.0.lock().expect("network holds lock")
     }
@@ -551,7 +568,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         let (network, lab) = (self.network, self.lab);
         match &fault.action {
             NetworkAction::Partition { shape, grudge } => {
-                let grudge = self.grudge_of(fault.id, grudge.as_ref()).await?;
+                let grudge = self.grudge_of(fault.id, *shape, grudge.as_ref()).await?;
                 {
                     let mut held = self.holds.lock();
                     if let Some((holder, _)) = held.partition {
@@ -599,7 +616,7 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         let NetworkAction::Partition { shape, grudge } = &fault.action else {
             return self.try_start(fault).await;
         };
-        let grudge = self.grudge_of(fault.id, grudge.as_ref()).await?;
+        let grudge = self.grudge_of(fault.id, *shape, grudge.as_ref()).await?;
         let replaced = self.holds.lock().partition.replace((fault.id, *shape));
         let mut value = json!({
             "fault_id": fault.id, "shape": shape, "grudge": grudge, "label": grudge.to_string(),
@@ -624,11 +641,19 @@ impl<'a, L: NetworkLab> NetworkFaults<'a, L> {
         Ok(applied)
     }
 
-    /// A partition's grudge: drawn when scheduled, or (isolate-primary) the primary's isolation now; why not when no
-    /// primary is known.
-    async fn grudge_of(&self, fault_id: u64, grudge: Option<&Grudge>) -> Result<Grudge, String> {
+    /// A partition's grudge: drawn when scheduled, or resolved now: (split-members) the members now split in
+    /// halves, drawn by the run's seed and the fault's id among the splits of those members the phase has not used
+    /// yet ([`SplitCover`]), or (isolate-primary) the primary's isolation; why not when no primary is known.
+    async fn grudge_of(&self, fault_id: u64, shape: Shape, grudge: Option<&Grudge>) -> Result<Grudge, String> {
+        let node_count = self.network.node_count();
         match grudge {
             Some(grudge) => Ok(grudge.clone()),
+            None if shape == Shape::SplitMembers => {
+                let members = self.lab.members_now(node_count).await;
+                let mut held = self.holds.lock();
+                let mut rng = crate::rng::stream(held.seed ^ fault_id.rotate_left(32), "split-members");
+                Ok(held.splits.split(node_count, &members, &mut rng))
+            }
             None => match self.lab.primary().await {
                 Some(primary) => Ok(isolate(self.network.node_count(), primary)),
                 None => {
@@ -861,11 +886,15 @@ mod tests {
     struct RecordingLab {
         events: std::sync::Mutex<Vec<(String, Value)>>,
         primary: Option<usize>,
+        members: Option<Vec<usize>>,
     }
 
     impl NetworkLab for RecordingLab {
         async fn primary(&self) -> Option<usize> {
             self.primary
+        }
+        async fn members_now(&self, node_count: usize) -> Vec<usize> {
+            self.members.clone().unwrap_or_else(|| (0..node_count).collect())
         }
         fn record(&self, name: Nemesis, value: Value) {
             self.events.lock().unwrap().push((name.to_string(), value));
@@ -893,6 +922,7 @@ mod tests {
         let lab = RecordingLab {
             events: Default::default(),
             primary,
+            members: None,
         };
         let (tx, rx) = tokio::sync::watch::channel(false);
         let stopper = async {
@@ -950,6 +980,7 @@ mod tests {
         let lab = RecordingLab {
             events: Default::default(),
             primary: Some(2),
+            members: None,
         };
         let holds = NetworkHolds::default();
         let mut faults = NetworkFaults::shared(&network, &lab, &[], holds.clone());
@@ -1020,5 +1051,51 @@ mod tests {
         assert_eq!(events[0].0, "fault-skipped");
         assert_eq!(events[0].1["shape"], "isolate-primary");
         assert_eq!(events[0].1["reason"], "isolate-primary: no primary known");
+    }
+
+    /// `split-members` splits the members of the moment (the lab's, here n1 and n3 of three nodes) when it starts:
+    /// one against the other, the non-member n2 on the second side.
+    #[tokio::test(start_paused = true)]
+    async fn given_split_members_when_started_should_cut_the_lab_members_apart() {
+        let mesh = super::super::proxy::ProxyMesh::start(3, vec![], Default::default(), 1)
+            .await
+            .unwrap();
+        let network = Network::Proxy(std::sync::Arc::new(mesh));
+        let lab = RecordingLab {
+            events: Default::default(),
+            primary: None,
+            members: Some(vec![0, 2]),
+        };
+        let split = ScheduledNetworkFault {
+            id: 7,
+            start_ms: 0,
+            duration_ms: 1000,
+            action: NetworkAction::Partition {
+                shape: Shape::SplitMembers,
+                grudge: None,
+            },
+            takeover: false,
+        };
+        let schedule = [split.clone()];
+        let mut faults = NetworkFaults::new(&network, &lab, &schedule);
+        assert!(faults.start_fault(&split).await);
+        let Network::Proxy(mesh) = &network else { unreachable!() };
+        let grudge = mesh.grudge();
+        assert!(
+            !grudge.hears(0, 2) && !grudge.hears(2, 0),
+            "the members apart: {grudge}"
+        );
+        assert_ne!(
+            grudge.hears(1, 0),
+            grudge.hears(1, 2),
+            "n2 with exactly one member: {grudge}"
+        );
+        let with_n2 = if grudge.hears(1, 0) { 0 } else { 2 };
+        assert!(
+            grudge.hears(1, with_n2) && grudge.hears(with_n2, 1),
+            "n2 on one side: {grudge}"
+        );
+        let events = lab.events.lock().unwrap().clone();
+        assert_eq!(events[0].1["shape"], "split-members");
     }
 }

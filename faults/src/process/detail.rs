@@ -57,6 +57,9 @@ pub struct FaultDetail {
     /// A `clock` fault's change, drawn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockShift>,
+    /// A `membership` fault's change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<super::MembershipChange>,
 }
 
 impl FaultDetail {
@@ -67,6 +70,7 @@ impl FaultDetail {
             stop,
             cuts: cuts.to_vec(),
             clock: None,
+            change: None,
         }
     }
 
@@ -92,6 +96,19 @@ impl FaultDetail {
     /// Checks the detail against the fault's kind, with a message that names the field and what to write instead.
     pub fn validate(&self, kind: super::ProcessFault) -> Result<(), String> {
         use super::ProcessFault;
+        match (kind, self.change) {
+            (ProcessFault::Membership, None) => {
+                return Err("`kind: membership` needs a `change`: `add`, `remove` or `replace`".into())
+            }
+            (ProcessFault::Membership, Some(_)) => {}
+            (_, Some(_)) => {
+                return Err(format!(
+                    "`change` belongs to `kind: membership`, not `kind: {}`",
+                    kind_name(kind)
+                ))
+            }
+            (_, None) => {}
+        }
         let graceful = kind == ProcessFault::Stop || self.stop == Some(StopHow::Graceful);
         match self.grace {
             Some(grace) if grace.0 == 0 => return Err("grace must be > 0 (e.g. `grace: 5s`)".into()),
@@ -141,6 +158,7 @@ pub fn kind_name(kind: super::ProcessFault) -> &'static str {
         ProcessFault::Stop => "stop",
         ProcessFault::Corrupt => "corrupt",
         ProcessFault::Clock => "clock",
+        ProcessFault::Membership => "membership",
     }
 }
 

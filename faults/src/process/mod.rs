@@ -21,9 +21,11 @@
 
 mod clock;
 mod detail;
+pub mod membership;
 pub mod rolling;
 
 pub use detail::{is_file_class, kind_name, FaultDetail, StopHow, DEFAULT_GRACE};
+pub use membership::{split_membership, MembershipChange, MembershipFaults, MembershipStep};
 pub use rolling::{check_rolling_kind, split_rolling, RollingFaults};
 
 use crate::clock::{ClockShift, ClockSpec, OffsetRange, RateRange, StrobeSpec};
@@ -57,6 +59,9 @@ pub enum ProcessFault {
     /// Move the node's clock (`bump`, `strobe` or `skew`, [`crate::clock`]); real time again when the fault ends. The
     /// process keeps running.
     Clock,
+    /// Change who is a member (`change: add | remove | replace`, [`membership`]): add a spare node, remove a member,
+    /// or remove one, wipe it and add it back when the fault ends.
+    Membership,
 }
 
 impl ProcessFault {
@@ -68,6 +73,7 @@ impl ProcessFault {
             ProcessFault::Stop => Nemesis::Stop,
             ProcessFault::Corrupt => Nemesis::Corrupt,
             ProcessFault::Clock => Nemesis::Clock,
+            ProcessFault::Membership => Nemesis::Membership,
         }
     }
 
@@ -76,6 +82,7 @@ impl ProcessFault {
             ProcessFault::Kill | ProcessFault::PowerLoss | ProcessFault::Stop | ProcessFault::Corrupt => Nemesis::Start,
             ProcessFault::Pause => Nemesis::Resume,
             ProcessFault::Clock => Nemesis::ClockHeal,
+            ProcessFault::Membership => Nemesis::Membership,
         }
     }
 }
@@ -291,7 +298,9 @@ pub struct TargetedFaultSpec {
     pub kind: ProcessFault,
     /// Who it hits (with its place in the plan, for errors about node names).
     pub targets: serde_saphyr::Spanned<Target>,
-    /// How long the node stays down or paused, e.g. `1s..4s`.
+    /// How long the node stays down or paused, e.g. `1s..4s` (a membership change: how long a `replace` keeps the
+    /// node out; `add` and `remove` take none).
+    #[serde(default, skip_serializing_if = "MillisRange::is_zero")]
     pub duration: MillisRange,
     /// Relative frequency among the plan's faults.
     #[serde(default = "default_weight")]
@@ -314,12 +323,18 @@ pub struct TargetedFaultSpec {
     /// `clock`: the node's clock rate, drawn from this range (`1.5x`, `0.5x..2x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew: Option<RateRange>,
+    /// `membership`: `add`, `remove` or `replace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<MembershipChange>,
 }
 
 impl TargetedFaultSpec {
     /// What the fault carries beyond its kind (a clock fault's change is drawn later, [`FaultDetail::drawn`]).
     pub fn detail(&self) -> FaultDetail {
-        FaultDetail::new(self.grace, self.stop, &self.cuts)
+        FaultDetail {
+            change: self.change,
+            ..FaultDetail::new(self.grace, self.stop, &self.cuts)
+        }
     }
 
     /// Its clock fields.
@@ -389,7 +404,9 @@ pub struct ScriptedFaultSpec {
     pub kind: ProcessFault,
     /// Who it hits (roles are resolved when it starts).
     pub targets: serde_saphyr::Spanned<Target>,
-    /// How long it lasts.
+    /// How long it lasts (a membership change: how long a `replace` keeps the node out; `add` and `remove` take
+    /// none).
+    #[serde(default, skip_serializing_if = "is_zero_millis")]
     pub duration: Millis,
     /// As in [`TargetedFaultSpec::grace`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,12 +426,22 @@ pub struct ScriptedFaultSpec {
     /// As in [`TargetedFaultSpec::skew`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew: Option<RateRange>,
+    /// As in [`TargetedFaultSpec::change`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<MembershipChange>,
+}
+
+fn is_zero_millis(millis: &Millis) -> bool {
+    millis.0 == 0
 }
 
 impl ScriptedFaultSpec {
     /// What the fault carries beyond its kind (a clock fault's change is drawn later, [`FaultDetail::drawn`]).
     pub fn detail(&self) -> FaultDetail {
-        FaultDetail::new(self.grace, self.stop, &self.cuts)
+        FaultDetail {
+            change: self.change,
+            ..FaultDetail::new(self.grace, self.stop, &self.cuts)
+        }
     }
 
     /// Its clock fields.
@@ -443,6 +470,40 @@ pub enum Resolved {
     Each(Vec<usize>),
     /// A role resolved at fault start, never one of these nodes.
     Except(Box<Resolved>, Vec<usize>),
+    /// A random set of this size among the current members (or, for a membership `add`, the spare nodes), drawn
+    /// from `pick` when the fault starts: the faults of a cluster whose members change.
+    Among {
+        /// How many.
+        size: SetSize,
+        /// The draw.
+        pick: u64,
+    },
+}
+
+/// The size of a random set of nodes, relative to the nodes it is drawn from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetSize {
+    /// One node.
+    One,
+    /// At most (n-1)/2, at least one.
+    Minority,
+    /// n/2+1.
+    Majority,
+    /// Every one.
+    All,
+}
+
+impl SetSize {
+    /// How many of `n` nodes.
+    pub fn of(self, n: usize) -> usize {
+        match self {
+            SetSize::One => 1.min(n),
+            SetSize::Minority => ((n.saturating_sub(1)) / 2).max(1).min(n),
+            SetSize::Majority => (n / 2 + 1).min(n),
+            SetSize::All => n,
+        }
+    }
 }
 
 /// Where a scheduled fault came from.
@@ -511,15 +572,32 @@ impl ScheduledFault {
         };
     }
 
-    /// How it takes its targets down (`None`: a pause or a clock fault, which do not).
+    /// How it takes its targets down (`None`: a pause, a clock fault or a membership change, which do not).
     pub fn down_how(&self) -> Option<StopHow> {
         match self.kind {
-            ProcessFault::Pause | ProcessFault::Clock => None,
+            ProcessFault::Pause | ProcessFault::Clock | ProcessFault::Membership => None,
             ProcessFault::Kill => Some(StopHow::Kill),
             ProcessFault::PowerLoss => Some(StopHow::PowerLoss),
             ProcessFault::Stop => Some(StopHow::Graceful),
             ProcessFault::Corrupt => Some(self.detail.stop.unwrap_or(StopHow::Kill)),
         }
+    }
+}
+
+/// The nodes a schedule's faults are drawn from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool {
+    /// Every node of the cluster (`n1..nN`).
+    pub nodes: usize,
+    /// The members change during the run (membership faults, or spare nodes): random targets are drawn when a fault
+    /// starts, among the members of that moment ([`Resolved::Among`]), not when the schedule is made.
+    pub dynamic: bool,
+}
+
+impl Pool {
+    /// `nodes` nodes, all members throughout.
+    pub fn fixed(nodes: usize) -> Pool {
+        Pool { nodes, dynamic: false }
     }
 }
 
@@ -530,6 +608,12 @@ pub fn generate(
     phase_ms: u64,
     rng: &mut impl Rng,
 ) -> Vec<ScheduledFault> {
+    generate_in(spec, Pool::fixed(node_count), phase_ms, rng)
+}
+
+/// Generates the fault schedule for the nodes of `pool` over `phase_ms` from `rng`. Deterministic in the rng.
+pub fn generate_in(spec: &ProcessNemesisSpec, pool: Pool, phase_ms: u64, rng: &mut impl Rng) -> Vec<ScheduledFault> {
+    let node_count = pool.nodes;
     assert!(node_count > 0, "a schedule needs at least one node");
     let mut faults = Vec::new();
     if let Some(flaps) = &spec.flaps {
@@ -558,7 +642,7 @@ pub fn generate(
         while t < phase_ms {
             let chosen = choose_weighted(&spec.faults, total_weight, rng);
             let duration = rng.gen_range(chosen.duration.min.0..=chosen.duration.max.0).max(1);
-            let nodes = resolve_static(&chosen.targets.value, node_count, rng);
+            let nodes = resolve(&chosen.targets.value, pool, rng);
             faults.push(ScheduledFault {
                 id: 0,
                 start_ms: t,
@@ -575,7 +659,7 @@ pub fn generate(
     }
     let mut faults = fit_into_windows(faults, spec.stable.as_ref(), phase_ms);
     for scripted in &spec.script {
-        let nodes = resolve_static(&scripted.targets.value, node_count, rng);
+        let nodes = resolve(&scripted.targets.value, pool, rng);
         faults.push(ScheduledFault {
             id: 0,
             start_ms: scripted.at.0,
@@ -617,6 +701,20 @@ fn exponential(rng: &mut impl Rng, mean_ms: u64) -> u64 {
     ((-u.ln()) * mean_ms as f64).round().max(1.0) as u64
 }
 
+/// Resolves a target for `pool`: in a fixed pool as [`resolve_static`]; in a dynamic one a random set is drawn when
+/// the fault starts, among the members of that moment.
+pub(crate) fn resolve(target: &Target, pool: Pool, rng: &mut impl Rng) -> Resolved {
+    let size = match target {
+        _ if !pool.dynamic => return resolve_static(target, pool.nodes, rng),
+        Target::One => SetSize::One,
+        Target::Minority => SetSize::Minority,
+        Target::Majority => SetSize::Majority,
+        Target::All => SetSize::All,
+        _ => return resolve_static(target, pool.nodes, rng),
+    };
+    Resolved::Among { size, pick: rng.gen() }
+}
+
 /// Resolves a target as far as `rng` allows: random sets are drawn now, roles when the fault starts.
 pub(crate) fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> Resolved {
     let excepted: Vec<usize> = target
@@ -655,6 +753,20 @@ pub(crate) fn resolve_static(target: &Target, n: usize, rng: &mut impl Rng) -> R
         Target::NextPrimary => at_start(Resolved::NextPrimary),
         Target::Except { .. } => unreachable!("`role()` is never an `except`"),
     }
+}
+
+/// `count` of `nodes`, drawn from `pick` (a seeded shuffle: the same pick and nodes give the same set), in node order.
+fn draw(nodes: &[usize], count: usize, pick: u64) -> Vec<usize> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pick);
+    let mut all = nodes.to_vec();
+    for i in 0..count.min(all.len()) {
+        let j = rng.gen_range(i..all.len());
+        all.swap(i, j);
+    }
+    all.truncate(count.min(nodes.len()));
+    all.sort_unstable();
+    all
 }
 
 /// Cuts faults so none is active during a stable window or after the phase ends; drops those left empty.
@@ -726,6 +838,17 @@ pub trait Lab {
         let _ = (node, shift);
         Err("this lab cannot move a node's clock".into())
     }
+    /// The current members (every node, unless the lab's cluster changes who is one).
+    fn members(&self) -> Vec<usize> {
+        (0..self.node_count()).collect()
+    }
+    /// Adds `node` (a spare: prepared as a joiner and started) to the cluster, or removes it (and stops it), through
+    /// the system's membership hooks; returns what to record (`outcome`, `members` after the step, ...). The lab
+    /// learns the members from the system after the step, whatever its outcome.
+    async fn change_membership(&self, step: MembershipStep, node: usize) -> Result<Value, String> {
+        let _ = (step, node);
+        Err("this lab cannot change who is a member".into())
+    }
     /// Appends a nemesis event about `node` to the history.
     fn record(&self, name: Nemesis, node: usize, value: Value);
     /// Appends a nemesis event about no one node (a fault that was skipped) to the history.
@@ -737,6 +860,8 @@ enum NodeState {
     Up,
     Down(u64),
     Paused(u64),
+    /// Not a member: no fault takes it but a membership `add`.
+    Out,
 }
 
 /// Which process fault holds each node, shared by every applier of process faults in one fault phase (the timed
@@ -752,10 +877,29 @@ pub struct NodeHolds(
 impl NodeHolds {
     /// Every one of `node_count` nodes up and free.
     pub fn new(node_count: usize) -> NodeHolds {
+        NodeHolds::with_members(node_count, &(0..node_count).collect::<Vec<_>>())
+    }
+
+    /// `members` up and free, the other nodes of `node_count` out of the cluster (spares a membership `add` takes).
+    pub fn with_members(node_count: usize, members: &[usize]) -> NodeHolds {
+        let states = (0..node_count)
+            .map(|node| {
+                if members.contains(&node) {
+                    NodeState::Up
+                } else {
+                    NodeState::Out
+                }
+            })
+            .collect();
         NodeHolds(
-            std::sync::Arc::new(std::sync::Mutex::new(vec![NodeState::Up; node_count])),
+            std::sync::Arc::new(std::sync::Mutex::new(states)),
             std::sync::Arc::new(std::sync::Mutex::new(vec![None; node_count])),
         )
+    }
+
+    /// Whether `node` is out of the cluster (not a member, and no membership change holds it).
+    pub fn is_out(&self, node: usize) -> bool {
+        self.lock().get(node) == Some(&NodeState::Out)
     }
 
     fn clocks(&self) -> std::sync::MutexGuard<'_, Vec<Option<u64>>> {
@@ -839,54 +983,14 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
     /// every target is held by another fault), for the caller to record.
     async fn try_start(&mut self, fault: &ScheduledFault) -> Result<(), String> {
         let lab = self.lab;
-        let (resolved, excepted) = match &fault.nodes {
-            Resolved::Except(role, excepted) => (role.as_ref(), excepted.as_slice()),
-            other => (other, &[][..]),
-        };
-        let mut candidates = match resolved {
-            Resolved::Nodes(nodes) => nodes.clone(),
-            Resolved::Primary => match lab.primary().await {
-                Some(primary) => vec![primary],
-                None => return Err(format!("{}: no primary known", fault.target)),
-            },
-            Resolved::NextPrimary => match lab.next_primary().await {
-                Some(next) => vec![next],
-                None => return Err(format!("{}: no next primary known", fault.target)),
-            },
-            // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
-            Resolved::Each(_) | Resolved::Except(..) => {
-                debug_assert!(
-                    false,
-                    "a rolling or nested fault reached the timed interpreter: {fault:?}"
-                );
-                Vec::new()
-            }
-            Resolved::Backup(pick) => {
-                // Drawn among the backups not excepted: "a backup other than n3" is one whenever there is one.
-                let primary = lab.primary().await;
-                let backups: Vec<usize> = (0..lab.node_count())
-                    .filter(|&n| Some(n) != primary && !excepted.contains(&n))
-                    .collect();
-                if backups.is_empty() {
-                    return Err(format!("{}: no backup to pick", fault.target));
-                }
-                backups
-                    .get(*pick as usize % backups.len().max(1))
-                    .copied()
-                    .into_iter()
-                    .collect()
-            }
-        };
-        let resolved_to = candidates.clone();
-        candidates.retain(|node| !excepted.contains(node));
-        if candidates.is_empty() && !resolved_to.is_empty() {
-            let names: Vec<String> = resolved_to.iter().map(|&node| node_name(node)).collect();
-            return Err(format!(
-                "{}: it resolved to {}, which is excepted",
-                fault.target,
-                names.join(", ")
-            ));
+        let candidates = self.candidates(fault).await;
+        if fault.kind == ProcessFault::Membership {
+            // A membership change waits a while for its target (a primary being elected, a member another fault
+            // holds) and records its own skip.
+            self.start_membership(fault, candidates.unwrap_or_default()).await;
+            return Ok(());
         }
+        let candidates = candidates?;
         if fault.kind == ProcessFault::Clock {
             return self.start_clock(fault, candidates).await;
         }
@@ -949,6 +1053,73 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         Ok(())
     }
 
+    /// The nodes `fault`'s target resolves to now (random ones among the members of the moment), less the nodes it
+    /// excepts; or why none.
+    async fn candidates(&self, fault: &ScheduledFault) -> Result<Vec<usize>, String> {
+        let lab = self.lab;
+        let (resolved, excepted) = match &fault.nodes {
+            Resolved::Except(role, excepted) => (role.as_ref(), excepted.as_slice()),
+            other => (other, &[][..]),
+        };
+        let mut candidates = match resolved {
+            Resolved::Nodes(nodes) => nodes.clone(),
+            Resolved::Primary => match lab.primary().await {
+                Some(primary) => vec![primary],
+                None => return Err(format!("{}: no primary known", fault.target)),
+            },
+            Resolved::NextPrimary => match lab.next_primary().await {
+                Some(next) => vec![next],
+                None => return Err(format!("{}: no next primary known", fault.target)),
+            },
+            // Not the interpreter's: `split_rolling` hands rolling faults to `RollingFaults`, which never calls this.
+            Resolved::Each(_) | Resolved::Except(..) => {
+                debug_assert!(
+                    false,
+                    "a rolling or nested fault reached the timed interpreter: {fault:?}"
+                );
+                Vec::new()
+            }
+            Resolved::Backup(pick) => {
+                // Drawn among the members that are backups and not excepted: "a backup other than n3" is one whenever
+                // there is one, and a spare is no backup.
+                let primary = lab.primary().await;
+                let backups: Vec<usize> = lab
+                    .members()
+                    .into_iter()
+                    .filter(|&n| Some(n) != primary && !excepted.contains(&n))
+                    .collect();
+                if backups.is_empty() {
+                    return Err(format!("{}: no backup to pick", fault.target));
+                }
+                backups
+                    .get(*pick as usize % backups.len().max(1))
+                    .copied()
+                    .into_iter()
+                    .collect()
+            }
+            Resolved::Among { size, pick } => {
+                let members = lab.members();
+                let among: Vec<usize> = if fault.detail.change == Some(MembershipChange::Add) {
+                    (0..lab.node_count()).filter(|node| !members.contains(node)).collect()
+                } else {
+                    members
+                };
+                draw(&among, size.of(among.len()), *pick)
+            }
+        };
+        let resolved_to = candidates.clone();
+        candidates.retain(|node| !excepted.contains(node));
+        if candidates.is_empty() && !resolved_to.is_empty() {
+            let names: Vec<String> = resolved_to.iter().map(|&node| node_name(node)).collect();
+            return Err(format!(
+                "{}: it resolved to {}, which is excepted",
+                fault.target,
+                names.join(", ")
+            ));
+        }
+        Ok(candidates)
+    }
+
     /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.
     pub async fn end_fault(&mut self, fault_id: u64) {
         let lab = self.lab;
@@ -957,6 +1128,9 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         };
         if kind == ProcessFault::Clock {
             return self.heal_clocks(fault_id, nodes).await;
+        }
+        if kind == ProcessFault::Membership {
+            return self.end_membership(fault_id, nodes).await;
         }
         for node in nodes {
             let result = match kind {

@@ -65,6 +65,11 @@ pub fn check_rolling_kind(kind: ProcessFault) -> Result<(), String> {
              with `targets: all`, or one at a time with `targets: one`"
                 .into(),
         ),
+        ProcessFault::Membership => Err(
+            "`targets: each` is a rolling restart; a membership change takes one node: change one member at a time \
+             with `targets: one`, `primary`, `backup` or a named node"
+                .into(),
+        ),
         ProcessFault::Kill | ProcessFault::PowerLoss | ProcessFault::Stop | ProcessFault::Corrupt => Ok(()),
     }
 }
@@ -194,6 +199,9 @@ impl<'a, L: Lab> RollingFaults<'a, L> {
     async fn claim_when_free(&self, node: usize, id: u64) -> bool {
         let deadline = Instant::now() + HELD_WAIT_MAX;
         while !self.claim(node, id) {
+            if self.holds.is_out(node) {
+                return false; // no member: nothing to roll
+            }
             if Instant::now() >= deadline {
                 return false;
             }

@@ -34,6 +34,7 @@ fn spec() -> ProcessNemesisSpec {
                 bump: None,
                 strobe: None,
                 skew: None,
+                change: None,
             },
             TargetedFaultSpec {
                 kind: ProcessFault::Pause,
@@ -49,6 +50,7 @@ fn spec() -> ProcessNemesisSpec {
                 bump: None,
                 strobe: None,
                 skew: None,
+                change: None,
             },
         ],
         flaps: Some(FlapSpec {
@@ -120,6 +122,7 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             bump: None,
             strobe: None,
             skew: None,
+            change: None,
         },
         ScriptedFaultSpec {
             at: Millis(59_000),
@@ -132,6 +135,7 @@ fn given_a_script_when_generated_should_place_its_faults_at_their_times_even_in_
             bump: None,
             strobe: None,
             skew: None,
+            change: None,
         },
     ];
     let schedule = generate(&spec, 3, 60_000, &mut stream(1, "nemesis"));

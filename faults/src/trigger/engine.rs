@@ -15,7 +15,8 @@ use crate::network::schedule::{
 use crate::network::shape::{isolate, Shape};
 use crate::network::Network;
 use crate::process::{
-    node_name, resolve_static, Lab, NodeHolds, ProcessFaults, Resolved, ScheduledFault, Source, StableSpec, Target,
+    node_name, resolve, resolve_static, Lab, NodeHolds, Pool, ProcessFault, ProcessFaults, Resolved, ScheduledFault,
+    Source, StableSpec, Target,
 };
 use faultline_workloads::history::Nemesis;
 use rand::Rng;
@@ -628,8 +629,15 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             | TriggeredKind::PowerLoss
             | TriggeredKind::Stop
             | TriggeredKind::Corrupt
-            | TriggeredKind::Clock => {
+            | TriggeredKind::Clock
+            | TriggeredKind::Membership => {
                 let target = spec.targets.clone().unwrap_or(TriggerTarget::Subject);
+                let members = self.lab.members();
+                // A cluster whose members change draws random targets among the members of this moment.
+                let pool = Pool {
+                    nodes: n,
+                    dynamic: spec.kind == TriggeredKind::Membership || members.len() < n,
+                };
                 let nodes = match &target {
                     TriggerTarget::Target(Target::Each) => {
                         return Err(
@@ -639,9 +647,9 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     TriggerTarget::Subject => Resolved::Nodes(vec![need_subject()?]),
                     TriggerTarget::NotSubject => {
                         let subject = need_subject()?;
-                        Resolved::Nodes((0..n).filter(|&node| node != subject).collect())
+                        Resolved::Nodes(members.iter().copied().filter(|&node| node != subject).collect())
                     }
-                    TriggerTarget::Target(target) => resolve_static(target, n, &mut self.rng),
+                    TriggerTarget::Target(target) => resolve(target, pool, &mut self.rng),
                 };
                 let kind = spec.process_fault().expect("a process fault kind");
                 let fault = ScheduledFault {
@@ -656,6 +664,14 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     detail: spec.detail().drawn(kind, &spec.clock_spec(), &mut self.rng),
                 };
                 self.process.start_fault(&fault).await;
+                if kind == ProcessFault::Membership {
+                    // An add or remove is done when it returns (its outcome, or why it was skipped, is recorded); a
+                    // replace holds its node out until it ends.
+                    if self.process.holds(id) {
+                        self.active.push((end, Active::Process(id)));
+                    }
+                    return Ok(id);
+                }
                 if !self.process.holds(id) {
                     return Err("its targets are held by other faults, down, or unknown".into());
                 }

@@ -221,6 +221,8 @@ pub enum TriggeredKind {
     Corrupt,
     /// Move the node's clock (`bump`, `strobe` or `skew`); real time again when it ends.
     Clock,
+    /// Change who is a member (`change: add | remove | replace`).
+    Membership,
 }
 
 impl TriggeredKind {
@@ -236,6 +238,7 @@ impl TriggeredKind {
             TriggeredKind::Stop => "stop",
             TriggeredKind::Corrupt => "corrupt",
             TriggeredKind::Clock => "clock",
+            TriggeredKind::Membership => "membership",
         }
     }
 }
@@ -333,7 +336,7 @@ impl<'de> Deserialize<'de> for TriggerShape {
         let shape: Shape = serde_json::from_value(Value::from(text.clone())).map_err(|_| {
             serde::de::Error::custom(format!(
                 "unknown shape `{text}`: expected isolate-subject, random-halves, isolate-one, isolate-primary, \
-                 majorities-ring, bridge or one-way"
+                 split-members, majorities-ring, bridge or one-way"
             ))
         })?;
         Ok(TriggerShape::Shape(shape))
@@ -407,7 +410,9 @@ pub struct TriggeredFaultSpec {
     /// The I/O faults (kind `io`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FsFaults>,
-    /// How long it lasts.
+    /// How long it lasts (a membership change: how long a `replace` keeps the node out; `add` and `remove` take
+    /// none).
+    #[serde(default, skip_serializing_if = "MillisRange::is_zero")]
     pub duration: MillisRange,
     /// The grace of a graceful stop (kind `stop`, or `corrupt` with `stop: graceful`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -427,6 +432,9 @@ pub struct TriggeredFaultSpec {
     /// `clock`: a rate drawn from this range.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew: Option<crate::clock::RateRange>,
+    /// `membership`: `add`, `remove` or `replace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<crate::process::MembershipChange>,
 }
 
 impl TriggeredFaultSpec {
@@ -439,6 +447,7 @@ impl TriggeredFaultSpec {
             | TriggeredKind::Stop
             | TriggeredKind::Corrupt
             | TriggeredKind::Clock
+            | TriggeredKind::Membership
             | TriggeredKind::Io => matches!(
                 self.targets,
                 None | Some(TriggerTarget::Subject) | Some(TriggerTarget::NotSubject)
@@ -460,13 +469,17 @@ impl TriggeredFaultSpec {
             TriggeredKind::Stop => ProcessFault::Stop,
             TriggeredKind::Corrupt => ProcessFault::Corrupt,
             TriggeredKind::Clock => ProcessFault::Clock,
+            TriggeredKind::Membership => ProcessFault::Membership,
             TriggeredKind::Partition | TriggeredKind::Link | TriggeredKind::Io => return None,
         })
     }
 
-    /// What a stop or corrupt fault carries beyond its kind.
+    /// What a stop, corrupt or membership fault carries beyond its kind.
     pub fn detail(&self) -> crate::process::FaultDetail {
-        crate::process::FaultDetail::new(self.grace, self.stop, &self.cuts)
+        crate::process::FaultDetail {
+            change: self.change,
+            ..crate::process::FaultDetail::new(self.grace, self.stop, &self.cuts)
+        }
     }
 
     /// Its clock fields.
@@ -595,12 +608,13 @@ impl TriggerSpec {
                 | TriggeredKind::Stop
                 | TriggeredKind::Corrupt
                 | TriggeredKind::Clock
+                | TriggeredKind::Membership
                 | TriggeredKind::Io
         );
         only(
             action.targets.is_some() && !process_like,
             "targets",
-            "kill, pause, power-loss, stop, corrupt, clock and io",
+            "kill, pause, power-loss, stop, corrupt, clock, membership and io",
         )?;
         action
             .clock_spec()
@@ -636,6 +650,8 @@ impl TriggerSpec {
             return Err(format!(
                 "`grace`, `stop` and `cuts` are for stop and corrupt, not a `{kind}` trigger"
             ));
+        } else if action.change.is_some() {
+            return Err(format!("`change` is for membership, not a `{kind}` trigger"));
         }
         if let Some(TriggerTarget::Target(target)) = &action.targets {
             if *target == Target::Each {
@@ -732,8 +748,11 @@ impl TriggerSpec {
             }
             _ => {}
         }
-        if action.duration.max.0 == 0 {
-            return Err("a triggered fault needs a duration > 0".into());
+        let replace = action.change == Some(crate::process::MembershipChange::Replace);
+        if action.duration.max.0 == 0 && (action.kind != TriggeredKind::Membership || replace) {
+            return Err(
+                "a triggered fault needs a duration > 0 (a membership `replace`: how long the node stays out)".into(),
+            );
         }
         Ok(())
     }

@@ -22,8 +22,8 @@ pub struct MatrixArgs {
     #[arg(long = "mutant", value_parser = mutant_names())]
     pub mutants: Vec<String>,
     /// Run every mutant (and the correct node) against the general plans (default, reference-mixed,
-    /// reference-swarm, reference-partition, reference-crash-points, reference-corruption: nothing scripted for a
-    /// bug) instead of the plans written to expose each.
+    /// reference-swarm, reference-partition, reference-crash-points, reference-corruption, reference-membership:
+    /// nothing scripted for a bug) instead of the plans written to expose each.
     #[arg(long)]
     pub general: bool,
     /// Only this plan of the matrix (repeatable), e.g. a general plan just added.

@@ -38,6 +38,8 @@ pub const MUTANTS: &[(&str, &[&str])] = &[
     // Its window is one loop iteration wide (a crash between adopting a view's log and the ack that follows), then a
     // cut of that WAL below the view's head: no plan is written for it, which is the point (issue 49).
     ("mark-ignores-adopted-log", &["reference-corruption"]),
+    // Only a cluster whose members change exposes it: a quorum sized by the configuration before the last change.
+    ("quorum-of-old-config", &["reference-membership"]),
 ];
 
 /// The general plans: no timing scripted for any bug (timed faults, flaps, triggers, swarm). `--general` measures
@@ -49,6 +51,7 @@ pub const GENERAL_PLANS: &[&str] = &[
     "reference-partition",
     "reference-crash-points",
     "reference-corruption",
+    "reference-membership",
 ];
 
 /// What to run.

@@ -40,6 +40,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("etcd-disk", include_str!("../../../plans/etcd-disk.yaml")),
     ("etcd-mixed", include_str!("../../../plans/etcd-mixed.yaml")),
     ("etcd-corruption", include_str!("../../../plans/etcd-corruption.yaml")),
+    ("etcd-membership", include_str!("../../../plans/etcd-membership.yaml")),
     (
         "reference-crash-points",
         include_str!("../../../plans/reference-crash-points.yaml"),
@@ -61,6 +62,10 @@ pub const PLANS: &[(&str, &str)] = &[
         include_str!("../../../plans/reference-long-fork.yaml"),
     ),
     ("reference-clock", include_str!("../../../plans/reference-clock.yaml")),
+    (
+        "reference-membership",
+        include_str!("../../../plans/reference-membership.yaml"),
+    ),
     (
         "mutant-repair-rewinds-parent",
         include_str!("../../../plans/mutant-repair-rewinds-parent.yaml"),

@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod swarm;
 
 mod load;
+mod membership;
 mod validate;
 
 pub use crate::system::spec::SystemSpec;
@@ -399,6 +400,24 @@ impl NemesisSpec {
     pub fn has_clock_faults(&self) -> bool {
         self.first_clock_fault().is_some()
     }
+
+    /// Where the plan first changes membership (a timed, scripted or triggered `kind: membership`), if it does.
+    pub fn first_membership_fault(&self) -> Option<serde_saphyr::Location> {
+        let process = self.process.iter().flat_map(|p| {
+            let faults = p.value.faults.iter().map(|f| (f.kind, f.targets.referenced));
+            faults.chain(p.value.script.iter().map(|f| (f.kind, f.targets.referenced)))
+        });
+        process
+            .filter(|(kind, _)| *kind == faultline_faults::process::ProcessFault::Membership)
+            .map(|(_, at)| at)
+            .chain(
+                self.triggers
+                    .iter()
+                    .filter(|t| t.value.action.kind == TriggeredKind::Membership)
+                    .map(|t| t.referenced),
+            )
+            .next()
+    }
 }
 
 /// I/O faults on one node for a window of the fault phase (needs `disk.fault_fs`).
@@ -674,6 +693,12 @@ pub struct PlanError {
 }
 
 impl Plan {
+    /// Whether who is a member changes during the run: membership faults, or spare nodes (`members:` below
+    /// `nodes:`). Random fault targets are then drawn among the members of the moment a fault starts.
+    pub fn changes_membership(&self) -> bool {
+        self.system.initial_members() < self.system.nodes() || self.nemesis.first_membership_fault().is_some()
+    }
+
     /// The plan as YAML (what the store keeps as `plan.yaml`, with the seed filled in).
     pub fn to_yaml(&self) -> String {
         serde_saphyr::to_string(self).unwrap_or_else(|e| format!("# could not serialize the plan: {e}\n"))

@@ -169,6 +169,69 @@ fn given_a_txn_plan_for_an_adapter_without_txn_clients_when_validated_should_ref
     assert_eq!(err.line, line_of(&text, "mix:"), "{err}");
 }
 
+const MEMBERSHIP_PLAN_YAML: &str = include_str!("../../../plans/reference-membership.yaml");
+const EXEC_PLAN_YAML: &str = include_str!("../../../plans/exec-reference.yaml");
+
+fn membership_with(find: &str, replace: &str) -> String {
+    assert!(MEMBERSHIP_PLAN_YAML.contains(find), "reference-membership lacks {find}");
+    MEMBERSHIP_PLAN_YAML.replacen(find, replace, 1)
+}
+
+#[test]
+fn given_the_membership_plan_when_parsed_should_keep_two_spares_and_its_changes() {
+    let plan = Plan::parse(MEMBERSHIP_PLAN_YAML, "reference-membership.yaml").unwrap();
+    assert_eq!((plan.system.nodes(), plan.system.initial_members()), (5, 3));
+    assert!(plan.changes_membership());
+}
+
+#[test]
+fn given_a_membership_change_for_an_adapter_without_hooks_when_validated_should_refuse_it_at_its_line() {
+    let fault = "      - {at: 5s, kind: membership, change: remove, targets: one}\n";
+    let text = EXEC_PLAN_YAML.replacen("    script:\n", &format!("    script:\n{fault}"), 1);
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "kind: membership"), "{err}");
+    assert!(err.message.contains("cannot change membership"), "{err}");
+    assert!(err.message.contains("membership: {add, remove, list}"), "{err}");
+}
+
+#[test]
+fn given_removals_that_break_the_quorum_when_validated_should_refuse_the_breaking_one_at_its_line() {
+    // 3 members: the first removal leaves 2 (a quorum of 3), the second would leave 1 of a configuration of 2.
+    let text = membership_with(
+        "    script:              # one change at a time, each against the members of its moment\n",
+        "    script:\n      - {at: 1s, kind: membership, change: remove, targets: one}\n      \
+         - {at: 2s, kind: membership, change: remove, targets: [n2]}\n",
+    );
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "targets: [n2]"), "{err}");
+    assert!(err.message.contains("removes one of 2 members"), "{err}");
+    assert!(err.message.contains("quorum"), "{err}");
+}
+
+#[test]
+fn given_an_add_with_every_node_a_member_when_validated_should_refuse_it_for_want_of_a_spare() {
+    let text = with(
+        "    script:              # a rolling restart",
+        "    script:\n      - {at: 5s, kind: membership, change: add, targets: one}\n    # a rolling restart",
+    );
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "change: add"), "{err}");
+    assert!(err.message.contains("no spare node"), "{err}");
+}
+
+#[test]
+fn given_more_adds_than_spares_when_validated_should_refuse_the_add_that_finds_none() {
+    // 3 of 5: two spares; the script adds one (3 s), removes one (13 s: two spares again) and adds two (18 s, 27 s),
+    // so an add before its next removal (34 s) has none.
+    let text = membership_with(
+        "      - {at: 34s, kind: membership, change: remove, targets: primary}",
+        "      - {at: 30s, kind: membership, change: add, targets: one}\n      - {at: 34s, kind: membership, change: remove, targets: primary}",
+    );
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "at: 30s"), "{err}");
+    assert!(err.message.contains("no spare node"), "{err}");
+}
+
 /// A plan that names no disk model gets Linux on ext4's (journaled metadata, write-back after 30 s and 5 s); a plan
 /// may name its own, ages or `never`, and the stored plan says which one a run used.
 #[test]

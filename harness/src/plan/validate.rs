@@ -145,9 +145,26 @@ impl Plan {
                 .value
                 .faults
                 .iter()
-                .map(|f| (f.kind, &f.targets, f.detail()))
-                .chain(process.value.script.iter().map(|f| (f.kind, &f.targets, f.detail())));
-            for (kind, targets, detail) in faults {
+                .map(|f| (f.kind, &f.targets, f.detail(), f.duration.max.0))
+                .chain(
+                    process
+                        .value
+                        .script
+                        .iter()
+                        .map(|f| (f.kind, &f.targets, f.detail(), f.duration.0)),
+                );
+            for (kind, targets, detail, duration_ms) in faults {
+                let replace = detail.change == Some(faultline_faults::process::MembershipChange::Replace);
+                if duration_ms == 0 && (kind != ProcessFault::Membership || replace) {
+                    return Err(at(
+                        targets.referenced,
+                        format!(
+                            "`kind: {}` needs a `duration` > 0 (e.g. `duration: 1s..3s`; for a membership `replace`, \
+                             how long the node stays out)",
+                            faultline_faults::process::kind_name(kind)
+                        ),
+                    ));
+                }
                 let power_loss = kind == ProcessFault::PowerLoss
                     || (kind == ProcessFault::Corrupt && detail.stop == Some(StopHow::PowerLoss));
                 if power_loss && !self.disk.fault_fs {
@@ -426,6 +443,7 @@ impl Plan {
             });
         }
         self.validate_clock_reach(origin)?;
+        self.validate_membership(origin)?;
         adapter.validate(self, origin)
     }
 

@@ -1,6 +1,7 @@
 //! The final phase: with every fault healed, the cluster must recover (accept a write within the bound), converge
 //! (every node the same commit point), answer final reads; then every node is kill -9ed, its WAL verified offline,
-//! restarted, and must boot; then the cluster must recover again and answer the final reads again.
+//! restarted, and must boot; then the cluster must recover again and answer the final reads again. "Every node" is
+//! every member: a spare, or a node a membership change removed, stays down.
 //!
 //! Every probe and read here is an ordinary client op in the history, checked with the rest, so a write lost across
 //! the restart-all shows up as a linearizability violation.
@@ -34,14 +35,20 @@ pub async fn run(plan: &Plan, lab: &Arc<Lab>, workload: &Arc<Workload>) {
     let recorder = lab.recorder();
     let spec = &plan.final_phase;
     recorder.lifecycle(Lifecycle::FinalPhase, None, json!({}));
+    // A membership change whose outcome was unknown may have taken effect since: the members are asked again.
+    if lab.system().membership().is_some() {
+        lab.refresh_members().await;
+    }
     if spec.after_refusal == AfterRefusal::Wipe {
         remedy_last_live_refusals(lab).await;
     }
-    // Heal everything: a node that stopped on its own (and was judged for it) is started again.
-    for node in 0..lab.node_count() {
+    // Heal everything: a member that stopped on its own (and was judged for it) is started again, and so is one the
+    // lab stopped as a spare while the change that made it a member was still unknown. A spare, or a node a change
+    // removed, stays down.
+    for node in lab.members() {
         if matches!(
             lab.boot_state(node),
-            BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
+            BootState::Stopped | BootState::Crashed(_) | BootState::Refused(_) | BootState::TimedOut
         ) {
             let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
             recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
@@ -85,10 +92,12 @@ async fn recover(
     let mut attempt = 0u64;
     while started.elapsed() < timeout {
         attempt += 1;
-        let home = lab
-            .find_primary()
-            .await
-            .unwrap_or((attempt as usize) % lab.node_count());
+        let members = lab.members();
+        let home = match lab.find_primary().await {
+            Some(primary) => primary,
+            None if members.is_empty() => (attempt as usize) % lab.node_count(),
+            None => members[(attempt as usize) % members.len()],
+        };
         let process = workload.new_process();
         let Ok(client) = Client::new(lab.system().as_ref(), workload.kind(), home, op_timeout, process) else {
             return false;
@@ -148,18 +157,22 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
     }
     let started = tokio::time::Instant::now();
     loop {
-        // Nodes that legitimately refused to boot (or crashed: the boot check reports those) are left out; the rest
-        // must agree, and they must be a majority.
+        // Members that legitimately refused to boot (or crashed: the boot check reports those) are left out; the
+        // rest must agree, and they must be a majority of the members. A removed node is not required to converge.
         let points: Vec<Option<String>> = lab.commit_points().await;
-        let live: Vec<usize> = (0..lab.node_count())
+        let members = lab.members();
+        let live: Vec<usize> = members
+            .iter()
+            .copied()
             .filter(|&n| lab.boot_state(n) == BootState::Ready)
             .collect();
         let first = live.first().and_then(|&n| points[n].clone());
-        if first.is_some() && live.len() > lab.node_count() / 2 && live.iter().all(|&n| points[n] == first) {
+        if first.is_some() && live.len() > members.len() / 2 && live.iter().all(|&n| points[n] == first) {
+            let members: Vec<String> = members.iter().map(|&n| node_name(n)).collect();
             lab.recorder().lifecycle(
                 Lifecycle::Converged,
                 None,
-                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first}),
+                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first, "members": members}),
             );
             return true;
         }
@@ -167,6 +180,7 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
             let by_node: serde_json::Map<String, Value> = points
                 .iter()
                 .enumerate()
+                .filter(|(i, _)| members.contains(i))
                 .map(|(i, p)| (node_name(i), json!(p)))
                 .collect();
             lab.recorder().lifecycle(
@@ -185,11 +199,15 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
 async fn final_reads(lab: &Arc<Lab>, workload: &Arc<Workload>, label: &str, op_timeout: Duration) {
     lab.recorder()
         .lifecycle(Lifecycle::FinalReads, None, json!({"label": label}));
-    let primary = lab.find_primary().await.unwrap_or(0);
+    let members = lab.members();
+    let primary = lab
+        .find_primary()
+        .await
+        .unwrap_or(members.first().copied().unwrap_or(0));
     let homes: Vec<usize> = match workload.kind() {
         WorkloadKind::Register | WorkloadKind::Txn | WorkloadKind::Bank | WorkloadKind::LongFork => vec![primary],
-        // Every node is asked for the whole set; each forwards its linearizable read to the primary it knows.
-        WorkloadKind::Log | WorkloadKind::Set => (0..lab.node_count()).collect(),
+        // Every member is asked for the whole set; each forwards its linearizable read to the primary it knows.
+        WorkloadKind::Log | WorkloadKind::Set => members,
     };
     for home in homes {
         final_reads_from(lab, workload, home, op_timeout).await;
@@ -286,8 +304,9 @@ async fn final_ops(lab: &Arc<Lab>, workload: &Arc<Workload>, home: usize, op_tim
 /// kill -9 every node, verify every WAL offline, restart every node, wait for every boot.
 async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     let recorder = lab.recorder();
+    let members = lab.members();
     recorder.lifecycle(Lifecycle::RestartAll, None, json!({}));
-    for node in 0..lab.node_count() {
+    for &node in &members {
         let details = lab
             .kill_node_for(node, Some("restart-all"))
             .await
@@ -295,8 +314,8 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
         recorder.lifecycle(Lifecycle::Kill, Some(&node_name(node)), details);
     }
     if plan.final_phase.power_loss {
-        // Every node was killed above, so this is one power loss of the whole cluster.
-        for node in 0..lab.node_count() {
+        // Every member was killed above, so this is one power loss of the whole cluster.
+        for &node in &members {
             let lost = lab
                 .lose_unsynced_node(node)
                 .await
@@ -330,14 +349,14 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
             }
         }
     }
-    for node in 0..lab.node_count() {
+    for &node in &members {
         verify_offline(lab, node).await;
     }
-    for node in 0..lab.node_count() {
+    for &node in &members {
         let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
         recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
     }
-    for node in 0..lab.node_count() {
+    for &node in &members {
         lab.wait_boot(node).await;
     }
     if plan.final_phase.after_refusal == AfterRefusal::Wipe {
@@ -378,15 +397,17 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
 /// cluster: wiping while fewer hold the data would leave it nowhere but on a minority, which is the harness's doing.
 /// A refusal no cut explains is left alone: it is the evidence of a bug.
 pub(super) async fn remedy_live_refusals(lab: &Arc<Lab>) {
-    let majority = lab.node_count() / 2 + 1;
+    let members = lab.members();
+    let majority = members.len() / 2 + 1;
     for node in 0..lab.node_count() {
         if lab.boot_state(node) == BootState::Ready {
             lab.note_ready(node);
         }
     }
-    for node in 0..lab.node_count() {
-        let intact = (0..lab.node_count())
-            .filter(|&n| lab.boot_state(n) == BootState::Ready && !lab.damaged_by_cut(n))
+    for &node in &members {
+        let intact = members
+            .iter()
+            .filter(|&&n| lab.boot_state(n) == BootState::Ready && !lab.damaged_by_cut(n))
             .count();
         match lab.boot_state(node) {
             BootState::Refused(_) if lab.damaged_by_cut(node) && intact >= majority => {
@@ -440,21 +461,25 @@ async fn remedy_last_live_refusals(lab: &Arc<Lab>) {
 /// acknowledged state, and whatever an empty majority then does is the harness's doing, not the system's (seen on
 /// Iggy when an unforced refusal came on top of the surgery's). Then the refused nodes stay down.
 async fn wipe_refused(lab: &Arc<Lab>) {
-    let refused: Vec<usize> = (0..lab.node_count())
+    let members = lab.members();
+    let refused: Vec<usize> = members
+        .iter()
+        .copied()
         .filter(|&node| matches!(lab.boot_state(node), BootState::Refused(_)))
         .collect();
-    let intact = (0..lab.node_count())
-        .filter(|&node| lab.boot_state(node) == BootState::Ready)
+    let intact = members
+        .iter()
+        .filter(|&&node| lab.boot_state(node) == BootState::Ready)
         .count();
-    let majority = lab.node_count() / 2 + 1;
+    let majority = members.len() / 2 + 1;
     if !refused.is_empty() && intact < majority {
         for &node in &refused {
             lab.recorder().lifecycle(
                 Lifecycle::WipeSkipped,
                 Some(&node_name(node)),
                 json!({"reason": format!(
-                    "only {intact} of {} nodes booted on their own data: wiping would leave no majority holding it",
-                    lab.node_count()
+                    "only {intact} of {} members booted on their own data: wiping would leave no majority holding it",
+                    members.len()
                 )}),
             );
         }

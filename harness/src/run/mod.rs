@@ -24,7 +24,9 @@ use faultline_faults::io::{IoFaults, IoWindow};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::network::schedule::{self as network_faults, NetworkFaults, NetworkHolds};
 use faultline_faults::network::{BackendChoice, BackendKind, Network};
-use faultline_faults::process::{self as process_faults, node_name, NodeHolds, ProcessFaults, RollingFaults};
+use faultline_faults::process::{
+    self as process_faults, node_name, MembershipFaults, NodeHolds, ProcessFaults, RollingFaults,
+};
 use faultline_faults::rng::stream;
 use faultline_faults::trigger::{TriggerSpec, Triggers};
 use faultline_reports::results::{Results, Verdict};
@@ -196,11 +198,14 @@ async fn drive_phases(
     for node in 0..lab.node_count() {
         system.prepare(node).await?;
     }
-    for node in 0..lab.node_count() {
+    // Spares (nodes beyond `members:`) stay down until a membership change adds them.
+    let members = lab.members();
+    lab.record_members("plan");
+    for &node in &members {
         lab.start_node(node).await.map_err(anyhow::Error::msg)?;
         recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), json!({}));
     }
-    for node in 0..lab.node_count() {
+    for &node in &members {
         let state = lab.wait_boot(node).await;
         if state != BootState::Ready {
             recorder.lifecycle(
@@ -264,8 +269,10 @@ async fn fault_phase(
         Meta::Schedule,
         json!({"process": schedule, "network": network_schedule}),
     );
-    // Rolling faults (`targets: each`) run beside the timed interpreter: their steps wait for each node to be ready.
+    // Rolling faults (`targets: each`) and membership changes run beside the timed interpreter: their steps wait for
+    // the cluster (each node to be ready again, a reconfiguration to commit).
     let (schedule, rolling_schedule) = process_faults::split_rolling(schedule);
+    let (membership_schedule, schedule) = process_faults::split_membership(schedule);
     let io_windows = io_faults(&plan.nemesis.io);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = tokio::task::JoinSet::new();
@@ -274,7 +281,7 @@ async fn fault_phase(
         workers.spawn(workload.clone().run_worker(
             lab.system().clone(),
             recorder.clone(),
-            worker,
+            (worker, lab.members_watch()),
             rng,
             stop_rx.clone(),
         ));
@@ -288,8 +295,13 @@ async fn fault_phase(
     let (nemesis_lab, nemesis_network, nemesis_stop) = (lab.clone(), network.cloned(), stop_rx.clone());
     let nemesis = tokio::spawn(async move {
         let lab = nemesis_lab.as_ref();
-        let holds = (NodeHolds::new(lab.node_count()), NetworkHolds::default());
+        let members = lab.members();
+        let holds = (
+            NodeHolds::with_members(lab.node_count(), &members),
+            NetworkHolds::seeded(seed),
+        );
         let rolling = RollingFaults::shared(lab, &rolling_schedule, holds.0.clone());
+        let mut membership = MembershipFaults::shared(lab, &membership_schedule, holds.0.clone());
         let mut families = Families {
             process: ProcessFaults::shared(lab, &schedule, holds.0.clone()),
             network: nemesis_network
@@ -302,12 +314,14 @@ async fn fault_phase(
             tokio::join!(
                 families.run(phase_start, nemesis_stop.clone()),
                 rolling.run(phase_start, nemesis_stop.clone()),
+                membership.run(phase_start, nemesis_stop.clone()),
                 triggers.run(phase_start, nemesis_stop, facts),
             );
         } else {
             tokio::join!(
                 families.run(phase_start, nemesis_stop.clone()),
-                rolling.run(phase_start, nemesis_stop),
+                rolling.run(phase_start, nemesis_stop.clone()),
+                membership.run(phase_start, nemesis_stop),
             );
         }
     });
@@ -430,13 +444,12 @@ fn io_faults(windows: &[IoFaultWindow]) -> Vec<IoWindow> {
 /// The process-fault schedule of a plan for a seed (deterministic: the same seed gives the same schedule).
 pub fn fault_schedule(plan: &Plan, seed: u64) -> Vec<process_faults::ScheduledFault> {
     let plan = crate::plan::swarm::configure(plan, seed);
+    let pool = process_faults::Pool {
+        nodes: plan.system.nodes(),
+        dynamic: plan.changes_membership(),
+    };
     match &plan.nemesis.process {
-        Some(spec) => process_faults::generate(
-            &spec.value,
-            plan.system.nodes(),
-            plan.time_limit.0,
-            &mut stream(seed, "nemesis"),
-        ),
+        Some(spec) => process_faults::generate_in(&spec.value, pool, plan.time_limit.0, &mut stream(seed, "nemesis")),
         None => Vec::new(),
     }
 }

@@ -17,6 +17,7 @@
 pub mod etcd;
 pub mod exec;
 pub mod iggy;
+pub mod membership;
 pub mod reference;
 pub mod refusal;
 pub mod spec;
@@ -60,6 +61,9 @@ pub struct Capabilities {
     pub repairing_pattern: bool,
     /// Its [`System::log_patterns`] include `repaired` (the `repaired` trigger condition needs it).
     pub repaired_pattern: bool,
+    /// It can add and remove members while it runs ([`System::membership`]): `kind: membership` faults, and a
+    /// `members:` count below `nodes:` (spare nodes to add), need it.
+    pub membership: bool,
 }
 
 /// What an adapter's constructor gets: the plan, the run, where the nodes keep their data, the netns lab if any.
@@ -111,12 +115,22 @@ pub trait AdapterSpec: Send + Sync {
     fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
         None
     }
+    /// How many of the `nodes` are members at the start (`members:`; every node when the plan does not say), with
+    /// where the plan says it.
+    fn members(&self) -> Option<serde_saphyr::Spanned<crate::plan::Bounded<1, 9>>> {
+        None
+    }
 }
 
 impl BuildContext<'_> {
-    /// Cluster size.
+    /// Cluster size: every node of the pool, members or spares.
     pub fn node_count(&self) -> usize {
         self.plan.system.nodes()
+    }
+
+    /// The nodes that are members at the start: the first `members:` of the pool.
+    pub fn initial_members(&self) -> Vec<usize> {
+        (0..self.plan.system.initial_members()).collect()
     }
 
     /// Each node's address: its namespace address under netns, else one random loopback address on which every
@@ -467,8 +481,16 @@ pub enum ProbeError {
 pub trait System: Send + Sync {
     /// Adapter name (`reference`, `etcd`, ...).
     fn kind(&self) -> &'static str;
-    /// Cluster size.
+    /// Cluster size: every node of the pool, members or spares.
     fn node_count(&self) -> usize;
+    /// The nodes that are members at the start (every node unless the plan keeps spares).
+    fn initial_members(&self) -> Vec<usize> {
+        (0..self.node_count()).collect()
+    }
+    /// Its membership hooks, if it can add and remove members while it runs.
+    fn membership(&self) -> Option<&dyn membership::Membership> {
+        None
+    }
     /// The node's data dir.
     fn data_dir(&self, node: usize) -> PathBuf;
     /// The node's addresses.
@@ -554,6 +576,12 @@ pub trait System: Send + Sync {
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
     /// The line of a node's log that says it refused to boot, if any.
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
+    /// The line of a joiner's log that says it gave up joining because it could not reach the cluster (not a fault
+    /// of its data or its code: a joiner cut off by a partition), if any. The boot check takes the exit of a joiner
+    /// that never became ready with such a line for a failed join, not a crash.
+    fn join_failure_line(&self, _log_tail: &str) -> Option<String> {
+        None
+    }
     /// A register client bound to `home` (it follows the system's redirects to the primary), if the system offers
     /// registers.
     fn register_client(&self, _home: usize, _op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {

@@ -47,6 +47,11 @@ macro_rules! adapters {
                 match self { $(SystemSpec::$variant(config) => config.nodes.0 as usize),* }
             }
 
+            /// How many nodes are members at the start: the adapter's `members:`, else every node.
+            pub fn initial_members(&self) -> usize {
+                self.adapter().members().map_or(self.nodes(), |members| members.value.0 as usize)
+            }
+
             /// Sets the cluster size (`--nodes`; the plan is validated again after).
             pub fn set_nodes(&mut self, nodes: usize) {
                 match self { $(SystemSpec::$variant(config) => config.nodes = crate::plan::Bounded(nodes as u64)),* }

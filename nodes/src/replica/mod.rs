@@ -6,10 +6,12 @@
 //! messages that must wait for durability (PrepareOk), then commit execution.
 //!
 //! Submodules: `normal` (requests, prepares, commits), `view_change`, `repair`, `recovery`, `state_transfer`
-//! (checkpoints and catching up from one), `lease` (reads served by the primary on a quorum's promise).
+//! (checkpoints and catching up from one), `lease` (reads served by the primary on a quorum's promise),
+//! `reconfiguration` (epochs: members join and leave).
 
 pub mod lease;
 mod normal;
+mod reconfiguration;
 mod recovery;
 mod repair;
 mod state_transfer;
@@ -27,6 +29,7 @@ use tokio::sync::oneshot;
 
 use crate::checkpoint::CheckpointError;
 use crate::checksum::hex;
+use crate::config::{Members, Reconfiguration};
 use crate::message::Message;
 use crate::mutants::{Bug, Mutants};
 use crate::network::Outbound;
@@ -42,8 +45,17 @@ pub enum Event {
     Message {
         /// Sender replica.
         from: u8,
+        /// The sender's epoch (from the frame header).
+        epoch: u64,
         /// The message.
         message: Message,
+    },
+    /// An operator asks the primary to change the members (`POST /reconfigure`).
+    Reconfigure {
+        /// The members asked for.
+        members: Members,
+        /// Receives the outcome.
+        reply: oneshot::Sender<ClientOutcome>,
     },
     /// A client request and where to send its outcome.
     Client {
@@ -86,6 +98,15 @@ pub enum ClientOutcome {
     Stale,
     /// Prepared but the view changed before it committed: may or may not be applied.
     Unknown(String),
+    /// A reconfiguration committed (or the members asked for are the current ones): the epoch and its members.
+    Reconfigured {
+        /// The epoch in force.
+        epoch: u64,
+        /// Its members.
+        members: Members,
+    },
+    /// Refused before it entered the log (a reconfiguration that is not one change, or one while another is open).
+    Refused(String),
 }
 
 /// Replica status, as in the paper.
@@ -95,8 +116,12 @@ pub enum Status {
     Normal,
     /// Changing view (also right after a restart, until the current view is learned).
     ViewChange,
-    /// A wiped replica getting its state back from the cluster.
+    /// A wiped replica (or a joiner) getting its state back from the cluster.
     Recovering,
+    /// It heard of a newer epoch and catches up to it; it takes no part in its old epoch any more.
+    Transitioning,
+    /// Not a member of its epoch: it takes part in nothing, and serves its log to replicas that catch up.
+    Removed,
 }
 
 impl Status {
@@ -106,6 +131,8 @@ impl Status {
             Status::Normal => "normal",
             Status::ViewChange => "view_change",
             Status::Recovering => "recovering",
+            Status::Transitioning => "transitioning",
+            Status::Removed => "removed",
         }
     }
 }
@@ -115,16 +142,20 @@ impl Status {
 pub struct StatusSnapshot {
     /// Replica id.
     pub replica: u8,
-    /// `normal`, `view_change` or `recovering`.
+    /// `normal`, `view_change`, `recovering`, `transitioning` or `removed`.
     pub status: &'static str,
-    /// Current view.
+    /// Current epoch (0: a joiner that has not learned one).
+    pub epoch: u64,
+    /// The members of the current epoch, by replica id.
+    pub members: Vec<u8>,
+    /// Current view (of the epoch).
     pub view: u64,
     /// View in which the log was last normal.
     pub log_view: u64,
     /// `primary` (primary of `view` and in normal status) or `backup`.
     pub role: &'static str,
-    /// Primary of the current view.
-    pub primary: u8,
+    /// Primary of the current view (`None` while the replica knows no members).
+    pub primary: Option<u8>,
     /// Head op.
     pub op: u64,
     /// Highest executed (committed) op.
@@ -201,7 +232,7 @@ pub struct ReplicaConfig {
     pub cluster: u64,
     /// This replica's id.
     pub replica: u8,
-    /// Number of replicas.
+    /// Number of replica ids in the pool (members or not; every one has a peer address).
     pub replica_count: u8,
     /// Data dir (superblock and WAL).
     pub data_dir: PathBuf,
@@ -330,6 +361,8 @@ enum SyncPurpose {
     AdoptView,
     /// A wiped replica copies the primary's log.
     Recover,
+    /// A replica of an older epoch catches up to a committed op of this newer epoch's log, and executes into it.
+    JoinEpoch(u64),
 }
 
 /// Replacing this replica's log by `source`'s, op by op from the committed prefix upwards.
@@ -343,6 +376,8 @@ struct LogSync {
     /// Every op up to here equals the source's.
     verified_op: u64,
     purpose: SyncPurpose,
+    /// When the source last sent something the sync took (an entry, a checkpoint chunk), or the sync started.
+    progress_at: Instant,
 }
 
 #[derive(Default)]
@@ -371,6 +406,8 @@ struct RecoveryState {
 }
 
 struct Timers {
+    /// Next time a transitioning replica asks the pool for the epoch it catches up to.
+    epoch_request_at: Instant,
     /// A backup starts a view change when this passes without hearing from the primary.
     primary_deadline: Instant,
     /// A view change (or rejoin) that has not completed by then moves to the next view.
@@ -394,6 +431,16 @@ pub struct Replica {
     outbound: Outbound,
     published: Arc<Mutex<StatusSnapshot>>,
     status: Status,
+    /// The epoch this replica takes part in (durable; never goes back).
+    epoch: u64,
+    /// The members of `epoch`.
+    members: Members,
+    /// The members of the epoch before (this process's life only: the `quorum-of-old-config` mutant's stale count).
+    previous_members: Members,
+    /// The op of a reconfiguration in the primary's log that has not committed: nothing is prepared after it.
+    pending_reconfig: Option<u64>,
+    /// When each peer in another epoch was last told ours (or asked for theirs): at most once a heartbeat interval.
+    epoch_told_at: BTreeMap<u8, Instant>,
     view: u64,
     log_view: u64,
     /// Highest executed op.
@@ -448,8 +495,14 @@ impl Replica {
             now
         };
         let seed = u64::from(config.replica) ^ now.elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+        outbound.set_epoch(superblock.state.epoch);
         let mut replica = Replica {
             status: Status::ViewChange,
+            epoch: superblock.state.epoch,
+            members: superblock.members,
+            previous_members: superblock.members,
+            pending_reconfig: None,
+            epoch_told_at: BTreeMap::new(),
             view: superblock.state.view,
             log_view: superblock.state.log_view,
             commit_min: 0,
@@ -477,6 +530,7 @@ impl Replica {
             transfer: None,
             ack_pending: false,
             timers: Timers {
+                epoch_request_at: now,
                 primary_deadline: now,
                 view_change_deadline: now,
                 resend_at: now,
@@ -622,10 +676,21 @@ impl Replica {
                 "data dir was wiped or lost acknowledged entries: starting VSR recovery"
             );
             self.start_recovery()?;
+        } else if !self.members.contains(self.config.replica) {
+            tracing::info!(
+                replica = self.config.replica,
+                epoch = self.epoch,
+                members = %self.members,
+                "not a member of its epoch: removed"
+            );
+            self.execute_committed()?;
+            self.status = Status::Removed;
         } else if self.superblock.sequence == 1 && self.journal.op_max() == 0 {
             tracing::info!(
                 replica = self.config.replica,
                 view = 0,
+                epoch = self.epoch,
+                members = %self.members,
                 "genesis replica: entering view 0"
             );
             self.status = Status::Normal;
@@ -634,9 +699,10 @@ impl Replica {
             self.primary.acks.insert(self.config.replica, 0);
             self.lease = PrimaryLease::new_view(0);
         } else {
-            self.execute_committed();
+            self.execute_committed()?;
             tracing::info!(
                 replica = self.config.replica,
+                epoch = self.epoch,
                 view = self.view,
                 log_view = self.log_view,
                 op = head.op,
@@ -699,7 +765,11 @@ impl Replica {
                 self.on_client_request(request, reply);
                 Ok(())
             }
-            Event::Message { from, message } => self.on_message(from, message),
+            Event::Message { from, epoch, message } => self.on_message(from, epoch, message),
+            Event::Reconfigure { members, reply } => {
+                self.on_reconfigure(members, reply);
+                Ok(())
+            }
             Event::Tick => Ok(()),
             Event::Shutdown { done } => {
                 self.shutdown = Some(done);
@@ -708,11 +778,14 @@ impl Replica {
         }
     }
 
-    fn on_message(&mut self, from: u8, message: Message) -> Result<(), ReplicaError> {
+    fn on_message(&mut self, from: u8, epoch: u64, message: Message) -> Result<(), ReplicaError> {
         assert!(
             from < self.config.replica_count && from != self.config.replica,
             "network checks the sender"
         );
+        let Some(message) = self.admit(from, epoch, message)? else {
+            return Ok(());
+        };
         if message.view().is_some_and(|view| view > self.view) {
             // A higher view exists or is being voted for: whatever it commits may be missing here.
             self.lease.revoke();
@@ -762,11 +835,24 @@ impl Replica {
                 commit,
             )?,
             Message::RequestStartView { view } => self.on_request_start_view(from, view),
+            Message::Recovery { nonce } => self.on_recovery(from, nonce),
+            response @ Message::RecoveryResponse { .. } => self.on_recovery_response(from, response),
+            repair @ (Message::RequestPrepares { .. }
+            | Message::RepairPrepare { .. }
+            | Message::RepairDone { .. }
+            | Message::CheckpointChunk { .. }) => self.on_repair_message(from, repair)?,
+            // Same epoch: nothing to catch up to (`admit` handles these across epochs).
+            Message::StartEpoch { .. } | Message::RequestStartEpoch => {}
+        }
+        Ok(())
+    }
+
+    /// Repair traffic: ops and checkpoints, which their checksums verify whatever epoch the peer is in.
+    fn on_repair_message(&mut self, from: u8, message: Message) -> Result<(), ReplicaError> {
+        match message {
             Message::RequestPrepares { from_op, to_op } => self.on_request_prepares(from, from_op, to_op),
             Message::RepairPrepare { entry } => self.on_repair_prepare(from, entry)?,
             Message::RepairDone { .. } => self.on_repair_done(from),
-            Message::Recovery { nonce } => self.on_recovery(from, nonce),
-            response @ Message::RecoveryResponse { .. } => self.on_recovery_response(from, response),
             Message::CheckpointChunk {
                 op,
                 checksum,
@@ -774,6 +860,7 @@ impl Replica {
                 offset,
                 bytes,
             } => self.on_checkpoint_chunk(from, op, checksum, size, offset, bytes)?,
+            other => unreachable!("not repair traffic: {other:?}"),
         }
         Ok(())
     }
@@ -793,6 +880,8 @@ impl Replica {
             }
             Status::ViewChange => self.tick_view_change(now)?,
             Status::Recovering => self.tick_recovery(now)?,
+            Status::Transitioning => self.tick_transitioning(now)?,
+            Status::Removed => {}
         }
         if let Some(repair) = &self.repair {
             if now >= repair.deadline {
@@ -829,7 +918,7 @@ impl Replica {
             }
             self.acknowledge_head();
         }
-        self.execute_committed();
+        self.execute_committed()?;
         self.maybe_checkpoint()?;
         self.check_progress()?;
         self.maybe_request_repair();
@@ -866,9 +955,11 @@ impl Replica {
         self.persist_superblock()
     }
 
-    /// Durably stores view, log_view and commit (and clears the wiped flag once recovered).
+    /// Durably stores epoch, members, view, log_view and commit (and clears the wiped flag once recovered).
     fn persist_superblock(&mut self) -> Result<(), ReplicaError> {
+        self.superblock.members = self.members;
         let state = VsrState {
+            epoch: self.epoch,
             view: self.view,
             log_view: self.log_view,
             commit: self.commit_min,
@@ -878,23 +969,17 @@ impl Replica {
         Ok(())
     }
 
-    /// Applies every committed op the journal holds, in order, replying to waiting clients.
-    fn execute_committed(&mut self) {
-        let mut target = self.commit_max.min(self.journal.head().op);
-        if let Some(sync) = self.sync {
-            // Above the verified prefix the log may still hold divergent entries.
-            target = target.min(sync.verified_op);
-        } else if self.status != Status::Normal || self.log_view != self.view {
-            // The log is not (yet) the current view's: a commit number learned from a newer view says nothing
-            // about the entries above this replica's commit point, which may be its own never-committed suffix.
-            // (Seen from the outside: a deposed primary adopted a view, was pulled into the next view change
-            // before its sync finished, executed its own uncommitted prepares up to the new view's commit number,
-            // and could never sync again: `sync source sent an entry off its announced chain`.)
-            target = target.min(self.commit_replay);
-        }
-        while self.commit_min < target {
+    /// Applies every committed op the journal holds, in order, replying to waiting clients; a reconfiguration is
+    /// executed by the replica itself (`reconfiguration`), and may move it into the next epoch.
+    fn execute_committed(&mut self) -> Result<(), ReplicaError> {
+        while self.execute_target() > self.commit_min {
             let op = self.commit_min + 1;
             let entry = self.journal.entry(op).expect("every op up to the head is stored");
+            if let Some(next) = Reconfiguration::decode(&entry.body) {
+                self.commit_min = op;
+                self.execute_reconfiguration(op, next)?;
+                continue;
+            }
             let mut reply = self.machine.apply(entry);
             self.commit_min = op;
             if let Some(at_receipt) = self.primary.receipt_reads_by_op.remove(&op) {
@@ -907,6 +992,24 @@ impl Replica {
                 let _ = waiter.send(ClientOutcome::Done(reply.clone()));
             }
         }
+        Ok(())
+    }
+
+    /// The highest op [`Replica::execute_committed`] may execute now.
+    fn execute_target(&self) -> u64 {
+        let mut target = self.commit_max.min(self.journal.head().op);
+        if let Some(sync) = self.sync {
+            // Above the verified prefix the log may still hold divergent entries.
+            target = target.min(sync.verified_op);
+        } else if self.status != Status::Normal || self.log_view != self.view {
+            // The log is not (yet) the current view's: a commit number learned from a newer view says nothing
+            // about the entries above this replica's commit point, which may be its own never-committed suffix.
+            // (Seen from the outside: a deposed primary adopted a view, was pulled into the next view change
+            // before its sync finished, executed its own uncommitted prepares up to the new view's commit number,
+            // and could never sync again: `sync source sent an entry off its announced chain`.)
+            target = target.min(self.commit_replay);
+        }
+        target
     }
 
     fn truncate_log_after(&mut self, op: u64) -> Result<(), ReplicaError> {
@@ -932,6 +1035,8 @@ impl Replica {
         let snapshot = StatusSnapshot {
             replica: self.config.replica,
             status: self.status.as_str(),
+            epoch: self.epoch,
+            members: self.members.ids().collect(),
             view: self.view,
             log_view: self.log_view,
             role: if self.is_primary() && self.status == Status::Normal {
@@ -939,7 +1044,7 @@ impl Replica {
             } else {
                 "backup"
             },
-            primary: self.primary_of(self.view),
+            primary: (!self.members.is_empty()).then(|| self.primary_of(self.view)),
             op: head.op,
             commit: self.commit_min,
             head_checksum: hex(head.checksum),
@@ -984,17 +1089,30 @@ impl Replica {
         self.config.lease.enabled && now < self.promise_until
     }
 
+    /// The primary of `view` in this replica's epoch: the members take turns in id order.
     fn primary_of(&self, view: u64) -> u8 {
-        (view % u64::from(self.config.replica_count)) as u8
+        self.members.nth(view)
     }
 
     fn is_primary(&self) -> bool {
-        self.primary_of(self.view) == self.config.replica
+        self.members.contains(self.config.replica) && self.primary_of(self.view) == self.config.replica
     }
 
-    /// Replicas needed for a quorum (a majority).
+    /// Replicas needed for a quorum (a majority of the epoch's members).
     fn quorum(&self) -> usize {
-        usize::from(self.config.replica_count) / 2 + 1
+        if self.config.mutants.has(Bug::QuorumOfOldConfig) {
+            // MUTANT(quorum-of-old-config): the quorum size stays the one of the configuration this process knew
+            // before the last reconfiguration it executed (a cached member count the reconfiguration path does not
+            // update; a restart reads the configuration again). After 3 -> 4 members, two of four are taken for a
+            // quorum, and two disjoint pairs can each commit and elect on their own.
+            return self.previous_members.quorum();
+        }
+        self.members.quorum()
+    }
+
+    /// Sends `message` to every other member of the epoch.
+    fn broadcast(&self, message: &Message) {
+        self.outbound.broadcast_to(self.members, message);
     }
 
     fn random_timeout(&mut self) -> Duration {

@@ -9,7 +9,7 @@ use super::{
 use crate::message::Message;
 use crate::mutants::Bug;
 use crate::state_machine::{Operation, Reply, SessionLookup};
-use crate::wal::entry::{Entry, BODY_SIZE_MAX_BYTES};
+use crate::wal::entry::{Entry, RequestIdentity, BODY_SIZE_MAX_BYTES};
 use crate::wal::journal::InsertRejected;
 
 impl Replica {
@@ -87,56 +87,59 @@ impl Replica {
     }
 
     /// Moves queued requests into the pipeline: append to the WAL (fsynced at the end of the loop iteration)
-    /// and send the prepare to every backup right away.
+    /// and send the prepare to every backup right away. Nothing follows a reconfiguration in its epoch.
     pub(super) fn prepare_queued(&mut self) {
         assert!(self.status == Status::Normal && self.is_primary());
-        while self.pipeline_has_room() {
+        while self.pipeline_has_room() && self.pending_reconfig.is_none() {
             let Some((request, reply)) = self.primary.queue.pop_front() else {
                 break;
             };
-            let head = self.journal.head();
             let body = request.operation.encode();
             assert!(
                 body.len() <= BODY_SIZE_MAX_BYTES,
                 "the client API bounds operation sizes"
             );
-            let op = head.op + 1;
-            let entry = Entry::new(
-                self.config.cluster,
-                op,
-                self.view,
-                head.checksum,
-                request.identity,
-                body,
-            );
-            let inserted = if self.config.mutants.has(Bug::RepairRewindsParent) {
-                // MUTANT(repair-rewinds-parent): the primary trusts its head pair and appends its own prepare
-                // without checking the parent against the stored entry below it, as the replica this bug models
-                // did. (The correct primary re-checks, which would turn the bug into the panic below.)
-                self.journal.insert_unchecked(entry.clone()).map(Ok)
-            } else {
-                self.journal.insert(entry.clone())
-            };
-            match inserted {
-                Ok(Ok(_)) => {}
-                Ok(Err(rejected)) => panic!("primary's own prepare rejected by its journal: {rejected:?}"),
-                Err(error) => {
-                    tracing::error!(%error, "fatal: cannot append to the wal");
-                    std::process::exit(2);
-                }
-            }
+            let op = self.append_prepare(body, request.identity);
             self.primary.waiters.entry(op).or_default().push(reply);
             let identity = (request.identity.client_id, request.identity.request_number);
             if let Some(reads) = self.primary.receipt_reads.remove(&identity) {
                 self.primary.receipt_reads_by_op.insert(op, reads);
             }
-            self.outbound.broadcast(&Message::Prepare {
-                view: self.view,
-                commit: self.commit_max,
-                entry,
-            });
-            self.op_known_max = op;
         }
+    }
+
+    /// Appends the next op (`body`) to the primary's WAL and sends its prepare to every backup; returns its op.
+    pub(super) fn append_prepare(&mut self, body: Vec<u8>, identity: RequestIdentity) -> u64 {
+        assert!(
+            self.pending_reconfig.is_none(),
+            "nothing is prepared after a reconfiguration in its epoch"
+        );
+        let head = self.journal.head();
+        let op = head.op + 1;
+        let entry = Entry::new(self.config.cluster, op, self.view, head.checksum, identity, body);
+        let inserted = if self.config.mutants.has(Bug::RepairRewindsParent) {
+            // MUTANT(repair-rewinds-parent): the primary trusts its head pair and appends its own prepare
+            // without checking the parent against the stored entry below it, as the replica this bug models
+            // did. (The correct primary re-checks, which would turn the bug into the panic below.)
+            self.journal.insert_unchecked(entry.clone()).map(Ok)
+        } else {
+            self.journal.insert(entry.clone())
+        };
+        match inserted {
+            Ok(Ok(_)) => {}
+            Ok(Err(rejected)) => panic!("primary's own prepare rejected by its journal: {rejected:?}"),
+            Err(error) => {
+                tracing::error!(%error, "fatal: cannot append to the wal");
+                std::process::exit(2);
+            }
+        }
+        self.broadcast(&Message::Prepare {
+            view: self.view,
+            commit: self.commit_max,
+            entry,
+        });
+        self.op_known_max = op;
+        op
     }
 
     /// Commits the highest op acknowledged by a quorum (acks are cumulative: "I hold every op up to this").
@@ -268,7 +271,7 @@ impl Replica {
         } else {
             0
         };
-        self.outbound.broadcast(&Message::Commit {
+        self.broadcast(&Message::Commit {
             view: self.view,
             commit: self.commit_max,
             op,
@@ -297,6 +300,7 @@ impl Replica {
             let _ = waiter.send(ClientOutcome::NotPrimary { primary: None });
         }
         self.primary.acks.clear();
+        self.pending_reconfig = None;
         self.lease = PrimaryLease::default();
         self.primary.receipt_reads.clear();
         self.primary.receipt_reads_by_op.clear();

@@ -26,8 +26,8 @@ impl Replica {
         });
         self.repair = None;
         self.sync = None;
-        tracing::info!(nonce, "recovery started");
-        if self.config.replica_count == 1 {
+        tracing::info!(nonce, epoch = self.epoch, members = %self.members, "recovery started");
+        if self.members.len() == 1 && self.members.contains(self.config.replica) {
             let head = self.journal.head();
             return self.finish_recovery(LogSource {
                 replica: self.config.replica,
@@ -35,8 +35,19 @@ impl Replica {
                 checksum: head.checksum,
             });
         }
-        self.outbound.broadcast(&Message::Recovery { nonce });
+        self.broadcast_recovery(nonce);
         Ok(())
+    }
+
+    /// Asks for the cluster's state: the members of its epoch, or, for a joiner that knows none yet, the whole pool
+    /// (whoever is in an epoch answers with a `StartEpoch`).
+    fn broadcast_recovery(&self, nonce: u64) {
+        let message = Message::Recovery { nonce };
+        if self.members.is_empty() {
+            self.outbound.broadcast(&message);
+        } else {
+            self.broadcast(&message);
+        }
     }
 
     pub(super) fn on_recovery(&mut self, from: u8, nonce: u64) {
@@ -60,6 +71,7 @@ impl Replica {
             return;
         };
         let quorum = self.quorum();
+        let members = self.members;
         let Some(recovery) = self.recovery.as_mut() else { return };
         if nonce != recovery.nonce || recovery.target_chosen {
             return;
@@ -92,10 +104,10 @@ impl Replica {
                 cluster_view = view_max,
                 "recovery: the cluster is in an older view; asking it to move up"
             );
-            self.outbound.broadcast(&Message::StartViewChange { view });
+            self.broadcast(&Message::StartViewChange { view });
             return;
         }
-        let primary = (view_max % u64::from(self.config.replica_count)) as u8;
+        let primary = members.nth(view_max);
         let Some(&Message::RecoveryResponse {
             view,
             op,
@@ -136,7 +148,7 @@ impl Replica {
         if !recovery.target_chosen && now >= recovery.resend_at {
             recovery.resend_at = now + Duration::from_millis(RECOVERY_RESEND_MS);
             let nonce = recovery.nonce;
-            self.outbound.broadcast(&Message::Recovery { nonce });
+            self.broadcast_recovery(nonce);
         }
         Ok(())
     }

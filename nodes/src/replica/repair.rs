@@ -40,6 +40,7 @@ impl Replica {
             source,
             verified_op,
             purpose,
+            progress_at: Instant::now(),
         });
     }
 
@@ -143,6 +144,7 @@ impl Replica {
             );
         }
         sync.verified_op = op;
+        sync.progress_at = Instant::now();
         self.sync = Some(sync);
         Ok(())
     }
@@ -162,6 +164,8 @@ impl Replica {
                 Ok(())
             }
             SyncPurpose::Recover => self.start_recovery(),
+            // Still transitioning: it asks the pool for the newer epoch again (`tick_transitioning`).
+            SyncPurpose::JoinEpoch(_) => Ok(()),
         }
     }
 
@@ -187,6 +191,7 @@ impl Replica {
                 }
                 SyncPurpose::AdoptView => self.finish_adopt_view(sync.source),
                 SyncPurpose::Recover => self.finish_recovery(sync.source),
+                SyncPurpose::JoinEpoch(epoch) => self.finish_join_epoch(sync.source, epoch),
             };
         }
         let head = self.journal.head();

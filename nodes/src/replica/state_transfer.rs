@@ -58,6 +58,25 @@ impl Replica {
         self.commit_min = op;
         self.commit_max = self.commit_max.max(op);
         self.commit_replay = self.commit_replay.max(op);
+        if loaded.epoch > self.epoch {
+            // The superblock was not written after a state transfer took this checkpoint of a newer epoch (a crash in
+            // between): the checkpoint's epoch is the replica's, durably before it takes part in anything.
+            self.epoch = loaded.epoch;
+            self.members = loaded.members;
+            self.previous_members = loaded.members;
+            self.outbound.set_epoch(loaded.epoch);
+            self.view = 0;
+            self.log_view = 0;
+            self.superblock.members = loaded.members;
+            let state = VsrState {
+                epoch: loaded.epoch,
+                view: 0,
+                log_view: 0,
+                commit: self.superblock.state.commit.max(op),
+            };
+            let recovering = self.superblock.recovering;
+            self.superblock.store(&dir, state, recovering)?;
+        }
         if self.journal.head().op < op {
             // The WAL lost entries the checkpoint covers (a torn tail cut below it): the log restarts above it.
             let base = Head {
@@ -92,7 +111,7 @@ impl Replica {
     pub(super) fn maybe_checkpoint(&mut self) -> Result<(), ReplicaError> {
         let interval = self.config.checkpoint_interval_ops;
         if interval == 0
-            || self.status == Status::Recovering
+            || matches!(self.status, Status::Recovering | Status::Transitioning)
             || self.commit_min < self.superblock.checkpoint.op.saturating_add(interval)
         {
             return Ok(());
@@ -104,10 +123,16 @@ impl Replica {
         let op = self.commit_min;
         let dir = self.config.data_dir.clone();
         let anchor = self.journal.checksum_of(op).expect("executed ops are stored");
+        assert!(
+            !matches!(self.status, Status::Recovering | Status::Transitioning),
+            "a replica checkpoints only its own epoch's committed state"
+        );
         let file = Checkpoint {
             cluster: self.config.cluster,
             op,
             anchor,
+            epoch: self.epoch,
+            members: self.members,
             state: self.machine.snapshot(),
         }
         .encode();
@@ -122,6 +147,7 @@ impl Replica {
                 .expect("every op from the base to the head is stored"),
         };
         let state = VsrState {
+            epoch: self.epoch,
             view: self.view,
             log_view: self.log_view,
             commit: self.commit_min,
@@ -199,6 +225,9 @@ impl Replica {
         repair.deadline = now + Duration::from_millis(REPAIR_TIMEOUT_MS);
         if let Some(recovery) = self.recovery.as_mut() {
             recovery.give_up_at = now + Duration::from_millis(super::recovery::RECOVERY_GIVE_UP_MS);
+        }
+        if let Some(sync) = self.sync.as_mut() {
+            sync.progress_at = now;
         }
         if offset == 0 {
             self.transfer = Some(Transfer {
@@ -279,6 +308,7 @@ impl Replica {
             self.journal.truncate_after(op)?;
         }
         let state = VsrState {
+            epoch: self.epoch,
             view: self.view,
             log_view: self.log_view,
             commit: op,
@@ -313,8 +343,9 @@ impl Replica {
             op,
             divergent_suffix_dropped = divergent,
             head = self.journal.head().op,
+            epoch = received.epoch,
             "state transfer: checkpoint installed"
         );
-        Ok(())
+        self.follow_checkpoint_epoch(received.epoch, received.members)
     }
 }

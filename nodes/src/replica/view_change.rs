@@ -46,7 +46,7 @@ impl Replica {
         let now = Instant::now();
         self.timers.view_change_deadline = now + self.random_timeout();
         self.timers.resend_at = now + self.heartbeat_interval();
-        self.outbound.broadcast(&Message::StartViewChange { view });
+        self.broadcast(&Message::StartViewChange { view });
         self.maybe_send_do_view_change()
     }
 
@@ -199,6 +199,8 @@ impl Replica {
         let head = self.journal.head();
         self.primary.acks.clear();
         self.primary.acks.insert(self.config.replica, head.op);
+        // The chosen log may end with a reconfiguration of this epoch that has not committed: nothing follows it.
+        self.pending_reconfig = self.uncommitted_reconfiguration();
         // No read on a lease until an op of this view commits: the ops above the commit point may have been
         // committed by the old view without this replica knowing, and its state lacks them until then.
         self.lease = PrimaryLease::new_view(head.op);
@@ -216,7 +218,7 @@ impl Replica {
             checksum: head.checksum,
             commit: self.commit_max,
         };
-        self.outbound.broadcast(&message);
+        self.broadcast(&message);
         self.timers.resend_at = Instant::now();
         Ok(())
     }
@@ -329,10 +331,10 @@ impl Replica {
         }
         self.timers.resend_at = now + self.heartbeat_interval();
         if self.view_change.rejoining {
-            self.outbound.broadcast(&Message::RequestStartView { view: self.view });
+            self.broadcast(&Message::RequestStartView { view: self.view });
             return Ok(());
         }
-        self.outbound.broadcast(&Message::StartViewChange { view: self.view });
+        self.broadcast(&Message::StartViewChange { view: self.view });
         if self.view_change.do_view_change_sent && self.primary_of(self.view) != self.config.replica {
             self.send_do_view_change();
         }

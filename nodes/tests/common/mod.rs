@@ -87,11 +87,18 @@ pub struct Cluster {
     pub dial: BTreeMap<(u8, u8), String>,
     /// Extra environment per replica (e.g. libfaketime's `LD_PRELOAD` and control file).
     pub env: Vec<Vec<(String, String)>>,
+    /// The members of the first epoch (`format --members`); the others of the pool are formatted as joiners.
+    pub members: Vec<u8>,
 }
 
 impl Cluster {
-    /// Formats `count` replicas (not started).
+    /// Formats `count` replicas, all members (not started).
     pub fn new(count: u8) -> Cluster {
+        Cluster::with_pool(count, &(0..count).collect::<Vec<u8>>())
+    }
+
+    /// Formats a pool of `count` replicas: `members` as the first epoch's members, the rest as joiners (not started).
+    pub fn with_pool(count: u8, members: &[u8]) -> Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let ip = cluster_ip();
         // Every port of the cluster is reserved while the next is picked: a port released after a bind to port 0 may be
@@ -122,9 +129,10 @@ impl Cluster {
             extra_args: vec![Vec::new(); count as usize],
             dial: BTreeMap::new(),
             env: vec![Vec::new(); count as usize],
+            members: members.to_vec(),
         };
         for id in 0..count {
-            cluster.format(id, false);
+            cluster.format(id, !members.contains(&id));
         }
         cluster
     }
@@ -138,6 +146,9 @@ impl Cluster {
         command.args(["--replica-count", &self.nodes.len().to_string(), "--force"]);
         if join {
             command.arg("--join");
+        } else {
+            let members: Vec<String> = self.members.iter().map(u8::to_string).collect();
+            command.args(["--members", &members.join(",")]);
         }
         let status = command.stderr(Stdio::null()).status().expect("run format");
         assert!(status.success(), "format of replica {id} failed");

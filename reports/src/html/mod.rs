@@ -18,6 +18,7 @@ mod durability;
 mod escape;
 mod linearizability;
 use faultline_workloads::nodelog as logs;
+mod membership;
 mod nodes;
 mod observations;
 pub mod ops;

@@ -386,7 +386,7 @@ fn faults_at(timeline: &Timeline, t_ms: f64) -> String {
     let faults = timeline
         .faults
         .iter()
-        .filter(|f| !matches!(f.kind, "crash" | "refused"));
+        .filter(|f| !matches!(f.kind, "crash" | "refused" | "non-member"));
     let open: Vec<&str> = faults
         .clone()
         .filter(|f| f.t0 <= t_ms && f.t1.is_none_or(|t1| t1 >= t_ms))
@@ -450,6 +450,7 @@ fn charts(has_observations: bool, has_txn_marks: bool) -> Markup {
                 (swatch("#f59e0b", "info (unknown)")) (swatch("#9ca3af", "never completed"))
                 (swatch("#dc2626", "kill")) (swatch("#7c3aed", "pause")) (swatch("#ca8a04", "clock moved"))
                 (swatch("#7f1d1d", "crash / refused to boot")) (swatch("#64748b", "restart-all"))
+                (swatch("#16a34a", "membership change")) (swatch("#cbd5e1", "not a member"))
                 span { "▼ problem event · ◆ disk surgery · ▏ lifecycle event · ◇ a trigger’s condition seen (filled amber: it fired a fault, drawn by an amber arrow to that fault; hollow: declined or skipped)" }
             }
             @if has_txn_marks {

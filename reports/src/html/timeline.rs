@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 /// A span of time during which a node was faulted, drawn as a shaded band.
 #[derive(Debug, Clone, Serialize)]
 pub struct FaultWindow {
-    /// `kill`, `pause`, `crash`, `refused`, `restart-all` or `clock` ([`super::clocks`]).
+    /// `kill`, `pause`, `crash`, `refused`, `restart-all`, `clock` ([`super::clocks`]), `membership` (a change) or
+    /// `non-member` ([`super::membership`]).
     pub kind: &'static str,
     /// The node.
     pub node: String,
@@ -293,6 +294,11 @@ pub fn build(history: &History) -> Timeline {
         timeline.markers.push(marker(event, label));
     }
     timeline.faults.extend(super::clocks::windows(history));
+    // Non-member spans first, so every other window is drawn over them.
+    let mut membership = super::membership::windows(history);
+    let steps = membership.split_off(membership.iter().take_while(|w| w.kind == "non-member").count());
+    timeline.faults.splice(0..0, membership);
+    timeline.faults.extend(steps);
     for (marker, id, trigger) in fired {
         let windows = timeline.faults.iter().filter(|f| f.fault_id == Some(id));
         for window in windows {

@@ -13,12 +13,19 @@
 //!   `verify-refused` alone does not count as a refusal to boot.
 //! - **exited on its own** (`crashed`) is a problem, except while an I/O fault is injected on that node (from
 //!   `io-fault-start` until [`IO_FAULT_GRACE_NS`] after `io-fault-stop`): stopping on an injected I/O error is
-//!   fail-stop, the correct reaction, and is noted in the details but is not a problem.
+//!   fail-stop, the correct reaction, and is noted in the details but is not a problem. Nor is the exit of a joiner
+//!   (wiped for a membership `add` and not booted since) that never became ready and logged that it could not reach
+//!   the cluster (`join_failure`, the adapter's reading of its log: an etcd joiner a partition cuts off exits
+//!   `discovery failed: cannot fetch cluster info`): a failed join, noted in `failed_joins`. A member added but not
+//!   running is then the membership checks' concern, and the final phase starts it as a member.
 //! - **not ready in time** (`boot-timeout`) is a problem, except while a majority of the *other* nodes are refused
 //!   legitimately at once: then the node has no quorum to join (an etcd member cannot become ready without one), and
 //!   the timeout is the majority rule's to judge below, not a fault of the node.
-//! - **after a restart-all**, every node must boot again, unless it refused legitimately, timed out without a quorum
-//!   or already has a problem.
+//! - **after a restart-all**, every node that is a member then (`observation` `members`; every node when none is
+//!   recorded) must boot again, unless it refused legitimately, timed out without a quorum or already has a problem:
+//!   a spare, or a node a membership change removed, stays down.
+//! - **a wipe** (`wipe`: after a refusal, or a joiner prepared by a membership `add`) makes the node a new one: the
+//!   surgery and the offline verification that came before it no longer speak of its data.
 //!
 //! The verdict: any problem makes it `invalid`, with the first problem as the reason (nodes in name order) and the
 //! earliest problem as the evidence time. Otherwise, when a majority of the nodes were refused legitimately at the same
@@ -27,10 +34,11 @@
 //! Otherwise it is `valid`.
 //!
 //! Details: per node name `{boots, refusals[{event, index, line, legitimate}], problems[], io_exits[],
-//! without_quorum[]}`.
+//! failed_joins[], without_quorum[]}`.
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::history::{phase_time, Event, History, Lifecycle, Name, Nemesis};
+use crate::membership::Members;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -69,6 +77,10 @@ struct NodeBoots {
     io_faults_until_ns: Option<u64>,
     /// Exits on injected I/O errors: fail-stop, a correct reaction, noted but not a problem.
     io_exits: Vec<String>,
+    /// Wiped for a membership `add` and not booted since: a joiner.
+    joining: bool,
+    /// Joiners that gave up, unable to reach the cluster: noted but not a problem.
+    failed_joins: Vec<String>,
     /// Boot timeouts while a majority of the other nodes were refused legitimately: no quorum to join.
     without_quorum: Vec<String>,
     /// Legitimate refusals to boot (after recorded surgery).
@@ -146,6 +158,11 @@ impl Boot {
                     entry.io_faults_until_ns = Some(event.time_ns + self.io_fault_grace_ns);
                 }
                 Name::Lifecycle(Lifecycle::Crashed) => crashed(entry, &node, event, phase_ns),
+                Name::Lifecycle(Lifecycle::Wipe) => {
+                    entry.surgery_since_boot = false;
+                    entry.verify_refused = None;
+                    entry.joining = event.value["after"].as_str() == Some("membership add");
+                }
                 Name::Lifecycle(Lifecycle::BootTimeout) if others_refused.len() >= majority => {
                     entry.without_quorum.push(format!(
                         "{node} was not ready within {} ms of starting while {} refused to boot after disk surgery: \
@@ -167,10 +184,12 @@ impl Boot {
             *refused_at_once = (*refused_at_once).max(at_once);
         }
         let end_ns = history.events.last().map_or(0, |e| e.time_ns);
-        if restart_all_at.is_some() {
+        if let Some(restart_all_at) = restart_all_at {
+            let members = Members::of(history);
             for (node, entry) in nodes.iter_mut() {
                 let excused = entry.legit > 0 || !entry.without_quorum.is_empty();
-                if !booted_after_restart.contains_key(node) && !excused && entry.problems.is_empty() {
+                let member = members.is_member(node, restart_all_at);
+                if member && !booted_after_restart.contains_key(node) && !excused && entry.problems.is_empty() {
                     entry.problem(end_ns, format!("{node} did not boot after the restart-all"));
                 }
             }
@@ -188,7 +207,7 @@ impl Boot {
                 (
                     name.clone(),
                     json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits,
-                           "without_quorum": n.without_quorum}),
+                           "failed_joins": n.failed_joins, "without_quorum": n.without_quorum}),
                 )
             })
             .collect();
@@ -229,11 +248,17 @@ impl Boot {
         }
         let boots: u64 = nodes.values().map(|n| n.boots).sum();
         let io_exits: usize = nodes.values().map(|n| n.io_exits.len()).sum();
-        let io_note = if io_exits > 0 {
+        let mut io_note = if io_exits > 0 {
             format!("; {io_exits} fail-stop exit(s) on injected I/O errors")
         } else {
             String::new()
         };
+        let failed_joins: usize = nodes.values().map(|n| n.failed_joins.len()).sum();
+        if failed_joins > 0 {
+            io_note.push_str(&format!(
+                "; {failed_joins} joiner(s) gave up joining, cut off from the cluster"
+            ));
+        }
         let reason = match legit_nodes {
             0 => format!("every start booted ({boots} boots); no refusals{io_note}"),
             n => format!(
@@ -264,6 +289,7 @@ fn cluster_size(history: &History) -> usize {
 /// A clean boot: counted, clears the surgery mark, and is a problem if the node's own verifier refused its WAL.
 fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     entry.boots += 1;
+    entry.joining = false;
     entry.surgery_since_boot = false;
     entry.refused_now = false;
     if let Some(line) = entry.verify_refused.take() {
@@ -278,11 +304,17 @@ fn booted(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     }
 }
 
-/// An exit: fail-stop inside an I/O-fault window (and its grace), a problem outside.
+/// An exit: fail-stop inside an I/O-fault window (and its grace), a failed join of a joiner cut off from the
+/// cluster, a problem otherwise.
 fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let exit = event.value["exit"].as_str().unwrap_or("?");
     let at = phase_time(event.time_ns, phase_ns);
-    if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
+    let join_failure = event.value["join_failure"].as_str();
+    if let Some(line) = join_failure.filter(|_| entry.joining && event.value["was_ready"] != json!(true)) {
+        entry
+            .failed_joins
+            .push(format!("{node} gave up joining at {at} ({exit}): {line}"));
+    } else if entry.io_faults_until_ns.is_some_and(|until| event.time_ns <= until) {
         entry
             .io_exits
             .push(format!("{node} stopped on an injected I/O error ({exit}) at {at}"));
@@ -441,6 +473,35 @@ mod tests {
     }
 
     #[test]
+    fn given_a_joiner_cut_off_from_the_cluster_when_it_gives_up_should_be_a_failed_join_but_not_a_member_that_does() {
+        let gave_up = json!({"exit": "exit code 1", "was_ready": false,
+                             "join_failure": "etcd gave up joining: discovery failed: cannot fetch cluster info"});
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("wipe", "n4", json!({"after": "membership add"})),
+            lifecycle("crashed", "n4", gave_up.clone()),
+            lifecycle("boot-ok", "n4", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+        assert!(
+            result.reason.contains("1 joiner(s) gave up joining"),
+            "{}",
+            result.reason
+        );
+        assert_eq!(result.details["n4"]["failed_joins"].as_array().unwrap().len(), 1);
+        // The same line from a node that booted since it joined, or one wiped after a refusal: a crash.
+        let mut member = h.events.clone();
+        member.push(lifecycle("crashed", "n4", gave_up.clone()));
+        assert_eq!(check_boot(&history(member)).verdict, Verdict::Invalid);
+        let refused = history(vec![
+            lifecycle("wipe", "n4", json!({"after": "refusal"})),
+            lifecycle("crashed", "n4", gave_up),
+        ]);
+        assert_eq!(check_boot(&refused).verdict, Verdict::Invalid);
+    }
+
+    #[test]
     fn given_a_node_missing_after_restart_all_when_checked_should_be_invalid() {
         let h = history(vec![
             lifecycle("boot-ok", "n1", json!({})),
@@ -488,6 +549,39 @@ mod tests {
         assert_eq!(result.verdict, Verdict::Invalid, "{}", result.reason);
         assert!(
             result.reason.starts_with("n3 was not ready within 20000 ms"),
+            "{}",
+            result.reason
+        );
+    }
+
+    #[test]
+    fn given_a_node_removed_before_the_restart_all_when_it_stays_down_should_be_valid() {
+        let members = |names: &[&str]| event(EventKind::Observation, "members", None, json!({"members": names}));
+        let h = history(vec![
+            members(&["n1", "n2", "n3"]),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            lifecycle("boot-ok", "n3", json!({})),
+            members(&["n1", "n2"]),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+        ]);
+        assert_eq!(
+            check_boot(&h).verdict,
+            Verdict::Valid,
+            "n3 left the cluster: it need not boot"
+        );
+        let h = history(vec![
+            members(&["n1", "n2"]),
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n2", json!({})),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert!(
+            result.reason.contains("n2 did not boot after the restart-all"),
             "{}",
             result.reason
         );

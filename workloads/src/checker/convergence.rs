@@ -1,9 +1,10 @@
 //! `convergence`: every node reached the same commit point.
 //!
-//! After the final phase the harness waits for every node's commit point to agree and records `converged` (how long
-//! it took, the commit point) or `convergence-timeout` (each node's commit point when the wait gave up). A timeout is
-//! `invalid`; a plan without a final phase is `valid` (not checked); a final phase that never reached the wait is
-//! `unknown`; otherwise `valid`.
+//! After the final phase the harness waits for every member's commit point to agree and records `converged` (how long
+//! it took, the commit point, the members it compared) or `convergence-timeout` (each member's commit point when the
+//! wait gave up). Members are who the system listed last (`observation` `members`): a node a membership change removed
+//! is not required to converge. A timeout is `invalid`; a plan without a final phase is `valid` (not checked); a final
+//! phase that never reached the wait is `unknown`; otherwise `valid`.
 
 use super::{lifecycle_events, CheckInput, CheckResult, Checker};
 use crate::history::Lifecycle;
@@ -62,9 +63,15 @@ impl Checker for Convergence {
             );
         }
         let times: Vec<String> = converged.iter().map(|c| format!("{} ms", c["converge_ms"])).collect();
+        let who = match converged.last().map(|c| crate::membership::names(&c["members"])) {
+            Some(members) if !members.is_empty() => {
+                format!("every member ({})", members.into_iter().collect::<Vec<_>>().join(", "))
+            }
+            _ => "every node".to_string(),
+        };
         result(
             Verdict::Valid,
-            format!("every node reached the same commit point (after {})", times.join(", ")),
+            format!("{who} reached the same commit point (after {})", times.join(", ")),
             json!(converged),
         )
     }

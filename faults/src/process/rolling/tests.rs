@@ -25,6 +25,7 @@ fn scripted(at_ms: u64, kind: ProcessFault, duration_ms: u64) -> ScriptedFaultSp
         bump: None,
         strobe: None,
         skew: None,
+        change: None,
     }
 }
 
@@ -84,6 +85,7 @@ fn given_targeted_rolling_faults_when_generated_should_place_their_spans_outside
             bump: None,
             strobe: None,
             skew: None,
+            change: None,
         }],
         stable: Some(stable.clone()),
         ..Default::default()

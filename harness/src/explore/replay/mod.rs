@@ -311,6 +311,7 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     };
                 }
             }
+            Nemesis::Membership => note_membership(&mut open, event, fault_id, node),
             Nemesis::Start | Nemesis::Resume | Nemesis::ClockHeal => {
                 if let Some(entry) = fault_id.and_then(|id| open.get_mut(&format!("p{id}"))) {
                     entry.end_ns = Some(event.time_ns);
@@ -596,6 +597,7 @@ pub fn scripted_plan(base: &Plan, faults: &[RecordedFault], seed: u64, origin: S
                 bump: clock_spec(detail).bump,
                 strobe: clock_spec(detail).strobe,
                 skew: clock_spec(detail).skew,
+                change: detail.change,
             }),
             // A takeover for the reason an anchored cut is one (see [`anchored_trigger`]): at this offset the recorded
             // network was in this grudge, also where an earlier fault lingers longer in the replay.
@@ -661,7 +663,46 @@ fn recorded_detail(kind: ProcessFault, value: &Value) -> FaultDetail {
         clock: serde_json::from_value(value["clock"].clone())
             .ok()
             .filter(|_| kind == ProcessFault::Clock),
+        change: serde_json::from_value(value["change"].clone())
+            .ok()
+            .filter(|_| kind == ProcessFault::Membership),
     }
+}
+
+/// A recorded membership step: an `add` or `remove` replays as that change of the node it took, at the offset it
+/// began (`duration_ms` before its record); a `replace` as one fault from its remove to its add. A skipped step did
+/// nothing, and replays as nothing.
+fn note_membership(open: &mut BTreeMap<String, Open>, event: &Event, fault_id: Option<u64>, node: Option<usize>) {
+    let value = &event.value;
+    let (Some(id), Some(node)) = (fault_id, node) else {
+        return;
+    };
+    if value["outcome"] == "skipped" {
+        return;
+    }
+    let begun_ns = event
+        .time_ns
+        .saturating_sub(value["duration_ms"].as_u64().unwrap_or(0) * 1_000_000);
+    let replace = value["change"] == "replace";
+    if replace && value["step"] == "add" {
+        if let Some(entry) = open.get_mut(&format!("p{id}")) {
+            entry.end_ns = Some(begun_ns);
+        }
+        return;
+    }
+    let entry = open.entry(format!("p{id}")).or_insert_with(|| Open {
+        start_ns: begun_ns,
+        end_ns: (!replace).then_some(begun_ns),
+        action: Action::Process {
+            kind: ProcessFault::Membership,
+            targets: add_node("", node),
+            detail: recorded_detail(ProcessFault::Membership, value),
+        },
+        trigger: value["trigger"].as_u64(),
+        hit: Vec::new(),
+        down_ms: None,
+    });
+    entry.hit.push(node);
 }
 
 /// A recorded clock fault's change as the plan fields that make exactly it again (empty for other faults).
@@ -688,6 +729,7 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
         bump: None,
         strobe: None,
         skew: None,
+        change: None,
     };
     match &fault.action {
         Action::Process { kind, targets, detail } => {
@@ -698,7 +740,9 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
                 ProcessFault::Stop => TriggeredKind::Stop,
                 ProcessFault::Corrupt => TriggeredKind::Corrupt,
                 ProcessFault::Clock => TriggeredKind::Clock,
+                ProcessFault::Membership => TriggeredKind::Membership,
             };
+            action.change = detail.change;
             let clock = clock_spec(detail);
             (action.bump, action.strobe, action.skew) = (clock.bump, clock.strobe, clock.skew);
             action.grace = detail.grace;

@@ -3,6 +3,7 @@
 //! all of it in the history.
 
 mod cuts;
+mod membership;
 mod nemesis;
 mod ready;
 mod stop;
@@ -101,6 +102,10 @@ pub struct Lab {
     cuts: cuts::Cuts,
     /// Each node's clock, when the plan has clock faults (empty otherwise: nothing is preloaded).
     clocks: Vec<NodeClock>,
+    /// Who the members are, as the system last listed them (the spares are the other nodes).
+    members: tokio::sync::watch::Sender<Vec<usize>>,
+    /// The newest epoch of those members, for a system that numbers its configurations (0: none known).
+    members_epoch: std::sync::Mutex<u64>,
 }
 
 impl Lab {
@@ -115,6 +120,7 @@ impl Lab {
         let mut slots = Vec::new();
         let mut boot_rx = Vec::new();
         let observed = (0..system.node_count()).map(|_| Arc::default()).collect();
+        let members = tokio::sync::watch::channel(system.initial_members()).0;
         for _ in 0..system.node_count() {
             let (tx, rx) = tokio::sync::watch::channel(BootState::Stopped);
             slots.push(Arc::new(Mutex::new(Slot {
@@ -140,6 +146,8 @@ impl Lab {
             facts: broadcast::channel(FACTS_CAPACITY).0,
             cuts: cuts::Cuts::default(),
             clocks: Vec::new(),
+            members,
+            members_epoch: std::sync::Mutex::new(0),
         }
     }
 
@@ -393,7 +401,11 @@ impl Lab {
     /// Which nodes are down or paused right now, for the progress line.
     pub async fn fault_summary(&self) -> String {
         let mut parts = Vec::new();
+        let members = self.members();
         for (node, slot) in self.slots.iter().enumerate() {
+            if !members.contains(&node) {
+                continue; // a spare is down by design
+            }
             let slot = slot.lock().await;
             let running = slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none());
             if !running {

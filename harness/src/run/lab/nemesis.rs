@@ -57,6 +57,22 @@ impl faultline_faults::process::Lab for Lab {
         self.set_clock(node, shift)
     }
 
+    fn members(&self) -> Vec<usize> {
+        Lab::members(self)
+    }
+
+    async fn change_membership(
+        &self,
+        step: faultline_faults::process::MembershipStep,
+        node: usize,
+    ) -> Result<Value, String> {
+        use faultline_faults::process::MembershipStep;
+        Ok(match step {
+            MembershipStep::Add => self.add_member(node).await,
+            MembershipStep::Remove => self.remove_member(node).await,
+        })
+    }
+
     fn record(&self, name: Nemesis, node: usize, value: Value) {
         self.recorder.nemesis(name, Some(&node_name(node)), value);
     }
@@ -69,6 +85,10 @@ impl faultline_faults::process::Lab for Lab {
 impl faultline_faults::network::schedule::NetworkLab for Lab {
     async fn primary(&self) -> Option<usize> {
         self.find_primary().await
+    }
+
+    async fn members_now(&self, _node_count: usize) -> Vec<usize> {
+        Lab::members(self)
     }
 
     fn record(&self, name: Nemesis, value: Value) {

@@ -80,6 +80,7 @@ impl Lab {
                         // A probe that raced a kill answers for the old process: only a running node's counts.
                         if lab.boot_state(node) == BootState::Ready {
                             note_status(lab.system.as_ref(), &lab.recorder, &lab.observed, node, &status);
+                            lab.note_members(&status);
                             lab.send_status(node, &status);
                         }
                     }
@@ -432,11 +433,13 @@ pub(super) async fn watch_node(
                 .into_iter()
                 .rev()
                 .collect();
-            recorder.lifecycle(
-                Lifecycle::Crashed,
-                Some(&name),
-                json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines}),
-            );
+            let mut value = json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines});
+            if ready != Some(true) {
+                if let Some(line) = system.join_failure_line(tail) {
+                    value["join_failure"] = json!(line);
+                }
+            }
+            recorder.lifecycle(Lifecycle::Crashed, Some(&name), value);
             BootState::Crashed(format!("{exit}: {}", last_lines.last().unwrap_or(&"")))
         }
     };

@@ -503,17 +503,19 @@ impl Workload {
         self.next_process.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Runs worker `worker` against its home node until `stop` turns true. Its in-flight op completes first.
+    /// Runs worker `worker` against its home node until `stop` turns true. Its in-flight op completes first. Its home
+    /// is a member (of `members`, as the lab lists them): when its home leaves the cluster, the worker moves to
+    /// another member, as a new process.
     pub async fn run_worker(
         self: Arc<Self>,
         system: Arc<dyn System>,
         recorder: Recorder,
-        worker: u64,
+        (worker, mut members): (u64, tokio::sync::watch::Receiver<Vec<usize>>),
         mut rng: ChaCha8Rng,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let home = worker as usize % system.node_count();
-        let home_name = faultline_faults::process::node_name(home);
+        let mut home = home_among(worker, &members.borrow_and_update(), system.node_count());
+        let mut home_name = faultline_faults::process::node_name(home);
         let op_timeout = self.spec.op_timeout.duration();
         let mean_gap_s = self.spec.concurrency.0 as f64 / self.spec.rate.0;
         let mut process = worker;
@@ -533,6 +535,18 @@ impl Workload {
                 tokio::select! {
                     _ = tokio::time::sleep_until(end) => {}
                     _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+            if members.has_changed().unwrap_or(false) {
+                let now = members.borrow_and_update().clone();
+                if !now.is_empty() && !now.contains(&home) {
+                    home = home_among(worker, &now, system.node_count());
+                    home_name = faultline_faults::process::node_name(home);
+                    process = self.new_process();
+                    match Client::new(system.as_ref(), kind, home, op_timeout, process) {
+                        Ok(fresh) => client = fresh,
+                        Err(_) => return,
+                    }
                 }
             }
             let op = self.generator.lock().expect("generator poisoned").next_op(process);
@@ -557,6 +571,14 @@ impl Workload {
                 return;
             }
         }
+    }
+}
+
+/// The home of worker `worker`: the members take the workers round-robin (every node when none is known).
+fn home_among(worker: u64, members: &[usize], node_count: usize) -> usize {
+    match members.len() {
+        0 => worker as usize % node_count,
+        n => members[worker as usize % n],
     }
 }
 

@@ -3,7 +3,7 @@
 use super::client;
 pub use super::ports::Ports;
 use super::template::Scope;
-use super::{ExecSystem, Template};
+use super::{ExecSystem, MembershipHooks, Template};
 use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
 use crate::system::{AdapterSpec, BuildContext, Built, Capabilities, Recovered};
 use anyhow::Context;
@@ -87,6 +87,12 @@ pub struct ExecConfig {
     /// Whether the proxy mesh can partition the system (its nodes dial peers only at the addresses in `{peers}`).
     #[serde(default = "yes")]
     pub proxy_partitions: bool,
+    /// How many of the nodes bootstrap the cluster (n1..nM); the others are spares that membership changes add.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<Spanned<Bounded<1, 9>>>,
+    /// The membership hooks (`add`, `remove`, `list`): with them, plans may change who is a member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membership: Option<Spanned<MembershipHooks>>,
 }
 
 fn yes() -> bool {
@@ -296,6 +302,9 @@ impl ExecConfig {
         if let Some(command) = self.status.as_ref().and_then(|s| s.command.as_ref()) {
             commands.push(("system.status.command", command, true));
         }
+        if let Some(hooks) = &self.membership {
+            commands.extend(hooks.value.commands().map(|(field, command)| (field, command, true)));
+        }
         commands
     }
 
@@ -310,6 +319,9 @@ impl ExecConfig {
         }
         if let Some(command) = self.status.as_mut().and_then(|s| s.command.as_mut()) {
             commands.push(command);
+        }
+        if let Some(hooks) = &mut self.membership {
+            commands.extend(hooks.value.commands_mut());
         }
         commands
     }
@@ -369,7 +381,12 @@ impl AdapterSpec for ExecConfig {
             refuses_interior_damage: false,
             repairing_pattern: self.log_lines.repairing.is_some(),
             repaired_pattern: self.log_lines.repaired.is_some(),
+            membership: self.membership.is_some(),
         }
+    }
+
+    fn members(&self) -> Option<Spanned<Bounded<1, 9>>> {
+        self.members.clone()
     }
 
     fn resolve_paths(&mut self, dir: &Path) {
@@ -403,6 +420,16 @@ impl AdapterSpec for ExecConfig {
         };
         if let Some(user) = &self.user {
             check_user(&user.value, plan).map_err(|message| at(user, message))?;
+        }
+        if let (Some(hooks), None) = (&self.membership, &self.wipe) {
+            return Err(PlanError {
+                origin: origin.to_string(),
+                line: hooks.defined.line(),
+                column: hooks.defined.column(),
+                message: "system.membership needs `system.wipe`: a joiner (and a spare before its first start) is \
+                          prepared as a wiped node, by `wipe.command`, which must make it join rather than bootstrap"
+                    .into(),
+            });
         }
         let nodes = plan.system.nodes();
         self.ports.check(nodes).map_err(|message| PlanError {
@@ -639,6 +666,8 @@ impl AdapterSpec for ExecConfig {
             log_patterns: self.log_lines.patterns(),
             run_id: context.run_id.to_string(),
             persistent: Vec::new(),
+            initial_members: context.initial_members(),
+            members: std::sync::Mutex::new(context.initial_members()),
         };
         let system = system.with_persistent_status();
         let vars = system.node_vars(0);

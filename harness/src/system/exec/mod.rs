@@ -35,15 +35,16 @@
 
 pub mod client;
 mod config;
+mod membership;
 mod ports;
 mod program;
 pub mod starts;
 mod status;
 mod template;
 
-pub use config::{
-    ClientSpec, CommandSpec, ExecConfig, LogLines, Ports, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec,
-};
+pub use config::{ClientSpec, CommandSpec, ExecConfig, LogLines, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec};
+pub use membership::{MembershipHooks, Order as MembershipOrder};
+pub use ports::Ports;
 pub use template::{Scope, Template, Vars};
 
 use super::{
@@ -86,6 +87,10 @@ pub struct ExecSystem {
     run_id: String,
     /// Each node's persistent status process, when `status.persistent` (empty otherwise).
     persistent: Vec<status::Persistent>,
+    /// The members at the start (`members:`; the others are spares, prepared as joiners).
+    initial_members: Vec<usize>,
+    /// The members of the moment, as the lab last passed them to a membership hook (`{members}`).
+    members: std::sync::Mutex<Vec<usize>>,
 }
 
 impl ExecSystem {
@@ -158,7 +163,22 @@ impl ExecSystem {
             vars.set(format!("port.{name}"), (base + node as u16).to_string());
             vars.set(format!("addr.{name}"), self.port_addr(node, base).to_string());
         }
+        let members = self.members.lock().expect("members lock").clone();
+        let ids: Vec<String> = members.iter().map(usize::to_string).collect();
+        vars.set("members", ids.join(","));
+        for (name, base) in self.config.ports.bases() {
+            let addrs: Vec<String> = members
+                .iter()
+                .map(|&m| format!("{m}={}", self.port_addr(m, base)))
+                .collect();
+            vars.set(format!("member_addrs.{name}"), addrs.join(","));
+        }
         vars
+    }
+
+    /// Takes `members` as the members of the moment (`{members}`, `{member_addrs.NAME}`).
+    fn set_members(&self, members: &[usize]) {
+        *self.members.lock().expect("members lock") = members.to_vec();
     }
 
     /// The variables every command may use: the cluster's.
@@ -291,12 +311,33 @@ impl ExecSystem {
 
     /// Runs a one-shot command of node `node` to completion, its output appended to the node's log.
     async fn run_once(&self, what: &str, spec: &CommandSpec, node: usize) -> anyhow::Result<()> {
+        let output = self.run_output(what, spec, node, COMMAND_TIMEOUT).await?;
+        anyhow::ensure!(
+            output.status.success(),
+            "{what} of {} failed ({}): {}\n  command: {}",
+            Self::name(node),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim(),
+            self.command(spec, &self.node_vars(node)).display()
+        );
+        Ok(())
+    }
+
+    /// Runs a one-shot command of node `node`, bounded by `timeout`, its output appended to the node's log; what it
+    /// printed and how it exited.
+    async fn run_output(
+        &self,
+        what: &str,
+        spec: &CommandSpec,
+        node: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<std::process::Output> {
         let command = self.command(spec, &self.node_vars(node));
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, crate::supervisor::one_shot_command(&command).output())
+        let output = tokio::time::timeout(timeout, crate::supervisor::one_shot_command(&command).output())
             .await
             .map_err(|_| {
                 anyhow::anyhow!(
-                    "{what} of {} did not finish within {COMMAND_TIMEOUT:?}: {}",
+                    "{what} of {} did not finish within {timeout:?}: {}",
                     Self::name(node),
                     command.display()
                 )
@@ -313,15 +354,7 @@ impl ExecSystem {
         text.push_str(&String::from_utf8_lossy(&output.stdout));
         text.push_str(&String::from_utf8_lossy(&output.stderr));
         append(&log, &text);
-        anyhow::ensure!(
-            output.status.success(),
-            "{what} of {} failed ({}): {}\n  command: {}",
-            Self::name(node),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim(),
-            command.display()
-        );
-        Ok(())
+        Ok(output)
     }
 
     /// Reads a status answer with the plan's pointers.
@@ -552,6 +585,17 @@ impl System for ExecSystem {
         self.config.nodes.0 as usize
     }
 
+    fn initial_members(&self) -> Vec<usize> {
+        self.initial_members.clone()
+    }
+
+    fn membership(&self) -> Option<&dyn super::membership::Membership> {
+        self.config
+            .membership
+            .as_ref()
+            .map(|_| self as &dyn super::membership::Membership)
+    }
+
     fn data_dir(&self, node: usize) -> PathBuf {
         self.nodes_dir.join(Self::name(node)).join("data")
     }
@@ -566,6 +610,10 @@ impl System for ExecSystem {
     async fn prepare(&self, node: usize) -> anyhow::Result<()> {
         let dir = self.data_dir(node);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        if self.config.membership.is_some() && !self.initial_members.contains(&node) {
+            // A spare: a joiner-to-be, prepared as a wiped node is (it must join, never bootstrap a cluster).
+            return self.wipe(node).await;
+        }
         self.write_config_files(node)?;
         self.give_to_user(node)?;
         match &self.config.prepare {

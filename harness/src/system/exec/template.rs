@@ -41,6 +41,14 @@ const VARIABLES: &[(&str, &str)] = &[
     ("node.K.addr.NAME", "HOST:PORT of node K's port NAME"),
     ("node_count", "the cluster size"),
     (
+        "members",
+        "the 0-based ids of the current members, comma-separated (with spares, `members:` below `nodes:`)",
+    ),
+    (
+        "member_addrs.NAME",
+        "ID=HOST:PORT,... of the current members' port NAME",
+    ),
+    (
         "faultline",
         "the running faultline executable (`{faultline} node ...` runs the reference node)",
     ),
@@ -79,6 +87,7 @@ const NODE_VARS: &[&str] = &[
     "node_count",
     "faultline",
     "plan_dir",
+    "members",
 ];
 /// Variables of the client command, which serves every node, that are not patterns.
 const CLIENT_VARS: &[&str] = &["client_addrs", "node_count", "faultline", "plan_dir"];
@@ -107,7 +116,7 @@ impl Scope<'_> {
         };
         let parts: Vec<&str> = name.split('.').collect();
         match parts.as_slice() {
-            ["port" | "addr", port_name] if self.per_node => port(port_name),
+            ["port" | "addr" | "member_addrs", port_name] if self.per_node => port(port_name),
             ["addrs", port_name] => port(port_name),
             ["node", k, rest @ ..] if !rest.is_empty() => {
                 let k: usize = k
@@ -131,7 +140,7 @@ impl Scope<'_> {
             }
             _ => {
                 let generic = match parts.as_slice() {
-                    ["port" | "addr", _] => Some(format!("{}.NAME", parts[0])),
+                    ["port" | "addr" | "member_addrs", _] => Some(format!("{}.NAME", parts[0])),
                     _ => None,
                 };
                 let known = VARIABLES
@@ -164,7 +173,10 @@ impl Scope<'_> {
             || (documented == "pid" && self.pid)
             || documented.starts_with("addrs.")
             || documented.starts_with("node.K.")
-            || (self.per_node && (documented.starts_with("port.") || documented.starts_with("addr.")))
+            || (self.per_node
+                && (documented.starts_with("port.")
+                    || documented.starts_with("addr.")
+                    || documented.starts_with("member_addrs.")))
     }
 }
 

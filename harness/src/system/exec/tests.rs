@@ -115,7 +115,39 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
         log_patterns: exec.log_lines.patterns(),
         run_id: "test".into(),
         persistent: Vec::new(),
+        initial_members: vec![0, 1, 2],
+        members: std::sync::Mutex::new(vec![0, 1, 2]),
     }
+}
+
+#[test]
+fn given_membership_variables_when_a_node_command_is_expanded_should_name_the_current_members() {
+    let system = system(None);
+    system.set_members(&[0, 2]);
+    let vars = system.node_vars(1);
+    assert_eq!(vars.expand("{members}"), "0,2");
+    assert_eq!(
+        vars.expand("{member_addrs.client}"),
+        format!("0={},2={}", system.addrs(0).client, system.addrs(2).client)
+    );
+}
+
+#[test]
+fn given_membership_hooks_without_wipe_or_with_a_bad_variable_when_validated_should_point_at_them() {
+    let hooks = "  membership: {add: [sh, add, \"{id}\"], remove: [sh, rm, \"{id}\"], list: [sh, ls]}\n";
+    let text = GOOD.replacen("  nodes: 3\n", &format!("  nodes: 3\n{hooks}"), 1);
+    let err = config(&text).unwrap_err();
+    assert!(err.message.contains("needs `system.wipe`"), "{err}");
+    assert_eq!(err.line, line_of(&text, "membership:"), "{err}");
+
+    let with_wipe = text.replacen("  nodes: 3\n", "  nodes: 3\n  wipe: {command: [sh, wipe]}\n", 1);
+    config(&with_wipe).unwrap_or_else(|e| panic!("{e}"));
+    let bad = with_wipe.replace("[sh, ls]", "[sh, ls, \"{member_addrs.nope}\"]");
+    let err = config(&bad).unwrap_err();
+    assert!(
+        err.message.contains("system.membership.list") && err.message.contains("names no port"),
+        "{err}"
+    );
 }
 
 fn spanned(text: &str) -> Spanned<String> {

@@ -123,6 +123,7 @@ impl AdapterSpec for IggyConfig {
             refuses_interior_damage: false,
             repairing_pattern: false,
             repaired_pattern: false,
+            membership: false,
         }
     }
 

@@ -8,8 +8,13 @@
 //!   `member/snap`. etcd verifies WAL record CRCs at boot and exits 1 with a `fatal` JSON log line.
 //! - Operator remedy after a legitimate refusal: remove the member through a live peer, add it back, wipe its data
 //!   dir and start it with `--initial-cluster-state existing`: it catches up from the leader's snapshot and log.
+//! - Membership ([`membership`]): `member add` through a live member, then the joiner started with
+//!   `--initial-cluster-state existing` and the current members in `--initial-cluster`; `member remove` by the ID
+//!   `member list` gives its peer URL; the members are `member list`'s, by peer URL.
 //!
 //! Measured facts behind these choices: `shared/systems/etcd.md`.
+
+mod membership;
 
 use super::{
     transport_outcome, unknown, AdapterSpec, BuildContext, Built, Capabilities, NodeAddrs, NodeStatus, Outcome,
@@ -77,6 +82,9 @@ pub struct EtcdConfig {
     /// instead of a linearizable range. Proves the pipeline can fail on etcd; never for real testing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serializable_reads: bool,
+    /// How many of the nodes bootstrap the cluster (n1..nM); the others are spares that membership changes add.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<serde_saphyr::Spanned<Bounded<1, 9>>>,
 }
 
 #[async_trait]
@@ -112,6 +120,7 @@ impl AdapterSpec for EtcdConfig {
             refuses_interior_damage: false,
             repairing_pattern: false,
             repaired_pattern: false,
+            membership: true,
         }
     }
 
@@ -119,11 +128,15 @@ impl AdapterSpec for EtcdConfig {
         Some(&mut self.args)
     }
 
+    fn members(&self) -> Option<serde_saphyr::Spanned<Bounded<1, 9>>> {
+        self.members.clone()
+    }
+
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
         let binary = EtcdSystem::locate(self.binary.as_deref())?;
         let node_count = context.node_count();
         let node_ips = context.node_ips(&EtcdSystem::ports(node_count))?;
-        let system = EtcdSystem::new(
+        let mut system = EtcdSystem::new(
             binary.clone(),
             node_count,
             context.nodes_dir.clone(),
@@ -132,6 +145,7 @@ impl AdapterSpec for EtcdConfig {
             self.args.clone(),
             self.serializable_reads,
         );
+        system.initial_members = context.initial_members();
         Ok(Built {
             system: Arc::new(system),
             binary,
@@ -153,8 +167,11 @@ pub struct EtcdSystem {
     serializable_reads: bool,
     /// Raft member id of each node, learned from its own status answers (ids change when a member is re-added).
     member_ids: Mutex<Vec<Option<String>>>,
-    /// Nodes re-added after a wipe: they join the running cluster instead of bootstrapping a new one.
-    rejoined: Mutex<Vec<bool>>,
+    /// Nodes re-added after a wipe, or added as new members: they join the running cluster with these members in
+    /// `--initial-cluster` (themselves included) instead of bootstrapping a new one.
+    rejoined: Mutex<Vec<Option<Vec<usize>>>>,
+    /// The members that bootstrap the cluster.
+    initial_members: Vec<usize>,
 }
 
 impl EtcdSystem {
@@ -179,7 +196,8 @@ impl EtcdSystem {
             extra_args,
             serializable_reads,
             member_ids: Mutex::new(vec![None; node_count]),
-            rejoined: Mutex::new(vec![false; node_count]),
+            rejoined: Mutex::new(vec![None; node_count]),
+            initial_members: (0..node_count).collect(),
         }
     }
 
@@ -229,9 +247,11 @@ impl EtcdSystem {
         format!("http://{}", self.addrs(node).peer)
     }
 
-    fn initial_cluster(&self) -> String {
-        (0..self.node_count)
-            .map(|node| format!("{}={}", Self::name(node), self.peer_url(node)))
+    /// `--initial-cluster`: `nodes`' names and peer URLs.
+    fn initial_cluster(&self, nodes: &[usize]) -> String {
+        nodes
+            .iter()
+            .map(|&node| format!("{}={}", Self::name(node), self.peer_url(node)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -334,17 +354,29 @@ impl System for EtcdSystem {
             .await
             .with_context(|| format!("re-adding {} to the cluster", Self::name(node)))?;
         super::empty_data_dir(&self.data_dir(node))?;
-        self.rejoined.lock().expect("rejoined lock")[node] = true;
+        let members: Vec<usize> = match self.list_members().await {
+            Ok(members) => members,
+            Err(_) => (0..self.node_count).collect(),
+        };
+        self.rejoined.lock().expect("rejoined lock")[node] = Some(members);
         self.member_ids.lock().expect("member ids lock")[node] = None;
         Ok(())
     }
 
+    fn initial_members(&self) -> Vec<usize> {
+        self.initial_members.clone()
+    }
+
+    fn membership(&self) -> Option<&dyn super::membership::Membership> {
+        Some(self)
+    }
+
     fn launch(&self, node: usize) -> LaunchCommand {
         let me = self.addrs(node);
-        let state = if self.rejoined.lock().expect("rejoined lock")[node] {
-            "existing"
-        } else {
-            "new"
+        let joining = self.rejoined.lock().expect("rejoined lock")[node].clone();
+        let (state, cluster) = match joining {
+            Some(members) => ("existing", self.initial_cluster(&members)),
+            None => ("new", self.initial_cluster(&self.initial_members)),
         };
         let mut args: Vec<String> = [
             "--name".to_string(),
@@ -360,7 +392,7 @@ impl System for EtcdSystem {
             "--initial-advertise-peer-urls".into(),
             format!("http://{}", me.peer),
             "--initial-cluster".into(),
-            self.initial_cluster(),
+            cluster,
             "--initial-cluster-state".into(),
             state.into(),
             "--initial-cluster-token".into(),
@@ -491,6 +523,17 @@ impl System for EtcdSystem {
         describes_data.then(|| one_line_summary(fatal))
     }
 
+    /// A joiner (`--initial-cluster-state existing`) first asks the members' peer URLs for the cluster; when none
+    /// answers (a partition cuts it off) it exits `discovery failed: cannot fetch cluster info from peer urls`.
+    fn join_failure_line(&self, log_tail: &str) -> Option<String> {
+        let fatal = log_tail
+            .lines()
+            .rev()
+            .find(|line| line.contains("\"level\":\"fatal\""))?;
+        let gave_up = fatal.contains("discovery failed") && fatal.contains("cannot fetch cluster info");
+        gave_up.then(|| zap_summary("etcd gave up joining", fatal))
+    }
+
     fn register_client(&self, home: usize, op_timeout: Duration, _client_id: u64) -> Option<Box<dyn RegisterClient>> {
         Some(Box::new(EtcdClient {
             http: Self::http(op_timeout),
@@ -500,14 +543,20 @@ impl System for EtcdSystem {
     }
 }
 
-/// `msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not JSON.
+/// `etcd refused to boot: msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not
+/// JSON.
 fn one_line_summary(line: &str) -> String {
+    zap_summary("etcd refused to boot", line)
+}
+
+/// `what: msg: error` of a zap JSON line (the stack trace left out), or the line itself if it is not JSON.
+fn zap_summary(what: &str, line: &str) -> String {
     match serde_json::from_str::<Value>(line.trim()) {
         Ok(record) => {
             let message = record["msg"].as_str().unwrap_or("");
             match record["error"].as_str() {
-                Some(error) => format!("etcd refused to boot: {message}: {error}"),
-                None => format!("etcd refused to boot: {message}"),
+                Some(error) => format!("{what}: {message}: {error}"),
+                None => format!("{what}: {message}"),
             }
         }
         Err(_) => line.trim().to_string(),
@@ -671,6 +720,22 @@ goroutine 160 [running]:"#;
     fn given_a_fatal_port_in_use_line_when_judged_should_not_be_a_refusal() {
         let tail = r#"{"level":"fatal","msg":"discovery failed","error":"listen tcp 127.0.0.1:2380: bind: address already in use"}"#;
         assert_eq!(system().boot_refusal_line(tail), None);
+    }
+
+    #[test]
+    fn given_a_joiner_that_cannot_reach_the_members_when_judged_should_be_a_failed_join_not_a_refusal() {
+        let tail = r#"{"level":"warn","caller":"etcdserver/cluster_util.go:76","msg":"failed to get cluster response","address":"http://10.251.138.15:24005/members","error":"dial tcp 10.251.138.15:24005: i/o timeout"}
+{"level":"fatal","ts":"x","caller":"etcdmain/etcd.go:271","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs","stacktrace":"go.etcd.io/etcd/etcdmain..."}"#;
+        assert_eq!(system().boot_refusal_line(tail), None);
+        assert_eq!(
+            system().join_failure_line(tail).as_deref(),
+            Some(
+                "etcd gave up joining: discovery failed: cannot fetch cluster info from peer urls: could not retrieve \
+                 cluster information from the given URLs"
+            )
+        );
+        let crc = r#"{"level":"fatal","msg":"discovery failed","error":"walpb: crc mismatch"}"#;
+        assert_eq!(system().join_failure_line(crc), None);
     }
 
     #[test]

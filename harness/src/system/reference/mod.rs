@@ -1,4 +1,7 @@
 //! The reference system: `faultline-node`, a VSR replica with a hash-chained WAL, over its HTTP/JSON client API.
+//! Its membership hooks (`POST /reconfigure`, `/status`'s members) are in [`membership`].
+
+mod membership;
 
 use super::{
     transport_outcome, txn_answer, txn_is_read_only, unknown, AdapterSpec, Bank, BankClient, BuildContext, Built,
@@ -39,6 +42,9 @@ pub struct ReferenceConfig {
     /// Extra arguments for every node's run command (e.g. `--bug NAME`, the mutants of `nodes/README.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// How many of the nodes are members at the start (n1..nM); the others are spares that membership changes add.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<serde_saphyr::Spanned<Bounded<1, 9>>>,
 }
 
 #[async_trait]
@@ -78,11 +84,16 @@ impl AdapterSpec for ReferenceConfig {
             refuses_interior_damage: true,
             repairing_pattern: true,
             repaired_pattern: true,
+            membership: true,
         }
     }
 
     fn node_args_mut(&mut self) -> Option<&mut Vec<String>> {
         Some(&mut self.args)
+    }
+
+    fn members(&self) -> Option<serde_saphyr::Spanned<Bounded<1, 9>>> {
+        self.members.clone()
     }
 
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
@@ -97,6 +108,7 @@ impl AdapterSpec for ReferenceConfig {
             u64::from(rand::random::<u32>()),
             self.args.clone(),
         );
+        reference.keep_spares(context.initial_members());
         let (network, routes) = context
             .proxied_network(
                 |to| reference.addrs(to).peer,
@@ -181,6 +193,10 @@ pub struct ReferenceSystem {
     extra_args: Vec<String>,
     /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
     peer_routes: Option<Vec<Vec<SocketAddr>>>,
+    /// The members at the start (the others are formatted as joiners).
+    initial_members: Vec<usize>,
+    /// The members as last listed (the next primary is the next of them).
+    members: std::sync::Mutex<Vec<usize>>,
 }
 
 impl ReferenceSystem {
@@ -202,7 +218,15 @@ impl ReferenceSystem {
             cluster_id,
             extra_args,
             peer_routes: None,
+            initial_members: (0..node_count).collect(),
+            members: std::sync::Mutex::new((0..node_count).collect()),
         }
+    }
+
+    /// Keeps every node but `members` out of the cluster at the start: spares, formatted as joiners.
+    pub fn keep_spares(&mut self, members: Vec<usize>) {
+        *self.members.lock().expect("members lock") = members.clone();
+        self.initial_members = members;
     }
 
     /// Makes node i dial node j at `routes[i][j]` (the proxy of directed link i->j) instead of j's peer port.
@@ -313,7 +337,20 @@ impl System for ReferenceSystem {
     }
 
     async fn prepare(&self, node: usize) -> anyhow::Result<()> {
-        self.format(node, &[]).await
+        if !self.initial_members.contains(&node) {
+            // A spare: a joiner that learns the cluster's epoch and waits until it is added.
+            return self.format(node, &["--join"]).await;
+        }
+        let members: Vec<String> = self.initial_members.iter().map(usize::to_string).collect();
+        self.format(node, &["--members", &members.join(",")]).await
+    }
+
+    fn initial_members(&self) -> Vec<usize> {
+        self.initial_members.clone()
+    }
+
+    fn membership(&self) -> Option<&dyn crate::system::membership::Membership> {
+        Some(self)
     }
 
     async fn wipe(&self, node: usize) -> anyhow::Result<()> {
@@ -388,8 +425,10 @@ impl System for ReferenceSystem {
     }
 
     fn next_primary(&self, primary: usize) -> Option<usize> {
-        // VSR: primary = view % n, so the next view's primary is the next replica.
-        Some((primary + 1) % self.node_count)
+        // VSR: the members take turns in id order, so the next view's primary is the next member.
+        let members = self.members.lock().expect("members lock");
+        let next = members.iter().copied().find(|&member| member > primary);
+        next.or_else(|| members.first().copied())
     }
 
     fn wal_glob(&self) -> &str {
