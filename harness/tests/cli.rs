@@ -193,6 +193,39 @@ fn given_run_json_when_the_run_ends_should_print_only_its_results_on_stdout_and_
 }
 
 #[test]
+fn given_a_folder_named_like_a_built_in_plan_when_named_on_the_command_line_should_take_the_built_in_plan() {
+    // A store keeps a plan's runs in a folder of the plan's name, so a campaign started inside its store names
+    // `reference-partition` while `./reference-partition/` exists: every child run read the folder as the plan and failed (seen on etcd-mixed).
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("reference-partition")).unwrap();
+    let run = cwd.path().join("myrun");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::write(run.join("plan.yaml"), repo_plan_text("canary.yaml")).unwrap();
+    let builtin = faultline()
+        .args(["plan", "--schedule", "reference-partition", "--seed", "1"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(builtin.status.code(), Some(0), "{}", explain(&builtin));
+    assert!(
+        stdout(&builtin).contains("partition"),
+        "the built-in plan's schedule: {}",
+        explain(&builtin)
+    );
+    let folder = faultline()
+        .args(["plan", "--schedule", "myrun", "--seed", "1"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(folder.status.code(), Some(254), "{}", explain(&folder));
+    let stderr = String::from_utf8_lossy(&folder.stderr);
+    assert!(
+        stderr.contains("is a folder") && stderr.contains("myrun/plan.yaml"),
+        "says what to pass instead: {stderr}"
+    );
+}
+
+#[test]
 fn given_inputs_that_are_not_what_a_command_needs_when_run_should_exit_254() {
     let empty = tempfile::tempdir().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![

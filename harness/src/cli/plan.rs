@@ -56,13 +56,7 @@ fn check_plan_command(path: &Path) -> Outcome {
 
 fn schedule_command(path: &Path, seed: Option<u64>) -> Outcome {
     // As `faultline run` takes it: a file, else a built-in plan's name (`default` is one).
-    let plan = if path == Path::new("default") {
-        Plan::default_plan()
-    } else if path.exists() {
-        Plan::load(path).map_err(plan_error)?
-    } else {
-        crate::plan::builtin::load(&path.display().to_string()).map_err(plan_error)?
-    };
+    let plan = Plan::from_arg(path).map_err(plan_error)?;
     let Some(seed) = seed.or(plan.seed) else {
         return Err(Failed::bad_input(
             "faultline plan --schedule: the plan has no seed; pass --seed N",

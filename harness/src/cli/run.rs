@@ -53,9 +53,7 @@ pub(super) fn command(args: RunArgs) -> Outcome {
             return replay_plan(run_dir).and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
         }
         (None, plan_path) => match plan_path {
-            Some(path) if path.exists() => Plan::load(path),
-            // Not a file: a built-in plan's name (`faultline run canary`).
-            Some(path) => crate::plan::builtin::load(&path.display().to_string()),
+            Some(path) => Plan::from_arg(path),
             None => Ok(Plan::default_plan()),
         },
     };

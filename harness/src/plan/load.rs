@@ -21,6 +21,31 @@ impl Plan {
         Plan::parse_in(&text, &origin, &dir)
     }
 
+    /// A plan as the command line names it: a plan file, else a built-in plan's name (`faultline run canary`). A
+    /// folder is never a plan: a built-in name wins over a folder of that name (a store's runs of `etcd-mixed` live
+    /// in `etcd-mixed/`, so a campaign started inside its store would else read its own runs' folder as the plan),
+    /// and a folder that names no built-in plan is refused with what to pass instead.
+    pub fn from_arg(arg: &Path) -> Result<Plan, PlanError> {
+        let name = arg.display().to_string();
+        if arg.is_file() {
+            return Plan::load(arg);
+        }
+        if arg.is_dir() && !super::builtin::PLANS.iter().any(|(n, _)| *n == name) {
+            let hint = if arg.join("plan.yaml").is_file() {
+                format!("; to rerun that run's plan, pass {}", arg.join("plan.yaml").display())
+            } else {
+                String::new()
+            };
+            return Err(PlanError {
+                origin: name,
+                line: 0,
+                column: 0,
+                message: format!("is a folder, not a plan file nor a built-in plan's name{hint}"),
+            });
+        }
+        super::builtin::load(&name)
+    }
+
     /// The built-in default plan.
     pub fn default_plan() -> Plan {
         Plan::parse(DEFAULT_PLAN_YAML, "<default plan>").expect("the built-in default plan is valid")

@@ -19,7 +19,9 @@
 //!   is the *rarity* of what it and its children found: the sum, over those behaviours, of `1 / hits` (`hits`: how
 //!   many runs of the campaign showed the behaviour since). A behaviour later runs keep showing was easy to reach and
 //!   stops counting; one nobody reached again keeps its full weight. A plan as written counts only its children's
-//!   finds: its own run came first and found everything for that reason alone;
+//!   finds: its own run came first and found everything for that reason alone. And a run's finds weigh against
+//!   what runs of its time found ([`Guide::novelty_scale`]): a campaign's novelty decays whatever it runs, and
+//!   counted raw, the earliest children's finds outweigh all later ones;
 //! - UCB1 (Auer et al., 2002), as Mallory's Q-learning balances a known good action against an untried one: an
 //!   entry's value is its mean reward per run plus `UCB_C * mean_reward_of_the_campaign * sqrt(2 ln(runs) / (1 +
 //!   picks))`, so an entry tried once is not buried under one that did well early, and one that saturated yields;
@@ -104,10 +106,22 @@ pub struct Entry {
     pub seed: Option<u64>,
     /// The behaviours it showed first.
     pub found: Vec<BehaviourId>,
+    /// What a find of its run was worth when it ran ([`Guide::novelty_scale`]).
+    pub found_scale: f64,
     /// Times it was chosen as a parent.
     pub picks: u32,
-    /// The behaviours its children found first (their rarity is its reward).
-    pub children_found: Vec<BehaviourId>,
+    /// What its children found first, each child apart (their rarity, at the scale of their time, is its reward).
+    pub children: Vec<Find>,
+}
+
+/// What one run found first, and what a find was worth when it ran: `1 / the new behaviours of a typical run of
+/// that time` ([`Guide::novelty_scale`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Find {
+    /// The behaviours no earlier run had shown.
+    pub found: Vec<BehaviourId>,
+    /// Their worth per behaviour, before rarity.
+    pub scale: f64,
 }
 
 /// A run the guide chose and has not heard back from.
@@ -153,6 +167,8 @@ pub struct Guide {
     operators: [OperatorStats; mutate::Operator::ALL.len()],
     /// New behaviours of the last [`ADMISSION_WINDOW`] runs.
     recent: VecDeque<usize>,
+    /// New behaviours of the last plan as written that ran (the baseline before any child has run).
+    as_written_found: usize,
 }
 
 impl Guide {
@@ -169,8 +185,9 @@ impl Guide {
                 genome: vocab.seed_genome(p),
                 seed: None,
                 found: Vec::new(),
+                found_scale: 1.0,
                 picks: 0,
-                children_found: Vec::new(),
+                children: Vec::new(),
             })
             .collect();
         Guide {
@@ -184,6 +201,7 @@ impl Guide {
             campaign_seed,
             operators: [OperatorStats::default(); mutate::Operator::ALL.len()],
             recent: VecDeque::new(),
+            as_written_found: 0,
         }
     }
 
@@ -258,14 +276,21 @@ impl Guide {
             return;
         };
         let as_written = pending.choice.as_written.is_some();
+        let scale = self.novelty_scale();
         if let Some(parent) = self.corpus.iter_mut().find(|e| e.origin == pending.parent) {
             if as_written && complete {
                 // The plan's own entry: what its first run found is what the plan as written finds.
                 parent.found.extend_from_slice(new);
                 parent.seed = Some(pending.seed);
             } else {
-                parent.children_found.extend_from_slice(new);
+                parent.children.push(Find {
+                    found: new.to_vec(),
+                    scale,
+                });
             }
+        }
+        if as_written && complete {
+            self.as_written_found = new.len();
         }
         let bar = median(&self.recent);
         // The plans as written find the most (a campaign's first runs find everything new): they set no bar.
@@ -280,7 +305,7 @@ impl Guide {
                     .position(|o| o == operator)
                     .expect("a known operator");
                 self.operators[at].uses += 1;
-                self.operators[at].reward += new.len() as f64;
+                self.operators[at].reward += new.len() as f64 * scale;
             }
         }
         if complete && !as_written && !new.is_empty() && new.len() >= bar {
@@ -289,8 +314,9 @@ impl Guide {
                 genome: pending.genome,
                 seed: Some(pending.seed),
                 found: new.to_vec(),
+                found_scale: scale,
                 picks: 0,
-                children_found: Vec::new(),
+                children: Vec::new(),
             });
             self.evict();
         }
@@ -308,6 +334,25 @@ impl Guide {
         if let Some(i) = weakest {
             self.corpus.remove(i);
         }
+    }
+
+    /// What one new behaviour is worth now, before its rarity: `1 / the new behaviours of a typical run` (the
+    /// median of the last [`ADMISSION_WINDOW`] runs, or before any child ran, the last plan as written's run).
+    ///
+    /// A campaign's novelty decays: its second run finds a third of what the first did, its thirtieth a twentieth,
+    /// whatever their configurations. Counted raw, the finds of the earliest children outweigh everything after
+    /// them, and the entries that happened to run first stay the parents of every run (measured on `etcd-mixed`:
+    /// runs 2-29 all children of runs 1 and 13, configurations with every fault half as frequent, until the corpus
+    /// reached faster ones at run 30, whose children then found twice as much as uniform's runs of that time). So a
+    /// run's finds are weighed against what runs of its time found, as a bandit with a drifting reward compares
+    /// arms at the same moment; rarity (`1 / hits`) still decays each behaviour as later runs show it again.
+    fn novelty_scale(&self) -> f64 {
+        let typical = if self.recent.is_empty() {
+            self.as_written_found
+        } else {
+            median(&self.recent)
+        };
+        1.0 / typical.max(1) as f64
     }
 
     /// The rarity of `found`: the sum of `1 / hits` over its behaviours (see the module docs).
@@ -341,18 +386,24 @@ impl Guide {
         })
     }
 
-    /// An entry's mean reward: the rarity of what its children (and a run's entry itself) found, per run; a plan
-    /// as written not picked yet is worth what a run typically finds (the median of recent runs).
+    /// An entry's mean reward: the rarity of what its children (and a run's entry itself) found, each at the scale
+    /// of its time ([`Guide::novelty_scale`]), per run; a plan as written not picked yet is worth what a typical run
+    /// finds (1 at that scale).
     pub fn mean_reward(&self, entry: &Entry) -> f64 {
         let own = match entry.origin {
-            Origin::Run(_) => self.rarity(&entry.found),
+            Origin::Run(_) => self.rarity(&entry.found) * entry.found_scale,
             Origin::Plan(_) => 0.0,
         };
         let runs = Guide::samples(entry);
         if runs < 1.0 {
-            return median(&self.recent) as f64;
+            return 1.0;
         }
-        (own + self.rarity(&entry.children_found)) / runs
+        let children: f64 = entry
+            .children
+            .iter()
+            .map(|child| self.rarity(&child.found) * child.scale)
+            .sum();
+        (own + children) / runs
     }
 
     /// Every entry's energy, in corpus order: its mean reward plus the exploration bonus (see the module docs).
@@ -375,7 +426,8 @@ impl Guide {
     }
 
     /// The operators' weights, in [`mutate::Operator::ALL`] order: 1 until an operator was used
-    /// `OPERATOR_USES_MIN` times, then its children's mean new behaviours against every operator's.
+    /// `OPERATOR_USES_MIN` times, then its children's mean new behaviours (each at the scale of its time,
+    /// [`Guide::novelty_scale`]) against every operator's.
     pub fn operator_weights(&self) -> [f64; mutate::Operator::ALL.len()] {
         let (uses, reward) = self
             .operators
@@ -551,8 +603,8 @@ impl Guide {
                 serde_json::json!({
                     "origin": e.origin, "energy": (energy * 1000.0).round() / 1000.0, "seed": e.seed,
                     "found": e.found.len(), "rarity": (self.rarity(&e.found) * 10.0).round() / 10.0,
-                    "picks": e.picks, "children_found": e.children_found.len(),
-                    "mean_reward": (self.mean_reward(e) * 10.0).round() / 10.0, "plan": plan,
+                    "picks": e.picks, "children_found": e.children.iter().map(|c| c.found.len()).sum::<usize>(),
+                    "mean_reward": (self.mean_reward(e) * 1000.0).round() / 1000.0, "plan": plan,
                     "genome": e.genome,
                 })
             })

@@ -161,6 +161,35 @@ fn given_an_entry_that_found_rare_behaviours_when_energies_are_compared_should_o
 }
 
 #[test]
+fn given_a_late_child_that_found_more_than_its_time_when_energies_are_compared_should_outrank_an_early_one_that_found_more_in_number()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut guide = guide_in(dir.path());
+    for run in 0..4 {
+        guide.choose(run).unwrap();
+    }
+    guide.observe(0, &ids(0..1000), &ids(0..1000), true);
+    guide.observe(1, &ids(0..1000), &ids(1000..2000), true);
+    // Run 2, the first child, finds 600 new behaviours when a run finds 1000 (the plans as written did).
+    guide.observe(2, &ids(2000..2600), &ids(2000..2600), true);
+    // Twenty runs later a run finds 100; run 3 finds 300 then.
+    guide.recent = std::iter::repeat(100).take(ADMISSION_WINDOW).collect();
+    guide.observe(3, &ids(3000..3300), &ids(3000..3300), true);
+    let energy = |run: u64| {
+        let at = guide.corpus.iter().position(|e| e.origin == Origin::Run(run)).unwrap();
+        guide.energies()[at]
+    };
+    assert!(
+        energy(3) > energy(2),
+        "3x its time's finds against 0.6x: {} vs {}",
+        energy(3),
+        energy(2)
+    );
+    let weights = guide.operator_weights();
+    assert!(weights.iter().all(|w| w.is_finite()), "{weights:?}");
+}
+
+#[test]
 fn given_a_logged_campaign_when_resumed_should_rebuild_the_corpus_and_not_rerun_the_plans_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let mut guide = guide_in(dir.path());
