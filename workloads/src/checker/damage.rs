@@ -62,6 +62,8 @@ pub struct LiveDamage {
     pub cuts: Vec<LiveCut>,
     /// When a majority was first damaged at once, and which nodes.
     pub majority: Option<(u64, Vec<String>)>,
+    /// Every node a cut hit (live or in the final phase).
+    pub cut_nodes: BTreeSet<String>,
     /// When the fault phase began: the judgement's sentences give times on the phase clock, as plans do.
     pub phase_start_ns: u64,
 }
@@ -97,6 +99,7 @@ pub fn live_damage(history: &History) -> LiveDamage {
                     file: surgery["file"].as_str().unwrap_or("").to_string(),
                 });
             }
+            damage.cut_nodes.insert(node.clone());
             damaged.insert(node, (durable_max, false));
         } else if event.is(Lifecycle::BootOk) {
             if let Some((_, booted)) = damaged.get_mut(&node) {
@@ -139,7 +142,23 @@ pub fn judge(checks: &mut [CheckResult], damage: &LiveDamage, promise: Promise) 
                 phase_time(last.time_ns, damage.phase_start_ns)
             )
         });
+        // A node's own disk decides what it boots with: one whose files no cut hit and that forgot what it had
+        // applied is a finding however damaged the others were.
+        let intact = check
+            .evidence_nodes
+            .iter()
+            .find(|node| !damage.cut_nodes.contains(node.as_str()));
         match (&damage.majority, cut) {
+            (Some((at_ns, nodes)), _) if *at_ns <= evidence && intact.is_some() => {
+                check.reason = format!(
+                    "{} (judged although a majority of the nodes ({}) had damaged files at once from {}: no cut hit \
+                     {}'s own files)",
+                    check.reason,
+                    nodes.join(", "),
+                    phase_time(*at_ns, damage.phase_start_ns),
+                    intact.expect("just matched")
+                );
+            }
             (Some((at_ns, nodes)), _) if *at_ns <= evidence => {
                 check.verdict = Verdict::Unknown;
                 check.reason = format!(
@@ -405,10 +424,58 @@ mod tests {
         // The restart-all's cut alone, on one node, is no majority and names no live cut.
         let alone = timed(vec![start("n1"), start("n2"), start("n3"), h.events[8].clone()]);
         let damage = live_damage(&alone);
-        assert_eq!(damage, LiveDamage::default());
+        assert_eq!((damage.cuts.len(), &damage.majority), (0, &None), "{damage:?}");
         let mut checks = [lost(at_ms(9))];
         judge(&mut checks, &damage, Promise::Tolerate);
         assert_eq!(checks[0].reason, "not linearizable");
+    }
+
+    /// `reference-mixed`'s restart-all cuts n2 and n3: a majority damaged at once. What n1, whose files no cut hit,
+    /// forgot of what it had applied is still a finding (its own disk decides what it boots with; seen as `unknown`
+    /// on the `ack-before-fsync` mutant before); what a cut node forgot, or a check about the whole cluster, is not
+    /// judged.
+    #[test]
+    fn given_a_majority_cut_in_the_final_phase_when_an_uncut_node_forgot_what_it_applied_should_stay_invalid() {
+        let final_cut = |node: &str| {
+            event(
+                EventKind::Nemesis,
+                "disk-surgery",
+                Some(node),
+                json!({"surgery": {"op": "flip-bits", "file": format!("/s/nodes/{node}/data/wal")}}),
+            )
+        };
+        let h = timed(vec![
+            start("n1"),
+            start("n2"),
+            start("n3"),
+            status("n1", 100),
+            event(EventKind::Lifecycle, "restart-all", None, json!({})),
+            final_cut("n2"),
+            final_cut("n3"), // index 6: a majority
+        ]);
+        let damage = live_damage(&h);
+        assert_eq!(damage.majority.as_ref().map(|m| m.0), Some(at_ms(6)));
+        let forgot = |node: &str| {
+            let mut check = CheckResult::new(
+                "durability",
+                Verdict::Invalid,
+                format!("{node} applied 558 before the restart-all's kill -9 and booted at 556"),
+                Value::Null,
+            );
+            check.evidence_ns = Some(at_ms(9));
+            check.evidence_nodes = vec![node.to_string()];
+            check
+        };
+        let mut checks = [forgot("n1"), forgot("n2"), lost(at_ms(9))];
+        judge(&mut checks, &damage, Promise::Tolerate);
+        assert_eq!(checks[0].verdict, Verdict::Invalid, "{}", checks[0].reason);
+        assert!(
+            checks[0].reason.ends_with("no cut hit n1's own files)"),
+            "{}",
+            checks[0].reason
+        );
+        assert_eq!(checks[1].verdict, Verdict::Unknown, "n2 was cut: {}", checks[1].reason);
+        assert_eq!(checks[2].verdict, Verdict::Unknown, "about the cluster: {}", checks[2].reason);
     }
 
     /// The plan said `at: 17s`: the fault phase began 4 s into the run, so the cut happened at 21 s of the run, and

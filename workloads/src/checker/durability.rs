@@ -82,7 +82,7 @@ impl Checker for Durability {
     fn check(&self, input: &CheckInput) -> CheckResult {
         let mut stops: BTreeMap<String, Stop> = BTreeMap::new();
         let mut restarts: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        let mut problems: Vec<(u64, String)> = Vec::new();
+        let mut problems: Vec<(u64, String, String)> = Vec::new();
         let mut warnings = Vec::new();
         let (mut judged, mut unjudged) = (0u64, 0u64);
         for event in &input.history.events {
@@ -131,7 +131,7 @@ impl Checker for Durability {
                     let restart = self.judge(&node, &stop, event, (recovered, input.history.phase_start_ns()));
                     let text = restart["text"].as_str().unwrap_or("").to_string();
                     match restart["judgement"].as_str() {
-                        Some("forgotten" | "booted-on-damage") => problems.push((event.time_ns, text)),
+                        Some("forgotten" | "booted-on-damage") => problems.push((event.time_ns, text, node.clone())),
                         Some("damage-truncated") => warnings.push(text),
                         _ => {}
                     }
@@ -147,13 +147,16 @@ impl Checker for Durability {
             .collect();
         let details = json!({"nodes": nodes, "judged": judged, "unjudged": unjudged});
         let mut result = match problems.first() {
-            Some((at_ns, text)) => {
+            Some((at_ns, text, _)) => {
                 let more = match problems.len() {
                     1 => String::new(),
                     n => format!(" (and {} more restart{})", n - 1, if n == 2 { "" } else { "s" }),
                 };
                 let mut result = CheckResult::new(self.name(), Verdict::Invalid, format!("{text}{more}"), details);
                 result.evidence_ns = Some(*at_ns);
+                result.evidence_nodes = problems.iter().map(|(_, _, node)| node.clone()).collect();
+                result.evidence_nodes.sort();
+                result.evidence_nodes.dedup();
                 result
             }
             None if judged == 0 => CheckResult::new(

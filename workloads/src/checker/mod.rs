@@ -100,6 +100,10 @@ pub struct CheckResult {
     /// truncated interior damage to its WAL as if it were a torn write).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// For a check about each node's own disk (durability): the nodes its invalid evidence is about. A node no cut
+    /// ever hit is judged whatever other nodes' damage was ([`damage::judge`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence_nodes: Vec<String>,
 }
 
 impl CheckResult {
@@ -112,6 +116,7 @@ impl CheckResult {
             details,
             evidence_ns: None,
             warnings: Vec::new(),
+            evidence_nodes: Vec::new(),
         }
     }
 }
