@@ -32,7 +32,7 @@ const EVENT_QUEUE_MAX: usize = 16 * 1024;
 #[derive(Parser)]
 #[command(
     name = "faultline-node",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (source ", env!("FAULTLINE_NODE_SOURCE"), ")"),
     about = "A VSR replica with a hash-chained WAL (faultline's reference system)"
 )]
 struct Cli {

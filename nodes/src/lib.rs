@@ -24,3 +24,7 @@ pub mod replica;
 pub mod state_machine;
 pub mod superblock;
 pub mod wal;
+
+/// The identity of the sources this node was built from (see build.rs): `faultline-node --version` prints it, and
+/// the harness runs a `faultline-node` binary only when its identity is the one of the node compiled into it.
+pub const SOURCE_ID: &str = env!("FAULTLINE_NODE_SOURCE");

@@ -7,6 +7,21 @@ use std::process::Command;
 use common::NODE_BIN;
 
 #[test]
+fn given_the_binary_when_asked_its_version_should_print_the_source_identity_of_the_library() {
+    let output = Command::new(NODE_BIN).arg("--version").output().expect("--version");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(faultline_node::SOURCE_ID.len(), 16, "16 hex digits");
+    assert_eq!(
+        text.trim(),
+        format!(
+            "faultline-node {} (source {})",
+            env!("CARGO_PKG_VERSION"),
+            faultline_node::SOURCE_ID
+        )
+    );
+}
+
+#[test]
 fn given_an_unformatted_dir_when_running_should_exit_1_telling_to_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     let output = Command::new(NODE_BIN)

@@ -161,8 +161,8 @@ fn given_an_entry_that_found_rare_behaviours_when_energies_are_compared_should_o
 }
 
 #[test]
-fn given_a_late_child_that_found_more_than_its_time_when_energies_are_compared_should_outrank_an_early_one_that_found_more_in_number()
-{
+fn given_a_late_child_that_found_more_than_its_time_when_energies_are_compared_should_outrank_an_early_one_that_found_more_in_number(
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut guide = guide_in(dir.path());
     for run in 0..4 {

@@ -36,7 +36,8 @@ const REDIRECTS_MAX: usize = 3;
 pub struct ReferenceConfig {
     /// Cluster size (1..=9).
     pub nodes: Bounded<1, 9>,
-    /// Path to `faultline-node`; default: next to the faultline executable, else the node built into it.
+    /// Path to `faultline-node`; default: the one next to the faultline executable when it was built from the same
+    /// sources (its `--version` names them), else the node built into faultline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<PathBuf>,
     /// Extra arguments for every node's run command (e.g. `--bug NAME`, the mutants of `nodes/README.md`).
@@ -153,15 +154,25 @@ impl NodeProgram {
         }
         let exe = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
         let sibling = exe.with_file_name("faultline-node");
-        // A sibling older than this executable is a stale build (e.g. `cargo run` rebuilt only the harness): using it
-        // would test old node code, so fall back to the node compiled into this executable.
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        let fresh = matches!((modified(&sibling), modified(&exe)), (Some(node), Some(me)) if node >= me);
-        if sibling.is_file() && fresh {
-            return Ok(NodeProgram {
-                program: sibling,
-                prefix_args: vec![],
-            });
+        // A sibling built from other sources than the node compiled into this executable (an old build left in
+        // target/ when `cargo build` rebuilt only the harness, or copied beside it, which gives it a fresh
+        // modification time) would test other node code: use it only when its source identity is ours.
+        if sibling.is_file() {
+            match source_id_of(&sibling) {
+                Some(id) if id == faultline_node::SOURCE_ID => {
+                    return Ok(NodeProgram {
+                        program: sibling,
+                        prefix_args: vec![],
+                    })
+                }
+                found => tracing::debug!(
+                    "{} was built from other sources ({}) than the node in this faultline ({}): using the node \
+                     built in (`cargo build --release -p faultline-node` rebuilds it)",
+                    sibling.display(),
+                    found.as_deref().unwrap_or("no source identity"),
+                    faultline_node::SOURCE_ID
+                ),
+            }
         }
         Ok(NodeProgram {
             program: exe,
@@ -704,4 +715,40 @@ fn urlencode(key: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The source identity a `faultline-node` binary prints in `--version` (`faultline-node 0.1.0 (source ID)`), or
+/// `None` when it prints none (a node built before identities) or does not run.
+fn source_id_of(binary: &Path) -> Option<String> {
+    let output = std::process::Command::new(binary).arg("--version").output().ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let id = text.split("(source ").nth(1)?.split(')').next()?;
+    Some(id.to_string())
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &Path, name: &str, version_line: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{version_line}'\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn given_node_binaries_when_their_source_is_read_should_take_the_identity_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = script(
+            dir.path(),
+            "ours",
+            &format!("faultline-node 0.1.0 (source {})", faultline_node::SOURCE_ID),
+        );
+        assert_eq!(source_id_of(&ours).as_deref(), Some(faultline_node::SOURCE_ID));
+        let old = script(dir.path(), "old", "faultline-node 0.1.0");
+        assert_eq!(source_id_of(&old), None, "a node built before identities");
+        assert_eq!(source_id_of(&dir.path().join("missing")), None);
+    }
 }
