@@ -475,7 +475,12 @@ mod tests {
             checks[0].reason
         );
         assert_eq!(checks[1].verdict, Verdict::Unknown, "n2 was cut: {}", checks[1].reason);
-        assert_eq!(checks[2].verdict, Verdict::Unknown, "about the cluster: {}", checks[2].reason);
+        assert_eq!(
+            checks[2].verdict,
+            Verdict::Unknown,
+            "about the cluster: {}",
+            checks[2].reason
+        );
     }
 
     /// The plan said `at: 17s`: the fault phase began 4 s into the run, so the cut happened at 21 s of the run, and
