@@ -299,6 +299,7 @@ mod tests {
                     details: serde_json::Value::Null,
                     evidence_ns: None,
                     warnings: Vec::new(),
+                    evidence_nodes: Vec::new(),
                 },
                 CheckResult {
                     name: "linearizability".into(),
@@ -307,6 +308,7 @@ mod tests {
                     details: serde_json::Value::Null,
                     evidence_ns: None,
                     warnings: Vec::new(),
+                    evidence_nodes: Vec::new(),
                 },
             ],
             counts: Counts::default(),
@@ -346,6 +348,7 @@ mod tests {
             details,
             evidence_ns: None,
             warnings: Vec::new(),
+            evidence_nodes: Vec::new(),
         };
         let text = check_text(&check);
         assert!(

@@ -157,6 +157,7 @@ mod tests {
             details: Value::Null,
             evidence_ns: None,
             warnings: Vec::new(),
+            evidence_nodes: Vec::new(),
         }
     }
 

@@ -35,6 +35,7 @@ fn run_results() -> Results {
                 details: Value::Null,
                 evidence_ns: None,
                 warnings: Vec::new(),
+                evidence_nodes: Vec::new(),
             })
             .collect(),
         counts: Counts::default(),

@@ -660,6 +660,7 @@ mod tests {
             details,
             evidence_ns: None,
             warnings: Vec::new(),
+            evidence_nodes: Vec::new(),
         }
     }
 

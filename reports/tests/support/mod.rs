@@ -451,6 +451,7 @@ fn linearizability_check(history: &History) -> CheckResult {
         details: serde_json::to_value(&result).unwrap(),
         evidence_ns: None,
         warnings: Vec::new(),
+        evidence_nodes: Vec::new(),
     }
 }
 
@@ -462,6 +463,7 @@ fn check(name: &str, verdict: Verdict, reason: &str, details: Value) -> CheckRes
         details,
         evidence_ns: None,
         warnings: Vec::new(),
+        evidence_nodes: Vec::new(),
     }
 }
 

@@ -173,7 +173,7 @@ fn given_a_late_child_that_found_more_than_its_time_when_energies_are_compared_s
     // Run 2, the first child, finds 600 new behaviours when a run finds 1000 (the plans as written did).
     guide.observe(2, &ids(2000..2600), &ids(2000..2600), true);
     // Twenty runs later a run finds 100; run 3 finds 300 then.
-    guide.recent = std::iter::repeat(100).take(ADMISSION_WINDOW).collect();
+    guide.recent = std::iter::repeat_n(100, ADMISSION_WINDOW).collect();
     guide.observe(3, &ids(3000..3300), &ids(3000..3300), true);
     let energy = |run: u64| {
         let at = guide.corpus.iter().position(|e| e.origin == Origin::Run(run)).unwrap();
