@@ -720,7 +720,18 @@ fn urlencode(key: &str) -> String {
 /// The source identity a `faultline-node` binary prints in `--version` (`faultline-node 0.1.0 (source ID)`), or
 /// `None` when it prints none (a node built before identities) or does not run.
 fn source_id_of(binary: &Path) -> Option<String> {
-    let output = std::process::Command::new(binary).arg("--version").output().ok()?;
+    // A binary just written (copied beside faultline, or by a test) may still be open for writing in a child some
+    // other thread forked before it execs: exec fails with ETXTBSY for that instant, so try again briefly.
+    let mut tries = 0;
+    let output = loop {
+        match std::process::Command::new(binary).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            result => break result.ok()?,
+        }
+    };
     let text = String::from_utf8(output.stdout).ok()?;
     let id = text.split("(source ").nth(1)?.split(')').next()?;
     Some(id.to_string())
