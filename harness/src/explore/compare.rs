@@ -11,7 +11,9 @@
 //!   rounds, each round every plan once in an order shuffled by the campaign seed, each run with a fresh seed (a
 //!   swarm plan draws its configuration from it);
 //! - `guided`: the guide ([`crate::explore::guide`]): each plan as written once (in an order shuffled by the
-//!   campaign seed), then mutations and splices of the corpus by energy.
+//!   campaign seed), then rounds through the plans as uniform's, each run a mutation (or splice) of the entry of
+//!   that run's plan with the most energy: the two modes give every plan the same share of runs and differ only in
+//!   the configuration each run has.
 //!
 //! Campaigns run one after another (`--parallel` runs inside each), seeds outermost, so a measurement stopped early
 //! has every mutant at the first seeds.

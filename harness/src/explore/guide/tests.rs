@@ -228,3 +228,41 @@ fn given_a_logged_campaign_when_resumed_should_rebuild_the_corpus_and_not_rerun_
     assert_eq!(resumed.hits.len(), 30);
     assert!(resumed.choose(3).unwrap().choice.as_written.is_none());
 }
+
+#[test]
+fn given_several_plans_when_guided_past_the_plans_as_written_should_run_every_plan_once_a_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut guide = guide_in(dir.path());
+    for run in 0..2 {
+        guide.choose(run).unwrap();
+    }
+    // Plan 0's run finds far more than plan 1's: energy alone would send every child to plan 0.
+    guide.observe(0, &ids(0..1000), &ids(0..1000), true);
+    guide.observe(1, &ids(0..10), &ids(0..0), true);
+    let mut orders = std::collections::HashSet::new();
+    for round in 1..9u64 {
+        let mut bases = Vec::new();
+        for run in 2 * round..2 * round + 2 {
+            let chosen = guide.choose(run).unwrap();
+            assert_eq!(chosen.base, guide.base_of(run));
+            let plan = Plan::load(&chosen.plan_file).unwrap();
+            let expected = ["default", "reference-partition"][chosen.base];
+            assert!(
+                plan.name.0.starts_with(expected),
+                "run {run}: {} on base {expected}",
+                plan.name
+            );
+            guide.observe(
+                run,
+                &ids(run * 1000..run * 1000 + 5),
+                &ids(run * 1000..run * 1000 + 5),
+                true,
+            );
+            bases.push(chosen.base);
+        }
+        orders.insert(bases.clone());
+        bases.sort_unstable();
+        assert_eq!(bases, vec![0, 1], "round {round}: each plan once");
+    }
+    assert_eq!(orders.len(), 2, "the order within a round is shuffled: {orders:?}");
+}
