@@ -34,6 +34,23 @@ fn reconfigure(cluster: &Cluster, members: &[u8], timeout: Duration) -> Option<H
     None
 }
 
+/// [`reconfigure`], asked again while the primary refuses because a quorum of the new configuration has not yet
+/// acknowledged its log (a backup's first PrepareOk of the view may be on its way).
+fn reconfigure_once_caught_up(cluster: &Cluster, members: &[u8], timeout: Duration) -> Option<HttpResponse> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let answer = reconfigure(cluster, members, deadline.saturating_duration_since(Instant::now()))?;
+        let behind = answer.status == 409
+            && answer.body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("short of the quorum"));
+        if !behind || Instant::now() > deadline {
+            return Some(answer);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Waits until every replica in `members` is normal in `epoch` with the same op, commit and head (and commit = op).
 fn wait_members_converged(cluster: &Cluster, members: &[u8], epoch: u64, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -84,7 +101,7 @@ fn given_three_members_when_two_replicas_join_one_at_a_time_should_keep_every_wr
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
     write_keys(&cluster, "a", 100);
-    let grown = reconfigure(&cluster, &[0, 1, 2, 3], SECONDS_10).expect("reconfigure answered");
+    let grown = reconfigure_once_caught_up(&cluster, &[0, 1, 2, 3], SECONDS_10).expect("reconfigure answered");
     assert_eq!(
         (grown.status, grown.body.clone()),
         (200, json!({"epoch": 2, "members": [0, 1, 2, 3]}))
@@ -94,7 +111,7 @@ fn given_three_members_when_two_replicas_join_one_at_a_time_should_keep_every_wr
         wait_members_converged(&cluster, &[0, 1, 2, 3], 2, SECONDS_20),
         "n4 caught up"
     );
-    let grown = reconfigure(&cluster, &[0, 1, 2, 3, 4], SECONDS_10).expect("reconfigure answered");
+    let grown = reconfigure_once_caught_up(&cluster, &[0, 1, 2, 3, 4], SECONDS_10).expect("reconfigure answered");
     assert_eq!(grown.body, json!({"epoch": 3, "members": [0, 1, 2, 3, 4]}));
     write_keys(&cluster, "c", 20);
     assert!(
@@ -120,7 +137,7 @@ fn given_a_removed_replica_when_the_remaining_members_lose_their_quorum_should_n
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
     write_keys(&cluster, "a", 5);
-    let shrunk = reconfigure(&cluster, &[0, 1], SECONDS_10).expect("reconfigure answered");
+    let shrunk = reconfigure_once_caught_up(&cluster, &[0, 1], SECONDS_10).expect("reconfigure answered");
     assert_eq!(shrunk.body, json!({"epoch": 2, "members": [0, 1]}));
     assert!(wait_members_converged(&cluster, &[0, 1], 2, SECONDS_10));
     let removed = cluster.status(2).expect("n3 answers");
@@ -147,7 +164,7 @@ fn given_the_primary_removed_when_the_reconfiguration_commits_should_hand_the_ep
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
     write_keys(&cluster, "a", 10);
-    let shrunk = reconfigure(&cluster, &[1, 2], SECONDS_10).expect("reconfigure answered");
+    let shrunk = reconfigure_once_caught_up(&cluster, &[1, 2], SECONDS_10).expect("reconfigure answered");
     assert_eq!(shrunk.body, json!({"epoch": 2, "members": [1, 2]}));
     assert!(wait_members_converged(&cluster, &[1, 2], 2, SECONDS_10));
     assert_eq!(
@@ -167,14 +184,16 @@ fn given_a_replaced_member_when_wiped_and_added_back_should_recover_and_every_re
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
     write_keys(&cluster, "a", 20);
     assert_eq!(
-        reconfigure(&cluster, &[0, 1], SECONDS_10).expect("answered").status,
+        reconfigure_once_caught_up(&cluster, &[0, 1], SECONDS_10)
+            .expect("answered")
+            .status,
         200
     );
     cluster.kill(2);
     cluster.format(2, true);
     cluster.start(2);
     write_keys(&cluster, "b", 10);
-    let added = reconfigure(&cluster, &[0, 1, 2], SECONDS_10).expect("answered");
+    let added = reconfigure_once_caught_up(&cluster, &[0, 1, 2], SECONDS_10).expect("answered");
     assert_eq!(added.body, json!({"epoch": 3, "members": [0, 1, 2]}));
     assert!(
         wait_members_converged(&cluster, &[0, 1, 2], 3, SECONDS_20),
@@ -246,7 +265,7 @@ fn commits_on_two_of_four(bug: Option<&str>) -> bool {
     cluster.start_all();
     assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
     assert_eq!(
-        reconfigure(&cluster, &[0, 1, 2, 3], SECONDS_10)
+        reconfigure_once_caught_up(&cluster, &[0, 1, 2, 3], SECONDS_10)
             .expect("answered")
             .status,
         200
@@ -272,4 +291,55 @@ fn given_quorum_of_old_config_when_two_of_four_members_are_down_should_commit_on
         commits_on_two_of_four(Some("quorum-of-old-config")),
         "the mutant takes two of four (the old configuration's quorum) for a quorum"
     );
+}
+
+#[test]
+fn given_a_member_that_never_caught_up_when_a_change_would_leave_no_quorum_holding_the_log_should_refuse_it_until_it_has(
+) {
+    // n4 and n5 are joiners that are not running. [0,1,2] -> [0,1,2,3] leaves three of four with the log (a quorum);
+    // -> [0,1,3] two of three; -> [0,1,3,4] would leave two of four: no quorum could commit, and none could answer
+    // n4's and n5's recoveries, for good.
+    let mut cluster = Cluster::with_pool(5, &[0, 1, 2]);
+    for id in 0..3 {
+        cluster.start(id);
+    }
+    assert_eq!(cluster.wait_for_primary(SECONDS_10), Some(0));
+    write_keys(&cluster, "a", 5);
+    let grown = reconfigure_once_caught_up(&cluster, &[0, 1, 2, 3], SECONDS_10).expect("answered");
+    assert_eq!(grown.body, json!({"epoch": 2, "members": [0, 1, 2, 3]}));
+    write_keys(&cluster, "b", 5);
+    let shrunk = reconfigure_once_caught_up(&cluster, &[0, 1, 3], SECONDS_10).expect("answered");
+    assert_eq!(shrunk.body, json!({"epoch": 3, "members": [0, 1, 3]}));
+    write_keys(&cluster, "c", 5);
+    let refused = reconfigure(&cluster, &[0, 1, 3, 4], SECONDS_10).expect("answered");
+    assert_eq!(
+        (refused.status, refused.body["outcome"].clone()),
+        (409, json!("not-applied")),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("short of the quorum of 3"),
+        "{}",
+        refused.body
+    );
+    // Once n4 recovered in epoch 3, the same change goes through, and n5 recovers from three with the log.
+    cluster.start(3);
+    assert!(
+        wait_members_converged(&cluster, &[0, 1, 3], 3, SECONDS_20),
+        "n4 recovered"
+    );
+    cluster.start(4);
+    let grown = reconfigure_once_caught_up(&cluster, &[0, 1, 3, 4], SECONDS_10).expect("answered");
+    assert_eq!(grown.body, json!({"epoch": 4, "members": [0, 1, 3, 4]}));
+    write_keys(&cluster, "d", 5);
+    assert!(
+        wait_members_converged(&cluster, &[0, 1, 3, 4], 4, SECONDS_20),
+        "n5 recovered"
+    );
+    assert_keys(&cluster, "a", 5);
+    assert_keys(&cluster, "c", 5);
 }

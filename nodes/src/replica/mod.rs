@@ -471,6 +471,14 @@ pub struct Replica {
     transfer: Option<state_transfer::Transfer>,
     /// A backup owes the primary a PrepareOk for its head (sent after the next fsync).
     ack_pending: bool,
+    /// Members that may hold no log: added by a reconfiguration, or asked this primary to recover (their state is
+    /// lost), and have acknowledged no prepare since (`lacks_caught_up_quorum`). Carried from epoch to epoch, so a
+    /// joiner that has not caught up by the next change still counts as one.
+    unproven: std::collections::BTreeSet<u8>,
+    /// The (epoch, view) of the last PrepareOk this replica sent: a backup that has sent none in its view sends one
+    /// on the first heartbeat, so the primary knows who holds the log even when no client writes
+    /// (`lacks_caught_up_quorum`).
+    acked_in: Option<(u64, u64)>,
     timers: Timers,
     rng: StdRng,
     /// Set by [`Event::Shutdown`]: the loop ends after this iteration's flush.
@@ -529,6 +537,8 @@ impl Replica {
             checkpoint_file: Vec::new(),
             transfer: None,
             ack_pending: false,
+            acked_in: None,
+            unproven: std::collections::BTreeSet::new(),
             timers: Timers {
                 epoch_request_at: now,
                 primary_deadline: now,

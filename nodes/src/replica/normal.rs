@@ -218,6 +218,7 @@ impl Replica {
 
     pub(super) fn send_prepare_ok(&mut self) {
         self.ack_pending = false;
+        self.acked_in = Some((self.epoch, self.view));
         let head = self.journal.head();
         let message = Message::PrepareOk {
             view: self.view,
@@ -237,6 +238,7 @@ impl Replica {
         }
         let acked = self.primary.acks.entry(from).or_insert(0);
         *acked = (*acked).max(op);
+        self.unproven.remove(&from);
         self.commit_by_quorum();
     }
 
@@ -253,8 +255,9 @@ impl Replica {
         }
         self.commit_max = self.commit_max.max(commit);
         self.op_known_max = self.op_known_max.max(op);
-        if commit < self.journal.head().op {
-            // The primary has not committed everything we hold: our PrepareOk may have been lost, resend it.
+        if commit < self.journal.head().op || self.acked_in != Some((self.epoch, self.view)) {
+            // The primary has not committed everything we hold: our PrepareOk may have been lost, resend it. Or
+            // none was sent in this view (an idle cluster): the primary learns this backup holds the log.
             self.ack_pending = true;
         }
     }

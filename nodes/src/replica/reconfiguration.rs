@@ -24,7 +24,8 @@
 //! A change adds or removes exactly one replica (`Members::single_change`; the primary refuses anything else, and
 //! a second change while one is open). Safety does not need it (epochs do not overlap); liveness does: every member
 //! of `e + 1` but a joiner holds the log up to `n`, so they are a quorum of `e + 1` at once, and a joiner recovers
-//! from them.
+//! from them. That holds only if the previous joiner caught up first, so the primary also refuses a change that
+//! would leave fewer members holding a log than the new quorum (`lacks_caught_up_quorum`).
 //!
 //! # Catching up
 //! - A replica that hears from an older epoch answers `StartEpoch` (its epoch, members, and a committed op of its
@@ -133,6 +134,10 @@ impl Replica {
             let _ = reply.send(ClientOutcome::Refused(why));
             return;
         }
+        if let Some(why) = self.lacks_caught_up_quorum(members) {
+            let _ = reply.send(ClientOutcome::Refused(why));
+            return;
+        }
         if !self.pipeline_has_room() {
             let _ = reply.send(ClientOutcome::Busy);
             return;
@@ -149,6 +154,38 @@ impl Replica {
             to = %members,
             "reconfiguration prepared"
         );
+    }
+
+    /// Why a change to `members` would leave the new epoch stuck for good, if it would: fewer of its members than
+    /// its quorum hold a log. The ones that may hold none: a replica being added, and the `unproven` ones (added by
+    /// an earlier change, or asked to recover, [`Replica::on_recovery`]; each until it acknowledges a prepare). A
+    /// member that is down or cut off still holds its log and rejoins with it.
+    ///
+    /// Without it, `[n1, n2]` -> `[n1, n2, n3]` (n3 wiped, not yet recovered) -> `[n1, n2, n3, n5]` commits on the
+    /// old configurations' quorums, and the new epoch has two replicas with a log among four: no quorum of three to
+    /// commit, and none of normal replicas to answer the two recoveries, so the cluster is stuck for good (found on
+    /// `reference-membership` by a guided and a uniform campaign: the correct node accepted no write after the
+    /// heal). etcd refuses such changes for the same reason (`--strict-reconfig-check`).
+    fn lacks_caught_up_quorum(&self, members: Members) -> Option<String> {
+        let adding = match self.members.single_change(members) {
+            Some(crate::config::Change::Add(id)) => Some(id),
+            _ => None,
+        };
+        let (holding, without): (Vec<u8>, Vec<u8>) = members
+            .ids()
+            .partition(|&id| Some(id) != adding && !self.unproven.contains(&id));
+        if holding.len() >= members.quorum() {
+            return None;
+        }
+        Some(format!(
+            "members {} -> {members}: only {} of the {} members would hold a log ({holding:?}; {without:?} joining \
+             or recovering), short of the quorum of {}: the new configuration could never commit; ask again once \
+             they caught up",
+            self.members,
+            holding.len(),
+            members.len(),
+            members.quorum()
+        ))
     }
 
     /// The op of a reconfiguration in the uncommitted part of this replica's log, if any (a new primary prepares
@@ -196,6 +233,15 @@ impl Replica {
             "only a replica with the committed log executes a reconfiguration ({:?})",
             self.status
         );
+        // Who may hold no log in the new epoch: whom this change adds, and whoever may hold none still (a
+        // member that acknowledged a prepare of the epoch that ends holds the log).
+        if let Some(crate::config::Change::Add(id)) = self.members.single_change(next.members) {
+            self.unproven.insert(id);
+        }
+        for id in self.primary.acks.keys() {
+            self.unproven.remove(id);
+        }
+        self.unproven.retain(|&id| next.members.contains(id));
         let live = self.status == Status::Normal;
         let queue = std::mem::take(&mut self.primary.queue);
         self.abandon_clients();

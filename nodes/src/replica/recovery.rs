@@ -54,6 +54,13 @@ impl Replica {
         if self.status != Status::Normal {
             return;
         }
+        if self.is_primary() && from != self.config.replica {
+            // A replica that recovers lost its state since it acknowledged anything: it holds no log a new epoch
+            // could start from (see `lacks_caught_up_quorum`). Its acks counted for the commits already made; no
+            // later commit may count them either.
+            self.primary.acks.remove(&from);
+            self.unproven.insert(from);
+        }
         let head = self.journal.head();
         let message = Message::RecoveryResponse {
             view: self.view,
