@@ -233,13 +233,10 @@ impl Replica {
             "only a replica with the committed log executes a reconfiguration ({:?})",
             self.status
         );
-        // Who may hold no log in the new epoch: whom this change adds, and whoever may hold none still (a
-        // member that acknowledged a prepare of the epoch that ends holds the log).
+        // Who may hold no log in the new epoch: whom this change adds, and whoever may hold none still (a PrepareOk
+        // took a member out already, `on_prepare_ok`).
         if let Some(crate::config::Change::Add(id)) = self.members.single_change(next.members) {
             self.unproven.insert(id);
-        }
-        for id in self.primary.acks.keys() {
-            self.unproven.remove(id);
         }
         self.unproven.retain(|&id| next.members.contains(id));
         let live = self.status == Status::Normal;
