@@ -140,7 +140,15 @@ fn given_a_removed_replica_when_the_remaining_members_lose_their_quorum_should_n
     let shrunk = reconfigure_once_caught_up(&cluster, &[0, 1], SECONDS_10).expect("reconfigure answered");
     assert_eq!(shrunk.body, json!({"epoch": 2, "members": [0, 1]}));
     assert!(wait_members_converged(&cluster, &[0, 1], 2, SECONDS_10));
-    let removed = cluster.status(2).expect("n3 answers");
+    // n3 learns of its removal from the commit that follows (a busy machine may deliver it after n1 and n2 moved on).
+    let deadline = Instant::now() + SECONDS_10;
+    let removed = loop {
+        let status = cluster.status(2).expect("n3 answers");
+        if status["status"] == "removed" || Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(
         (removed["status"].clone(), removed["epoch"].clone()),
         (json!("removed"), json!(2))
