@@ -65,6 +65,12 @@ pub struct ModeLine {
     pub median_runs: Option<f64>,
     /// Median CPU seconds to first detection (none: not within the budget).
     pub median_cpu_s: Option<f64>,
+    /// Runs that finished, over every campaign seed.
+    pub runs: u64,
+    /// Of them, runs that ended invalid: with `--full-budget` (every campaign runs its whole budget) the share is
+    /// the strategy's detection rate per run, a steadier measure than the first detection's index; without it a
+    /// campaign stops at its first detection, so the share is about one over the runs it took.
+    pub invalid: u64,
 }
 
 /// One mutant over every strategy.
@@ -113,6 +119,8 @@ pub fn mutant_lines(results: &[CampaignResult]) -> Vec<MutantCompare> {
         line.campaigns += 1;
         line.caught += u64::from(result.detected_at.is_some());
         line.runs_to_detection.push(result.detected_at);
+        line.runs += result.runs;
+        line.invalid += result.invalid;
     }
     for line in &mut lines {
         for (mode, mode_line) in line.modes.iter_mut() {
@@ -209,15 +217,15 @@ fn median_text(value: Option<f64>) -> String {
 }
 
 /// The comparison as text: a line per mutant and strategy, then the headline.
-pub fn render_text(lines: &[MutantCompare], headline: &Headline, budget: u64) -> String {
+pub fn render_text(lines: &[MutantCompare], headline: &Headline, budget: u64, full_budget: bool) -> String {
     let mut out = format!(
-        "{:<26} {:<5} {:<8} {:>7} {:<24} {:>12} {:>14}\n",
-        "mutant", "hard", "mode", "caught", "runs to detection/seed", "median runs", "median cpu s"
+        "{:<26} {:<5} {:<8} {:>7} {:<24} {:>12} {:>14} {:>14}\n",
+        "mutant", "hard", "mode", "caught", "runs to detection/seed", "median runs", "median cpu s", "invalid runs"
     );
     for line in lines {
         for (mode, m) in &line.modes {
             out.push_str(&format!(
-                "{:<26} {:<5} {:<8} {:>7} {:<24} {:>12} {:>14}\n",
+                "{:<26} {:<5} {:<8} {:>7} {:<24} {:>12} {:>14} {:>14}\n",
                 line.mutant,
                 if line.hard { "yes" } else { "" },
                 mode,
@@ -225,11 +233,19 @@ pub fn render_text(lines: &[MutantCompare], headline: &Headline, budget: u64) ->
                 runs_text(&m.runs_to_detection),
                 median_text(m.median_runs),
                 median_text(m.median_cpu_s),
+                format!("{}/{}", m.invalid, m.runs),
             ));
         }
     }
+    out.push_str(if full_budget {
+        "\ninvalid runs: of all the runs of the strategy's campaigns, each of which ran its whole budget (--full-budget): \
+         its detection rate per run\n"
+    } else {
+        "\ninvalid runs: of all the runs of the strategy's campaigns; a mutant's campaign stopped at its first detection, \
+         so this is no rate (--full-budget measures one)\n"
+    });
     out.push_str(&format!(
-        "\nhard mutants, median runs to first detection (budget {budget} runs; `-` = not within it): {}\n",
+        "hard mutants, median runs to first detection (budget {budget} runs; `-` = not within it): {}\n",
         headline
             .hard_median_runs
             .iter()
@@ -261,19 +277,31 @@ fn list(items: &[String]) -> String {
 }
 
 /// `compare.html`: the headline and every campaign, each linked to its first detecting run.
-pub fn render_html(results: &[CampaignResult], lines: &[MutantCompare], headline: &Headline, budget: u64) -> String {
+pub fn render_html(
+    results: &[CampaignResult],
+    lines: &[MutantCompare],
+    headline: &Headline,
+    budget: u64,
+    full_budget: bool,
+) -> String {
+    let stopping = if full_budget {
+        "every campaign running its whole budget"
+    } else {
+        "a mutant's campaign stopping at its first detection"
+    };
     let main = html! {
         p { "Each strategy ran a campaign per mutant and campaign seed over the same plans, at most " (budget)
-            " runs, stopping at its first detection. Runs to detection per seed: `-` is not within the budget." }
-        pre { (render_text(lines, headline, budget)) }
+            " runs, " (stopping) ". Runs to detection per seed: `-` is not within the budget." }
+        pre { (render_text(lines, headline, budget, full_budget)) }
         h2 { "Campaigns" }
         table {
-            tr { th { "mutant" } th { "mode" } th { "seed" } th { "runs" } th { "detected at" } th { "cpu s to detection" }
-                 th { "behaviours" } th { "caught by" } th { "run" } }
+            tr { th { "mutant" } th { "mode" } th { "seed" } th { "runs" } th { "detected at" } th { "invalid runs" }
+                 th { "cpu s to detection" } th { "behaviours" } th { "caught by" } th { "run" } }
             @for r in results {
                 tr {
                     td { (r.mutant) } td { (r.mode.as_str()) } td { (r.campaign_seed) } td { (r.runs) }
                     td { (r.detected_at.map_or("-".to_string(), |n| n.to_string())) }
+                    td { (r.invalid) }
                     td { (r.cpu_to_detection_ms.map_or("-".to_string(), |ms| format!("{:.1}", ms as f64 / 1000.0))) }
                     td { (r.behaviours) }
                     td { (r.caught_by.clone().unwrap_or_default()) }
@@ -362,7 +390,32 @@ mod tests {
         assert!(headline.missed_by_guided.is_empty());
         assert!(headline.rare_not_improved.is_empty());
         assert_eq!(headline.correct_alarms["guided"], 0);
-        let text = render_text(&lines, &headline, 20);
+        let text = render_text(&lines, &headline, 20, false);
         assert!(text.contains("halved: yes"), "{text}");
+        assert!(text.contains("so this is no rate"), "{text}");
+    }
+
+    #[test]
+    fn given_campaigns_that_ran_their_whole_budget_when_folded_should_count_invalid_runs_over_every_seed() {
+        use Mode::{Guided, Uniform};
+        let full = |mode, seed, detected_at, invalid| CampaignResult {
+            runs: 20,
+            invalid,
+            ..result("slow", mode, seed, detected_at)
+        };
+        let results = vec![
+            full(Uniform, 1, Some(3), 2),
+            full(Uniform, 2, None, 0),
+            full(Guided, 1, Some(5), 4),
+            full(Guided, 2, Some(1), 3),
+        ];
+        let lines = mutant_lines(&results);
+        let (uniform, guided) = (&lines[0].modes["uniform"], &lines[0].modes["guided"]);
+        assert_eq!((uniform.invalid, uniform.runs), (2, 40));
+        assert_eq!((guided.invalid, guided.runs), (7, 40));
+        let text = render_text(&lines, &headline(&results, &lines, 20), 20, true);
+        let guided_row = text.lines().find(|l| l.contains("guided")).expect("a guided row");
+        assert!(guided_row.trim_end().ends_with("7/40"), "{text}");
+        assert!(text.contains("its detection rate per run"), "{text}");
     }
 }

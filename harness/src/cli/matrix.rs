@@ -47,6 +47,10 @@ pub struct MatrixArgs {
     /// Runs per campaign of --compare.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub runs: u64,
+    /// With --compare: every mutant's campaign runs all its --runs instead of stopping at its first detection, so
+    /// the share of invalid runs is each strategy's detection rate per run (steadier than the first detection).
+    #[arg(long, requires = "compare")]
+    pub full_budget: bool,
     /// Print the detection matrix (matrix.json: per mutant and per cell) on stdout at the end (human output goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -88,6 +92,7 @@ pub(super) fn command(args: MatrixArgs) -> Outcome {
         matrix: options,
         modes,
         runs: args.runs,
+        full_budget: args.full_budget,
     })
 }
 

@@ -1,7 +1,9 @@
 //! `faultline matrix --compare guided,uniform`: the measurement behind guided campaigns. For every mutant of the
 //! reference node (and the correct node), each strategy runs one campaign per campaign seed over the same plans (the
 //! matrix's, `--general` for the general plans) with the same budget of runs; a mutant's campaign stops launching at
-//! its first detection (runs already in flight finish and count for cost, not for the detection index). Everything
+//! its first detection (runs already in flight finish and count for cost, not for the detection index), or with
+//! `--full-budget` runs every run of its budget, so the share of invalid runs measures each strategy's detection
+//! rate per run (the first detection's index rests on one event per seed and moves a lot between measurements). Everything
 //! lands under `store/matrix/<UTC time>/`: the plans, each campaign's behaviour log (and a guided one's corpus) in
 //! `campaigns/<mutant>-<mode>-s<seed>/`, and `compare.json`, `compare.txt`, `compare.html`
 //! ([`faultline_reports::compare`] folds the numbers).
@@ -39,6 +41,9 @@ pub struct CompareOptions {
     pub modes: Vec<Mode>,
     /// Runs per campaign at most.
     pub runs: u64,
+    /// A mutant's campaign runs its whole budget instead of stopping at its first detection (`--full-budget`): the
+    /// share of invalid runs is then each strategy's detection rate per run.
+    pub full_budget: bool,
 }
 
 /// What a comparison did.
@@ -90,7 +95,7 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
                 };
                 let (result, ending) = one_campaign(options, &dir, &subject, plans.clone(), &refs)?;
                 results.push(result);
-                write(&dir, &results, options.runs)?;
+                write(&dir, &results, options.runs, options.full_budget)?;
                 if ending == Ending::Interrupted {
                     interrupted = true;
                     break 'seeds;
@@ -98,7 +103,7 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
             }
         }
     }
-    write(&dir, &results, options.runs)?;
+    write(&dir, &results, options.runs, options.full_budget)?;
     Ok(CompareOutcome {
         results,
         dir,
@@ -140,7 +145,7 @@ fn one_campaign(
     let log = campaign_dir.join(faultline_reports::explored::LOG_FILE);
     let recorder = RefCell::new(Recorder::at(store_root, log.clone(), &id, subject.mode, 0, guide)?);
     let detected = Flag::new(false);
-    let stop_at_detection = subject.mutant.is_some();
+    let stop_at_detection = subject.mutant.is_some() && !options.full_budget;
     let mut rows: Vec<SeedRow> = Vec::new();
     let cells = (0..options.runs).map_while(|run| {
         if detected.get() && stop_at_detection {
@@ -242,18 +247,19 @@ fn tally(subject: &Subject, rows: &[SeedRow], behaviours: u64, store_root: &Path
 
 /// Writes compare.json, compare.txt and compare.html (after every campaign, so a stopped measurement keeps what it
 /// measured).
-fn write(dir: &Path, results: &[CampaignResult], budget: u64) -> anyhow::Result<()> {
+fn write(dir: &Path, results: &[CampaignResult], budget: u64, full_budget: bool) -> anyhow::Result<()> {
     let lines = compare::mutant_lines(results);
     let headline = compare::headline(results, &lines, budget);
-    let json = serde_json::json!({"budget_runs": budget, "headline": headline, "mutants": lines, "campaigns": results});
+    let json = serde_json::json!({"budget_runs": budget, "full_budget": full_budget, "headline": headline,
+        "mutants": lines, "campaigns": results});
     faultline_reports::write_atomic(&dir.join("compare.json"), &serde_json::to_vec_pretty(&json)?)?;
     faultline_reports::write_atomic(
         &dir.join("compare.txt"),
-        compare::render_text(&lines, &headline, budget).as_bytes(),
+        compare::render_text(&lines, &headline, budget, full_budget).as_bytes(),
     )?;
     faultline_reports::write_atomic(
         &dir.join("compare.html"),
-        compare::render_html(results, &lines, &headline, budget).as_bytes(),
+        compare::render_html(results, &lines, &headline, budget, full_budget).as_bytes(),
     )?;
     Ok(())
 }
