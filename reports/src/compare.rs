@@ -36,8 +36,13 @@ pub struct CampaignResult {
     pub cpu_to_detection_ms: Option<u64>,
     /// CPU time of every run.
     pub cpu_ms: u64,
-    /// Runs that ended invalid.
+    /// Runs that ended invalid, those in `shared_with_correct` aside.
     pub invalid: u64,
+    /// Invalid runs (1-based) whose run on the correct node, the same plan, seed and configuration, ended invalid
+    /// too: whatever failed them is no evidence of the mutant, so they count neither as its detection nor among its
+    /// invalid runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with_correct: Vec<u64>,
     /// Runs that ended unknown.
     pub unknown: u64,
     /// Distinct behaviours the campaign saw.
@@ -98,6 +103,8 @@ pub struct Headline {
     pub rare_not_improved: Vec<String>,
     /// Invalid runs of the correct node, per strategy.
     pub correct_alarms: BTreeMap<String, u64>,
+    /// Mutants' invalid runs that the correct node's same run shared (`mutant mode s<seed> run <n>`), not counted.
+    pub shared_with_correct: Vec<String>,
 }
 
 /// Folds campaigns into per-mutant lines, in the campaigns' order of mutants.
@@ -196,12 +203,21 @@ pub fn headline(results: &[CampaignResult], lines: &[MutantCompare], budget: u64
     for result in results.iter().filter(|r| r.mutant == "correct") {
         *correct_alarms.entry(result.mode.as_str().to_string()).or_insert(0) += result.invalid;
     }
+    let shared_with_correct = results
+        .iter()
+        .flat_map(|r| {
+            r.shared_with_correct
+                .iter()
+                .map(move |run| format!("{} {} s{} run {run}", r.mutant, r.mode.as_str(), r.campaign_seed))
+        })
+        .collect();
     Headline {
         hard_median_runs,
         halved,
         missed_by_guided,
         rare_not_improved,
         correct_alarms,
+        shared_with_correct,
     }
 }
 
@@ -265,6 +281,12 @@ pub fn render_text(lines: &[MutantCompare], headline: &Headline, budget: u64, fu
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    if !headline.shared_with_correct.is_empty() {
+        out.push_str(&format!(
+            "not counted, the correct node failed the same run (plan, seed and configuration): {}\n",
+            headline.shared_with_correct.join(", ")
+        ));
+    }
     out
 }
 
@@ -332,6 +354,7 @@ mod tests {
             cpu_to_detection_ms: detected_at.map(|n| n * 1000),
             cpu_ms: 10_000,
             invalid: u64::from(detected_at.is_some()),
+            shared_with_correct: Vec::new(),
             unknown: 0,
             behaviours: 100,
             caught_by: None,
@@ -405,7 +428,10 @@ mod tests {
         };
         let results = vec![
             full(Uniform, 1, Some(3), 2),
-            full(Uniform, 2, None, 0),
+            CampaignResult {
+                shared_with_correct: vec![7],
+                ..full(Uniform, 2, None, 0)
+            },
             full(Guided, 1, Some(5), 4),
             full(Guided, 2, Some(1), 3),
         ];
@@ -417,5 +443,9 @@ mod tests {
         let guided_row = text.lines().find(|l| l.contains("guided")).expect("a guided row");
         assert!(guided_row.trim_end().ends_with("7/40"), "{text}");
         assert!(text.contains("its detection rate per run"), "{text}");
+        assert!(
+            text.contains("the correct node failed the same run (plan, seed and configuration): slow uniform s2 run 7"),
+            "{text}"
+        );
     }
 }

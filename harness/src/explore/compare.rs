@@ -18,7 +18,11 @@
 //!   the configuration each run has.
 //!
 //! Campaigns run one after another (`--parallel` runs inside each), seeds outermost, so a measurement stopped early
-//! has every mutant at the first seeds.
+//! has every mutant at the first seeds; at each seed the correct node's campaigns run first, and a mutant's invalid
+//! run whose run on the correct node (same plan, seed and configuration) failed too is no detection: the mutant's
+//! campaign goes on, and the comparison lists it apart. A bug of the node itself (one showed up this way: a
+//! reconfiguration the correct node could not survive failed uniform's run 7 of one seed for the correct node and
+//! three mutants alike) would otherwise count as every mutant's detection.
 
 use crate::explore::campaign::explored::Recorder;
 use crate::explore::campaign::schedule::{self, Cell, Ending, PlanRef, Settings};
@@ -31,6 +35,7 @@ use faultline_reports::explored::Mode;
 use faultline_reports::results::Verdict;
 use faultline_reports::seeds::{CampaignKind, SeedRow};
 use std::cell::{Cell as Flag, RefCell};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What `--compare` was asked, beyond the matrix's own options.
@@ -66,7 +71,8 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
     let dir = options.matrix.store_root.join("matrix").join(&stamp);
     let plans_dir = dir.join("plans");
     std::fs::create_dir_all(&plans_dir).with_context(|| format!("cannot create {}", plans_dir.display()))?;
-    // Mutants in the matrix's order, then the correct node, each with the plans it runs.
+    // The correct node first, then the mutants in the matrix's order, each with the plans it runs: a mutant's
+    // invalid run is held against the correct node's same run (see `shared_with_correct`).
     let mut subjects: Vec<(Option<&str>, Vec<&str>)> = Vec::new();
     for (mutant, plan) in pairs(&options.matrix) {
         match subjects.iter_mut().find(|(m, _)| *m == mutant) {
@@ -74,11 +80,14 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
             None => subjects.push((mutant, vec![plan])),
         }
     }
+    subjects.sort_by_key(|(mutant, _)| mutant.is_some());
     schedule::install_stop_signals();
     let mut results = Vec::new();
     let mut interrupted = false;
     'seeds: for k in 0..options.matrix.seeds {
         let campaign_seed = options.matrix.first_seed + k;
+        // The runs the correct node failed at this campaign seed, per strategy, by what makes a run that run.
+        let mut alarms: HashMap<Mode, HashSet<String>> = HashMap::new();
         for (mutant, plan_names) in &subjects {
             let mut plans = Vec::new();
             let mut refs = Vec::new();
@@ -93,7 +102,12 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
                     mode,
                     campaign_seed,
                 };
-                let (result, ending) = one_campaign(options, &dir, &subject, plans.clone(), &refs)?;
+                let correct_alarms = alarms.get(&mode).cloned().unwrap_or_default();
+                let (result, ending, failed) =
+                    one_campaign(options, &dir, &subject, plans.clone(), &refs, &correct_alarms)?;
+                if mutant.is_none() {
+                    alarms.insert(mode, failed);
+                }
                 results.push(result);
                 write(&dir, &results, options.runs, options.full_budget)?;
                 if ending == Ending::Interrupted {
@@ -129,14 +143,17 @@ impl Subject<'_> {
     }
 }
 
-/// One campaign of `subject` over `refs` (whose plans are `plans`).
+/// One campaign of `subject` over `refs` (whose plans are `plans`); `correct_alarms` are the identities
+/// ([`run_identity`]) of the runs the correct node failed in the same strategy and campaign seed. Returns the
+/// campaign's numbers, how it ended, and the identities of its invalid runs.
 fn one_campaign(
     options: &CompareOptions,
     dir: &Path,
     subject: &Subject,
     plans: Vec<crate::plan::Plan>,
     refs: &[PlanRef],
-) -> anyhow::Result<(CampaignResult, Ending)> {
+    correct_alarms: &HashSet<String>,
+) -> anyhow::Result<(CampaignResult, Ending, HashSet<String>)> {
     let id = subject.id();
     let campaign_dir = dir.join("campaigns").join(&id);
     let guide = (subject.mode == Mode::Guided)
@@ -147,6 +164,7 @@ fn one_campaign(
     let detected = Flag::new(false);
     let stop_at_detection = subject.mutant.is_some() && !options.full_budget;
     let mut rows: Vec<SeedRow> = Vec::new();
+    let (mut failed, mut shared) = (HashSet::new(), Vec::new());
     let cells = (0..options.runs).map_while(|run| {
         if detected.get() && stop_at_detection {
             return None;
@@ -173,14 +191,39 @@ fn one_campaign(
     let ending = schedule::execute(&settings, refs, cells, &mut |row| {
         recorder.borrow_mut().record(row)?;
         if row.verdict == Verdict::Invalid {
-            detected.set(true);
+            let identity = run_identity(&campaign_dir, subject.mode, row);
+            if subject.mutant.is_some() && correct_alarms.contains(&identity) {
+                tracing::warn!(
+                    "{id}: run {} failed, and so did the correct node's same run: not counted as a detection",
+                    row.seed_index + 1
+                );
+                shared.push(row.seed_index);
+            } else {
+                detected.set(true);
+            }
+            failed.insert(identity);
         }
         rows.push(row.clone());
         Ok(())
     })?;
     let behaviours = recorder.borrow().seen() as u64;
-    let result = tally(subject, &rows, behaviours, store_root, &log);
-    Ok((result, ending))
+    let result = tally(subject, &rows, &shared, behaviours, store_root, &log);
+    Ok((result, ending, failed))
+}
+
+/// What makes a run of a comparison that run, whichever node it ran: its plan and seed and, for a guided run, the
+/// configuration the guide chose (its genome file; the genome points into the plans by index, the same for a
+/// mutant's plans and the correct node's). Uniform's run `i` is the same run for every subject; a guided one only
+/// when both campaigns' guides chose the same configuration (the plans as written, or identical histories of
+/// choices).
+fn run_identity(campaign_dir: &Path, mode: Mode, row: &SeedRow) -> String {
+    let genome = match mode {
+        Mode::Uniform => String::new(),
+        Mode::Guided => {
+            std::fs::read_to_string(Guide::genome_path(&campaign_dir.join("guide"), row.seed_index)).unwrap_or_default()
+        }
+    };
+    format!("{}\n{}\n{genome}", row.plan, row.seed)
 }
 
 /// Run `run` of `subject`'s campaign: uniform's plan and seed, or the guide's choice (none when the guide cannot
@@ -217,11 +260,20 @@ fn uniform_plan(campaign_seed: u64, run: u64, plan_count: usize) -> usize {
     order[(run % count) as usize]
 }
 
-/// A campaign's numbers from its rows: the first detection is the smallest run index that ended invalid.
-fn tally(subject: &Subject, rows: &[SeedRow], behaviours: u64, store_root: &Path, log: &Path) -> CampaignResult {
+/// A campaign's numbers from its rows: the first detection is the smallest run index that ended invalid, the runs
+/// the correct node failed too (`shared`, run indexes) aside.
+fn tally(
+    subject: &Subject,
+    rows: &[SeedRow],
+    shared: &[u64],
+    behaviours: u64,
+    store_root: &Path,
+    log: &Path,
+) -> CampaignResult {
     let mut rows: Vec<&SeedRow> = rows.iter().collect();
     rows.sort_by_key(|r| r.seed_index);
-    let first = rows.iter().find(|r| r.verdict == Verdict::Invalid);
+    let detects = |r: &&&SeedRow| r.verdict == Verdict::Invalid && !shared.contains(&r.seed_index);
+    let first = rows.iter().find(detects);
     let cpu = |rows: &[&SeedRow]| rows.iter().filter_map(|r| r.cpu_ms).sum::<u64>();
     CampaignResult {
         mutant: subject.mutant.unwrap_or("correct").to_string(),
@@ -234,7 +286,12 @@ fn tally(subject: &Subject, rows: &[SeedRow], behaviours: u64, store_root: &Path
             cpu(&upto)
         }),
         cpu_ms: cpu(&rows),
-        invalid: rows.iter().filter(|r| r.verdict == Verdict::Invalid).count() as u64,
+        invalid: rows.iter().filter(detects).count() as u64,
+        shared_with_correct: {
+            let mut runs: Vec<u64> = shared.iter().map(|i| i + 1).collect();
+            runs.sort_unstable();
+            runs
+        },
         unknown: rows.iter().filter(|r| r.verdict == Verdict::Unknown).count() as u64,
         behaviours,
         caught_by: first.map(|r| format!("{}: {}", r.plan, r.checks_text())),
@@ -283,6 +340,92 @@ mod tests {
             (0..6).map(|i| uniform_plan(8, i, 6)).collect::<Vec<_>>(),
             orders[0],
             "another campaign seed, another order"
+        );
+    }
+
+    fn row(plan: &str, seed_index: u64, verdict: Verdict) -> SeedRow {
+        serde_json::from_value(serde_json::json!({
+            "campaign": "c",
+            "plan": plan,
+            "plan_source": plan,
+            "seed": 900 + seed_index,
+            "seed_index": seed_index,
+            "verdict": verdict,
+            "duration_ms": 1000,
+            "cpu_ms": 100,
+            "repro": "faultline run",
+            "finished_at": "2026-12-06T12:00:00Z",
+        }))
+        .expect("a seed row")
+    }
+
+    #[test]
+    fn given_a_mutant_run_the_correct_node_failed_too_when_tallied_should_count_the_next_invalid_run_as_the_detection()
+    {
+        let subject = Subject {
+            mutant: Some("lease-ignores-drift"),
+            mode: Mode::Uniform,
+            campaign_seed: 3,
+        };
+        let rows = vec![
+            row("default", 0, Verdict::Valid),
+            row("reference-membership", 1, Verdict::Invalid),
+            row("reference-clock", 2, Verdict::Valid),
+            row("reference-clock", 3, Verdict::Invalid),
+        ];
+        let at = Path::new("/nowhere");
+        let result = tally(&subject, &rows, &[1], 10, at, at);
+        assert_eq!(result.detected_at, Some(4), "run 2 failed on the correct node too");
+        assert_eq!(result.invalid, 1);
+        assert_eq!(result.shared_with_correct, vec![2]);
+        assert_eq!(
+            result.cpu_to_detection_ms,
+            Some(400),
+            "the cost counts every run up to the detection"
+        );
+        let unshared = tally(&subject, &rows, &[], 10, at, at);
+        assert_eq!((unshared.detected_at, unshared.invalid), (Some(2), 2));
+    }
+
+    #[test]
+    fn given_runs_of_two_subjects_when_identified_should_match_uniform_by_plan_and_seed_and_guided_by_genome_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mutant, correct) = (dir.path().join("m"), dir.path().join("c"));
+        let invalid = row("reference-membership", 6, Verdict::Invalid);
+        assert_eq!(
+            run_identity(&mutant, Mode::Uniform, &invalid),
+            run_identity(&correct, Mode::Uniform, &invalid)
+        );
+        assert_ne!(
+            run_identity(&mutant, Mode::Uniform, &invalid),
+            run_identity(
+                &mutant,
+                Mode::Uniform,
+                &row("reference-membership", 7, Verdict::Invalid)
+            ),
+            "another seed is another run"
+        );
+        for (campaign, genome) in [
+            (&mutant, "{\"base\": 6, \"rate_x\": 1.0}"),
+            (&correct, "{\"base\": 6, \"rate_x\": 1.2}"),
+        ] {
+            let file = Guide::genome_path(&campaign.join("guide"), 6);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, genome).unwrap();
+        }
+        assert_ne!(
+            run_identity(&mutant, Mode::Guided, &invalid),
+            run_identity(&correct, Mode::Guided, &invalid),
+            "the guides chose other configurations"
+        );
+        std::fs::write(
+            Guide::genome_path(&correct.join("guide"), 6),
+            "{\"base\": 6, \"rate_x\": 1.0}",
+        )
+        .unwrap();
+        assert_eq!(
+            run_identity(&mutant, Mode::Guided, &invalid),
+            run_identity(&correct, Mode::Guided, &invalid)
         );
     }
 }

@@ -624,7 +624,12 @@ impl Guide {
     }
 
     fn genome_file(&self, run: u64) -> PathBuf {
-        self.dir.join("plans").join(format!("run-{run}.genome.json"))
+        Guide::genome_path(&self.dir, run)
+    }
+
+    /// Where the guide whose folder is `dir` writes run `run`'s genome.
+    pub fn genome_path(dir: &Path, run: u64) -> PathBuf {
+        dir.join("plans").join(format!("run-{run}.genome.json"))
     }
 
     /// The choice behind run `run`, while it is pending.
