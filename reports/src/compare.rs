@@ -107,7 +107,7 @@ pub struct Headline {
     pub shared_with_correct: Vec<String>,
 }
 
-/// Folds campaigns into per-mutant lines, in the campaigns' order of mutants.
+/// Folds campaigns into per-mutant lines, in the campaigns' order of mutants, the correct node last.
 pub fn mutant_lines(results: &[CampaignResult]) -> Vec<MutantCompare> {
     let mut lines: Vec<MutantCompare> = Vec::new();
     for result in results {
@@ -145,6 +145,8 @@ pub fn mutant_lines(results: &[CampaignResult]) -> Vec<MutantCompare> {
                 .get(Mode::Uniform.as_str())
                 .is_some_and(|u| u.runs_to_detection.iter().any(|r| *r != Some(1)));
     }
+    // The correct node's line last, whatever order its campaigns ran in (first, at each seed).
+    lines.sort_by_key(|l| l.mutant == "correct");
     lines
 }
 
@@ -380,6 +382,8 @@ mod tests {
     fn given_campaigns_of_both_modes_when_folded_should_mark_hard_mutants_and_check_the_acceptance() {
         use Mode::{Guided, Uniform};
         let results = vec![
+            result("correct", Uniform, 1, None),
+            result("correct", Guided, 1, None),
             // Easy: uniform catches it at once in every seed.
             result("easy", Uniform, 1, Some(1)),
             result("easy", Uniform, 2, Some(1)),
@@ -395,10 +399,13 @@ mod tests {
             result("rare", Uniform, 2, None),
             result("rare", Guided, 1, Some(9)),
             result("rare", Guided, 2, None),
-            result("correct", Uniform, 1, None),
-            result("correct", Guided, 1, None),
         ];
         let lines = mutant_lines(&results);
+        assert_eq!(
+            lines.last().map(|l| l.mutant.as_str()),
+            Some("correct"),
+            "the correct node's line last"
+        );
         let hard: Vec<&str> = lines.iter().filter(|l| l.hard).map(|l| l.mutant.as_str()).collect();
         assert_eq!(hard, vec!["hard", "rare"], "the correct node is no mutant");
         let headline = headline(&results, &lines, 20);
