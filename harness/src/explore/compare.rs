@@ -84,6 +84,7 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
     schedule::install_stop_signals();
     let mut results = Vec::new();
     let mut interrupted = false;
+    let no_alarms = HashSet::new();
     'seeds: for k in 0..options.matrix.seeds {
         let campaign_seed = options.matrix.first_seed + k;
         // The runs the correct node failed at this campaign seed, per strategy, by what makes a run that run.
@@ -102,9 +103,9 @@ pub fn run_compare(options: &CompareOptions) -> anyhow::Result<CompareOutcome> {
                     mode,
                     campaign_seed,
                 };
-                let correct_alarms = alarms.get(&mode).cloned().unwrap_or_default();
+                let correct_alarms = alarms.get(&mode).unwrap_or(&no_alarms);
                 let (result, ending, failed) =
-                    one_campaign(options, &dir, &subject, plans.clone(), &refs, &correct_alarms)?;
+                    one_campaign(options, &dir, &subject, plans.clone(), &refs, correct_alarms)?;
                 if mutant.is_none() {
                     alarms.insert(mode, failed);
                 }
