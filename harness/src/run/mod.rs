@@ -17,7 +17,7 @@ use crate::run::lab::{BootState, Lab};
 use crate::run::recorder::Recorder;
 use crate::run::workload::Workload;
 use crate::supervisor::Supervisor;
-use crate::system::{BuildContext, Built};
+use crate::system::{BuildContext, Built, System};
 use anyhow::Context;
 use faultline_faults::interpreter::Families;
 use faultline_faults::io::{IoFaults, IoWindow};
@@ -101,7 +101,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
             &target.binary,
             &store_dir,
             &target.node_ips,
-            network.as_ref(),
+            (network.as_ref(), system.as_ref()),
         ),
     );
     let supervisor = Supervisor::start(&run_id);
@@ -484,7 +484,7 @@ fn run_meta(
     node_binary: &Path,
     store_dir: &Path,
     node_ips: &[IpAddr],
-    network: Option<&Network>,
+    (network, system): (Option<&Network>, &dyn System),
 ) -> serde_json::Value {
     let now = std::time::SystemTime::now();
     let unix_ns = now
@@ -505,6 +505,7 @@ fn run_meta(
         "wall_clock_unix_ns": unix_ns,
         "node_ips": node_ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "network_backend": network.map(|n| format!("{:?}", n.kind()).to_lowercase()),
+        "ready_needs_quorum": system.ready_needs_quorum(),
         "repro": format!("faultline run --seed {seed} {}", store_dir.join("plan.yaml").display()),
     })
 }

@@ -519,6 +519,13 @@ pub trait System: Send + Sync {
     async fn ready(&self, node: usize, timeout: Duration) -> bool {
         self.probe(node, timeout).await.is_ok()
     }
+    /// Whether [`System::ready`] needs the node to have joined a quorum (an etcd member serves once it has published
+    /// itself through Raft), so a boot timeout while the nemesis faulted its peers is the fault model's doing, not
+    /// the node's (the `boot` check's rule; the run-start line records it). False by default: readiness is the
+    /// node's own, and a node that is not ready in time is a problem whatever its peers do.
+    fn ready_needs_quorum(&self) -> bool {
+        false
+    }
     /// How often the observer asks a node for its status during a run (every 100 ms unless the probe is heavy).
     fn observe_interval(&self) -> Duration {
         Duration::from_millis(100)

@@ -329,6 +329,11 @@ impl System for EtcdSystem {
         self.node_count
     }
 
+    /// A member's client listener serves once it has published itself through Raft (module docs, "Readiness").
+    fn ready_needs_quorum(&self) -> bool {
+        true
+    }
+
     fn data_dir(&self, node: usize) -> PathBuf {
         self.nodes_dir.join(Self::name(node)).join("data")
     }
