@@ -91,6 +91,10 @@ pub struct ExploredRun {
     pub distinct: u64,
     /// Those no earlier run of the campaign (shard) showed, in the order the run showed them.
     pub new: Vec<BehaviourId>,
+    /// How many of `new` are of each kind (by kind name), so the campaign view compares guided and uniform kind by
+    /// kind (logs written before it have none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub new_by_kind: BTreeMap<String, u64>,
     /// The campaign's distinct behaviours after this run.
     pub cumulative: u64,
     /// Wall time from the campaign's start to this run's end, over every invocation (a resumed campaign goes on
@@ -235,6 +239,7 @@ mod tests {
             complete: true,
             distinct: 10,
             new: new.iter().map(|n| BehaviourId(*n)).collect(),
+            new_by_kind: BTreeMap::new(),
             cumulative: 0,
             elapsed_ms: 1000 * run,
             wall_ms: 1000,

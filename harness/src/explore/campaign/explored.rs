@@ -89,6 +89,13 @@ impl Recorder {
         let new: Vec<BehaviourId> = all.iter().copied().filter(|id| !self.seen.contains(id)).collect();
         self.seen.extend(new.iter().copied());
         let complete = row.failing_check.as_deref() != Some("harness") && behaviours.is_some();
+        let fresh: HashSet<BehaviourId> = new.iter().copied().collect();
+        let mut new_by_kind = std::collections::BTreeMap::new();
+        if let Some(behaviours) = &behaviours {
+            for behaviour in behaviours.behaviours.iter().filter(|b| fresh.contains(&b.id)) {
+                *new_by_kind.entry(behaviour.kind.as_str().to_string()).or_insert(0) += 1;
+            }
+        }
         let line = ExploredRun {
             campaign: self.campaign.clone(),
             shard: self.shard.clone(),
@@ -102,6 +109,7 @@ impl Recorder {
             complete,
             distinct: all.len() as u64,
             new: new.clone(),
+            new_by_kind,
             cumulative: self.seen.len() as u64,
             elapsed_ms: self.spent_before_ms + self.started.elapsed().as_millis() as u64,
             wall_ms: row.duration_ms,
@@ -112,7 +120,13 @@ impl Recorder {
         explored::append(&self.log, &line)
             .with_context(|| format!("recording run {} in {}", line.run, self.log.display()))?;
         if let Some(guide) = self.guide.as_mut() {
-            guide.observe(row.seed_index, &all, &new, complete);
+            // The guide learns from what a configuration steers (`guide::steers`); the log and curve count all.
+            let steering = behaviours
+                .as_ref()
+                .map(crate::explore::guide::steering_ids)
+                .unwrap_or_default();
+            let steering_new: Vec<BehaviourId> = steering.iter().copied().filter(|id| fresh.contains(id)).collect();
+            guide.observe(row.seed_index, &steering, &steering_new, complete);
             guide.save_corpus()?;
         }
         if let Some(dir) = run_dir.filter(|_| behaviours.is_some()) {
@@ -139,16 +153,21 @@ mod tests {
     /// A run folder `plan/run<i>` whose behaviours are the templates `t<n>` for `n` in `templates`, with a minimal
     /// results.json.
     fn fake_run(store: &Path, i: u64, templates: std::ops::Range<u64>) -> SeedRow {
+        fake_run_of(store, i, BehaviourKind::Template, templates)
+    }
+
+    /// [`fake_run`] with behaviours of `kind`.
+    fn fake_run_of(store: &Path, i: u64, kind: BehaviourKind, numbers: std::ops::Range<u64>) -> SeedRow {
         let dir = store.join("default").join(format!("run{i}"));
         std::fs::create_dir_all(&dir).unwrap();
         let behaviours = RunBehaviours {
             version: 1,
-            behaviours: templates
+            behaviours: numbers
                 .map(|n| {
                     let text = format!("t{n}");
                     Behaviour {
-                        id: BehaviourId::of(BehaviourKind::Template, &text),
-                        kind: BehaviourKind::Template,
+                        id: BehaviourId::of(kind, &text),
+                        kind,
                         text,
                         first_ms: n,
                     }
@@ -206,5 +225,35 @@ mod tests {
         let line = recorder.record(&row).unwrap();
         assert!(!line.complete);
         assert_eq!((line.distinct, line.new.len(), line.cumulative), (0, 0, 0));
+    }
+
+    #[test]
+    fn given_a_guided_run_that_found_only_new_pairs_when_recorded_should_log_them_but_give_the_guide_no_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path();
+        let log = store.join("campaigns/c1").join(explored::LOG_FILE);
+        let plans = vec![crate::plan::builtin::load("default").unwrap()];
+        let mut guide = Guide::new(plans, store.join("campaigns/c1/guide"), "c1", 7);
+        for run in 0..3 {
+            guide.choose(run).unwrap();
+        }
+        let mut recorder = Recorder::at(store, log, "c1", Mode::Guided, 0, Some(guide)).unwrap();
+        recorder
+            .record(&fake_run_of(store, 0, BehaviourKind::ContextLine, 0..100))
+            .unwrap();
+        let corpus = |recorder: &Recorder| recorder.guide.as_ref().unwrap().energies().len();
+        let seeds_only = corpus(&recorder);
+        // Run 1 finds 500 pairs no run showed, and nothing else new: the campaign counts them, the guide does not.
+        let pairs = recorder
+            .record(&fake_run_of(store, 1, BehaviourKind::Pair, 0..500))
+            .unwrap();
+        assert_eq!((pairs.new.len(), pairs.cumulative), (500, 600));
+        assert_eq!(pairs.new_by_kind, [("pair".to_string(), 500)].into_iter().collect());
+        assert_eq!(corpus(&recorder), seeds_only, "new pairs alone earn no corpus entry");
+        // Run 2 finds 10 new context lines: an entry.
+        recorder
+            .record(&fake_run_of(store, 2, BehaviourKind::ContextLine, 95..110))
+            .unwrap();
+        assert_eq!(corpus(&recorder), seeds_only + 1, "what the faults steer does");
     }
 }

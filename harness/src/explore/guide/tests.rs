@@ -209,6 +209,7 @@ fn given_a_logged_campaign_when_resumed_should_rebuild_the_corpus_and_not_rerun_
             complete: true,
             distinct: 10,
             new: ids(run * 10..run * 10 + 10),
+            new_by_kind: Default::default(),
             cumulative: (run + 1) * 10,
             elapsed_ms: 0,
             wall_ms: 0,
