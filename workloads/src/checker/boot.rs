@@ -452,6 +452,12 @@ mod tests {
         })
     }
 
+    /// `event` at `time_ns`.
+    fn at(mut event: Event, time_ns: u64) -> Event {
+        event.time_ns = time_ns;
+        event
+    }
+
     fn restart_all() -> Event {
         event(EventKind::Lifecycle, "restart-all", None, json!({}))
     }
@@ -538,19 +544,13 @@ mod tests {
 
     #[test]
     fn given_a_boot_timeout_while_the_nemesis_faulted_the_peers_when_checked_should_need_a_quorum_and_a_later_boot() {
-        let at = |mut e: Event, time_ns: u64| {
-            e.time_ns = time_ns;
-            e
-        };
         let start = |needs_quorum: bool| {
-            let mut e = event(
+            event(
                 EventKind::Meta,
                 "run-start",
                 None,
                 json!({"ready_needs_quorum": needs_quorum}),
-            );
-            e.time_ns = 0;
-            e
+            )
         };
         let second = 1_000_000_000;
         // n2 starts at 6 s; its peers are killed and cut one way while it waits; it times out at 26 s.
@@ -624,10 +624,6 @@ mod tests {
     #[test]
     fn given_an_exit_during_an_io_fault_window_when_checked_should_be_a_fail_stop_but_later_exits_a_crash() {
         let nemesis = |f: &str| event(EventKind::Nemesis, f, Some("n2"), json!({}));
-        let at = |mut e: Event, time_ns: u64| {
-            e.time_ns = time_ns;
-            e
-        };
         let h = history(vec![
             at(lifecycle("boot-ok", "n2", json!({})), 1),
             at(nemesis("io-fault-start"), 10),

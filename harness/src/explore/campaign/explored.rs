@@ -85,17 +85,15 @@ impl Recorder {
     pub fn record(&mut self, row: &SeedRow) -> anyhow::Result<ExploredRun> {
         let run_dir = row.store_dir.as_ref().map(|dir| self.store_root.join(dir));
         let behaviours = run_dir.as_ref().and_then(|dir| read_behaviours(dir));
-        let all: Vec<BehaviourId> = behaviours.as_ref().map(|b| b.ids().collect()).unwrap_or_default();
-        let new: Vec<BehaviourId> = all.iter().copied().filter(|id| !self.seen.contains(id)).collect();
+        let shown = behaviours.as_ref().map_or(&[][..], |b| &b.behaviours[..]);
+        let mut new: Vec<BehaviourId> = Vec::new();
+        let mut new_by_kind = std::collections::BTreeMap::new();
+        for behaviour in shown.iter().filter(|b| !self.seen.contains(&b.id)) {
+            new.push(behaviour.id);
+            *new_by_kind.entry(behaviour.kind.as_str().to_string()).or_insert(0) += 1;
+        }
         self.seen.extend(new.iter().copied());
         let complete = row.failing_check.as_deref() != Some("harness") && behaviours.is_some();
-        let fresh: HashSet<BehaviourId> = new.iter().copied().collect();
-        let mut new_by_kind = std::collections::BTreeMap::new();
-        if let Some(behaviours) = &behaviours {
-            for behaviour in behaviours.behaviours.iter().filter(|b| fresh.contains(&b.id)) {
-                *new_by_kind.entry(behaviour.kind.as_str().to_string()).or_insert(0) += 1;
-            }
-        }
         let line = ExploredRun {
             campaign: self.campaign.clone(),
             shard: self.shard.clone(),
@@ -107,7 +105,7 @@ impl Recorder {
             store_dir: row.store_dir.clone(),
             verdict: row.verdict,
             complete,
-            distinct: all.len() as u64,
+            distinct: shown.len() as u64,
             new: new.clone(),
             new_by_kind,
             cumulative: self.seen.len() as u64,
@@ -121,11 +119,10 @@ impl Recorder {
             .with_context(|| format!("recording run {} in {}", line.run, self.log.display()))?;
         if let Some(guide) = self.guide.as_mut() {
             // The guide learns from what a configuration steers (`guide::steers`); the log and curve count all.
-            let steering = behaviours
+            let (steering, steering_new) = behaviours
                 .as_ref()
-                .map(crate::explore::guide::steering_ids)
+                .map(|b| crate::explore::guide::steering(b, &new))
                 .unwrap_or_default();
-            let steering_new: Vec<BehaviourId> = steering.iter().copied().filter(|id| fresh.contains(id)).collect();
             guide.observe(row.seed_index, &steering, &steering_new, complete);
             guide.save_corpus()?;
         }

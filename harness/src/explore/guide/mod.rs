@@ -91,14 +91,18 @@ pub fn steers(kind: BehaviourKind) -> bool {
     kind != BehaviourKind::Pair
 }
 
-/// The ids of a run's behaviours that reward the guide ([`steers`]).
-pub fn steering_ids(behaviours: &RunBehaviours) -> Vec<BehaviourId> {
-    behaviours
+/// What of a run rewards the guide ([`steers`]): the ids of its behaviours of a steering kind, and those of them
+/// among `new` (what no earlier run of the campaign showed), in `new`'s order.
+pub fn steering(behaviours: &RunBehaviours, new: &[BehaviourId]) -> (Vec<BehaviourId>, Vec<BehaviourId>) {
+    let all: Vec<BehaviourId> = behaviours
         .behaviours
         .iter()
         .filter(|b| steers(b.kind))
         .map(|b| b.id)
-        .collect()
+        .collect();
+    let of_kind: std::collections::HashSet<BehaviourId> = all.iter().copied().collect();
+    let new = new.iter().copied().filter(|id| of_kind.contains(id)).collect();
+    (all, new)
 }
 
 /// Chance that a child is spliced with a second entry first (AFL splices once its queue has cycled; here a fixed
@@ -261,12 +265,7 @@ impl Guide {
                 .and_then(|bytes| serde_json::from_slice::<RunBehaviours>(&bytes).ok());
             // Without the run's behaviours.json its kinds are unknown: its logged new behaviours count whole.
             let (all, new) = match behaviours {
-                Some(behaviours) => {
-                    let all = steering_ids(&behaviours);
-                    let steering: std::collections::HashSet<BehaviourId> = all.iter().copied().collect();
-                    let new = run.new.iter().copied().filter(|id| steering.contains(id)).collect();
-                    (all, new)
-                }
+                Some(behaviours) => steering(&behaviours, &run.new),
                 None => (run.new.clone(), run.new.clone()),
             };
             let genome = std::fs::read(self.genome_file(run.run))
