@@ -394,3 +394,36 @@ fn given_leftovers_of_a_dead_run_when_swept_should_remove_them_and_spare_live_ru
         "a live run's guard route was swept"
     );
 }
+
+#[test]
+fn given_preflight_probes_when_swept_should_remove_only_those_whose_process_is_gone() {
+    let Some(()) = netns_available("netns probe sweep test") else {
+        return;
+    };
+    // A probe has no run lock: a sweep that judged it by one took a live probe for a dead run's namespace. pid 1
+    // always lives; the dead pid is one no process has.
+    let gone = (1..4_000_000u32)
+        .rev()
+        .find(|pid| !std::path::Path::new("/proc").join(pid.to_string()).exists())
+        .unwrap();
+    let (live, dead) = ("fl-probe1-lab".to_string(), format!("fl-probe{gone}-lab"));
+    for name in [&live, &dead] {
+        let added = std::process::Command::new("ip")
+            .args(["netns", "add", name])
+            .status()
+            .unwrap();
+        assert!(added.success(), "ip netns add {name}");
+    }
+    // No run counts as dead by its lock: only the probes' own processes decide.
+    let report = netns::sweep_where(|_| false);
+    let listed = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    let _ = std::process::Command::new("ip").args(["netns", "del", &live]).status();
+    let report = report.unwrap();
+    assert_eq!(report.namespaces, vec![dead.clone()], "{report:?}");
+    assert!(listed.contains(&live), "the live probe was swept: {listed}");
+    assert!(!listed.contains(&dead), "the dead probe survived: {listed}");
+}

@@ -36,7 +36,7 @@ use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -176,12 +176,23 @@ pub fn check_tools() -> Result<(), NetnsError> {
 /// `network: auto`.
 pub fn preflight() -> Result<(), NetnsError> {
     check_tools()?;
-    let name = format!("{NAMESPACE_PREFIX}probe{}-lab", std::process::id());
+    let name = format!("{NAMESPACE_PREFIX}{PROBE_PREFIX}{}-lab", std::process::id());
     ip(&["netns", "add", &name]).map_err(|e| NetnsError::Unavailable {
         reason: format!("cannot create a network namespace ({e})"),
     })?;
     ip(&["netns", "del", &name])?;
     Ok(())
+}
+
+/// The run-id part of a preflight probe namespace, before its process id (`fl-probe<pid>-lab`).
+const PROBE_PREFIX: &str = "probe";
+
+/// The process a preflight probe namespace belongs to, from its run id (`probe<pid>`): a probe has no run lock, so
+/// whether it is a leftover is whether that process still lives. Judged by the lock alone, a probe lived for the
+/// moment between its `add` and `del` as a dead run's leftover, and a concurrent run's start-up sweep deleted it
+/// under it (`ip netns del fl-probe826-lab` failed: a harness error, seen once with six `etcd-mixed` campaigns at once).
+fn probe_owner(run_id: &str) -> Option<u32> {
+    run_id.strip_prefix(PROBE_PREFIX)?.parse().ok()
 }
 
 /// A run id usable in names: 1-40 ASCII letters, digits and `-`, starting with a letter or digit.
@@ -712,7 +723,11 @@ fn leftovers(is_dead: &dyn Fn(&str) -> bool) -> Result<(SweepReport, Vec<u8>), N
         let Some(run_id) = run_id_of_namespace(&name) else {
             continue;
         };
-        if is_dead(run_id) {
+        let dead = match probe_owner(run_id) {
+            Some(pid) => !Path::new("/proc").join(pid.to_string()).exists(),
+            None => is_dead(run_id),
+        };
+        if dead {
             report.namespaces.push(name);
         } else if name.ends_with("-lab") {
             // A lab being built may not have its address yet; a lab without one keeps every guard (conservative).
@@ -783,6 +798,10 @@ mod tests {
         assert_eq!(run_id_of_namespace("fl-123-abc-x1"), None);
         assert_eq!(run_id_of_namespace("docker-123-lab"), None);
         assert_eq!(run_id_of_namespace("fl--lab"), None);
+        let probe = format!("fl-probe{}-lab", std::process::id());
+        let owner = run_id_of_namespace(&probe).and_then(probe_owner);
+        assert_eq!(owner, Some(std::process::id()), "a probe is its process's");
+        assert_eq!(run_id_of_namespace("fl-123-abc-lab").and_then(probe_owner), None);
     }
 
     #[test]
