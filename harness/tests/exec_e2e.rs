@@ -482,3 +482,63 @@ fn given_membership_hooks_when_spares_join_and_the_primary_is_removed_should_lis
         "the add hook ran as a spare's command, logged in its node.log"
     );
 }
+
+/// A node whose restart takes longer than its boot timeout: the watcher records the timeout and goes on probing, so
+/// the history says the same process became ready later (`late: true`), with what it kept; the boot check, on a
+/// system whose readiness is its own, still reports the timeout.
+#[test]
+fn given_a_restart_slower_than_the_boot_timeout_when_probed_on_should_record_the_late_boot_of_the_same_process() {
+    let _one = one_cluster();
+    let text = exec_plan(3, "10s", "");
+    // Every life after a node's first waits 5 s before it starts (a slow disk, a long recovery): far past the 2 s
+    // boot timeout.
+    let start = "start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"'";
+    assert!(text.contains(start), "the start command of exec-reference.yaml");
+    let text = text.replace(
+        start,
+        "start: [sh, -c, 'if [ -e \"$0.lived\" ]; then sleep 5; fi; touch \"$0.lived\"; echo $$ > \"$0\" && exec \"$@\"'",
+    );
+    let nemesis = text.find("\nnemesis:\n").unwrap();
+    let final_phase = text.find("\nfinal_phase:\n").unwrap();
+    let text = format!(
+        "{}\nnemesis:\n  process:\n    script:\n      - {{at: 1s, kind: kill, targets: [n2], duration: 500ms}}\n\
+         final_phase:\n  enabled: false\n  boot_timeout: 2s\n{}",
+        &text[..nemesis],
+        text[final_phase..]
+            .lines()
+            .skip_while(|l| !l.starts_with("log_patterns"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let run = run_text(&text, &[]);
+    let events = history(&run.run_dir);
+    let of_n2 = |f: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "lifecycle" && e["f"] == f && e["node"] == "n2")
+            .collect()
+    };
+    let timeouts = of_n2("boot-timeout");
+    assert_eq!(timeouts.len(), 1, "the restart missed its 2 s: {timeouts:?}");
+    let late: Vec<&Value> = of_n2("boot-ok")
+        .into_iter()
+        .filter(|e| e["value"]["late"] == true)
+        .collect();
+    assert_eq!(late.len(), 1, "{:?}", of_n2("boot-ok"));
+    assert_eq!(late[0]["value"]["pid"], timeouts[0]["value"]["pid"], "the same process");
+    assert!(late[0]["value"]["boot_ms"].as_u64().unwrap() >= 5000, "{}", late[0]);
+    assert!(late[0]["index"].as_u64() > timeouts[0]["index"].as_u64());
+    let results = assert_exit(&run, 1);
+    let boot = check(&results, "boot");
+    assert_eq!(
+        boot["verdict"], "invalid",
+        "the reference node's readiness is its own: {boot:#}"
+    );
+    assert!(
+        boot["reason"]
+            .as_str()
+            .unwrap()
+            .contains("n2 was not ready within 2000 ms"),
+        "{boot:#}"
+    );
+}

@@ -157,6 +157,15 @@ impl Boot {
                     entry.surgery_since_boot = true
                 }
                 Name::Lifecycle(Lifecycle::BootOk) => {
+                    if let (true, Some((_, owed))) = (event.value["late"] == json!(true), &entry.owes_boot) {
+                        // The same process became ready after its timeout: the excuse has its evidence.
+                        if let Some(text) = entry.disturbed.iter_mut().rev().find(|t| *t == owed) {
+                            text.push_str(&format!(
+                                ", and became ready {} ms after it started",
+                                event.value["boot_ms"]
+                            ));
+                        }
+                    }
                     booted(entry, &node, event, phase_ns);
                     if restart_all_at.is_some() {
                         booted_after_restart.insert(node, true);
@@ -594,8 +603,18 @@ mod tests {
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
         let noted = result.details["n2"]["disturbed"][0].as_str().unwrap();
         assert!(noted.contains("kill of n1"), "{noted}");
-        // A system whose readiness is its own (the reference node) has no excuse.
+        // The same process ready after its timeout (the watcher probes on): the note says so.
+        let late = vec![at(
+            lifecycle("boot-ok", "n2", json!({"late": true, "boot_ms": 21500})),
+            27 * second,
+        )];
+        let result = check_boot(&disturbed(true, late.clone()));
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+        let noted = result.details["n2"]["disturbed"][0].as_str().unwrap();
+        assert!(noted.ends_with("and became ready 21500 ms after it started"), "{noted}");
+        // A system whose readiness is its own (the reference node) has no excuse, late or not.
         assert_eq!(check_boot(&disturbed(false, booted())).verdict, Verdict::Invalid);
+        assert_eq!(check_boot(&disturbed(false, late)).verdict, Verdict::Invalid);
         // Excused only if it boots later, on the healed cluster.
         let never = check_boot(&disturbed(true, Vec::new()));
         assert_eq!(never.verdict, Verdict::Invalid);

@@ -348,7 +348,7 @@ pub(super) async fn watch_node(
             tokio::time::sleep(PROBE_INTERVAL).await;
         }
     };
-    let ready = tokio::select! {
+    let mut ready = tokio::select! {
         ready = boot => Some(ready),
         _ = exited.wait_for(|e| e.is_some()) => None,
     };
@@ -359,17 +359,21 @@ pub(super) async fn watch_node(
             slot.boot.send_replace(state);
         }
     };
-    match ready {
-        Some(true) => {
-            recorder.lifecycle(
-                Lifecycle::BootOk,
-                Some(&name),
-                json!({"pid": spawned.pid, "boot_ms": started.elapsed().as_millis() as u64}),
-            );
-            if let Some((recovered, line)) = kept(system.as_ref(), node, &log_since(&log_path, log_offset)).await {
+    // Ready (`late`: after its boot timeout): recorded with what it kept, told to whoever waits for it.
+    let booted = |late: bool| {
+        let (recorder, name, system, log_path, publish, facts) =
+            (&recorder, &name, &system, &log_path, &publish, &facts);
+        let pid = spawned.pid;
+        async move {
+            let mut value = json!({"pid": pid, "boot_ms": started.elapsed().as_millis() as u64});
+            if late {
+                value["late"] = json!(true);
+            }
+            recorder.lifecycle(Lifecycle::BootOk, Some(name), value);
+            if let Some((recovered, line)) = kept(system.as_ref(), node, &log_since(log_path, log_offset)).await {
                 recorder.observation(
                     Observation::Recovered,
-                    Some(&name),
+                    Some(name),
                     json!({"recovered": recovered, "line": line}),
                 );
             }
@@ -379,6 +383,9 @@ pub(super) async fn watch_node(
                 at: tokio::time::Instant::now(),
             });
         }
+    };
+    match ready {
+        Some(true) => booted(false).await,
         Some(false) => {
             recorder.lifecycle(
                 Lifecycle::BootTimeout,
@@ -386,6 +393,25 @@ pub(super) async fn watch_node(
                 json!({"pid": spawned.pid, "timeout_ms": boot_timeout.as_millis() as u64}),
             );
             publish(BootState::TimedOut).await;
+            // Probing goes on until the process exits: whether a node that missed its timeout became ready later
+            // is what tells a boot that hung from one that waited for a quorum the nemesis had taken away (the
+            // boot check reads it), and a node that comes up late serves and is faulted like any other.
+            let late = async {
+                loop {
+                    tokio::time::sleep(PROBE_INTERVAL).await;
+                    if system.ready(node, PROBE_TIMEOUT).await {
+                        return;
+                    }
+                }
+            };
+            let became_ready = tokio::select! {
+                _ = late => true,
+                _ = exited.wait_for(|e| e.is_some()) => false,
+            };
+            if became_ready {
+                booted(true).await;
+                ready = Some(true);
+            }
         }
         None => {}
     }
