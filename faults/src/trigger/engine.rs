@@ -500,21 +500,22 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
         });
     }
 
-    /// When the next `otherwise` comes, of a trigger that has applied no fault and is not about to.
+    /// When the next `otherwise` or `at` comes, of a trigger that has applied no fault and is not about to.
     fn otherwise_due(&self, phase_start: Instant) -> Option<Instant> {
         self.specs
             .iter()
             .zip(&self.states)
             .filter(|(_, state)| !state.otherwise_done && state.fires == 0 && state.pending.is_none())
-            .filter_map(|(spec, _)| spec.otherwise.map(|at| phase_start + Duration::from_millis(at.0)))
+            .filter_map(|(spec, _)| timed(spec).map(|at| phase_start + Duration::from_millis(at.0)))
             .min()
     }
 
     /// Applies every firing that is due and ends every triggered fault whose time is up.
     async fn due(&mut self, phase_start: Instant) {
         let now = Instant::now();
-        for (spec, state) in self.specs.iter().zip(&mut self.states) {
-            let Some(at) = spec.otherwise.map(|at| phase_start + Duration::from_millis(at.0)) else {
+        let mut at_offsets = Vec::new();
+        for (trigger, (spec, state)) in self.specs.iter().zip(&mut self.states).enumerate() {
+            let Some(at) = timed(spec).map(|at| phase_start + Duration::from_millis(at.0)) else {
                 continue;
             };
             // A firing still pending decides first: if it is skipped, the fallback comes right after.
@@ -522,7 +523,14 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 continue;
             }
             state.otherwise_done = true;
-            if state.fires == 0 {
+            if matches!(spec.when, Condition::At(_)) {
+                // Its condition: the offset came (probability and delay apply as to any observation).
+                at_offsets.push(Held {
+                    trigger,
+                    subject: None,
+                    observed: at,
+                });
+            } else if state.fires == 0 {
                 state.pending = Some(Pending {
                     due: now,
                     delay_ms: 0,
@@ -531,6 +539,9 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     otherwise: true,
                 });
             }
+        }
+        for held in at_offsets {
+            self.hold(held);
         }
         let (ending, active): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
             .into_iter()
@@ -793,5 +804,13 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             Some(node) => Lab::record(self.lab, Nemesis::Trigger, node, value),
             None => NetworkLab::record(self.lab, Nemesis::Trigger, value),
         }
+    }
+}
+
+/// The offset at which `spec` acts without an observation: its `at`, or its `otherwise`.
+fn timed(spec: &TriggerSpec) -> Option<crate::units::Millis> {
+    match spec.when {
+        Condition::At(at) => Some(at),
+        _ => spec.otherwise,
     }
 }

@@ -163,6 +163,10 @@ pub enum Condition {
     Repaired(NodeFilter),
     /// A node logged a matching line.
     Log(LogCondition),
+    /// This offset of the fault phase (`at: 4s`): no observation, the fault comes then, once. A guided campaign
+    /// aims its runs' fault combinations with these (harness `explore::guide::aim`); a plan may script a role-aimed
+    /// fault the timed script cannot (`{when: {at: 4s}, do: {kind: partition, shape: isolate-primary}}`).
+    At(Millis),
 }
 
 impl Condition {
@@ -177,6 +181,7 @@ impl Condition {
             | Condition::Repaired(f) => *f,
             Condition::Lagging(lagging) => lagging.node,
             Condition::Log(log) => log.node,
+            Condition::At(_) => NodeFilter::Any,
         };
         match filter {
             NodeFilter::Node(node) => Some(node),
@@ -195,6 +200,7 @@ impl Condition {
             Condition::Repairing(_) => "repairing",
             Condition::Repaired(_) => "repaired",
             Condition::Log(_) => "log",
+            Condition::At(_) => "at",
         }
     }
 }
@@ -551,6 +557,27 @@ impl TriggerSpec {
             Condition::Log(log) => {
                 node_ok(log.node)?;
                 regex::Regex::new(&log.pattern).map_err(|e| format!("`log` pattern does not compile: {e}"))?;
+            }
+            Condition::At(at) => {
+                if self.otherwise.is_some() || self.not_before.is_some() || self.not_after.is_some() {
+                    return Err(format!(
+                        "`at: {}ms` fires at that offset of the fault phase, once: `otherwise`, `not_before` and \
+                         `not_after` have nothing to add; remove them",
+                        at.0
+                    ));
+                }
+                if self.action.about_subject() {
+                    return Err(format!(
+                        "`at` observes no node, so a `{}` fault about the subject has nobody to hit; name its \
+                         targets (a role such as `primary`, or nodes{})",
+                        self.action.kind.name(),
+                        if self.action.kind == TriggeredKind::Partition {
+                            "; or a shape"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
             }
         }
         if matches!(self.when, Condition::Repairing(_)) && !caps.repairing_pattern {

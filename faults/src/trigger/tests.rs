@@ -442,6 +442,54 @@ async fn given_otherwise_when_no_fault_was_applied_by_then_should_apply_it_then_
     assert!(lab.names().contains(&"killn2".to_string()), "{:?}", lab.names());
 }
 
+#[tokio::test(start_paused = true)]
+async fn given_at_triggers_when_their_offsets_come_should_apply_each_once_then_and_record_no_subject() {
+    let lab = FakeLab::default();
+    // Durations run past the 10 s phase where they may, so each applied fault's clipped duration says when it
+    // started; the observations on the way hold no condition of theirs.
+    let specs = specs(
+        "- {when: {at: 2s}, do: {kind: kill, targets: primary, duration: 1s}}\n\
+         - {when: {at: 4500ms}, after: 500ms, do: {kind: pause, targets: [n3], duration: 60s}}\n\
+         - {when: {at: 12s}, do: {kind: kill, targets: [n2], duration: 1s}}",
+    );
+    let script = vec![(1000, ready(1)), (2500, ready(0)), (6000, ready(2))];
+    run(&lab, &specs, None, 10_000, script).await;
+    let fired: Vec<String> = lab
+        .triggers()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {} {} {}",
+                f["trigger"], f["condition"], f["subject"], f["delay_ms"], f["duration_ms"]
+            )
+        })
+        .collect();
+    // The kill of the primary (n1 in this lab) at 2 s for its second; the pause at 4.5 s + 500 ms, until the
+    // phase's end; the one past the phase never.
+    assert_eq!(fired, ["0 \"at\" null 0 1000", "1 \"at\" null 500 5000"]);
+    assert_eq!(
+        lab.names(),
+        ["killn1", "trigger", "startn1", "pausen3", "trigger", "resumen3"],
+        "{:?}",
+        lab.triggers()
+    );
+}
+
+#[test]
+fn given_an_at_trigger_when_validated_should_need_named_targets_and_no_anchor_window() {
+    let caps = caps();
+    let fine = &specs("- {when: {at: 4s}, do: {kind: kill, targets: primary, duration: 1s}}")[0];
+    assert_eq!(fine.validate(&caps), Ok(()));
+    let subject = &specs("- {when: {at: 4s}, do: {kind: kill, duration: 1s}}")[0];
+    assert!(subject.validate(&caps).unwrap_err().contains("name its targets"));
+    let isolate = &specs("- {when: {at: 4s}, do: {kind: partition, shape: isolate-subject, duration: 1s}}")[0];
+    assert!(isolate.validate(&caps).unwrap_err().contains("or a shape"));
+    let windowed = &specs("- {when: {at: 4s}, not_before: 1s, do: {kind: kill, targets: [n2], duration: 1s}}")[0];
+    assert!(windowed.validate(&caps).unwrap_err().contains("nothing to add"));
+    let round_trip: Vec<TriggerSpec> = specs(&serde_saphyr::to_string(&vec![fine.clone()]).unwrap());
+    assert_eq!(round_trip[0].when, Condition::At(Millis(4000)));
+}
+
 #[test]
 fn given_otherwise_when_validated_should_need_a_pinned_subject_and_to_come_after_not_before() {
     let caps = caps();

@@ -193,6 +193,7 @@ pub fn condition_text(condition: &Condition) -> String {
         Condition::Repairing(f) => format!("repairing {f}"),
         Condition::Repaired(f) => format!("repaired {f}"),
         Condition::Log(l) => format!("log \"{}\" on {}", l.pattern, l.node),
+        Condition::At(at) => format!("at {at}"),
     }
 }
 
@@ -485,6 +486,9 @@ fn anchor_of(plan: &Plan, value: &Value, start_ms: u64, node_count: usize) -> Op
     }
     let trigger = value["trigger"].as_u64()?;
     let spec = plan.nemesis.triggers.get(trigger as usize)?;
+    if matches!(spec.value.when, Condition::At(_)) {
+        return None; // it followed no observation either: at its offset, as any timed fault
+    }
     let delay_ms = value["delay_ms"].as_u64().unwrap_or(0);
     let latency_ms = value["latency_ms"].as_u64().unwrap_or(0);
     let subject = value["subject"]
@@ -539,6 +543,7 @@ fn pin(condition: &Condition, subject: Option<usize>) -> Condition {
             l.node = only;
             Condition::Log(l)
         }
+        Condition::At(at) => Condition::At(*at),
     }
 }
 

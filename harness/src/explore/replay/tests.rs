@@ -128,6 +128,24 @@ fn given_a_fault_a_trigger_applied_without_its_observation_when_read_should_repl
 }
 
 #[test]
+fn given_a_fault_of_an_at_trigger_when_read_should_replay_at_its_offset() {
+    let mut plan = Plan::default_plan();
+    let at: Vec<TriggerSpec> =
+        serde_saphyr::from_str("- {when: {at: 4s}, do: {kind: kill, targets: [n2], duration: 1s}}").unwrap();
+    plan.nemesis.triggers = at.into_iter().map(spanned).collect();
+    let mut events = history();
+    let fired = events
+        .iter_mut()
+        .find(|e| e.value["condition"] == "restarted" && e.value["fault_id"] == 1_000_000)
+        .unwrap();
+    fired.value["condition"] = json!("at");
+    fired.value["subject"] = Value::Null;
+    let recorded = recorded_faults(&plan, &events).unwrap();
+    assert_eq!(recorded.faults[1].to_string(), "kill [n2] at 4s for 1s");
+    assert_eq!(recorded.faults[1].anchor, None, "it followed no observation");
+}
+
+#[test]
 fn given_recorded_faults_when_scripted_should_be_a_valid_plan_that_applies_exactly_them() {
     let plan = Plan::default_plan();
     let recorded = recorded_faults(&plan, &history()).unwrap();
