@@ -182,6 +182,19 @@ pub struct Behaviour {
     pub first_ms: u64,
 }
 
+impl Behaviour {
+    /// The fault context it happened in (`kill@primary+partition:one-way`, `calm`, `final`), for the kinds that have
+    /// one (`context-line`, `transition`, `outcome`): their text starts with it.
+    pub fn context(&self) -> Option<&str> {
+        match self.kind {
+            BehaviourKind::ContextLine | BehaviourKind::Transition | BehaviourKind::Outcome => {
+                self.text.split(" | ").next()
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A run's behaviours: `behaviours.json` in its store folder.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunBehaviours {

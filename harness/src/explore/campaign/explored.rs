@@ -123,6 +123,9 @@ impl Recorder {
                 .as_ref()
                 .map(|b| crate::explore::guide::steering(b, &new))
                 .unwrap_or_default();
+            if let Some(behaviours) = &behaviours {
+                guide.saw(row.seed_index, behaviours);
+            }
             guide.observe(row.seed_index, &steering, &steering_new, complete);
             guide.save_corpus()?;
         }

@@ -114,6 +114,10 @@ pub struct Genome {
     pub flaps_up_x: f64,
     /// Factor on the workload's rate.
     pub rate_x: f64,
+    /// Fault combinations aimed at contexts the campaign has shown least ([`super::aim`]), started by `at` triggers
+    /// after the genes' triggers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shots: Vec<super::aim::Shot>,
 }
 
 impl Vocabulary {
@@ -206,6 +210,7 @@ impl Vocabulary {
             link_interval_x: 1.0,
             flaps_up_x: 1.0,
             rate_x: 1.0,
+            shots: Vec::new(),
         }
     }
 
@@ -339,6 +344,14 @@ impl Genome {
                 trigger
             })
             .collect();
+        for shot in &self.shots {
+            let unknown = serde_saphyr::Location::UNKNOWN;
+            plan.nemesis.triggers.extend(
+                shot.triggers()
+                    .into_iter()
+                    .map(|t| serde_saphyr::Spanned::new(t, unknown, unknown)),
+            );
+        }
         let rate = (plan.workload.rate.0 * self.rate_x).clamp(1.0, 100_000.0);
         plan.workload.rate = crate::plan::Rate((rate * 10.0).round() / 10.0);
         plan

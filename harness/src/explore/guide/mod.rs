@@ -8,8 +8,10 @@
 //! campaign has seen. A run that showed something new joins the *corpus* as an entry: its configuration (a
 //! [`genome::Genome`]: which of the plans' fault elements it kept, with their factors), its seed, and the behaviours
 //! it found first. The next run is an entry, chosen by *energy*, with one to four small changes stacked
-//! ([`mutate::havoc`]) and sometimes whole fault families spliced in from a second entry ([`mutate::splice`]). The
-//! plans as written are the seed corpus and run first, each once, as AFL runs its seed inputs before mutating them.
+//! ([`mutate::havoc`]) and sometimes whole fault families spliced in from a second entry ([`mutate::splice`]), and
+//! it gets *shots* of its own ([`aim`]): combinations of the plans' faults started together at offsets of its fault
+//! phase, aimed at the fault contexts the campaign has shown least (those it never showed first). The plans as
+//! written are the seed corpus and run first, each once, as AFL runs its seed inputs before mutating them.
 //!
 //! # Energy, admission and operators (why these rules)
 //!
@@ -71,6 +73,7 @@
 //! campaign keeps its own corpus (`guide-shard<I>of<N>/`, `behaviours-shard<I>of<N>.jsonl`): shards explore apart,
 //! and `faultline merge` joins their stores, where the campaign view draws the campaign's curve across shards.
 
+pub mod aim;
 pub mod genome;
 pub mod mutate;
 
@@ -209,6 +212,21 @@ pub struct Guide {
     recent: VecDeque<usize>,
     /// New behaviours of the last plan as written that ran (the baseline before any child has run).
     as_written_found: usize,
+    /// Each fault context the campaign's runs showed, with how many runs showed it ([`aim`]).
+    shown: HashMap<String, u32>,
+    /// Shots aimed, and how many of their contexts their runs then showed.
+    aimed: AimStats,
+}
+
+/// How the shots of a campaign's runs did ([`aim`]).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct AimStats {
+    /// Shots in runs that finished.
+    pub shots: u32,
+    /// Of them, those whose context the run showed.
+    pub shown: u32,
+    /// Of those, the ones whose context no earlier run had shown.
+    pub first: u32,
 }
 
 impl Guide {
@@ -242,6 +260,8 @@ impl Guide {
             operators: [OperatorStats::default(); mutate::Operator::ALL.len()],
             recent: VecDeque::new(),
             as_written_found: 0,
+            shown: HashMap::new(),
+            aimed: AimStats::default(),
         }
     }
 
@@ -264,8 +284,8 @@ impl Guide {
                 .and_then(|dir| std::fs::read(store_root.join(dir).join(crate::run::analyze::BEHAVIOURS_FILE)).ok())
                 .and_then(|bytes| serde_json::from_slice::<RunBehaviours>(&bytes).ok());
             // Without the run's behaviours.json its kinds are unknown: its logged new behaviours count whole.
-            let (all, new) = match behaviours {
-                Some(behaviours) => steering(&behaviours, &run.new),
+            let (all, new) = match &behaviours {
+                Some(behaviours) => steering(behaviours, &run.new),
                 None => (run.new.clone(), run.new.clone()),
             };
             let genome = std::fs::read(self.genome_file(run.run))
@@ -301,7 +321,31 @@ impl Guide {
                     operators,
                 },
             );
+            if let Some(behaviours) = &behaviours {
+                self.saw(run.run, behaviours);
+            }
             self.observe(run.run, &all, &new, run.complete);
+        }
+    }
+
+    /// Takes the fault contexts of run `run`'s behaviours into account (before [`Guide::observe`]): how many runs
+    /// showed each, and whether the run showed what its shots aimed at.
+    pub fn saw(&mut self, run: u64, behaviours: &RunBehaviours) {
+        let contexts: std::collections::BTreeSet<&str> =
+            behaviours.behaviours.iter().filter_map(|b| b.context()).collect();
+        if let Some(pending) = self.pending.get(&run) {
+            for shot in &pending.genome.shots {
+                self.aimed.shots += 1;
+                if contexts.contains(shot.context.as_str()) {
+                    self.aimed.shown += 1;
+                    if !self.shown.contains_key(&shot.context) {
+                        self.aimed.first += 1;
+                    }
+                }
+            }
+        }
+        for context in contexts {
+            *self.shown.entry(context.to_string()).or_insert(0) += 1;
         }
     }
 
@@ -598,6 +642,7 @@ impl Guide {
             let (child, havoc, operators) = mutate::havoc(&genome, &self.vocab, &self.operator_weights(), rng);
             changes.extend(havoc);
             if self.validates(&child) {
+                let child = self.aimed(child, rng, &mut changes);
                 let choice = Choice {
                     as_written: None,
                     parent: parent_run,
@@ -609,6 +654,7 @@ impl Guide {
             }
         }
         mutations.push("its configuration, with a fresh seed (no mutation validated)".into());
+        let genome = self.aimed(entry.genome, rng, &mut mutations);
         let choice = Choice {
             as_written: None,
             parent: parent_run,
@@ -616,7 +662,26 @@ impl Guide {
             mutations,
             operators: Vec::new(),
         };
-        (entry.genome, fresh_seed, entry.origin, choice, Vec::new())
+        (genome, fresh_seed, entry.origin, choice, Vec::new())
+    }
+
+    /// `genome` with shots of its own ([`aim`]; a parent's shots aimed at what was rare then), said in `changes`;
+    /// without any when none fit its plan or its plan with them does not validate.
+    fn aimed(&self, mut genome: Genome, rng: &mut impl Rng, changes: &mut Vec<String>) -> Genome {
+        genome.shots.clear();
+        let plan = genome.render(&self.vocab);
+        let shots = aim::aim(&genome, &self.vocab, &plan, &self.shown, rng);
+        if shots.is_empty() {
+            return genome;
+        }
+        let mut aimed = genome.clone();
+        aimed.shots = shots;
+        if self.validates(&aimed) {
+            changes.push(aim::describe(&aimed.shots, &self.shown));
+            aimed
+        } else {
+            genome
+        }
     }
 
     /// The entry of plan `base` of highest energy, ties broken at random.
@@ -694,6 +759,7 @@ impl Guide {
             .map(|(o, w)| (name_of(o), serde_json::json!((w * 100.0).round() / 100.0)))
             .collect();
         let doc = serde_json::json!({"campaign": self.campaign, "behaviours_seen": self.hits.len(),
+            "contexts_shown": self.shown.len(), "aim": self.aimed,
             "admission_bar": median(&self.recent), "operator_weights": weights, "entries": listed});
         faultline_reports::write_atomic(&path, &serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("cannot write {}", path.display()))

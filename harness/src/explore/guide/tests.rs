@@ -2,6 +2,7 @@ use super::genome::{Family, DURATION_X, INTERVAL_X};
 use super::*;
 use crate::plan::builtin;
 use faultline_faults::process::ProcessFault;
+use faultline_faults::trigger::Condition;
 use faultline_reports::explored::Mode;
 use faultline_reports::results::Verdict;
 use rand::SeedableRng;
@@ -266,4 +267,75 @@ fn given_several_plans_when_guided_past_the_plans_as_written_should_run_every_pl
         assert_eq!(bases, vec![0, 1], "round {round}: each plan once");
     }
     assert_eq!(orders.len(), 2, "the order within a round is shuffled: {orders:?}");
+}
+
+fn behaviours_in(contexts: &[&str]) -> RunBehaviours {
+    use faultline_workloads::behaviour::Behaviour;
+    let behaviours = contexts
+        .iter()
+        .enumerate()
+        .map(|(i, context)| Behaviour {
+            id: BehaviourId(1_000 + i as u64),
+            kind: BehaviourKind::Transition,
+            text: format!("{context} | up:backup up:backup up:primary -> down up:backup up:primary"),
+            first_ms: 0,
+        })
+        .collect();
+    RunBehaviours {
+        version: faultline_workloads::behaviour::BEHAVIOURS_VERSION,
+        behaviours,
+        dropped: 0,
+    }
+}
+
+#[test]
+fn given_a_mutated_run_when_chosen_should_aim_at_triggers_that_validate_and_count_the_contexts_its_run_showed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut guide = guide_in(dir.path());
+    for run in 0..2 {
+        let chosen = guide.choose(run).unwrap();
+        let plan = Plan::load(&chosen.plan_file).unwrap();
+        assert!(
+            !plan
+                .nemesis
+                .triggers
+                .iter()
+                .any(|t| matches!(t.value.when, Condition::At(_))),
+            "a plan as written runs unaimed"
+        );
+        guide.saw(run, &behaviours_in(&["calm", "kill@primary"]));
+        guide.observe(run, &ids(run * 10..run * 10 + 10), &ids(run * 10..run * 10 + 10), true);
+    }
+    let chosen = guide.choose(2).unwrap();
+    let genome: Genome = serde_json::from_slice(&std::fs::read(Guide::genome_path(dir.path(), 2)).unwrap()).unwrap();
+    assert!(!genome.shots.is_empty(), "{:?}", chosen.choice);
+    assert!(
+        genome.shots.iter().all(|s| s.context != "kill@primary"),
+        "shown by both runs: not aimed at first"
+    );
+    let plan = Plan::load(&chosen.plan_file).expect("the aimed plan validates");
+    let at: Vec<u64> = plan
+        .nemesis
+        .triggers
+        .iter()
+        .filter_map(|t| match t.value.when {
+            Condition::At(at) => Some(at.0),
+            _ => None,
+        })
+        .collect();
+    let faults: usize = genome.shots.iter().map(|s| s.faults.len()).sum();
+    assert_eq!(at.len(), faults, "every shot's fault is an `at` trigger of the plan");
+    assert!(genome.shots.iter().all(|s| at.contains(&s.at_ms)));
+    let said = chosen.choice.mutations.last().unwrap();
+    assert!(
+        said.starts_with("aimed at ") && said.contains("(never shown)"),
+        "{said}"
+    );
+    // Its run showed the first shot's context, and nothing else it aimed at.
+    let first = genome.shots[0].context.clone();
+    guide.saw(2, &behaviours_in(&["calm", &first]));
+    assert_eq!(guide.aimed.shots as usize, genome.shots.len());
+    assert_eq!((guide.aimed.shown, guide.aimed.first), (1, 1));
+    assert_eq!(guide.shown[&first], 1);
+    assert_eq!(guide.shown["calm"], 3);
 }
