@@ -36,7 +36,7 @@ use faultline_faults::units::Millis;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Shots a run gets at most.
 pub const SHOTS_PER_RUN_MAX: usize = 4;
@@ -93,19 +93,13 @@ struct Atom {
 /// has (kill, pause, stop, power loss), on the primary and on a backup; each partition shape, when the base plan
 /// partitions.
 fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
-    let mut kinds: BTreeSet<(String, Option<Millis>)> = BTreeSet::new();
+    // Each kind once, with the grace of its first element (a graceful stop's).
+    let mut kinds: BTreeMap<String, Option<Millis>> = BTreeMap::new();
     for e in (0..vocab.elements.len()).filter(|&e| vocab.fits(e, base) && vocab.retargetable(e)) {
         let element = &vocab.elements[e];
         let process = vocab.plans[element.plan].nemesis.process.as_ref();
-        let Some(fault) = process.and_then(|p| p.value.faults.get(element.index)) else {
-            continue;
-        };
-        if matches!(
-            fault.kind,
-            ProcessFault::Kill | ProcessFault::Pause | ProcessFault::Stop | ProcessFault::PowerLoss
-        ) && !kinds.iter().any(|(k, _)| *k == kind_name(fault.kind))
-        {
-            kinds.insert((kind_name(fault.kind), fault.grace));
+        if let Some(fault) = process.and_then(|p| p.value.faults.get(element.index)) {
+            kinds.entry(kind_name(fault.kind)).or_insert(fault.grace);
         }
     }
     let duration = format!("{}ms..{}ms", SHOT_DURATION_MS.0, SHOT_DURATION_MS.1);
@@ -116,13 +110,11 @@ fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
             if let Some(grace) = grace {
                 spec["grace"] = serde_json::json!(grace.to_string());
             }
-            if let Ok(fault) = serde_json::from_value::<TriggeredFaultSpec>(spec) {
-                atoms.push(Atom {
-                    token: format!("{kind}@{role}"),
-                    fault,
-                    role: Some(role),
-                });
-            }
+            atoms.push(Atom {
+                token: format!("{kind}@{role}"),
+                fault: fault_of(spec),
+                role: Some(role),
+            });
         }
     }
     let partitions = vocab.plans[base]
@@ -135,16 +127,20 @@ fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
             // A takeover: a shot's partition replaces one the random nemesis has in force, else the shot would
             // show that one's context (seen: a shot's partition skipped for a one-way cut in force).
             let spec = serde_json::json!({"kind": "partition", "shape": shape, "duration": duration, "takeover": true});
-            if let Ok(fault) = serde_json::from_value::<TriggeredFaultSpec>(spec) {
-                atoms.push(Atom {
-                    token: format!("partition:{shape}"),
-                    fault,
-                    role: None,
-                });
-            }
+            atoms.push(Atom {
+                token: format!("partition:{shape}"),
+                fault: fault_of(spec),
+                role: None,
+            });
         }
     }
     atoms
+}
+
+/// A triggered fault from its plan syntax: the few fields a shot sets, the rest as a plan that leaves them out has
+/// them (the struct has a field for every kind of fault and no default).
+fn fault_of(spec: serde_json::Value) -> TriggeredFaultSpec {
+    serde_json::from_value(spec.clone()).unwrap_or_else(|e| panic!("a shot's fault {spec} does not parse: {e}"))
 }
 
 fn kind_name(kind: ProcessFault) -> String {

@@ -339,3 +339,58 @@ fn given_a_mutated_run_when_chosen_should_aim_at_triggers_that_validate_and_coun
     assert_eq!(guide.shown[&first], 1);
     assert_eq!(guide.shown["calm"], 3);
 }
+
+#[test]
+fn given_a_logged_campaign_with_behaviours_when_resumed_should_count_the_contexts_its_runs_showed_and_their_aim() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut guide = guide_in(dir.path());
+    let mut lines = Vec::new();
+    for run in 0..3 {
+        let chosen = guide.choose(run).unwrap();
+        let folder = format!("runs/{run}");
+        std::fs::create_dir_all(dir.path().join(&folder)).unwrap();
+        let genome: Genome =
+            serde_json::from_slice(&std::fs::read(Guide::genome_path(dir.path(), run)).unwrap()).unwrap();
+        // Every run showed `calm`; the aimed one also the context of its first shot.
+        let mut contexts = vec!["calm".to_string()];
+        contexts.extend(genome.shots.first().map(|s| s.context.clone()));
+        let contexts: Vec<&str> = contexts.iter().map(String::as_str).collect();
+        let behaviours = behaviours_in(&contexts);
+        std::fs::write(
+            dir.path().join(&folder).join(crate::run::analyze::BEHAVIOURS_FILE),
+            serde_json::to_vec(&behaviours).unwrap(),
+        )
+        .unwrap();
+        lines.push(ExploredRun {
+            campaign: "test".into(),
+            shard: None,
+            run,
+            mode: Mode::Guided,
+            plan: "default".into(),
+            plan_source: chosen.plan_file.display().to_string(),
+            seed: chosen.seed,
+            store_dir: Some(folder),
+            verdict: Verdict::Valid,
+            complete: true,
+            distinct: behaviours.behaviours.len() as u64,
+            new: behaviours.behaviours.iter().map(|b| b.id).collect(),
+            new_by_kind: Default::default(),
+            cumulative: 0,
+            elapsed_ms: 0,
+            wall_ms: 0,
+            cpu_ms: None,
+            choice: Some(chosen.choice),
+            finished_at: String::new(),
+        });
+    }
+    let shots = serde_json::from_slice::<Genome>(&std::fs::read(Guide::genome_path(dir.path(), 2)).unwrap())
+        .unwrap()
+        .shots;
+    assert!(!shots.is_empty(), "run 2 is a mutation, aimed");
+    let mut resumed = guide_in(dir.path());
+    resumed.resume(&lines, dir.path());
+    assert_eq!(resumed.shown["calm"], 3);
+    assert_eq!(resumed.shown[&shots[0].context], 1);
+    assert_eq!(resumed.aimed.shots as usize, shots.len());
+    assert_eq!((resumed.aimed.shown, resumed.aimed.first), (1, 1));
+}
