@@ -1,6 +1,9 @@
 //! Tests of replay: recorded faults read from histories, and the scripted plans made of them.
 
+use super::script::{exactly, spanned};
 use super::*;
+use faultline_faults::process::Target;
+use faultline_faults::trigger::{TriggerSpec, TriggerTarget, TriggeredKind};
 use faultline_workloads::history::Name;
 use serde_json::json;
 
