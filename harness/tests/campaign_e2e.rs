@@ -486,6 +486,22 @@ fn given_a_guided_campaign_interrupted_mid_run_should_keep_its_corpus_and_resume
         results["behaviours"]["novelty"]["new"],
         second["new"].as_array().unwrap().len()
     );
+    // A mutated run is aimed: its plan starts a shot by `at` triggers (one fits the 3 s phase), and the run's
+    // history records each firing of them, applied or skipped (its target held), at its offset.
+    let aimed = second["choice"]["mutations"].as_array().unwrap();
+    assert!(
+        aimed.iter().any(|m| m.as_str().unwrap().starts_with("aimed at ")),
+        "{aimed:?}"
+    );
+    assert!(plan.contains("when:\n      at: "), "{plan}");
+    let history = std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap();
+    let fired: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["f"] == "trigger" && e["value"]["condition"] == "at")
+        .collect();
+    assert!(!fired.is_empty(), "no shot fired:\n{history}");
+    assert!(fired.iter().all(|e| e["value"]["subject"].is_null()), "{fired:?}");
     let check = faultline()
         .args(["plan", "--check"])
         .arg(run_dir.join("plan.yaml"))
