@@ -107,6 +107,36 @@ fn given_two_genomes_when_spliced_should_take_whole_families_from_the_other() {
     assert!(took_triggers, "over 20 splices, the crash-point triggers came across");
 }
 
+/// The behaviour log's line of a finished guided run of `default` that showed `new`.
+fn logged(run: u64, chosen: Chosen, store_dir: Option<String>, new: Vec<BehaviourId>, cumulative: u64) -> ExploredRun {
+    ExploredRun {
+        campaign: "test".into(),
+        shard: None,
+        run,
+        mode: Mode::Guided,
+        plan: "default".into(),
+        plan_source: chosen.plan_file.display().to_string(),
+        seed: chosen.seed,
+        store_dir,
+        verdict: Verdict::Valid,
+        complete: true,
+        distinct: new.len() as u64,
+        new,
+        new_by_kind: Default::default(),
+        cumulative,
+        elapsed_ms: 0,
+        wall_ms: 0,
+        cpu_ms: None,
+        choice: Some(chosen.choice),
+        finished_at: String::new(),
+    }
+}
+
+/// The genome the guide in `dir` wrote for run `run`.
+fn genome_of(dir: &std::path::Path, run: u64) -> Genome {
+    serde_json::from_slice(&std::fs::read(Guide::genome_path(dir, run)).unwrap()).unwrap()
+}
+
 fn guide_in(dir: &std::path::Path) -> Guide {
     let plans = vec![
         builtin::load("default").unwrap(),
@@ -197,27 +227,7 @@ fn given_a_logged_campaign_when_resumed_should_rebuild_the_corpus_and_not_rerun_
     let mut lines = Vec::new();
     for run in 0..3 {
         let chosen = guide.choose(run).unwrap();
-        lines.push(ExploredRun {
-            campaign: "test".into(),
-            shard: None,
-            run,
-            mode: Mode::Guided,
-            plan: "default".into(),
-            plan_source: chosen.plan_file.display().to_string(),
-            seed: chosen.seed,
-            store_dir: None,
-            verdict: Verdict::Valid,
-            complete: true,
-            distinct: 10,
-            new: ids(run * 10..run * 10 + 10),
-            new_by_kind: Default::default(),
-            cumulative: (run + 1) * 10,
-            elapsed_ms: 0,
-            wall_ms: 0,
-            cpu_ms: None,
-            choice: Some(chosen.choice),
-            finished_at: String::new(),
-        });
+        lines.push(logged(run, chosen, None, ids(run * 10..run * 10 + 10), (run + 1) * 10));
     }
     let mut resumed = guide_in(dir.path());
     resumed.resume(&lines, dir.path());
@@ -307,7 +317,7 @@ fn given_a_mutated_run_when_chosen_should_aim_at_triggers_that_validate_and_coun
         guide.observe(run, &ids(run * 10..run * 10 + 10), &ids(run * 10..run * 10 + 10), true);
     }
     let chosen = guide.choose(2).unwrap();
-    let genome: Genome = serde_json::from_slice(&std::fs::read(Guide::genome_path(dir.path(), 2)).unwrap()).unwrap();
+    let genome = genome_of(dir.path(), 2);
     assert!(!genome.shots.is_empty(), "{:?}", chosen.choice);
     assert!(
         genome.shots.iter().all(|s| s.context != "kill@primary"),
@@ -349,8 +359,7 @@ fn given_a_logged_campaign_with_behaviours_when_resumed_should_count_the_context
         let chosen = guide.choose(run).unwrap();
         let folder = format!("runs/{run}");
         std::fs::create_dir_all(dir.path().join(&folder)).unwrap();
-        let genome: Genome =
-            serde_json::from_slice(&std::fs::read(Guide::genome_path(dir.path(), run)).unwrap()).unwrap();
+        let genome = genome_of(dir.path(), run);
         // Every run showed `calm`; the aimed one also the context of its first shot.
         let mut contexts = vec!["calm".to_string()];
         contexts.extend(genome.shots.first().map(|s| s.context.clone()));
@@ -361,31 +370,10 @@ fn given_a_logged_campaign_with_behaviours_when_resumed_should_count_the_context
             serde_json::to_vec(&behaviours).unwrap(),
         )
         .unwrap();
-        lines.push(ExploredRun {
-            campaign: "test".into(),
-            shard: None,
-            run,
-            mode: Mode::Guided,
-            plan: "default".into(),
-            plan_source: chosen.plan_file.display().to_string(),
-            seed: chosen.seed,
-            store_dir: Some(folder),
-            verdict: Verdict::Valid,
-            complete: true,
-            distinct: behaviours.behaviours.len() as u64,
-            new: behaviours.behaviours.iter().map(|b| b.id).collect(),
-            new_by_kind: Default::default(),
-            cumulative: 0,
-            elapsed_ms: 0,
-            wall_ms: 0,
-            cpu_ms: None,
-            choice: Some(chosen.choice),
-            finished_at: String::new(),
-        });
+        let new = behaviours.behaviours.iter().map(|b| b.id).collect();
+        lines.push(logged(run, chosen, Some(folder), new, 0));
     }
-    let shots = serde_json::from_slice::<Genome>(&std::fs::read(Guide::genome_path(dir.path(), 2)).unwrap())
-        .unwrap()
-        .shots;
+    let shots = genome_of(dir.path(), 2).shots;
     assert!(!shots.is_empty(), "run 2 is a mutation, aimed");
     let mut resumed = guide_in(dir.path());
     resumed.resume(&lines, dir.path());
