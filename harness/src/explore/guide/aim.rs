@@ -15,7 +15,8 @@
 //! # What it does
 //!
 //! Each mutated run gets up to [`SHOTS_PER_RUN_MAX`] *shots*: a combination of faults from the run's plans (a kill,
-//! pause, graceful stop or power loss of the primary and/or of a backup, a partition of one shape), started together
+//! pause, graceful stop, power loss or clock fault of the primary and/or of a backup, a partition of one shape; a
+//! clock fault only where and as the base plan does them, [`clock_atoms`]), started together
 //! at an offset of the fault phase by `at` triggers (`when: {at: 4200ms}`), for [`SHOT_DURATION_MS`] (a combination
 //! exists only while all its faults hold, so they share one length). The combinations are the ones the campaign has
 //! shown least, those it never showed first, ties broken by the run's stream of the campaign seed; the offsets are
@@ -30,7 +31,7 @@
 
 use super::genome::{Genome, Vocabulary, SHAPES};
 use crate::plan::Plan;
-use faultline_faults::process::ProcessFault;
+use faultline_faults::process::{ProcessFault, Target, TargetedFaultSpec};
 use faultline_faults::trigger::{Condition, TriggerSpec, TriggeredFaultSpec, TriggeredKind};
 use faultline_faults::units::Millis;
 use rand::seq::SliceRandom;
@@ -90,8 +91,8 @@ struct Atom {
 }
 
 /// The faults shots may combine on plan `base`: each process fault kind a retargetable element of the base's system
-/// has (kill, pause, stop, power loss), on the primary and on a backup; each partition shape, when the base plan
-/// partitions.
+/// has (kill, pause, stop, power loss), on the primary and on a backup; the base plan's clock faults on the roles it
+/// allows them ([`clock_atoms`]); each partition shape, when the base plan partitions.
 fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
     // Each kind once, with the grace of its first element (a graceful stop's).
     let mut kinds: BTreeMap<String, Option<Millis>> = BTreeMap::new();
@@ -117,6 +118,7 @@ fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
             });
         }
     }
+    atoms.extend(clock_atoms(vocab, base));
     let partitions = vocab.plans[base]
         .nemesis
         .network
@@ -135,6 +137,54 @@ fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
         }
     }
     atoms
+}
+
+/// The clock faults shots may combine on plan `base`: each mode of clock fault (bump, strobe, skew) the base plan
+/// itself has (another plan's clock faults were sized for the clock bound of its own nodes' arguments), with the first
+/// such element's change, on each role its target as written covers (`one` and `minority` cover
+/// both, `primary` the primary, `backup` a backup): a plan keeps a node's clock for its own script by aiming its
+/// random clock faults elsewhere (`reference-clock`'s backups), and a shot keeps that promise. Its length is the
+/// shot's, cut to the element's longest: the change a skew makes grows with its length, and the plan sized it (its
+/// lease bound) for the lengths it wrote.
+fn clock_atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
+    let mut first: BTreeMap<(&'static str, &'static str), &TargetedFaultSpec> = BTreeMap::new();
+    for e in (0..vocab.elements.len()).filter(|&e| vocab.elements[e].plan == base) {
+        let Some(fault) = vocab.process_fault(e).filter(|f| f.kind == ProcessFault::Clock) else {
+            continue;
+        };
+        let mode = match (fault.bump, fault.strobe, fault.skew) {
+            (Some(_), _, _) => "bump",
+            (_, Some(_), _) => "strobe",
+            (_, _, Some(_)) => "skew",
+            _ => continue,
+        };
+        let roles: &[&'static str] = match fault.targets.value {
+            Target::One | Target::Minority => &["primary", "backup"],
+            Target::Primary | Target::NextPrimary => &["primary"],
+            Target::Backup => &["backup"],
+            _ => &[],
+        };
+        for role in roles {
+            first.entry((mode, role)).or_insert(fault);
+        }
+    }
+    first
+        .into_iter()
+        .map(|((mode, role), element)| {
+            let longest = element.duration.max.0.max(1);
+            let (lo, hi) = (SHOT_DURATION_MS.0.min(longest), SHOT_DURATION_MS.1.min(longest));
+            let spec = serde_json::json!({"kind": "clock", "targets": role, "duration": format!("{lo}ms..{hi}ms")});
+            let mut fault = fault_of(spec);
+            fault.bump = element.bump;
+            fault.strobe = element.strobe;
+            fault.skew = element.skew;
+            Atom {
+                token: format!("clock-{mode}@{role}"),
+                fault,
+                role: Some(role),
+            }
+        })
+        .collect()
 }
 
 /// A triggered fault from its plan syntax: the few fields a shot sets, the rest as a plan that leaves them out has
@@ -312,10 +362,21 @@ mod tests {
         ] {
             assert!(tokens.contains(&token), "{tokens:?}");
         }
-        assert!(!tokens.iter().any(|t| t.starts_with("clock")), "{tokens:?}");
+        // Its clock faults where it aims them: bumps and skews at `one` (either role), strobes at the primary only.
+        let clocks: Vec<&str> = tokens.iter().copied().filter(|t| t.starts_with("clock")).collect();
+        assert_eq!(
+            clocks,
+            [
+                "clock-bump@backup",
+                "clock-bump@primary",
+                "clock-skew@backup",
+                "clock-skew@primary",
+                "clock-strobe@primary"
+            ]
+        );
         let combos = combinations(&atoms);
-        // (1 + 4 primary) x (1 + 4 backup) x (1 + 6 shapes) - the empty one.
-        assert_eq!(combos.len(), 5 * 5 * 7 - 1);
+        // (1 + 4 + 3 clock on the primary) x (1 + 4 + 2 on a backup) x (1 + 6 shapes) - the empty one.
+        assert_eq!(combos.len(), 8 * 7 * 7 - 1);
         for (context, chosen) in &combos {
             let roles: Vec<Option<&str>> = chosen.iter().map(|&i| atoms[i].role).collect();
             for role in [Some("primary"), Some("backup"), None] {
@@ -323,6 +384,36 @@ mod tests {
             }
             assert_eq!(context.split('+').count(), chosen.len(), "{context}");
         }
+    }
+
+    #[test]
+    fn given_clock_faults_when_made_shots_should_keep_the_plans_change_length_and_roles() {
+        let (mixed, _) = mixed();
+        let mut clock = builtin::load("reference-clock").unwrap();
+        clock.time_limit = Millis(20_000);
+        // A campaign of both: reference-mixed's nodes lease with J = 100 ms, reference-clock's with J = 1.3 s.
+        let vocab = Vocabulary::new(vec![mixed.plans[0].clone(), clock]);
+        let on_mixed = clock_atoms(&vocab, 0);
+        let bump = on_mixed.iter().find(|a| a.token == "clock-bump@primary").unwrap();
+        assert_eq!(bump.fault.kind, TriggeredKind::Clock);
+        let faults = &vocab.plans[0].nemesis.process.as_ref().unwrap().value.faults;
+        let written = faults.iter().find_map(|f| f.bump).unwrap();
+        assert_eq!(
+            format!("{:?}", bump.fault.bump),
+            format!("{:?}", Some(written)),
+            "reference-mixed's own bump (-100ms..-20ms), never reference-clock's -1300ms"
+        );
+        // The skew is 1s..2s in the plan: a shot's skew holds at most that long, so its offset stays in the bound.
+        let skew = on_mixed.iter().find(|a| a.token == "clock-skew@backup").unwrap();
+        assert!(skew.fault.skew.is_some());
+        assert_eq!((skew.fault.duration.min.0, skew.fault.duration.max.0), (2_000, 2_000));
+        assert_eq!(bump.fault.duration.max.0, SHOT_DURATION_MS.1);
+        // reference-clock aims its random clock faults at backups only (the primary's clock is its script's).
+        let on_clock: Vec<String> = clock_atoms(&vocab, 1).into_iter().map(|a| a.token).collect();
+        assert_eq!(
+            on_clock,
+            ["clock-bump@backup", "clock-skew@backup", "clock-strobe@backup"]
+        );
     }
 
     #[test]

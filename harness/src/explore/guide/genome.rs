@@ -255,6 +255,12 @@ impl Vocabulary {
         }
     }
 
+    /// Element `e`'s process fault as its plan writes it, none for elements of other families.
+    pub fn process_fault(&self, e: usize) -> Option<&faultline_faults::process::TargetedFaultSpec> {
+        let element = &self.elements[e];
+        (element.family == Family::Process).then(|| &self.process_faults(element.plan)[element.index])
+    }
+
     fn process_faults(&self, p: usize) -> &[faultline_faults::process::TargetedFaultSpec] {
         self.plans[p]
             .nemesis
