@@ -31,7 +31,7 @@
 
 use super::genome::{Genome, Vocabulary, SHAPES};
 use crate::plan::Plan;
-use faultline_faults::process::{ProcessFault, Target, TargetedFaultSpec};
+use faultline_faults::process::{kind_name, ProcessFault, Target, TargetedFaultSpec};
 use faultline_faults::trigger::{Condition, TriggerSpec, TriggeredFaultSpec, TriggeredKind};
 use faultline_faults::units::Millis;
 use rand::seq::SliceRandom;
@@ -95,11 +95,9 @@ struct Atom {
 /// allows them ([`clock_atoms`]); each partition shape, when the base plan partitions.
 fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
     // Each kind once, with the grace of its first element (a graceful stop's).
-    let mut kinds: BTreeMap<String, Option<Millis>> = BTreeMap::new();
+    let mut kinds: BTreeMap<&str, Option<Millis>> = BTreeMap::new();
     for e in (0..vocab.elements.len()).filter(|&e| vocab.fits(e, base) && vocab.retargetable(e)) {
-        let element = &vocab.elements[e];
-        let process = vocab.plans[element.plan].nemesis.process.as_ref();
-        if let Some(fault) = process.and_then(|p| p.value.faults.get(element.index)) {
+        if let Some(fault) = vocab.process_fault(e) {
             kinds.entry(kind_name(fault.kind)).or_insert(fault.grace);
         }
     }
@@ -191,13 +189,6 @@ fn clock_atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
 /// them (the struct has a field for every kind of fault and no default).
 fn fault_of(spec: serde_json::Value) -> TriggeredFaultSpec {
     serde_json::from_value(spec.clone()).unwrap_or_else(|e| panic!("a shot's fault {spec} does not parse: {e}"))
-}
-
-fn kind_name(kind: ProcessFault) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Every combination of one to three atoms a shot may start: at most one fault on the primary, one on a backup and

@@ -218,11 +218,9 @@ impl Vocabulary {
     /// or power loss aimed at a role (never a named node, `all`, `each`, or a corrupt or clock fault, whose targets
     /// carry the plan's promises).
     pub fn retargetable(&self, e: usize) -> bool {
-        let element = &self.elements[e];
-        if element.family != Family::Process {
+        let Some(fault) = self.process_fault(e) else {
             return false;
-        }
-        let fault = &self.process_faults(element.plan)[element.index];
+        };
         let kind_ok = matches!(
             fault.kind,
             ProcessFault::Kill | ProcessFault::Pause | ProcessFault::Stop | ProcessFault::PowerLoss
@@ -236,14 +234,8 @@ impl Vocabulary {
 
     /// The target an element's process fault has as written (`one`, `primary`, ...), empty for other elements.
     pub fn target_of(&self, e: usize) -> String {
-        let element = &self.elements[e];
-        if element.family != Family::Process {
-            return String::new();
-        }
-        self.process_faults(element.plan)[element.index]
-            .targets
-            .value
-            .to_string()
+        self.process_fault(e)
+            .map_or_else(String::new, |fault| fault.targets.value.to_string())
     }
 
     /// The shape a partition element has as written, empty for other elements.
