@@ -241,10 +241,11 @@ names! {
         /// Value: `{role, primary?, view?, durable?, progress{...}}` (numbers the adapter reads from the status).
         Status => "status",
         /// A node stopped (killed, lost power, crashed): the durable progress it had last reported, settled as its
-        /// adapter says. Value: `{durable, age_ms, cause}` (`cause`: `kill`, `power-loss`, `restart-all`, `crashed`,
-        /// `refused`).
+        /// adapter says. Value: `{durable, age_ms, cause, pid}` (`pid`: the stopped process; `cause`: `kill`,
+        /// `power-loss`, `restart-all`, `crashed`, `refused`).
         LastDurable => "last-durable",
-        /// A restarted node said what it booted with (its own boot log line). Value: `{recovered, line}`.
+        /// A restarted node said what it booted with (its own boot log line). Value: `{recovered, line, pid}`
+        /// (`pid`: the booted process; the durability check pairs it with the stop of the process before it).
         Recovered => "recovered",
         /// A node's log had a line matching a pattern its adapter names (`repairing`, `view-change`). Value:
         /// `{pattern, line}`.

@@ -44,6 +44,8 @@ use super::HIDDEN_DIR_NAME;
 pub(crate) const PAGE_BYTES: u64 = 4096;
 /// The root inode, as FUSE numbers it.
 pub(crate) const ROOT_INO: u64 = 1;
+/// Upper bound on the zero pages a synced write past the durable end saves for the gap before it (1 MiB).
+const GAP_PAGES_SAVED_MAX: u64 = 256;
 /// Upper bound on entries walked when rebuilding paths or measuring usage.
 const WALK_ENTRIES_MAX: usize = 1_000_000;
 
@@ -512,6 +514,90 @@ impl State {
                 })
             }
         }
+        Ok(())
+    }
+
+    /// A write that is durable when it returns: through an `O_SYNC`/`O_DSYNC` descriptor, or `pwritev2` with
+    /// `RWF_SYNC`/`RWF_DSYNC` (the kernel marks such a write in its request). POSIX's synchronized I/O data integrity:
+    /// the written bytes and the metadata needed to read them back (the file's size, and with it a truncation made
+    /// before) are on disk; other unsynced writes to the file are not (the kernel syncs only the written range).
+    pub fn write_synced(&mut self, ino: u64, file: &File, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write(ino, file, offset, data)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = offset + data.len() as u64;
+        let Some(log) = self.file_logs.get_mut(&ino) else {
+            return Ok(());
+        };
+        log.commit_truncation();
+        // Saved pages below the zeros take the written bytes: that is their durable content now.
+        for (&page, bytes) in log.undo.range_mut(offset / PAGE_BYTES..=(end - 1) / PAGE_BYTES) {
+            let page_start = page * PAGE_BYTES;
+            let (from, to) = (offset.max(page_start), end.min(page_start + bytes.len() as u64));
+            if from < to {
+                bytes[(from - page_start) as usize..(to - page_start) as usize]
+                    .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+            }
+        }
+        if end > log.zeros_from {
+            Self::extend_durable(log, file, offset, data)?;
+        }
+        log.durable_size = log.durable_size.max(end);
+        log.last_write = None; // it returned durable: nothing of it can tear
+        let size = file.metadata()?.len();
+        let clean =
+            log.undo.is_empty() && log.truncated.is_none() && log.zeros_from == size && log.durable_size == size;
+        if clean {
+            self.file_logs.remove(&ino); // nothing of the file is unsynced any more
+        }
+        Ok(())
+    }
+
+    /// The durable content of `log` grows past `zeros_from` to the end of a synced write at `offset`: the written
+    /// bytes, and zeros in any gap between the old durable end and the write (unsynced bytes there were never made
+    /// durable; the file system reads an unwritten range as zeros). Saved pages are extended with that content, and
+    /// pages holding gap bytes saved; the rest stay unsaved (their current content is their durable content).
+    fn extend_durable(log: &mut FileLog, file: &File, offset: u64, data: &[u8]) -> io::Result<()> {
+        let end = offset + data.len() as u64;
+        let old = log.zeros_from;
+        let gap_pages = offset.saturating_sub(old) / PAGE_BYTES;
+        // A gap this large holds zeros nobody asked to keep; saving it would cost its size in memory. Past the
+        // bound its unsynced bytes count as durable (a power loss then loses less than a disk would, never more).
+        let model_gap = gap_pages <= GAP_PAGES_SAVED_MAX;
+        for page in old / PAGE_BYTES..=(end - 1) / PAGE_BYTES {
+            let page_start = page * PAGE_BYTES;
+            let page_end = (page_start + PAGE_BYTES).min(end);
+            // An unsaved page with no modelled gap in it reads as its durable content already: below `old` it is
+            // unchanged since the sync, above it the write or an unmodelled gap.
+            let has_gap = model_gap && old.max(page_start) < offset.min(page_end);
+            if !log.undo.contains_key(&page) && !has_gap {
+                continue;
+            }
+            let mut bytes = vec![0u8; (page_end - page_start) as usize];
+            let below_old = old.saturating_sub(page_start).min(bytes.len() as u64) as usize;
+            match log.undo.get(&page) {
+                Some(saved) => bytes[..below_old].copy_from_slice(&saved[..below_old]),
+                None => file.read_exact_at(&mut bytes[..below_old], page_start)?,
+            }
+            let from = offset.max(old).max(page_start);
+            if from < page_end {
+                bytes[(from - page_start) as usize..]
+                    .copy_from_slice(&data[(from - offset) as usize..(page_end - offset) as usize]);
+            }
+            if !model_gap {
+                let gap_to = offset.min(page_end).max(page_start + below_old as u64);
+                let gap_from = page_start + below_old as u64;
+                if gap_from < gap_to {
+                    file.read_exact_at(
+                        &mut bytes[(gap_from - page_start) as usize..(gap_to - page_start) as usize],
+                        gap_from,
+                    )?;
+                }
+            }
+            log.undo.insert(page, bytes);
+        }
+        log.zeros_from = end;
         Ok(())
     }
 

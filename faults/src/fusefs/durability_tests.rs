@@ -186,3 +186,69 @@ fn given_a_metadata_age_when_a_truncation_is_older_should_commit_it_at_the_power
     disk.state.power_loss(None);
     assert_eq!(disk.read("log.1"), Some(vec![1u8; 64]));
 }
+
+/// A write through an O_SYNC/O_DSYNC descriptor is durable when it returns: a log appended only that way loses
+/// nothing, an overwrite of synced bytes stays, and the unsynced writes made beside it through another descriptor
+/// are still lost (the kernel syncs the written range, not the file).
+#[test]
+fn given_synced_writes_when_power_is_lost_should_keep_them_and_lose_only_the_plain_writes_beside_them() {
+    let mut disk = Disk::new(Writeback::NEVER);
+    let (ino, file) = disk.create("xlog");
+    disk.state.sync_dir(ROOT_INO);
+    let mut expected = Vec::new();
+    for record in 0..40u8 {
+        let bytes = vec![record; 1000];
+        disk.state
+            .write_synced(ino, &file, expected.len() as u64, &bytes)
+            .expect("synced append");
+        expected.extend_from_slice(&bytes);
+    }
+    assert!(
+        disk.state.file_logs.is_empty(),
+        "a log written only synced has nothing to undo"
+    );
+    // Beside it: a plain overwrite of the start, then a synced overwrite inside it and a plain append.
+    disk.state.write(ino, &file, 0, &[0xAA; 6000]).expect("plain overwrite");
+    disk.state
+        .write_synced(ino, &file, 5000, &[0xBB; 100])
+        .expect("synced overwrite");
+    let end = expected.len() as u64;
+    disk.state.write(ino, &file, end, b"plain tail").expect("plain append");
+    expected[5000..5100].copy_from_slice(&[0xBB; 100]);
+
+    let record = disk.state.power_loss(None);
+    assert_eq!(disk.read("xlog").expect("xlog"), expected, "{record:?}");
+}
+
+/// A synced write past a plain, unsynced one leaves a gap the disk never got: it reads as zeros, the write as
+/// written, and the size reaches the write's end.
+#[test]
+fn given_a_synced_write_past_an_unsynced_gap_when_power_is_lost_should_keep_the_write_and_zero_the_gap() {
+    let mut disk = Disk::new(Writeback::NEVER);
+    let (ino, file) = disk.durable("data", &[1u8; 5000]);
+    disk.state.write(ino, &file, 5000, &[2u8; 7000]).expect("plain append");
+    disk.state
+        .write_synced(ino, &file, 12_000, &[3u8; 3000])
+        .expect("synced write past it");
+    disk.state
+        .write(ino, &file, 15_000, &[4u8; 10])
+        .expect("plain append after it");
+
+    let record = disk.state.power_loss(None);
+    let mut expected = vec![1u8; 5000];
+    expected.extend_from_slice(&[0u8; 7000]);
+    expected.extend_from_slice(&[3u8; 3000]);
+    assert_eq!(disk.read("data").expect("data"), expected, "{record:?}");
+}
+
+/// A truncation before a synced write is durable with it: O_SYNC's metadata includes the size that reaches the data.
+#[test]
+fn given_a_truncation_then_a_synced_write_when_power_is_lost_should_keep_the_truncation_and_the_write() {
+    let mut disk = Disk::new(Writeback::NEVER);
+    let (ino, file) = disk.durable("data", &[1u8; 9000]);
+    disk.state.truncate(ino, &file, 0).expect("truncate");
+    disk.state.write_synced(ino, &file, 0, b"fresh").expect("synced write");
+
+    disk.state.power_loss(None);
+    assert_eq!(disk.read("data").as_deref(), Some(&b"fresh"[..]));
+}

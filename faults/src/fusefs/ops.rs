@@ -601,14 +601,31 @@ impl Filesystem for FsServer {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let result = (|| {
             self.inject(IoOp::Write, ino.0)?;
             let file = self.handle(fh)?;
-            lock(&self.inner.state).write(ino.0, &file, offset, data).map_err(|e| {
+            // The kernel sets O_DSYNC here for a write through an O_SYNC or O_DSYNC descriptor and for pwritev2's
+            // RWF_SYNC/RWF_DSYNC (O_SYNC's bits include O_DSYNC's): durable when it returns, as on a disk. Its
+            // inode change forces a journal commit, which carries every metadata change (as an fsync does).
+            let synced = flags.0 & libc::O_DSYNC != 0;
+            let mut st = lock(&self.inner.state);
+            let written = if synced {
+                st.write_synced(ino.0, &file, offset, data)
+            } else {
+                st.write(ino.0, &file, offset, data)
+            };
+            if synced && written.is_ok() && self.inner.options.metadata == MetadataDurability::Journaled {
+                st.commit_metadata();
+            }
+            drop(st);
+            if synced && written.is_ok() && self.inner.options.real_fsync {
+                state_io(file.sync_data())?;
+            }
+            written.map_err(|e| {
                 self.count_enospc(&e);
                 errno(e)
             })

@@ -149,6 +149,18 @@ fn probe_op(workload: &Workload, after: &str, attempt: u64) -> PlannedOp {
     }
 }
 
+/// A member's boot state as the convergence sentence says it.
+fn boot_state_words(state: &BootState) -> &'static str {
+    match state {
+        BootState::Stopped => "stopped",
+        BootState::Starting => "not ready yet",
+        BootState::Ready => "ready",
+        BootState::Refused(_) => "refused to boot",
+        BootState::Crashed(_) => "crashed",
+        BootState::TimedOut => "not ready within its boot timeout",
+    }
+}
+
 /// Waits until every node reports the same commit point; records `converged` or `convergence-timeout`.
 async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
     if !lab.system().reports_status() {
@@ -168,11 +180,20 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
             .collect();
         let first = live.first().and_then(|&n| points[n].clone());
         if first.is_some() && live.len() > members.len() / 2 && live.iter().all(|&n| points[n] == first) {
+            // Who was compared, and who was not (and why): a member still in state transfer is no member that
+            // reached the commit point.
+            let compared: Vec<String> = live.iter().map(|&n| node_name(n)).collect();
+            let left_out: serde_json::Map<String, Value> = members
+                .iter()
+                .filter(|n| !live.contains(n))
+                .map(|&n| (node_name(n), json!(boot_state_words(&lab.boot_state(n)))))
+                .collect();
             let members: Vec<String> = members.iter().map(|&n| node_name(n)).collect();
             lab.recorder().lifecycle(
                 Lifecycle::Converged,
                 None,
-                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first, "members": members}),
+                json!({"converge_ms": started.elapsed().as_millis() as u64, "commit_point": first, "members": members,
+                    "compared": compared, "left_out": left_out}),
             );
             return true;
         }

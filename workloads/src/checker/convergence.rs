@@ -11,6 +11,33 @@ use crate::history::Lifecycle;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 
+/// Who a `converged` record compared, in words: the members that were ready (`compared`), and those left out with
+/// their state (`left_out`: refused, crashed, still starting). Records written before `compared` existed name the
+/// members only.
+fn who_converged(converged: &Value) -> String {
+    let compared = match converged.get("compared") {
+        Some(compared) => crate::membership::names(compared),
+        None => crate::membership::names(&converged["members"]),
+    };
+    if compared.is_empty() {
+        return "every node".to_string();
+    }
+    let names = compared.into_iter().collect::<Vec<_>>().join(", ");
+    let left_out: Vec<String> = converged["left_out"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(node, state)| format!("{node} ({})", state.as_str().unwrap_or("?")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if left_out.is_empty() {
+        format!("every member ({names})")
+    } else {
+        format!("the ready members ({names}; not compared: {})", left_out.join(", "))
+    }
+}
+
 /// Checks that the nodes converged after the final phase.
 #[derive(Debug, Clone, Copy)]
 pub struct Convergence {
@@ -63,16 +90,51 @@ impl Checker for Convergence {
             );
         }
         let times: Vec<String> = converged.iter().map(|c| format!("{} ms", c["converge_ms"])).collect();
-        let who = match converged.last().map(|c| crate::membership::names(&c["members"])) {
-            Some(members) if !members.is_empty() => {
-                format!("every member ({})", members.into_iter().collect::<Vec<_>>().join(", "))
-            }
-            _ => "every node".to_string(),
-        };
+        let who = converged.last().map_or_else(|| "every node".to_string(), who_converged);
         result(
             Verdict::Valid,
             format!("{who} reached the same commit point (after {})", times.join(", ")),
             json!(converged),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::tests::{event, history};
+    use crate::history::EventKind;
+    use std::collections::BTreeMap;
+
+    fn check(converged: Value) -> CheckResult {
+        let history = history(vec![event(EventKind::Lifecycle, "converged", None, converged)]);
+        let logs = BTreeMap::new();
+        let checker = Convergence {
+            final_phase_enabled: true,
+            commit_point_known: true,
+        };
+        checker.check(&CheckInput {
+            history: &history,
+            node_logs: &logs,
+        })
+    }
+
+    #[test]
+    fn given_a_member_left_out_of_the_comparison_should_not_name_it_among_those_that_converged() {
+        let result = check(
+            json!({"converge_ms": 40, "commit_point": "77", "members": ["n1", "n2", "n3"],
+            "compared": ["n1", "n2"], "left_out": {"n3": "not ready yet"}}),
+        );
+        assert_eq!(result.verdict, Verdict::Valid);
+        assert_eq!(
+            result.reason,
+            "the ready members (n1, n2; not compared: n3 (not ready yet)) reached the same commit point (after 40 ms)"
+        );
+        let all = check(json!({"converge_ms": 40, "commit_point": "77", "members": ["n1", "n2"],
+            "compared": ["n1", "n2"], "left_out": {}}));
+        assert_eq!(
+            all.reason,
+            "every member (n1, n2) reached the same commit point (after 40 ms)"
+        );
     }
 }

@@ -11,6 +11,12 @@
 //!   index);
 //! - `recovered` (right after the node booted): what it says, in its own boot log, it booted with.
 //!
+//! A boot is paired with the stop of the process before it, by pid: both observations carry the pid of their
+//! process, and the order in which the harness records them is not the order of the processes. A trigger may kill a
+//! new process (its `repair start` line) before the watcher has recorded its boot, so that process's `last-durable`
+//! precedes its own `recovered`; a restart-all may stop a process whose late boot is recorded after it. A boot pairs
+//! with the newest pending stop of another process; a history without pids (older stores) pairs in record order.
+//!
 //! Each restart is judged, in order:
 //! - `ok`: recovered >= durable;
 //! - `wiped`: the node was wiped on purpose in between (it rejoins empty);
@@ -46,6 +52,8 @@ pub struct Durability {
 
 /// What a node had reached when it stopped, and what happened to it before it booted again.
 struct Stop {
+    /// The stopped process (absent in histories written before stops carried it).
+    pid: Option<u64>,
     index: u64,
     time_ns: u64,
     cause: String,
@@ -80,7 +88,8 @@ impl Checker for Durability {
     }
 
     fn check(&self, input: &CheckInput) -> CheckResult {
-        let mut stops: BTreeMap<String, Stop> = BTreeMap::new();
+        // Per node, the stops no boot has answered yet, in the order recorded.
+        let mut stops: BTreeMap<String, Vec<Stop>> = BTreeMap::new();
         let mut restarts: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         let mut problems: Vec<(u64, String, String)> = Vec::new();
         let mut warnings = Vec::new();
@@ -92,41 +101,42 @@ impl Checker for Durability {
                     let Some(durable) = event.value["durable"].as_u64() else {
                         continue;
                     };
-                    if stops.contains_key(&node) {
-                        unjudged += 1; // stopped again before its boot said what it held
-                    }
-                    stops.insert(
-                        node,
-                        Stop {
-                            index: event.index,
-                            time_ns: event.time_ns,
-                            cause: event.value["cause"].as_str().unwrap_or("stop").to_string(),
-                            durable,
-                            surgery: Vec::new(),
-                            power_loss: false,
-                            wiped: false,
-                        },
-                    );
+                    stops.entry(node).or_default().push(Stop {
+                        pid: event.value["pid"].as_u64(),
+                        index: event.index,
+                        time_ns: event.time_ns,
+                        cause: event.value["cause"].as_str().unwrap_or("stop").to_string(),
+                        durable,
+                        surgery: Vec::new(),
+                        power_loss: false,
+                        wiped: false,
+                    });
                 }
+                // What happens to a node's files happens after its newest stop.
                 Some(Name::Nemesis(Nemesis::DiskSurgery)) => {
-                    if let (Some(stop), Some(surgery)) = (stops.get_mut(&node), event.value.get("surgery")) {
+                    if let (Some(stop), Some(surgery)) = (newest(&mut stops, &node), event.value.get("surgery")) {
                         stop.surgery.push(surgery.clone());
                     }
                 }
                 Some(Name::Nemesis(Nemesis::PowerLoss)) if event.value.get("error").is_none() => {
-                    if let Some(stop) = stops.get_mut(&node) {
+                    if let Some(stop) = newest(&mut stops, &node) {
                         stop.power_loss = true;
                     }
                 }
                 Some(Name::Lifecycle(Lifecycle::Wipe)) => {
-                    if let Some(stop) = stops.get_mut(&node) {
+                    if let Some(stop) = newest(&mut stops, &node) {
                         stop.wiped = true;
                     }
                 }
                 Some(Name::Observation(Observation::Recovered)) => {
-                    let (Some(stop), Some(recovered)) = (stops.remove(&node), event.value["recovered"].as_u64()) else {
+                    let Some(recovered) = event.value["recovered"].as_u64() else {
                         continue;
                     };
+                    let pending = stops.entry(node.clone()).or_default();
+                    let Some((stop, skipped)) = take_stop_before(pending, event.value["pid"].as_u64()) else {
+                        continue;
+                    };
+                    unjudged += skipped; // stopped again before a boot said what it held
                     judged += 1;
                     let restart = self.judge(&node, &stop, event, (recovered, input.history.phase_start_ns()));
                     let text = restart["text"].as_str().unwrap_or("").to_string();
@@ -140,7 +150,7 @@ impl Checker for Durability {
                 _ => {}
             }
         }
-        unjudged += stops.len() as u64;
+        unjudged += stops.values().map(|pending| pending.len() as u64).sum::<u64>();
         let nodes: serde_json::Map<String, Value> = restarts
             .into_iter()
             .map(|(node, restarts)| (node, json!({"restarts": restarts})))
@@ -179,6 +189,23 @@ impl Checker for Durability {
         result.warnings = warnings;
         result
     }
+}
+
+/// The newest stop of `node` no boot has answered yet.
+fn newest<'a>(stops: &'a mut BTreeMap<String, Vec<Stop>>, node: &str) -> Option<&'a mut Stop> {
+    stops.get_mut(node).and_then(|pending| pending.last_mut())
+}
+
+/// The stop a boot of process `pid` answers: the newest pending stop of another process (any process, when either
+/// pid is unknown). It leaves `pending` with the stops recorded after it (the booted process's own, recorded before
+/// its boot was); the ones before it were superseded and are counted as unjudged.
+fn take_stop_before(pending: &mut Vec<Stop>, pid: Option<u64>) -> Option<(Stop, u64)> {
+    let position = pending
+        .iter()
+        .rposition(|stop| pid.is_none() || stop.pid.is_none() || stop.pid != pid)?;
+    let mut rest = pending.split_off(position);
+    let skipped = std::mem::replace(pending, rest.split_off(1));
+    Some((rest.pop().expect("split_off at a valid position"), skipped.len() as u64))
 }
 
 impl Durability {
@@ -266,6 +293,8 @@ impl Durability {
             )
         };
         json!({
+            "stop_pid": stop.pid,
+            "boot_pid": boot.value["pid"],
             "stop_index": stop.index,
             "stop_ns": stop.time_ns,
             "cause": if stop.power_loss { "power-loss" } else { stop.cause.as_str() },
@@ -436,6 +465,69 @@ mod tests {
         let strict = check(Durability::default(), &power());
         assert_eq!(strict.verdict, Verdict::Invalid);
         assert!(strict.reason.contains("before the power loss"), "{}", strict.reason);
+    }
+
+    fn with_pid(mut event: Event, pid: u64) -> Event {
+        event.value["pid"] = json!(pid);
+        event
+    }
+
+    /// A trigger killed a new process (pid 200) on its `repair start` line before its boot was recorded: its stop
+    /// (56, what it reached by repair) comes before its own boot (55, what it booted with). The boot answers the stop
+    /// of the process before it (pid 100), the stop of pid 200 the boot after it, and the cut belongs to that one.
+    #[test]
+    fn given_a_stop_recorded_before_the_boot_of_the_same_process_should_pair_each_boot_with_the_process_before_it() {
+        let history = history(vec![
+            with_pid(stop("n3", 55, "kill"), 100),
+            with_pid(stop("n3", 56, "kill"), 200),
+            with_pid(event(EventKind::Lifecycle, "boot-ok", Some("n3"), json!({})), 200),
+            with_pid(recovered("n3", 55), 200),
+            surgery("n3", "truncate-tail", 49000, 40, 49040),
+            with_pid(recovered("n3", 54), 300),
+        ]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+        let restarts = &result.details["nodes"]["n3"]["restarts"];
+        assert_eq!(restarts[0]["stop_pid"], 100);
+        assert_eq!(restarts[0]["boot_pid"], 200);
+        assert_eq!(restarts[0]["judgement"], "ok");
+        assert_eq!(restarts[1]["stop_pid"], 200);
+        assert_eq!(restarts[1]["boot_pid"], 300);
+        assert_eq!(restarts[1]["judgement"], "truncated-after-surgery");
+        assert_eq!(result.details["unjudged"], 0);
+    }
+
+    /// A restart-all stops a process (pid 100, 88) whose late boot (86) is recorded after that stop: the late boot
+    /// answers the stop before it (pid 50, 80), and the restart-all's stop the next process's boot.
+    #[test]
+    fn given_a_late_boot_recorded_after_its_own_process_was_stopped_should_not_be_judged_against_that_stop() {
+        let history = history(vec![
+            with_pid(stop("n1", 80, "kill"), 50),
+            with_pid(stop("n1", 88, "restart-all"), 100),
+            with_pid(recovered("n1", 86), 100),
+            with_pid(recovered("n1", 88), 200),
+        ]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+        assert_eq!(result.details["judged"], 2);
+        // And a real loss is still a loss when pids pair it: pid 200 booting with 87 forgot one entry of pid 100's.
+        let lost = history_of_loss();
+        let result = check(Durability::default(), &lost);
+        assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
+        assert!(
+            result.reason.starts_with("n1 applied 88 before the restart-all"),
+            "{}",
+            result.reason
+        );
+    }
+
+    fn history_of_loss() -> History {
+        history(vec![
+            with_pid(stop("n1", 80, "kill"), 50),
+            with_pid(stop("n1", 88, "restart-all"), 100),
+            with_pid(recovered("n1", 86), 100),
+            with_pid(recovered("n1", 87), 200),
+        ])
     }
 
     #[test]

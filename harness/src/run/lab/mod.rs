@@ -335,13 +335,22 @@ impl Lab {
     async fn note_last_durable(&self, node: usize, cause: &str) {
         let running = {
             let slot = self.slots[node].lock().await;
-            slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none())
+            slot.spawned
+                .as_ref()
+                .filter(|s| s.exited.borrow().is_none())
+                .map(|s| s.pid)
         };
-        if running {
+        if let Some(pid) = running {
             if let Ok(status) = self.system.probe(node, LAST_PROBE_TIMEOUT).await {
                 note_status(self.system.as_ref(), &self.recorder, &self.observed, node, &status);
             }
-            record_last_durable(self.system.as_ref(), &self.recorder, &self.observed[node], node, cause);
+            record_last_durable(
+                self.system.as_ref(),
+                &self.recorder,
+                &self.observed[node],
+                (node, pid),
+                cause,
+            );
         }
     }
 

@@ -262,14 +262,15 @@ impl LogFollower {
     }
 }
 
-/// Records what a node that is being stopped (or that stopped on its own) had durably reached: the newest durable
-/// value it reported at least [`System::durable_settle`] before its last answer. Nothing when it never reported one
-/// since it was started.
+/// Records what a node's process `pid` that is being stopped (or that stopped on its own) had durably reached: the
+/// newest durable value it reported at least [`System::durable_settle`] before its last answer. Nothing when it never
+/// reported one since it was started. The pid pairs the stop with the boot of the process after it (the durability
+/// check), whatever order the two are recorded in.
 pub(super) fn record_last_durable(
     system: &dyn System,
     recorder: &Recorder,
     observed: &std::sync::Mutex<Observed>,
-    node: usize,
+    (node, pid): (usize, i32),
     cause: &str,
 ) {
     let settle = system.durable_settle();
@@ -296,6 +297,7 @@ pub(super) fn record_last_durable(
             "age_ms": at.elapsed().as_millis() as u64,
             "settle_ms": settle.as_millis() as u64,
             "cause": cause,
+            "pid": pid,
         }),
     );
 }
@@ -374,7 +376,7 @@ pub(super) async fn watch_node(
                 recorder.observation(
                     Observation::Recovered,
                     Some(name),
-                    json!({"recovered": recovered, "line": line}),
+                    json!({"recovered": recovered, "line": line, "pid": pid}),
                 );
             }
             publish(BootState::Ready).await;
@@ -427,7 +429,7 @@ pub(super) async fn watch_node(
         }
     }
     if ready == Some(true) {
-        record_last_durable(system.as_ref(), &recorder, &observed, node, "crashed");
+        record_last_durable(system.as_ref(), &recorder, &observed, (node, spawned.pid), "crashed");
     }
     let _ = facts.send(Fact::Down {
         node,
