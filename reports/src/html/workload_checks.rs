@@ -124,7 +124,7 @@ pub fn set_latencies(stats: &SetCheckStats) -> Markup {
     html! {
         @if !stats.stable_latencies_ms.is_empty() || stats.never_read > 0 || stats.recovered > 0 {
             div class="detail" {
-                (stats.stable) " elements stable · " (stats.never_read) " never read after they were known"
+                (stats.stable) " elements stable · " (stats.never_read) " never read (no read after they were known, or only reads concurrent with their add)"
                 @if stats.recovered > 0 { " · " (stats.recovered) " recovered (added with an unknown or failed outcome, then read)" }
                 @if !stats.stable_latencies_ms.is_empty() { br; "stable latency: " (quantiles(&stats.stable_latencies_ms)) }
                 @if !stats.lost_latencies_ms.is_empty() { br; "lost latency: " (quantiles(&stats.lost_latencies_ms)) }

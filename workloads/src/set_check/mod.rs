@@ -1,5 +1,5 @@
-//! The set checker (Jepsen's `set-full`): clients add unique elements to one set and read the whole set; was every
-//! acknowledged add visible to every read that began after it was known, and did nothing appear that nobody added?
+//! The set checker (Jepsen's `set-full`): clients add unique elements to one set and read the whole set; did every
+//! element that became known stay in the reads that began after that, and did nothing appear that nobody added?
 //!
 //! # History shape
 //!
@@ -12,25 +12,34 @@
 //!
 //! # Checks
 //!
-//! An element is *known* from the earlier of its add's acknowledgement and the completion of the first read that
-//! showed it. Every read invoked after that instant must show it (linearizable reads), including the final reads
-//! after the restart of every node. For each element:
-//! - **lost**: the last read invoked after it was known does not show it (reported with when it was acknowledged,
-//!   when it was last seen and the first read that missed it);
-//! - **stale**: some read invoked after it was known missed it, but a later read showed it again;
+//! Jepsen's definitions (`jepsen.checker/set-full`), case by case. For each element whose add was invoked, only the
+//! `ok` reads that *completed* after that invocation count, in history order:
+//! - **known**: the earlier of the add's acknowledgement and the completion of the first read that showed it;
+//! - **last present** / **last absent**: the read invoked last (by history index) among those that showed it / that
+//!   missed it.
+//!
+//! Then, exactly one of:
+//! - **stable**: some read showed it and no read invoked after the last such read missed it. Its *stable latency* is
+//!   from when it was known to just after the last read that missed it began (0 when none did), in whole ms; a stable
+//!   element with a latency above 0 is **stale** (a read that began after it was known missed it, a later one showed
+//!   it);
+//! - **lost**: it was known, and the last read that missed it was invoked after it was known and after the last read
+//!   that showed it. Its *lost latency* is from when it was known to just after the last read that showed it began
+//!   (0 if none did);
+//! - **never read**: neither. No read after it was known, or only reads concurrent with its add (a read that
+//!   overlaps the add may have come before it), or an add never confirmed and never shown.
+//!
+//! faultline adds two findings Jepsen's `set-full` does not make (Jepsen's plain `set` makes the first):
 //! - **unexpected**: a read showed an element no client ever tried to add;
 //! - **failed-but-present**: a read showed an element whose add was answered `fail`.
 //!
-//! Elements never read after they were known are counted (`never_read`), not judged. Each check is a pass over the
-//! reads, so the cost is O(elements × reads) in the worst case and linear in the returned entries for the lookups.
+//! The verdict, as Jepsen's: invalid when an element is lost (or, faultline's, unexpected or failed-but-present);
+//! else `unknown` when no element is stable (nothing was checked); else invalid when the set is claimed linearizable
+//! ([`SetCheckOptions::linearizable`]: faultline's live runs, `faultline check --linearizable`) and an element is
+//! stale; else valid. Each element is a pass over the reads: O(elements x reads).
 //!
-//! A stale read makes the verdict invalid only for a set claimed linearizable ([`SetCheckOptions::linearizable`]:
-//! faultline's live runs); Jepsen's `set-full` by default reports stale elements and their latency and judges lost
-//! and unexpected ones only. As in Jepsen, a history where no element became stable is `unknown`.
-//!
-//! Latencies, as Jepsen's `set-full` gives them (milliseconds, quantiles 0, 0.5, 0.95, 0.99 and 1): an element's
-//! *stable latency* is how long after it was known the last read that missed it began (0 when no read missed it);
-//! a lost element's *lost latency* how long after it was known the last read that showed it began.
+//! Latency distributions, as Jepsen gives them: quantiles 0, 0.5, 0.95, 0.99 and 1 of the stable latencies of every
+//! stable element and of the lost latencies of every lost element.
 //!
 //! Elements are compared by their text: a string as it is, anything else (Jepsen's integers) as its JSON.
 //! `final_read.rs` is Jepsen's plain `set` checker: a final read against every add.
@@ -121,9 +130,11 @@ pub struct SetCheckStats {
     pub unknown: u64,
     /// `ok` reads.
     pub reads: u64,
-    /// Known elements shown by every read invoked after they were known.
+    /// Stable elements (Jepsen's `stable-count`; stale ones included): a read showed them and none invoked after
+    /// the last such read missed them.
     pub stable: u64,
-    /// Known elements no read began after.
+    /// Elements neither stable nor lost (Jepsen's `never-read-count`): no read after they were known, only reads
+    /// concurrent with their add, or an add never confirmed and never shown.
     pub never_read: u64,
     /// Anomalies per kind (all of them, including those not kept).
     pub anomalies: BTreeMap<String, u64>,
@@ -136,7 +147,7 @@ pub struct SetCheckStats {
     /// Quantiles of the lost elements' lost latencies, in ms.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lost_latencies_ms: BTreeMap<String, u64>,
-    /// The first [`MAX_ANOMALIES_PER_KIND`] elements never read after they were known.
+    /// The first [`MAX_ANOMALIES_PER_KIND`] never-read elements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never_read_elements: Vec<String>,
 }
@@ -165,6 +176,7 @@ struct Add {
 }
 
 struct Read {
+    invoke_index: u64,
     invoke_ns: u64,
     complete_ns: u64,
     complete_index: u64,
@@ -180,7 +192,7 @@ pub fn check_set(history: &History) -> SetCheckResult {
 /// Checks a set history (see the module docs).
 pub fn check_set_with(history: &History, options: &SetCheckOptions) -> SetCheckResult {
     let (adds, mut reads) = collect(history);
-    reads.sort_by_key(|r| (r.invoke_ns, r.complete_index));
+    reads.sort_by_key(|r| (r.invoke_index, r.complete_index));
     let mut stats = SetCheckStats {
         adds: adds.len() as u64,
         reads: reads.len() as u64,
@@ -194,7 +206,7 @@ pub fn check_set_with(history: &History, options: &SetCheckOptions) -> SetCheckR
         }
     }
     let mut anomalies: Vec<SetAnomaly> = Vec::new();
-    let mut latencies = Latencies::default();
+    let (mut stable_ms, mut lost_ms) = (Vec::new(), Vec::new());
     let mut push = |stats: &mut SetCheckStats, anomaly: SetAnomaly| {
         let count = stats.anomalies.entry(anomaly.kind.clone()).or_default();
         *count += 1;
@@ -202,60 +214,48 @@ pub fn check_set_with(history: &History, options: &SetCheckOptions) -> SetCheckR
             anomalies.push(anomaly);
         }
     };
-    // First completion of a read showing each element (reads are sorted by invocation, not completion).
-    let mut first_seen: HashMap<&str, u64> = HashMap::new();
-    for read in &reads {
-        for element in &read.elements {
-            let seen = first_seen.entry(element.as_str()).or_insert(read.complete_ns);
-            *seen = (*seen).min(read.complete_ns);
-        }
-    }
-    let mut elements: Vec<&str> = adds
-        .keys()
-        .map(String::as_str)
-        .chain(first_seen.keys().copied())
+    let shown: HashSet<&str> = reads
+        .iter()
+        .flat_map(|r| r.elements.iter().map(String::as_str))
         .collect();
+    let mut elements: Vec<&str> = adds.keys().map(String::as_str).chain(shown.iter().copied()).collect();
     elements.sort_unstable();
     elements.dedup();
     for element in elements {
-        let add = adds.get(element);
-        let seen_ns = first_seen.get(element).copied();
-        let base = anomaly_base(element, add);
-        match add {
-            None => {
-                push(&mut stats, unexpected(base, &reads, "no client ever tried to add it"));
-                continue;
-            }
-            Some(add) if add.outcome == "fail" && seen_ns.is_some() => {
-                push(
-                    &mut stats,
-                    unexpected(base.clone(), &reads, "its add was answered as definitely failed"),
-                );
-            }
-            _ => {}
-        }
-        let known_ns = match (add.and_then(|a| a.acked).map(|(ns, _)| ns), seen_ns) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) | (None, Some(a)) => a,
-            (None, None) => continue,
+        let base = anomaly_base(element, adds.get(element));
+        let Some(add) = adds.get(element) else {
+            push(&mut stats, unexpected(base, &reads, "no client ever tried to add it"));
+            continue;
         };
-        latencies.record(element, known_ns, &reads);
-        if let Some(anomaly) = judge_known(base, known_ns, &reads) {
-            if anomaly.kind == "stale" {
+        let facts = Facts::of(element, add, &reads);
+        if add.outcome == "fail" && facts.last_present.is_some() {
+            push(
+                &mut stats,
+                unexpected(base.clone(), &reads, "its add was answered as definitely failed"),
+            );
+        }
+        match facts.outcome() {
+            Outcome::Stable { latency_ms } => {
                 stats.stable += 1;
+                stable_ms.push(latency_ms);
+                if latency_ms > 0 {
+                    push(&mut stats, facts.anomaly(base, "stale", latency_ms, &reads));
+                }
             }
-            push(&mut stats, anomaly);
-        } else if reads.iter().any(|r| r.invoke_ns > known_ns) {
-            stats.stable += 1;
-        } else {
-            stats.never_read += 1;
-            if stats.never_read_elements.len() < MAX_ANOMALIES_PER_KIND {
-                stats.never_read_elements.push(element.to_string());
+            Outcome::Lost { latency_ms } => {
+                lost_ms.push(latency_ms);
+                push(&mut stats, facts.anomaly(base, "lost", latency_ms, &reads));
+            }
+            Outcome::NeverRead => {
+                stats.never_read += 1;
+                if stats.never_read_elements.len() < MAX_ANOMALIES_PER_KIND {
+                    stats.never_read_elements.push(element.to_string());
+                }
             }
         }
     }
-    stats.stable_latencies_ms = quantiles(&mut latencies.stable_ms);
-    stats.lost_latencies_ms = quantiles(&mut latencies.lost_ms);
+    stats.stable_latencies_ms = quantiles(&mut stable_ms);
+    stats.lost_latencies_ms = quantiles(&mut lost_ms);
     anomalies.sort_by_key(|a| (kind_rank(&a.kind), a.known_ns.unwrap_or(0)));
     let (verdict, reason) = summarize(&stats, &anomalies, options);
     SetCheckResult {
@@ -290,7 +290,7 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
             }
             continue;
         }
-        let Some((_, invoke_ns, f, invoked)) = open.remove(&process) else {
+        let Some((invoke_index, invoke_ns, f, invoked)) = open.remove(&process) else {
             continue;
         };
         if f == "add" {
@@ -312,6 +312,7 @@ fn collect(history: &History) -> (HashMap<String, Add>, Vec<Read>) {
                 .map(|items| items.iter().filter_map(element_text).collect())
                 .unwrap_or_default();
             reads.push(Read {
+                invoke_index,
                 invoke_ns,
                 complete_ns: event.time_ns,
                 complete_index: event.index,
@@ -332,39 +333,149 @@ pub(crate) fn element_text(value: &Value) -> Option<String> {
     }
 }
 
-/// Latencies of the elements judged so far, in ms.
-#[derive(Default)]
-struct Latencies {
-    stable_ms: Vec<u64>,
-    lost_ms: Vec<u64>,
+/// What Jepsen's `set-full` knows of one element (its `SetFullElement`), from the `ok` reads that completed after
+/// the element's add was invoked, in history order:
+/// - `known`: the earlier (by index) of the add's acknowledgement and the completion of the first read that showed it;
+/// - `last_present`, `last_absent`: the read invoked last (by invocation index) among those that showed it, and
+///   among those that missed it.
+struct Facts<'a> {
+    known: Option<(u64, u64)>,
+    last_present: Option<&'a Read>,
+    last_absent: Option<&'a Read>,
 }
 
-impl Latencies {
-    /// Jepsen's: a stable element (the last read invoked after it was known shows it) became stable when the last
-    /// read that missed it began; a lost one was lost when the last read that showed it began. Elements never read
-    /// after they were known have neither.
-    fn record(&mut self, element: &str, known_ns: u64, reads: &[Read]) {
-        let after: Vec<&Read> = reads.iter().filter(|r| r.invoke_ns > known_ns).collect();
-        let Some(last) = after.iter().max_by_key(|r| r.invoke_ns) else {
-            return;
+/// Jepsen's outcome of one element, with its latency in whole ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// A read showed it and no read invoked after the last such read missed it. Latency: from when it was known to
+    /// just after the last read that missed it began (0 when none did); above 0 it is *stale*.
+    Stable { latency_ms: u64 },
+    /// It was known, and the last read that missed it was invoked after it was known and after the last read that
+    /// showed it. Latency: from when it was known to just after the last read that showed it began (0 if none did).
+    Lost { latency_ms: u64 },
+    /// Neither: no read after it was known, or only reads concurrent with its add (which may have come before it).
+    NeverRead,
+}
+
+impl<'a> Facts<'a> {
+    fn of(element: &str, add: &Add, reads: &'a [Read]) -> Facts<'a> {
+        let mut facts = Facts {
+            known: add.acked.map(|(ns, index)| (index, ns)),
+            last_present: None,
+            last_absent: None,
         };
-        let since_ms = |ns: Option<u64>| ns.map_or(0, |ns| ns.saturating_sub(known_ns) / 1_000_000);
-        if last.elements.contains(element) {
-            let last_absent = after
-                .iter()
-                .filter(|r| !r.elements.contains(element))
-                .map(|r| r.invoke_ns)
-                .max();
-            self.stable_ms.push(since_ms(last_absent));
-        } else {
-            let last_present = reads
-                .iter()
-                .filter(|r| r.elements.contains(element))
-                .map(|r| r.invoke_ns)
-                .max();
-            self.lost_ms.push(since_ms(last_present));
+        for read in reads.iter().filter(|r| r.complete_index > add.invoke_index) {
+            let shows = read.elements.contains(element);
+            if shows && facts.known.is_none_or(|(index, _)| read.complete_index < index) {
+                facts.known = Some((read.complete_index, read.complete_ns));
+            }
+            let last = if shows {
+                &mut facts.last_present
+            } else {
+                &mut facts.last_absent
+            };
+            if last.is_none_or(|r| r.invoke_index < read.invoke_index) {
+                *last = Some(read);
+            }
+        }
+        facts
+    }
+
+    fn outcome(&self) -> Outcome {
+        let after_ns = |read: Option<&Read>| read.map_or(0, |r| r.invoke_ns + 1);
+        let since_known_ms = |ns: u64| ns.saturating_sub(self.known.map_or(0, |(_, known_ns)| known_ns)) / 1_000_000;
+        if let Some(present) = self.last_present {
+            if self
+                .last_absent
+                .is_none_or(|absent| absent.invoke_index < present.invoke_index)
+            {
+                return Outcome::Stable {
+                    latency_ms: since_known_ms(after_ns(self.last_absent)),
+                };
+            }
+        }
+        match (self.known, self.last_absent) {
+            (Some((known_index, _)), Some(absent))
+                if self
+                    .last_present
+                    .is_none_or(|present| present.invoke_index < absent.invoke_index)
+                    && known_index < absent.invoke_index =>
+            {
+                Outcome::Lost {
+                    latency_ms: since_known_ms(after_ns(self.last_present)),
+                }
+            }
+            _ => Outcome::NeverRead,
         }
     }
+
+    /// The record of a lost or stale element: when it was known, the last read that showed it (by completion), the
+    /// reads invoked after it was known that missed it, and one sentence.
+    fn anomaly(&self, mut anomaly: SetAnomaly, kind: &str, latency_ms: u64, reads: &[Read]) -> SetAnomaly {
+        let element = anomaly.element.clone();
+        let (known_index, known_ns) = self.known.expect("a lost or stale element was known");
+        let missing: Vec<&Read> = reads
+            .iter()
+            .filter(|r| r.invoke_index > known_index && !r.elements.contains(&element))
+            .collect();
+        let later = reads.iter().filter(|r| r.invoke_index > known_index).count();
+        let last_seen = reads
+            .iter()
+            .filter(|r| r.elements.contains(&element))
+            .max_by_key(|r| r.complete_index);
+        anomaly.kind = kind.to_string();
+        anomaly.known_ns = Some(known_ns);
+        anomaly.last_seen_ns = last_seen.map(|r| r.complete_ns);
+        anomaly.last_seen_index = last_seen.map(|r| r.complete_index);
+        anomaly.first_missing_index = missing.first().map(|r| r.complete_index);
+        anomaly.first_missing_ns = missing.first().map(|r| r.invoke_ns);
+        anomaly.first_missing_node = missing.first().and_then(|r| r.node.clone());
+        anomaly.missing_reads = missing.len() as u64;
+        let known = match anomaly.acked_ns {
+            Some(ns) if ns == known_ns => format!("acknowledged at {}", secs(ns)),
+            _ => format!(
+                "first seen by a read completed at {} (add {})",
+                secs(known_ns),
+                anomaly.add_outcome
+            ),
+        };
+        let seen = match last_seen {
+            Some(read) => format!(
+                "last shown by a read completed at {}{}",
+                secs(read.complete_ns),
+                on(read)
+            ),
+            None => "never shown by any read".to_string(),
+        };
+        let absent = self
+            .last_absent
+            .expect("a lost or stale element has a read that missed it");
+        anomaly.description = if kind == "lost" {
+            anomaly.stable_latency_ms = None;
+            format!(
+                "`{element}` {known}, {seen}; {} of {later} reads invoked after it was known missed it, the last \
+                 invoked at {}{}, after every read that showed it: lost",
+                missing.len(),
+                secs(absent.invoke_ns),
+                on(absent)
+            )
+        } else {
+            anomaly.stable_latency_ms = Some(latency_ms);
+            format!(
+                "`{element}` {known}; a read invoked {latency_ms} ms after it was known (at {}{}) missed it, and a \
+                 read invoked later showed it: stale read ({} of {later} reads invoked after it was known missed it)",
+                secs(absent.invoke_ns),
+                on(absent),
+                missing.len()
+            )
+        };
+        anomaly
+    }
+}
+
+/// ` on n2`, or nothing for a read whose node is not known.
+fn on(read: &Read) -> String {
+    read.node.as_deref().map_or(String::new(), |node| format!(" on {node}"))
 }
 
 /// Jepsen's frequency distribution: the value at `floor(n × point)` of the sorted values, per point.
@@ -401,52 +512,6 @@ fn anomaly_base(element: &str, add: Option<&Add>) -> SetAnomaly {
         stable_latency_ms: None,
         description: String::new(),
     }
-}
-
-/// Lost or stale, or `None` when every read invoked after `known_ns` shows the element.
-fn judge_known(mut anomaly: SetAnomaly, known_ns: u64, reads: &[Read]) -> Option<SetAnomaly> {
-    let element = anomaly.element.clone();
-    let after: Vec<&Read> = reads.iter().filter(|r| r.invoke_ns > known_ns).collect();
-    let missing: Vec<&&Read> = after.iter().filter(|r| !r.elements.contains(&element)).collect();
-    let first_missing = missing.first()?;
-    let last_seen = reads
-        .iter()
-        .filter(|r| r.elements.contains(&element))
-        .max_by_key(|r| r.complete_ns);
-    anomaly.known_ns = Some(known_ns);
-    anomaly.last_seen_ns = last_seen.map(|r| r.complete_ns);
-    anomaly.last_seen_index = last_seen.map(|r| r.complete_index);
-    anomaly.first_missing_index = Some(first_missing.complete_index);
-    anomaly.first_missing_ns = Some(first_missing.invoke_ns);
-    anomaly.first_missing_node = first_missing.node.clone();
-    anomaly.missing_reads = missing.len() as u64;
-    let lost = after.last().is_some_and(|r| !r.elements.contains(&element));
-    let acked = match anomaly.acked_ns {
-        Some(ns) => format!("acknowledged at {}", secs(ns)),
-        None => format!("seen by a read at {} (add {})", secs(known_ns), anomaly.add_outcome),
-    };
-    let last_seen = match anomaly.last_seen_ns {
-        Some(ns) => format!("last seen at {}", secs(ns)),
-        None => "never seen by any read".to_string(),
-    };
-    anomaly.kind = if lost { "lost" } else { "stale" }.to_string();
-    if !lost {
-        let last_missing_ns = missing.iter().map(|r| r.invoke_ns).max().unwrap_or(known_ns);
-        anomaly.stable_latency_ms = Some(last_missing_ns.saturating_sub(known_ns) / 1_000_000);
-    }
-    anomaly.description = format!(
-        "`{element}` {acked}, {last_seen}; {} of {} later reads missed it, the first invoked at {} on {}{}",
-        missing.len(),
-        after.len(),
-        secs(first_missing.invoke_ns),
-        first_missing.node.as_deref().unwrap_or("?"),
-        if lost {
-            ", and the last read does not have it: lost"
-        } else {
-            ", then a later read showed it again: stale read"
-        }
-    );
-    Some(anomaly)
 }
 
 fn unexpected(mut anomaly: SetAnomaly, reads: &[Read], why: &str) -> SetAnomaly {
@@ -499,8 +564,8 @@ fn summarize(stats: &SetCheckStats, anomalies: &[SetAnomaly], options: &SetCheck
         return (
             Verdict::Unknown,
             format!(
-                "no element was shown by every read after it was known ({} adds, {} never read after): nothing was \
-                 checked",
+                "not checked: no element became stable (shown by a read and missed by none invoked after it; {} \
+                 adds, {} never read)",
                 stats.adds, stats.never_read
             ),
         );
@@ -518,7 +583,8 @@ fn summarize(stats: &SetCheckStats, anomalies: &[SetAnomaly], options: &SetCheck
     (
         Verdict::Valid,
         format!(
-            "{} acknowledged of {} adds ({} unknown); {} reads; {} elements in every later read, {} never read after",
+            "{} acknowledged of {} adds ({} unknown); {} reads; {} elements stable (every read invoked after the last \
+             that showed them shows them), {} never read",
             stats.acked, stats.adds, stats.unknown, stats.reads, stats.stable, stats.never_read
         ),
     )
@@ -643,5 +709,193 @@ mod tests {
             kinds.contains(&"unexpected") && kinds.contains(&"failed-but-present"),
             "{kinds:?}"
         );
+    }
+
+    /// Jepsen's own `set-full` cases (`jepsen/test/jepsen/checker_test.clj`, `set-full-test`): op `i` has index `i`
+    /// and time `i` ms; elements are integers; the checker is `(set-full)`, not claimed linearizable.
+    mod jepsen {
+        use super::*;
+
+        #[derive(Clone, Copy)]
+        enum Op {
+            Add(u64, i64),
+            AddOk(u64, i64),
+            Read(u64),
+            ReadOk(u64, &'static [i64]),
+        }
+        use Op::*;
+
+        fn run(ops: &[Op]) -> SetCheckResult {
+            let events = ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| match *op {
+                    Add(p, v) => event(Invoke, p, "add", i as u64, json!(v)),
+                    AddOk(p, v) => event(Done, p, "add", i as u64, json!(v)),
+                    Read(p) => event(Invoke, p, "read", i as u64, Value::Null),
+                    ReadOk(p, vs) => event(Done, p, "read", i as u64, json!(vs)),
+                })
+                .collect();
+            check_set_with(&history(events), &SetCheckOptions { linearizable: false })
+        }
+
+        fn of_kind(result: &SetCheckResult, kind: &str) -> Vec<String> {
+            result
+                .anomalies
+                .iter()
+                .filter(|a| a.kind == kind)
+                .map(|a| a.element.clone())
+                .collect()
+        }
+
+        fn all(ms: u64) -> BTreeMap<String, u64> {
+            ["0", "0.5", "0.95", "0.99", "1"]
+                .iter()
+                .map(|q| (q.to_string(), ms))
+                .collect()
+        }
+
+        #[test]
+        fn given_an_add_never_read_should_be_never_read_and_unknown() {
+            let result = run(&[Add(0, 0), AddOk(0, 0)]);
+            assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+            assert_eq!((result.stats.never_read, result.stats.stable), (1, 0));
+            assert_eq!(result.stats.never_read_elements, ["0"]);
+        }
+
+        #[test]
+        fn given_an_add_never_confirmed_and_a_read_that_missed_it_should_be_never_read() {
+            let result = run(&[Add(0, 0), Read(1), ReadOk(1, &[])]);
+            assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+            assert_eq!(result.stats.never_read_elements, ["0"]);
+            assert!(result.anomalies.is_empty(), "{:?}", result.anomalies);
+        }
+
+        #[test]
+        fn given_a_read_that_shows_it_concurrently_or_after_should_be_stable_with_latency_zero() {
+            let (a, a_ok, r, r_yes) = (Add(0, 0), AddOk(0, 0), Read(1), ReadOk(1, &[0]));
+            for ops in [
+                [r, a, r_yes, a_ok],
+                [r, a, a_ok, r_yes],
+                [a, r, r_yes, a_ok],
+                [a, r, a_ok, r_yes],
+                [a, a_ok, r, r_yes],
+            ] {
+                let result = run(&ops);
+                assert_eq!(result.verdict, Verdict::Valid, "{}", result.reason);
+                assert_eq!((result.stats.stable, result.stats.never_read), (1, 0));
+                assert_eq!(result.stats.stable_latencies_ms, all(0));
+                assert!(result.anomalies.is_empty(), "{:?}", result.anomalies);
+            }
+        }
+
+        #[test]
+        fn given_a_read_invoked_after_the_ack_that_misses_it_should_be_lost() {
+            let result = run(&[Add(0, 0), AddOk(0, 0), Read(1), ReadOk(1, &[])]);
+            assert_eq!(result.verdict, Verdict::Invalid);
+            assert_eq!(of_kind(&result, "lost"), ["0"]);
+            assert_eq!((result.stats.stable, result.stats.never_read), (0, 0));
+            assert_eq!(result.stats.lost_latencies_ms, all(0));
+        }
+
+        #[test]
+        fn given_only_reads_concurrent_with_the_add_that_miss_it_should_be_never_read() {
+            let (a, a_ok, r, r_no) = (Add(0, 0), AddOk(0, 0), Read(1), ReadOk(1, &[]));
+            for ops in [
+                [r, a, r_no, a_ok],
+                [r, a, a_ok, r_no],
+                [a, r, r_no, a_ok],
+                [a, r, a_ok, r_no],
+            ] {
+                let result = run(&ops);
+                assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+                assert_eq!(result.stats.never_read_elements, ["0"]);
+                assert!(result.anomalies.is_empty(), "{:?}", result.anomalies);
+            }
+        }
+
+        #[test]
+        fn given_write_present_missing_should_lose_both_with_jepsens_latencies() {
+            let result = run(&[
+                Add(0, 0),
+                Add(1, 1),
+                Read(2),
+                ReadOk(2, &[1]),
+                AddOk(0, 0),
+                AddOk(1, 1),
+                Read(2),
+                ReadOk(2, &[0, 1]),
+                Read(2),
+                ReadOk(2, &[0]),
+                Read(2),
+                ReadOk(2, &[]),
+            ]);
+            assert_eq!(result.verdict, Verdict::Invalid);
+            assert_eq!(of_kind(&result, "lost"), ["1", "0"]); // ordered by when each was known
+            assert_eq!((result.stats.stable, result.stats.never_read), (0, 0));
+            let expected: BTreeMap<String, u64> = [("0", 3), ("0.5", 4), ("0.95", 4), ("0.99", 4), ("1", 4)]
+                .iter()
+                .map(|(q, v)| (q.to_string(), *v))
+                .collect();
+            assert_eq!(result.stats.lost_latencies_ms, expected);
+        }
+
+        #[test]
+        fn given_write_flutter_should_find_one_stable_but_stale_and_one_lost() {
+            let result = run(&[
+                Add(0, 0),
+                AddOk(0, 0),
+                Add(1, 1),
+                Read(2),
+                ReadOk(2, &[1]),
+                AddOk(1, 1),
+                Read(2),
+                Read(3),
+                ReadOk(3, &[1]),
+                ReadOk(2, &[0]),
+            ]);
+            assert_eq!(result.verdict, Verdict::Invalid);
+            assert_eq!(of_kind(&result, "lost"), ["0"]);
+            assert_eq!(of_kind(&result, "stale"), ["1"]);
+            assert_eq!(result.stats.stable, 1);
+            assert_eq!(result.stats.lost_latencies_ms, all(5));
+            assert_eq!(result.stats.stable_latencies_ms, all(2));
+            let stale = result.anomalies.iter().find(|a| a.kind == "stale").expect("stale");
+            assert_eq!(stale.stable_latency_ms, Some(2));
+            assert_eq!(
+                stale.known_ns,
+                Some(4_000_000),
+                "known by the read completed at index 4"
+            );
+        }
+
+        /// Claimed linearizable (faultline's live runs, `--linearizable`), a stale element makes the history invalid;
+        /// not claimed, it is reported and the history is valid.
+        #[test]
+        fn given_a_stale_element_should_be_invalid_only_when_the_set_is_claimed_linearizable() {
+            let ops = [
+                Add(0, 0),
+                AddOk(0, 0),
+                Read(1),
+                ReadOk(1, &[]),
+                Read(1),
+                ReadOk(1, &[0]),
+            ];
+            let relaxed = run(&ops);
+            assert_eq!(relaxed.verdict, Verdict::Valid, "{}", relaxed.reason);
+            assert_eq!(of_kind(&relaxed, "stale"), ["0"]);
+            let events = ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| match *op {
+                    Add(p, v) => event(Invoke, p, "add", i as u64, json!(v)),
+                    AddOk(p, v) => event(Done, p, "add", i as u64, json!(v)),
+                    Read(p) => event(Invoke, p, "read", i as u64, Value::Null),
+                    ReadOk(p, vs) => event(Done, p, "read", i as u64, json!(vs)),
+                })
+                .collect();
+            let strict = check_set(&history(events));
+            assert_eq!(strict.verdict, Verdict::Invalid, "{}", strict.reason);
+        }
     }
 }
