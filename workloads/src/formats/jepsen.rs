@@ -122,6 +122,24 @@ pub(crate) fn read_log_ops(text: &str) -> Result<Vec<RawOp>, OpError> {
     Ok(ops)
 }
 
+/// A value of the wrong type, as a sentence names it: `the text "12"`, `a map {...}`, `a list [...]`, `-3`.
+fn describe(value: &Value) -> String {
+    let shown = value.to_string();
+    let shown = if shown.chars().count() > 60 {
+        format!("{}…", shown.chars().take(60).collect::<String>())
+    } else {
+        shown
+    };
+    match value {
+        Value::String(_) => format!("the text {shown}"),
+        Value::Object(_) => format!("a map {shown}"),
+        Value::Array(_) => format!("a list {shown}"),
+        Value::Bool(_) => format!("the boolean {shown}"),
+        Value::Null => "nil".to_string(),
+        Value::Number(_) => shown,
+    }
+}
+
 fn text_of(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
@@ -231,7 +249,15 @@ fn to_event(raw: RawOp, reading: &Reading) -> Result<Option<Event>, OpError> {
         Some("info") => EventKind::Info,
         // Jepsen also logs :sleep, :log and similar non-operations.
         Some(_) => return Ok(None),
-        None => return Err(bad(format!("op map without :type: {}", Value::Object(map)))),
+        None => {
+            return Err(bad(match map.get("type") {
+                Some(other) => format!(
+                    "a :type must be :invoke, :ok, :fail or :info, found {}",
+                    describe(other)
+                ),
+                None => format!("op map without :type: {}", Value::Object(map)),
+            }))
+        }
     };
     // Elle reads a transaction from `:value` whatever `:f` says, and its own test histories leave `:f` out.
     let f = match map.get("f") {
@@ -239,14 +265,42 @@ fn to_event(raw: RawOp, reading: &Reading) -> Result<Option<Event>, OpError> {
         None if map.get("value").is_some_and(is_micro_op_list) => crate::checker::TXN_F.to_string(),
         None => String::new(),
     };
+    if let Some(index) = map.get("index").filter(|i| !i.is_u64()) {
+        return Err(bad(format!(
+            "an :index must be a whole number ≥ 0, found {}",
+            describe(index)
+        )));
+    }
+    if let Some(f) = map
+        .get("f")
+        .filter(|f| !(f.is_string() || f.is_number() || f.is_null()))
+    {
+        return Err(bad(format!(
+            "an :f must be a name such as :read, found {}",
+            describe(f)
+        )));
+    }
     let (kind, process) = match map.get("process") {
         Some(Value::Number(n)) => match n.as_u64() {
             Some(process) => (kind, Some(process)),
             None => return Err(bad(format!("a :process must be a whole number ≥ 0 or a name, not {n}"))),
         },
         None => (kind, Some(anonymous)),
+        Some(Value::String(name)) if name.trim().parse::<i64>().is_ok() => {
+            return Err(bad(format!(
+                "a :process of {name:?} is text: a client's process is a number (write {} without quotes), a \
+                 named process such as :nemesis a name",
+                name.trim()
+            )))
+        }
         // :nemesis (or any named process) is not a client.
-        Some(_) => (EventKind::Nemesis, None),
+        Some(Value::String(_)) => (EventKind::Nemesis, None),
+        Some(other) => {
+            return Err(bad(format!(
+                "a :process must be a whole number ≥ 0 (a client) or a name such as :nemesis, found {}",
+                describe(other)
+            )))
+        }
     };
     let mut value = map.remove("value").unwrap_or(Value::Null);
     let mut key = map.get("key").map(text_of);
@@ -272,7 +326,24 @@ fn to_event(raw: RawOp, reading: &Reading) -> Result<Option<Event>, OpError> {
     if failed_cas_mismatch && kind == EventKind::Fail && f == "cas" {
         error = Some(CAS_MISMATCH_ERROR.to_string());
     }
-    let time_ns = map.get("time").and_then(Value::as_u64).unwrap_or(position);
+    let time_ns = match map.get("time") {
+        None | Some(Value::Null) => position,
+        Some(time) => time.as_u64().ok_or_else(|| {
+            bad(format!(
+                "a :time must be a whole number of nanoseconds ≥ 0, found {}",
+                describe(time)
+            ))
+        })?,
+    };
+    if kind.is_client() && f == crate::checker::TXN_F && !value.is_null() && !is_micro_op_list(&value) {
+        let empty = value.as_array().is_some_and(Vec::is_empty);
+        if !empty {
+            return Err(bad(format!(
+                "a :txn op's :value must be a list of micro-ops such as [[:append 1 2] [:r 1 nil]], found {}",
+                describe(&value)
+            )));
+        }
+    }
     Ok(Some(Event {
         index: position,
         time_ns,

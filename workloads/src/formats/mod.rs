@@ -207,4 +207,71 @@ mod tests {
         let path = write_temp("empty.log", "");
         assert!(load_history_file(&path, None).unwrap().events.is_empty());
     }
+
+    /// Every field of the wrong type is bad input, named at its line and column with what was expected: never an op
+    /// dropped and a verdict given on what is left.
+    #[test]
+    fn given_a_field_of_the_wrong_type_when_loaded_should_refuse_it_where_it_is() {
+        let ok = r#"{"type":"invoke","f":"read","process":0,"time":1,"value":null}"#;
+        for (name, bad, expected) in [
+            (
+                "process-object",
+                r#"{"type":"ok","f":"read","process":{"id":0},"time":2}"#,
+                "a :process must be",
+            ),
+            (
+                "process-text",
+                r#"{"type":"ok","f":"read","process":"0","time":2}"#,
+                "a :process of \"0\" is text",
+            ),
+            (
+                "time-text",
+                r#"{"type":"ok","f":"read","process":0,"time":"2"}"#,
+                "a :time must be a whole number",
+            ),
+            (
+                "time-negative",
+                r#"{"type":"ok","f":"read","process":0,"time":-2}"#,
+                "a :time must be a whole number",
+            ),
+            (
+                "txn-text",
+                r#"{"type":"invoke","f":"txn","process":1,"time":2,"value":"r x"}"#,
+                "a :txn op's :value",
+            ),
+            (
+                "type-number",
+                r#"{"type":3,"f":"read","process":0,"time":2}"#,
+                "a :type must be :invoke",
+            ),
+            (
+                "f-map",
+                r#"{"type":"ok","f":{"x":1},"process":0,"time":2}"#,
+                "an :f must be a name",
+            ),
+            (
+                "index-text",
+                r#"{"type":"ok","f":"read","process":0,"time":2,"index":"1"}"#,
+                "an :index must be",
+            ),
+        ] {
+            let path = write_temp(&format!("{name}.json"), &format!("{ok}\n{bad}\n"));
+            let err = load_history_file(&path, None)
+                .map(|h| h.events.len())
+                .expect_err(name)
+                .to_string();
+            assert!(err.contains(&format!("{name}.json:2:1: ")), "{name}: {err}");
+            assert!(err.contains(expected), "{name}: {err}");
+        }
+        // A named process is a fault's, as Jepsen writes it.
+        let path = write_temp(
+            "nemesis.json",
+            &format!(
+                "{ok}\n{}\n",
+                r#"{"type":"info","f":"start","process":"nemesis","time":2}"#
+            ),
+        );
+        let history = load_history_file(&path, None).expect("a nemesis op is good input");
+        assert_eq!(history.events[1].kind, EventKind::Nemesis);
+    }
 }
