@@ -113,7 +113,8 @@ pub fn render(results: &Results) -> String {
         .map(|check| Case {
             classname: name.clone(),
             name: check.name.clone(),
-            verdict: Some(check.verdict),
+            // A check that had nothing to judge did not run, as JUnit sees it.
+            verdict: Some(check.verdict).filter(|_| !check.not_checked),
             reason: check.reason.clone(),
             text: check_text(check),
             duration_ms: None,
@@ -300,6 +301,7 @@ mod tests {
                     evidence_ns: None,
                     warnings: Vec::new(),
                     evidence_nodes: Vec::new(),
+                    not_checked: false,
                 },
                 CheckResult {
                     name: "linearizability".into(),
@@ -309,6 +311,7 @@ mod tests {
                     evidence_ns: None,
                     warnings: Vec::new(),
                     evidence_nodes: Vec::new(),
+                    not_checked: false,
                 },
             ],
             counts: Counts::default(),
@@ -349,6 +352,7 @@ mod tests {
             evidence_ns: None,
             warnings: Vec::new(),
             evidence_nodes: Vec::new(),
+            not_checked: false,
         };
         let text = check_text(&check);
         assert!(

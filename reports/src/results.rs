@@ -158,6 +158,7 @@ mod tests {
             evidence_ns: None,
             warnings: Vec::new(),
             evidence_nodes: Vec::new(),
+            not_checked: false,
         }
     }
 

@@ -36,6 +36,7 @@ fn run_results() -> Results {
                 evidence_ns: None,
                 warnings: Vec::new(),
                 evidence_nodes: Vec::new(),
+                not_checked: false,
             })
             .collect(),
         counts: Counts::default(),

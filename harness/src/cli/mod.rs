@@ -266,7 +266,8 @@ fn input_or_harness(error: &anyhow::Error) -> u8 {
 
 fn print_checks(results: &Results) {
     for check in &results.checks {
-        println!("  {:<16} {:<8} {}", check.name, check.verdict.to_string(), check.reason);
+        let reason = check.reason.strip_prefix("not checked: ").unwrap_or(&check.reason);
+        println!("  {:<16} {:<11} {reason}", check.name, check.status());
     }
     println!(
         "  ops: {} ok, {} fail, {} info; {} nemesis events; seed {}",

@@ -22,6 +22,16 @@ pub fn pill(verdict: Verdict) -> Markup {
     crate::pages::pill(&verdict.to_string(), crate::results::shout(verdict))
 }
 
+/// A check's outcome as a class: its verdict, or `not-checked` for a check that had nothing to judge.
+pub fn status_class(check: &CheckResult) -> String {
+    check.status().replace(' ', "-")
+}
+
+/// A check's pill: its verdict, or a grey NOT CHECKED for a check that had nothing to judge.
+pub fn check_pill(check: &CheckResult) -> Markup {
+    crate::pages::pill(&status_class(check), &check.status().to_uppercase())
+}
+
 /// A check's named warnings: things whose verdict may still be valid but that a person should know (a node that booted
 /// on damage its system truncates, for example).
 pub fn warnings(check: &CheckResult) -> Vec<String> {
@@ -35,9 +45,9 @@ pub fn render(results: &Results, phase_start_ms: f64) -> Markup {
             thead { tr { th { "check" } th { "verdict" } th { "what it found" } } }
             tbody {
                 @for check in &results.checks {
-                    tr id={ "check-" (Shown(&check.name)) } class=(check.verdict) {
+                    tr id={ "check-" (Shown(&check.name)) } class=(status_class(check)) {
                         td class="name" { (Shown(&check.name)) }
-                        td { (pill(check.verdict)) }
+                        td { (check_pill(check)) }
                         td {
                             div class="reason" { (Shown(&check.reason)) }
                             (warning_list(&warnings(check)))

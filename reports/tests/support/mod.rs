@@ -452,6 +452,7 @@ fn linearizability_check(history: &History) -> CheckResult {
         evidence_ns: None,
         warnings: Vec::new(),
         evidence_nodes: Vec::new(),
+        not_checked: false,
     }
 }
 
@@ -464,6 +465,7 @@ fn check(name: &str, verdict: Verdict, reason: &str, details: Value) -> CheckRes
         evidence_ns: None,
         warnings: Vec::new(),
         evidence_nodes: Vec::new(),
+        not_checked: false,
     }
 }
 

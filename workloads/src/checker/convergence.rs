@@ -3,7 +3,8 @@
 //! After the final phase the harness waits for every member's commit point to agree and records `converged` (how long
 //! it took, the commit point, the members it compared) or `convergence-timeout` (each member's commit point when the
 //! wait gave up). Members are who the system listed last (`observation` `members`): a node a membership change removed
-//! is not required to converge. A timeout is `invalid`; a plan without a final phase is `valid` (not checked); a final
+//! is not required to converge. A timeout is `invalid`; a plan without a final phase or a system without a status
+//! probe is not checked; a final
 //! phase that never reached the wait is `unknown`; otherwise `valid`.
 
 use super::{lifecycle_events, CheckInput, CheckResult, Checker};
@@ -67,18 +68,13 @@ impl Checker for Convergence {
         }
         let converged: Vec<Value> = lifecycle(Lifecycle::Converged).map(|e| e.value.clone()).collect();
         if !self.final_phase_enabled {
-            return result(
-                Verdict::Valid,
-                "not checked: the plan disables the final phase".into(),
-                Value::Null,
-            );
+            return CheckResult::not_checked(self.name(), "the plan disables the final phase", Value::Null);
         }
         if !self.commit_point_known {
-            return result(
-                Verdict::Valid,
-                "not checked: the system has no status probe, so it reports no commit point to compare (give it \
-                 `system.status` with a `commit_point`)"
-                    .into(),
+            return CheckResult::not_checked(
+                self.name(),
+                "the system has no status probe, so it reports no commit point to compare (give it `system.status` \
+                 with a `commit_point`)",
                 Value::Null,
             );
         }

@@ -169,10 +169,9 @@ impl Checker for Durability {
                 result.evidence_nodes.dedup();
                 result
             }
-            None if judged == 0 => CheckResult::new(
+            None if judged == 0 => CheckResult::not_checked(
                 self.name(),
-                Verdict::Valid,
-                "no node reported durable progress before a stop and said what it booted with after it".into(),
+                "no node reported durable progress before a stop and said what it booted with after it",
                 details,
             ),
             None => CheckResult::new(

@@ -4,8 +4,10 @@
 //! verdict's evidence time is that of the operation the explanation names.
 
 use super::{time_of, CheckInput, CheckResult, Checker};
+use crate::history::EventKind;
 use crate::linearizability::{check_history, CheckOptions};
 use crate::models::ModelKind;
+use crate::verdict::Verdict;
 use serde_json::Value;
 
 /// Checks the client history for linearizability under `model`.
@@ -26,6 +28,17 @@ impl Checker for Linearizability {
         let history = input.history;
         let result = check_history(history, self.model, &self.options);
         let details = serde_json::to_value(&result).unwrap_or(Value::Null);
+        let completed_ok = history.client_events().filter(|e| e.kind == EventKind::Ok).count();
+        if result.verdict == Verdict::Valid && completed_ok == 0 {
+            let invoked = history.client_events().filter(|e| e.kind == EventKind::Invoke).count();
+            let why = match invoked {
+                0 => "the history holds no client operation".to_string(),
+                n => format!(
+                    "none of the {n} operations completed ok (a failed or unknown operation constrains no order)"
+                ),
+            };
+            return CheckResult::not_checked(self.name(), &why, details);
+        }
         let mut checked = CheckResult::new(self.name(), result.verdict, result.reason.clone(), details);
         checked.evidence_ns = result.explanation.as_ref().and_then(|e| {
             let index = e.op.complete_index.unwrap_or(e.op.invoke_index);

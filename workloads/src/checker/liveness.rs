@@ -60,11 +60,7 @@ impl Checker for Liveness {
             );
         }
         if !self.final_phase_enabled {
-            return result(
-                Verdict::Valid,
-                "not checked: the plan disables the final phase".into(),
-                Value::Null,
-            );
+            return CheckResult::not_checked(self.name(), "the plan disables the final phase", Value::Null);
         }
         if recovered.is_empty() {
             return result(

@@ -104,6 +104,11 @@ pub struct CheckResult {
     /// ever hit is judged whatever other nodes' damage was ([`damage::judge`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence_nodes: Vec<String>,
+    /// The check had nothing to judge (no operation completed, no final phase, no status probe, no restart that
+    /// said what it kept): neither valid nor invalid. Its verdict is `valid` so it never makes a run worse, but it
+    /// carries nothing: reports show "not checked", and a run none of whose checks judged anything is `unknown`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_checked: bool,
 }
 
 impl CheckResult {
@@ -117,6 +122,25 @@ impl CheckResult {
             evidence_ns: None,
             warnings: Vec::new(),
             evidence_nodes: Vec::new(),
+            not_checked: false,
+        }
+    }
+
+    /// A check that had nothing to judge; `why` says what was missing (the reason reads "not checked: why").
+    pub fn not_checked(name: &str, why: &str, details: Value) -> CheckResult {
+        CheckResult {
+            not_checked: true,
+            ..CheckResult::new(name, Verdict::Valid, format!("not checked: {why}"), details)
+        }
+    }
+
+    /// What a person reads for this check's outcome: `valid`, `invalid`, `unknown` or `not checked`.
+    pub fn status(&self) -> &'static str {
+        match (self.not_checked, self.verdict) {
+            (true, Verdict::Valid) => "not checked",
+            (_, Verdict::Valid) => "valid",
+            (_, Verdict::Invalid) => "invalid",
+            (_, Verdict::Unknown) => "unknown",
         }
     }
 }
@@ -165,6 +189,30 @@ fn check_safely(checker: &dyn Checker, input: &CheckInput) -> CheckResult {
 /// first warning, so the headline never hides one.
 pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
     let verdict = Verdict::combine_all(checks.iter().map(|c| c.verdict));
+    let unjudged: Vec<&CheckResult> = checks
+        .iter()
+        .filter(|c| c.not_checked && c.verdict == Verdict::Valid)
+        .collect();
+    if verdict == Verdict::Valid && !checks.is_empty() && unjudged.len() == checks.len() {
+        let why: Vec<String> = unjudged.iter().map(|c| format!("{}: {}", c.name, c.reason)).collect();
+        return (Verdict::Unknown, format!("nothing was checked ({})", why.join("; ")));
+    }
+    let carried = |text: String| {
+        if unjudged.is_empty() {
+            return text;
+        }
+        let judged: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.not_checked)
+            .map(|c| c.name.as_str())
+            .collect();
+        let names: Vec<&str> = unjudged.iter().map(|c| c.name.as_str()).collect();
+        format!(
+            "{text} (carried by {}; not checked: {})",
+            judged.join(", "),
+            names.join(", ")
+        )
+    };
     let warnings: Vec<(&str, &str)> = checks
         .iter()
         .flat_map(|c| c.warnings.iter().map(move |w| (c.name.as_str(), w.as_str())))
@@ -175,14 +223,14 @@ pub fn combine(checks: &[CheckResult]) -> (Verdict, String) {
     {
         Some(check) => format!("{}: {}", check.name, check.reason),
         None if checks.is_empty() => "nothing was checked".to_string(),
-        None => match warnings.as_slice() {
+        None => carried(match warnings.as_slice() {
             [] => "every check passed".to_string(),
             [(name, warning)] => format!("every check passed, with a warning: {name}: {warning}"),
             [(name, warning), rest @ ..] => format!(
                 "every check passed, with {} warnings; first: {name}: {warning}",
                 rest.len() + 1
             ),
-        },
+        }),
     };
     let verdict = if checks.is_empty() { Verdict::Unknown } else { verdict };
     (verdict, reason)
@@ -309,5 +357,65 @@ pub(crate) mod tests {
             composed.reason
         );
         assert_eq!(composed.checks[1].verdict, Verdict::Valid);
+    }
+
+    /// A check that had nothing to judge is neither valid nor invalid: a valid run says which checks carried it and
+    /// which were not checked, a run none of whose checks judged anything is `unknown`, and an invalid one stays so.
+    #[test]
+    fn given_checks_that_judged_nothing_when_composed_should_say_so_and_never_carry_a_run() {
+        let valid = CheckResult::new(
+            "linearizability",
+            Verdict::Valid,
+            "all 9 operations ...".into(),
+            Value::Null,
+        );
+        let unjudged = CheckResult::not_checked("convergence", "the system has no status probe", Value::Null);
+        assert_eq!(unjudged.status(), "not checked");
+        assert_eq!(unjudged.reason, "not checked: the system has no status probe");
+        let (verdict, reason) = combine(&[valid.clone(), unjudged.clone()]);
+        assert_eq!(verdict, Verdict::Valid);
+        assert_eq!(
+            reason,
+            "every check passed (carried by linearizability; not checked: convergence)"
+        );
+        let (verdict, reason) = combine(std::slice::from_ref(&unjudged));
+        assert_eq!(verdict, Verdict::Unknown);
+        assert_eq!(
+            reason,
+            "nothing was checked (convergence: not checked: the system has no status probe)"
+        );
+        let invalid = CheckResult::new("durability", Verdict::Invalid, "n1 forgot".into(), Value::Null);
+        assert_eq!(combine(&[unjudged, invalid]).0, Verdict::Invalid);
+    }
+
+    /// A register history none of whose operations completed ok is not checked, not "valid: all 0 operations".
+    #[test]
+    fn given_a_history_without_an_ok_operation_when_checked_for_linearizability_should_be_not_checked() {
+        let checker = Linearizability {
+            model: crate::models::ModelKind::CasRegister,
+            options: crate::linearizability::CheckOptions::default(),
+        };
+        let check = |events: Vec<Event>| {
+            let history = history(events);
+            checker.check(&CheckInput {
+                history: &history,
+                node_logs: &BTreeMap::new(),
+            })
+        };
+        let none_ok = check(vec![
+            client_op(EventKind::Invoke, 0, "write", json!(1)),
+            client_op(EventKind::Info, 0, "write", json!(1)),
+        ]);
+        assert!(none_ok.not_checked, "{none_ok:?}");
+        assert!(
+            none_ok.reason.contains("none of the 1 operations completed ok"),
+            "{}",
+            none_ok.reason
+        );
+        let one_ok = check(vec![
+            client_op(EventKind::Invoke, 0, "write", json!(1)),
+            client_op(EventKind::Ok, 0, "write", json!(1)),
+        ]);
+        assert!(!one_ok.not_checked && one_ok.verdict == Verdict::Valid, "{one_ok:?}");
     }
 }

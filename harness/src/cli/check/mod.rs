@@ -33,15 +33,20 @@ pub(super) fn command(args: CheckArgs) -> Outcome {
         let page = write_report(dir, &history, &results)?;
         eprintln!("faultline check: report {}", page.display());
     }
+    // A check that had nothing to judge is no verdict on the history: the run's `unknown` (exit 2) says so.
+    let shouted = if check.not_checked {
+        "NOT CHECKED"
+    } else {
+        faultline_reports::results::shout(check.verdict)
+    };
     eprintln!(
-        "faultline check: {} — {}: {} — {}",
-        faultline_reports::results::shout(check.verdict),
+        "faultline check: {shouted} — {}: {} — {}",
         check.name,
         check.reason,
         args.file.display()
     );
     Ok(Ended::with(
-        check.verdict.exit_code() as u8,
+        results.verdict.exit_code() as u8,
         &json_object(&check, model),
     ))
 }
@@ -75,6 +80,9 @@ fn json_object(check: &CheckResult, model: HistoryModel) -> serde_json::Value {
         _ => serde_json::Map::new(),
     };
     object.insert("verdict".into(), serde_json::json!(check.verdict));
+    if check.not_checked {
+        object.insert("not_checked".into(), true.into());
+    }
     object.entry("reason").or_insert_with(|| check.reason.clone().into());
     object.insert("model".into(), model.name().into());
     object.insert("check".into(), check.name.clone().into());

@@ -13,6 +13,9 @@ const SHOWN: usize = 3;
 
 /// The text for a check's result.
 pub fn render(check: &CheckResult, model: HistoryModel) -> String {
+    if check.not_checked {
+        return headline(check);
+    }
     let details = &check.details;
     match check.name.as_str() {
         "linearizability" => match serde_json::from_value::<LinearizabilityResult>(details.clone()) {
@@ -34,6 +37,9 @@ pub fn render(check: &CheckResult, model: HistoryModel) -> String {
 }
 
 fn headline(check: &CheckResult) -> String {
+    if check.not_checked {
+        return format!("{}\n", check.reason); // "not checked: why"
+    }
     format!("{}: {}\n", check.verdict, check.reason)
 }
 
