@@ -29,10 +29,10 @@ use support::peak_rss_mib;
 const CAS_OPS: usize = 100_000;
 
 fn data_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/elle-knossos-test-data");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/upstream");
     assert!(
-        dir.join("expected-verdicts.tsv").is_file(),
-        "the Elle and Knossos test data is missing at {} (the shared/ folder must sit beside the checkout)",
+        dir.join("elle/histories/huge-scc.edn").is_file(),
+        "Elle's histories are missing at {}/elle/histories (the shared/ folder must sit beside the checkout)",
         dir.display()
     );
     dir

@@ -1,8 +1,12 @@
-//! Conformance with Elle, Knossos and elle-cli: every history of `../shared/elle-knossos-test-data` (their own files,
-//! and Elle's test histories transcribed) checked with the options its test used, as `faultline check` checks it.
-//! Each must get the expected verdict, and for Elle's models exactly its anomaly types and the models it rules out
-//! (Elle's `:not`), and for Knossos's the op it names; or, where faultline differs and the table says why, exactly
-//! what the table says faultline finds instead (`refused`: the history is bad input, refused naming the file).
+//! Conformance with Elle, Knossos and elle-cli: every case of `tests/conformance/expected-verdicts.tsv`, derived by
+//! `tests/conformance/gen.py` from the upstream repositories' own tests, checked with the options its test used, as
+//! `faultline check` checks it. The histories are the upstream's own files, read where they are in
+//! `../shared/upstream/` beside the checkout (never copied into the repository), and Elle's inline test histories,
+//! which this test has gen.py transcribe into a temporary folder each run. Each case must get the expected verdict,
+//! and for Elle's models exactly its anomaly types and the models it rules out (Elle's `:not`), and for Knossos's the
+//! op it names; or, where faultline differs and the table's `reason` says why, exactly what the table says faultline
+//! finds instead (`refused`: the history is bad input, refused naming the file). `?` in an expected column: the
+//! upstream test does not say (elle-cli asserts only its exit code), so faultline's answer there is not compared.
 
 use faultline_workloads::checker::{checker_for, history_txns, CheckInput, HistoryModel, ModelOptions};
 use faultline_workloads::txn_check::{ConsistencyModel, CycleStep, EdgeKind, MicroOp, ReadValue, Txn, TxnCheckResult};
@@ -10,19 +14,96 @@ use faultline_workloads::{load_history_file, LinearizabilityResult, Verdict};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 #[path = "support/shared_data.rs"]
 mod shared_data;
 
-/// The histories and the table, kept outside the repository under their own licences.
-fn data_dir() -> Option<PathBuf> {
-    shared_data::shared_data(
-        "elle-knossos-test-data",
-        "The Elle and Knossos test data",
-        "The folder `shared/elle-knossos-test-data` must sit beside the repository checkout; its gen.py rebuilds it \
-         from work trees of jepsen-io/elle, jepsen-io/knossos and ligurio/elle-cli",
-    )
+/// What the upstream data is and where it goes, as a missing folder is reported.
+const WHAT: &str = "The Elle, Knossos and elle-cli test data";
+const HOW: &str = "Put unmodified copies of jepsen-io/elle (histories/, test/), jepsen-io/knossos (data/, test/) and \
+                   ligurio/elle-cli (histories/, test.sh) in `shared/upstream/elle`, `knossos` and `elle-cli` beside \
+                   the repository checkout, with a README.md saying which commits they are";
+
+/// The upstream repositories' data, kept outside the repository under their own licences (`shared/upstream` beside
+/// the checkout); required under `CI=true`.
+fn upstream_dir() -> Option<PathBuf> {
+    shared_data::required_shared_data("upstream", "README.md", WHAT, HOW)
 }
+
+/// The generator and the table, kept in the repository.
+fn conformance_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+/// Where a case's history is: `elle/tests/...` names one of Elle's inline test histories, transcribed by gen.py into
+/// `transcribed`; every other path is an upstream file under `upstream`.
+struct Roots {
+    upstream: PathBuf,
+    transcribed: PathBuf,
+}
+
+impl Roots {
+    fn resolve(&self, file: &str) -> PathBuf {
+        if file.starts_with("elle/tests/") {
+            self.transcribed.join(file)
+        } else {
+            self.upstream.join(file)
+        }
+    }
+}
+
+/// A folder of the system's temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("{name}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs gen.py on the upstream data: Elle's inline test histories transcribed under `out`, and the table it derives
+/// (with the committed table's `faultline` and `reason` columns) as `out/expected-verdicts.tsv`.
+fn generate(upstream: &Path, out: &Path) {
+    let script = conformance_dir().join("gen.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg("--upstream")
+        .arg(upstream)
+        .arg("--histories")
+        .arg(out)
+        .arg("--table")
+        .arg(out.join("expected-verdicts.tsv"))
+        .arg("--keep")
+        .arg(conformance_dir().join("expected-verdicts.tsv"))
+        .output()
+        .unwrap_or_else(|e| panic!("running python3 {}: {e} (the test needs Python 3)", script.display()));
+    assert!(
+        output.status.success(),
+        "python3 {} failed ({}):\n{}",
+        script.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Verdict, anomaly types, `:not`; a list is `None` where the upstream test does not say (`?`).
+type Want = (String, Option<Vec<String>>, Option<Vec<String>>);
+
+/// Verdict, anomaly types, `:not` as faultline finds them, and why it refused the history if it did.
+type Got = (String, Vec<String>, Vec<String>, Option<String>);
 
 /// One row of `expected-verdicts.tsv`.
 struct Case {
@@ -30,27 +111,30 @@ struct Case {
     file: String,
     model: HistoryModel,
     options: String,
-    /// Verdict, anomaly types, `:not`, as faultline must say them.
-    want: (String, Vec<String>, Vec<String>),
+    /// As faultline must say them: upstream's expectation, or the `faultline` column where it differs.
+    want: Want,
     op: Option<u64>,
 }
 
-fn list(text: &str) -> Vec<String> {
+/// `a,b` as a sorted list, `-` as the empty one, `?` as unknown.
+fn list(text: &str) -> Option<Vec<String>> {
+    if text == "?" {
+        return None;
+    }
     let mut items: Vec<String> = text
         .split(',')
         .filter(|s| *s != "-" && !s.is_empty())
         .map(String::from)
         .collect();
     items.sort();
-    items
+    Some(items)
 }
 
-fn cases(dir: &Path) -> Vec<Case> {
-    let table = std::fs::read_to_string(dir.join("expected-verdicts.tsv")).expect("the table is readable");
+fn cases(table: &str) -> Vec<Case> {
     let mut lines = table.lines().enumerate();
     let (_, header) = lines.next().expect("a header");
     assert_eq!(
-        header.split('\t').take(8).collect::<Vec<_>>(),
+        header.split('\t').collect::<Vec<_>>(),
         [
             "file",
             "model",
@@ -59,16 +143,25 @@ fn cases(dir: &Path) -> Vec<Case> {
             "expected_anomalies",
             "expected_not",
             "expected_op",
-            "faultline"
+            "faultline",
+            "reason"
         ]
     );
     lines
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(n, line)| {
             let cols: Vec<&str> = line.split('\t').collect();
+            assert!(cols.len() >= 8, "line {}: {} columns", n + 1, cols.len());
+            let reason = cols.get(8).copied().unwrap_or_default();
             let want = if cols[7] == "=" {
                 (cols[3].to_string(), list(cols[4]), list(cols[5]))
             } else {
+                assert!(
+                    !reason.trim().is_empty(),
+                    "line {}: faultline differs from upstream ({}) and the reason column does not say why",
+                    n + 1,
+                    cols[7]
+                );
                 let mut parts = cols[7].split(' ');
                 let verdict = parts.next().expect("a verdict").to_string();
                 (
@@ -89,7 +182,9 @@ fn cases(dir: &Path) -> Vec<Case> {
         .collect()
 }
 
-/// `consistency-models=none anomalies=G0 wfr-keys group-size=3` as the CLI's options.
+/// `consistency-models=none anomalies=G0 wfr-keys group-size=3` as the CLI's options. Elle's `linearizable-keys`,
+/// `sequential-keys` and `transaction-order` (version orders Elle may assume) have no faultline counterpart: they are
+/// written down as the test used them and not applied, and the table says what faultline finds without them.
 fn options(text: &str) -> ModelOptions {
     let mut options = ModelOptions::default();
     for word in text.split(' ').filter(|w| *w != "-") {
@@ -104,27 +199,30 @@ fn options(text: &str) -> ModelOptions {
             "anomalies" => options.anomalies = values().collect(),
             "wfr-keys" => options.writes_follow_reads = true,
             "group-size" => options.group_size = value.parse().ok(),
+            "linearizable-keys" | "sequential-keys" | "transaction-order" => {}
             other => panic!("unknown option {other:?} in the table"),
         }
     }
     options
 }
 
-/// What faultline says of one case, in the table's terms (`refused` for a history it will not read), and the op a
-/// linearizability explanation names.
-fn judge(dir: &Path, case: &Case) -> ((String, Vec<String>, Vec<String>), Option<u64>) {
-    let path = dir.join(&case.file);
+/// What faultline says of one case, in the table's terms (`refused` for a history it will not read, with why), and
+/// the op a linearizability explanation names.
+fn judge(roots: &Roots, case: &Case) -> (Got, Option<u64>) {
+    let path = roots.resolve(&case.file);
     let history = match load_history_file(&path, None) {
         Ok(history) => history,
-        Err(e) if case.want.0 == "refused" => {
+        Err(e) => {
             assert!(
                 e.to_string().contains(&case.file),
                 "line {}: the refusal names the file: {e}",
                 case.line
             );
-            return (("refused".to_string(), Vec::new(), Vec::new()), None);
+            return (
+                ("refused".to_string(), Vec::new(), Vec::new(), Some(e.to_string())),
+                None,
+            );
         }
-        Err(e) => panic!("line {}: {e}", case.line),
     };
     let checker = checker_for(case.model, &options(&case.options)).expect("options the checker accepts");
     let logs = BTreeMap::new();
@@ -153,27 +251,60 @@ fn judge(dir: &Path, case: &Case) -> ((String, Vec<String>, Vec<String>), Option
         .ok()
         .and_then(|r| r.explanation)
         .and_then(|e| e.op.complete_index);
-    ((result.verdict.to_string(), anomalies, not), op)
+    ((result.verdict.to_string(), anomalies, not, None), op)
+}
+
+/// Whether faultline's answer is what the case wants: the verdict, and each list the case knows. Elle reports no
+/// `:not` when nothing it reports was found.
+fn agrees(got: &Got, want: &Want) -> bool {
+    let nothing_found = want.1.as_ref().is_some_and(Vec::is_empty);
+    got.0 == want.0
+        && want.1.as_ref().is_none_or(|a| *a == got.1)
+        && (nothing_found || want.2.as_ref().is_none_or(|n| *n == got.2))
+}
+
+#[test]
+fn given_no_upstream_data_when_looked_for_should_skip_saying_where_it_goes_and_fail_under_ci() {
+    let nowhere = Path::new("/nonexistent/shared/upstream");
+    assert_eq!(
+        shared_data::found_marker(nowhere, "README.md", false, WHAT, HOW),
+        Ok(None)
+    );
+    let err = shared_data::found_marker(nowhere, "README.md", true, WHAT, HOW).unwrap_err();
+    assert!(
+        err.starts_with("CI=true") && err.contains("/nonexistent/shared/upstream/README.md") && err.contains(HOW),
+        "{err}"
+    );
 }
 
 #[test]
 fn given_the_elle_and_knossos_histories_when_checked_should_match_every_expected_verdict_anomaly_and_model() {
-    let Some(dir) = data_dir() else { return };
-    let cases = cases(&dir);
+    let Some(upstream) = upstream_dir() else { return };
+    let transcribed = TempDir::new("faultline-elle-tests");
+    generate(&upstream, &transcribed.0);
+    let table_path = conformance_dir().join("expected-verdicts.tsv");
+    let table = std::fs::read_to_string(&table_path).expect("the table is readable");
+    let derived = std::fs::read_to_string(transcribed.0.join("expected-verdicts.tsv")).expect("gen.py's table");
+    assert!(
+        derived == table,
+        "{} is not what gen.py derives from {}: run `python3 workloads/tests/conformance/gen.py --table \
+         workloads/tests/conformance/expected-verdicts.tsv` and give every new difference its reason",
+        table_path.display(),
+        upstream.display()
+    );
+    let roots = Roots {
+        upstream,
+        transcribed: transcribed.0.clone(),
+    };
+    let cases = cases(&table);
     assert!(cases.len() >= 200, "{} cases: the table lost rows", cases.len());
     let count = |prefix: &str| cases.iter().filter(|c| c.file.starts_with(prefix)).count();
     assert!(count("elle/tests/list-append/") >= 49 && count("elle/tests/rw-register/") >= 16);
-    assert!(count("knossos/cas-register/") >= 120 && count("elle-cli/") >= 16);
+    assert!(count("knossos/data/cas-register/") >= 120 && count("elle-cli/") >= 16);
     let mut mismatches = Vec::new();
     for case in &cases {
-        let (got, op) = judge(&dir, case);
-        // Elle reports no `:not` when nothing it reports was found.
-        let got = if case.want.1.is_empty() {
-            (got.0, got.1, Vec::new())
-        } else {
-            got
-        };
-        if got != case.want {
+        let (got, op) = judge(&roots, case);
+        if !agrees(&got, &case.want) {
             mismatches.push(format!(
                 "line {} {} [{}]: want {:?}, got {got:?}",
                 case.line, case.file, case.options, case.want
@@ -193,6 +324,7 @@ fn given_the_elle_and_knossos_histories_when_checked_should_match_every_expected
         cases.len(),
         mismatches.join("\n")
     );
+    eprintln!("{} cases checked", cases.len());
 }
 
 /// What `txn` appended to `key`.
@@ -248,8 +380,8 @@ fn shown(step: &CycleStep, txns: &HashMap<u64, &Txn>) -> bool {
 #[test]
 fn given_elles_huge_scc_history_when_checked_as_list_append_should_name_a_concrete_realtime_cycle_and_the_models_ruled_out(
 ) {
-    let Some(dir) = data_dir() else { return };
-    let path = dir.join("elle/histories/huge-scc.edn");
+    let Some(upstream) = upstream_dir() else { return };
+    let path = upstream.join("elle/histories/huge-scc.edn");
     let history = load_history_file(&path, None).unwrap_or_else(|e| panic!("{e}"));
     let checker = checker_for(HistoryModel::ListAppend, &ModelOptions::default()).expect("the default options");
     let result = checker.check(&CheckInput {
