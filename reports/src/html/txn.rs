@@ -250,7 +250,7 @@ fn class_table(result: &TxnCheckResult) -> Markup {
                     tr {
                         td {
                             a href={ "#" (anchor(class, 1)) } { (class.name()) }
-                            @if class.elle_name() != class.name() { " " small { "(Elle: " (class.elle_name()) ")" } }
+                            @if class.elle_result() != format!("Elle: {}", class.name()) { " " small { "(" (class.elle_result()) ")" } }
                         }
                         td { (result.anomaly_counts.get(&class).copied().unwrap_or(0)) }
                         td { (class_sentence(class)) }

@@ -493,7 +493,7 @@ fn txn(system: &str, check: &CheckResult) -> Vec<Finding> {
         .map(|class| {
             let kind = match class {
                 AnomalyClass::Lost => FindingKind::Lost,
-                AnomalyClass::Phantom => FindingKind::Phantom,
+                AnomalyClass::GarbageRead => FindingKind::Phantom,
                 AnomalyClass::DuplicateElements => FindingKind::Duplicated,
                 AnomalyClass::G1a => FindingKind::FailedButPresent,
                 _ => FindingKind::IsolationAnomaly,

@@ -112,6 +112,8 @@ pub struct ModelOptions {
     pub anomalies: Vec<String>,
     /// rw-register: writes follow reads within a transaction (Elle's `wfr-keys`).
     pub writes_follow_reads: bool,
+    /// rw-register: a read of a value nobody wrote is the key's initial value, as Elle takes it (not a garbage read).
+    pub unwritten_reads_initial: bool,
     /// set-full: stale reads make the history invalid.
     pub linearizable_set: bool,
     /// bank: total, accounts, negative balances.
@@ -129,6 +131,7 @@ impl Default for ModelOptions {
             consistency_models: vec![ConsistencyModel::StrictSerializable],
             anomalies: Vec::new(),
             writes_follow_reads: false,
+            unwritten_reads_initial: false,
             linearizable_set: false,
             bank: BankCheckOptions::default(),
             group_size: None,
@@ -151,6 +154,7 @@ pub fn checker_for(model: HistoryModel, options: &ModelOptions) -> Result<Box<dy
         let mut txn_options =
             TxnCheckOptions::for_claims(txn_model, options.consistency_models.clone(), options.anomalies.clone())?;
         txn_options.writes_follow_reads = options.writes_follow_reads;
+        txn_options.unwritten_reads_initial = options.unwritten_reads_initial;
         Ok(Box::new(TxnWorkload { options: txn_options }))
     };
     Ok(match model {

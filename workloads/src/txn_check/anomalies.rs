@@ -1,5 +1,5 @@
 //! The anomalies a single read (or a single transaction) shows, without any cycle: aborted and intermediate reads
-//! (G1a, G1b), phantom and lost values, duplicate elements, internal inconsistency. The same pass over `ok` reads
+//! (G1a, G1b), garbage reads (values nobody wrote) and lost values, duplicate elements, internal inconsistency. The same pass over `ok` reads
 //! finds the `info` transactions whose writes were observed, which proves they committed.
 
 use super::explain::{show_list, show_read};
@@ -49,9 +49,10 @@ pub(crate) fn read_values(value: &Option<ReadValue>) -> &[i64] {
     }
 }
 
-/// Looks at every value every `ok` read returned: reports G1a, G1b, phantom, duplicate and lost values, and returns
-/// which transactions are nodes of the dependency graph (`ok` ones, and `info` ones some `ok` read observed).
-pub(crate) fn observe_reads(index: &Index<'_>, findings: &mut Findings) -> Vec<bool> {
+/// Looks at every value every `ok` read returned: reports G1a, G1b, garbage reads (unless `unwritten_initial`: such a
+/// value is the key's initial one), duplicate and lost values, and returns which transactions are nodes of the
+/// dependency graph (`ok` ones, and `info` ones some `ok` read observed).
+pub(crate) fn observe_reads(index: &Index<'_>, unwritten_initial: bool, findings: &mut Findings) -> Vec<bool> {
     let mut in_graph: Vec<bool> = index.txns.iter().map(|t| t.outcome == TxnOutcome::Ok).collect();
     let mut scratch = Vec::new();
     for (t, txn) in index.txns.iter().enumerate() {
@@ -67,7 +68,7 @@ pub(crate) fn observe_reads(index: &Index<'_>, findings: &mut Findings) -> Vec<b
                     key: index.op_key[op as usize],
                     values: read_values(value),
                 };
-                observe_read(index, &read, &mut in_graph, findings);
+                observe_read(index, &read, (&mut in_graph, unwritten_initial), findings);
                 if index.model == TxnModel::ListAppend {
                     check_list_read(index, &read, &mut scratch, findings);
                 }
@@ -98,12 +99,14 @@ impl Read<'_> {
     }
 }
 
-fn observe_read(index: &Index<'_>, read: &Read<'_>, in_graph: &mut [bool], findings: &mut Findings) {
-    let mut phantom = None;
+fn observe_read(index: &Index<'_>, read: &Read<'_>, graph: (&mut [bool], bool), findings: &mut Findings) {
+    let (in_graph, unwritten_initial) = graph;
+    let mut garbage = None;
     let mut aborted: Option<(i64, Writer)> = None;
     for &value in read.values {
         match index.writers.get(&(read.key, value)) {
-            None => phantom = phantom.or(Some(value)),
+            None if unwritten_initial => {}
+            None => garbage = garbage.or(Some(value)),
             Some(w) => match index.outcome(w.txn) {
                 TxnOutcome::Fail => aborted = aborted.or(Some((value, *w))),
                 TxnOutcome::Info => in_graph[w.txn as usize] = true,
@@ -111,9 +114,12 @@ fn observe_read(index: &Index<'_>, read: &Read<'_>, in_graph: &mut [bool], findi
             },
         }
     }
-    if let Some(value) = phantom {
-        let sentence = format!("{}, but no transaction wrote {value} to it", read.phrase(index));
-        findings.add_plain(index, AnomalyClass::Phantom, &[read.txn], read.key, sentence);
+    if let Some(value) = garbage {
+        let sentence = format!(
+            "{}, but no transaction in the history wrote {value} to it (a garbage read)",
+            read.phrase(index)
+        );
+        findings.add_plain(index, AnomalyClass::GarbageRead, &[read.txn], read.key, sentence);
     }
     if let Some((value, w)) = aborted {
         let sentence = format!(

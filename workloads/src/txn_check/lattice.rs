@@ -15,7 +15,7 @@
 //! report can say "not repeatable-read" instead of listing the eleven models above it.
 //!
 //! Names are Elle's, spelled as Elle prints them (`G-single-item`, `strong-session-snapshot-isolation`). faultline adds
-//! two anomalies of its own, `phantom` (a read of a value nobody wrote) and `lost` (a read showing a transaction's later
+//! two anomalies of its own, `garbage-read` (a read of a value nobody wrote) and `lost` (a read showing a transaction's later
 //! append to a key but not its earlier one); it treats both as aborted reads (G1a): the read saw a state no committed
 //! transaction made.
 
@@ -189,7 +189,7 @@ pub const MODELS: &[(M, &[M])] = &[
 ];
 
 /// `a -> [b]`: a history showing anomaly `a` shows each `b` too (Elle's `implied-anomalies`, plus faultline's
-/// `phantom` and `lost`, read as aborted reads).
+/// `garbage-read` and `lost`, read as aborted reads).
 pub const IMPLIES: &[(&str, &[&str])] = &[
     ("G0", &["G1c", "G0-process"]),
     ("G0-process", &["G1c-process", "G0-realtime"]),
@@ -251,7 +251,7 @@ pub const IMPLIES: &[(&str, &[&str])] = &[
     ("dirty-update", &["G1a"]),
     ("lost-update", &["write-skew", "G2-item"]),
     ("write-skew", &["G2"]),
-    ("phantom", &["G1a"]),
+    ("garbage-read", &["G1a"]),
     ("lost", &["G1a"]),
 ];
 

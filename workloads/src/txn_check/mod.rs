@@ -17,7 +17,8 @@
 //! 1. Index the history (`index.rs`): intern keys, name the writer of every `(key, value)`; refuse histories whose
 //!    values are not unique per key or whose micro-ops do not fit the model.
 //! 2. Look at every value every `ok` read returned (`anomalies.rs`): G1a (only a failed transaction wrote it), G1b
-//!    (its writer wrote the key again later), phantom (nobody wrote it), duplicate elements, lost appends; and check
+//!    (its writer wrote the key again later), garbage read (nobody wrote it: faultline's own class, not Elle's),
+//!    duplicate elements, lost appends; and check
 //!    each transaction's reads against its own earlier micro-ops (internal consistency).
 //! 3. Infer the version orders and the ww, wr, rw edges; report lists whose reads disagree on the order, and
 //!    registers two transactions read at one version and both overwrote (lost update).
@@ -96,6 +97,11 @@ pub struct TxnCheckOptions {
     /// rw-register: a transaction that read `a` and then wrote `b` to a key installed `b` after `a` (Elle's
     /// `wfr-keys`). Turn it off for a database that may let a transaction write under a version newer than it read.
     pub writes_follow_reads: bool,
+    /// rw-register: a read of a value no transaction in the history wrote is the key's value from before the history
+    /// (Elle's reading: its own tests call such histories valid), not a garbage read. Off by default: in a history
+    /// that starts from empty registers, such a read is a value the database made up.
+    #[serde(default)]
+    pub unwritten_reads_initial: bool,
     /// Edges a cycle search may relax per class and strongly connected component before giving up on finding (a
     /// shorter) cycle of that class there.
     pub cycle_search_steps_max: u64,
@@ -122,6 +128,7 @@ impl TxnCheckOptions {
             realtime,
             process,
             writes_follow_reads: true,
+            unwritten_reads_initial: false,
             cycle_search_steps_max: 2_000_000,
         })
     }
@@ -311,7 +318,8 @@ pub fn check_txns(txns: &[Txn], options: &TxnCheckOptions) -> Result<TxnCheckRes
     let claims = claims(&options.consistency_models, &options.anomalies)?;
     let index = Index::build(txns, options.model)?;
     let mut findings = Findings::default();
-    let in_graph = anomalies::observe_reads(&index, &mut findings);
+    let unwritten_initial = options.unwritten_reads_initial && options.model == TxnModel::RwRegister;
+    let in_graph = anomalies::observe_reads(&index, unwritten_initial, &mut findings);
     anomalies::check_internal(&index, &mut findings);
     let mut edges = Vec::new();
     match options.model {

@@ -77,9 +77,10 @@ pub enum AnomalyClass {
     /// Two reads of one list disagree on its order (neither is a prefix of the other).
     #[serde(rename = "incompatible-order")]
     IncompatibleOrder,
-    /// A read saw a value no transaction wrote.
-    #[serde(rename = "phantom")]
-    Phantom,
+    /// A read saw a value no transaction in the history wrote (a garbage read; faultline's own class: Elle has none,
+    /// see [`AnomalyClass::elle_result`]). Read as an aborted read (it implies G1a). Named `phantom` before.
+    #[serde(rename = "garbage-read", alias = "phantom")]
+    GarbageRead,
     /// A read shows a committed transaction's later append to a key but not its earlier one.
     #[serde(rename = "lost")]
     Lost,
@@ -170,7 +171,7 @@ impl AnomalyClass {
             Internal => "internal",
             DuplicateElements => "duplicate-elements",
             IncompatibleOrder => "incompatible-order",
-            Phantom => "phantom",
+            GarbageRead => "garbage-read",
             Lost => "lost",
             LostUpdate => "lost-update",
             FutureRead => "future-read",
@@ -191,6 +192,22 @@ impl AnomalyClass {
             GSingleProcess => "G-single-item-process",
             GNonadjacentProcess => "G-nonadjacent-item-process",
             other => other.name(),
+        }
+    }
+
+    /// What Elle reports for this class, for a reader who knows Elle: its own name, or for faultline's own classes
+    /// what Elle gives instead.
+    pub fn elle_result(self) -> String {
+        match self {
+            GarbageRead => {
+                "none: faultline's own class; Elle reports G1a only when the value's writer failed, and its \
+                            rw-register takes a value nobody wrote as the key's initial one"
+                    .to_string()
+            }
+            Lost => {
+                "none: faultline's own class (Elle finds such a read through the version order it implies)".to_string()
+            }
+            other => format!("Elle: {}", other.elle_name()),
         }
     }
 
@@ -216,7 +233,7 @@ impl AnomalyClass {
         Internal,
         DuplicateElements,
         IncompatibleOrder,
-        Phantom,
+        GarbageRead,
         Lost,
         LostUpdate,
         FutureRead,
@@ -297,9 +314,10 @@ impl AnomalyClass {
                 "incompatible order",
                 "two reads of one list disagree on the order of its elements",
             ),
-            Phantom => (
-                "phantom value",
-                "a read returned a value that no transaction ever wrote",
+            GarbageRead => (
+                "garbage read",
+                "a read returned a value that no transaction in the history wrote (faultline's class; read as an \
+                 aborted read)",
             ),
             Lost => (
                 "lost append",

@@ -36,6 +36,10 @@ pub struct CheckArgs {
     /// the versions further.
     #[arg(long)]
     pub wfr_keys: bool,
+    /// rw-register: take a read of a value no transaction in the history wrote as the key's value from before the
+    /// history, as Elle's rw-register does (Elle's verdict). By default faultline reports it as a garbage read.
+    #[arg(long)]
+    pub unwritten_reads_initial: bool,
     /// set-full: the set is linearizable, so a read that misses an element it should have seen is invalid (stale).
     #[arg(long)]
     pub linearizable: bool,
@@ -143,6 +147,7 @@ impl CheckArgs {
             timeout: self.timeout.duration(),
             anomalies: self.anomalies.clone(),
             writes_follow_reads: self.wfr_keys,
+            unwritten_reads_initial: self.unwritten_reads_initial,
             linearizable_set: self.linearizable,
             bank: BankCheckOptions {
                 total: self.total,
