@@ -339,10 +339,18 @@ fn render_trend(rows: &[SeedRow], order: &[String]) -> Markup {
     }
 }
 
-/// The last 14 characters of a campaign id (trend headers stay narrow; the full id is the title).
+/// A campaign id in at most 20 characters: whole when it fits, else its start and its end around `…` (a name such as
+/// `nightly-reference-mixed-2026-12-07` keeps what it is and which one; the full id is the cell's title).
 fn short(id: &str) -> String {
+    const SHOWN_MAX: usize = 20;
     let chars: Vec<char> = id.chars().collect();
-    chars[chars.len().saturating_sub(14)..].iter().collect()
+    if chars.len() <= SHOWN_MAX {
+        return id.to_string();
+    }
+    let (head, tail) = (11, SHOWN_MAX - 12);
+    let start: String = chars[..head].iter().collect();
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    format!("{start}…{end}")
 }
 
 fn render_campaign_list(rows: &[SeedRow], classes: &[Option<FailureClass>], order: &[String]) -> Markup {
@@ -545,5 +553,16 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("title=\"majority-down 0/4\">0/4</td>"), "{page}");
+    }
+
+    #[test]
+    fn given_a_long_campaign_id_when_shortened_should_keep_its_start_and_its_end() {
+        assert_eq!(short("s6401"), "s6401");
+        let shown = short("nightly-reference-mixed-2026-12-07");
+        assert!(
+            shown.starts_with("nightly-ref") && shown.ends_with("26-12-07"),
+            "{shown}"
+        );
+        assert_eq!(shown.chars().count(), 20);
     }
 }

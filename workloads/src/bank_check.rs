@@ -75,9 +75,9 @@ pub struct BankCheckResult {
     pub transfers: u64,
     /// Acknowledged transfers.
     pub transfers_ok: u64,
-    /// Unbalanced reads by kind, all of them.
+    /// Reads that broke a promise (a wrong total, a negative balance, a missing or unknown account), by kind.
     pub error_counts: BTreeMap<String, u64>,
-    /// The first [`MAX_READS_KEPT`] unbalanced reads, in history order.
+    /// The first [`MAX_READS_KEPT`] such reads, in history order.
     pub errors: Vec<BankRead>,
     /// The read whose total was furthest from the promise, and the lowest and highest totals seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,8 +242,16 @@ fn summarize(result: &mut BankCheckResult, total: i64) {
     (result.verdict, result.reason) = match result.errors.first() {
         Some(first) => {
             let counts: Vec<String> = result.error_counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            // Only a wrong total is an unbalanced read; the rest break the bank's other promises.
+            let what = if result.error_counts.keys().all(|k| k == "wrong-total") {
+                "are unbalanced"
+            } else if result.error_counts.keys().all(|k| k == "negative-value") {
+                "show a negative balance"
+            } else {
+                "break the bank's promises"
+            };
             let reason = format!(
-                "{errors} of {} reads are unbalanced ({}); first: {}",
+                "{errors} of {} reads {what} ({}); first: {}",
                 result.read_count,
                 counts.join(", "),
                 first.description
@@ -306,6 +314,22 @@ mod tests {
         assert_eq!(kinds, vec!["wrong-total", "negative-value", "unexpected-key"]);
         assert_eq!(result.errors[0].total, 6);
         assert_eq!(result.totals_seen, Some((6, 10)));
+        assert!(
+            result.reason.starts_with("3 of 4 reads break the bank's promises"),
+            "{}",
+            result.reason
+        );
+        let negative = check_bank(
+            &history(read(0, json!({"0": 11, "1": -1}))),
+            &BankCheckOptions::default(),
+        );
+        assert!(
+            negative
+                .reason
+                .starts_with("1 of 1 reads show a negative balance (1 negative-value)"),
+            "a negative balance is not called unbalanced: {}",
+            negative.reason
+        );
         let allowed = BankCheckOptions {
             negative_balances: true,
             ..BankCheckOptions::default()

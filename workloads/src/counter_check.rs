@@ -28,6 +28,9 @@ pub struct CounterRead {
     pub value: i64,
     /// What may have been added before it ended.
     pub upper: i64,
+    /// One sentence (what a person reads; empty in results written before it existed).
+    #[serde(default)]
+    pub description: String,
 }
 
 /// The counter checker's answer.
@@ -124,16 +127,22 @@ fn walk(history: &History) -> Result<CounterCheckResult, String> {
                         lower = lower.saturating_add(delta);
                     }
                     ("read", EventKind::Ok) => {
-                        let read = CounterRead {
+                        let mut read = CounterRead {
                             index: event.index,
                             process,
                             lower: lower_at_invoke,
                             value: number("a read")?,
                             upper,
+                            description: String::new(),
                         };
                         result.reads += 1;
                         let error = (read.lower - read.value).max(read.value - read.upper);
                         if error > 0 {
+                            read.description = format!(
+                                "process {process} read {} (event {}), but the counter was between {} (certainly \
+                                 added before the read began) and {} (possibly added before it ended)",
+                                read.value, read.index, read.lower, read.upper
+                            );
                             result.error_count += 1;
                             if error > worst {
                                 worst = error;
@@ -238,6 +247,12 @@ mod tests {
             "the failed add of 3 raised no bound"
         );
         assert_eq!(result.max_absolute_error.map(|r| r.value), Some(5));
+        assert_eq!(
+            result.errors[0].description,
+            "process 2 read 5 (event 5), but the counter was between 2 (certainly added before the read began) and 2 \
+             (possibly added before it ended)",
+            "a sentence, not the read's JSON"
+        );
     }
 
     #[test]

@@ -71,8 +71,8 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Mark
     html! {
         div class="lin" id="lin-view" {
             h3 {
-                "Key " code { (Shown(&explanation.key)) } ": the longest legal order found, and the op that cannot \
-                 follow it"
+                @if explanation.key.is_empty() { "The one object (the history names no key)" } @else { "Key " code { (Shown(&explanation.key)) } }
+                ": the longest legal order found, and the op that cannot follow it"
             }
             ul class="lin-lines" { @for line in &explanation.lines { li { (Shown(line)) } } }
             (svg(&ops, window, explanation))

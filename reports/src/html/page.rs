@@ -87,16 +87,19 @@ pub fn render(inputs: &RunInputs) -> String {
                     (unseen::for_final_reads(history, &invalid_keys))
                 }
             }
-            section class="card" id="nodes" {
-                h2 { "Nodes" }
-                p class="hint" {
-                    "Lifecycle and fault events per node; before each crash or refusal, the node's last log lines, \
-                     with their wall-clock times mapped onto run time through the run-start anchor."
+            // A history checked on its own has no nodes' logs to place, no plan and no wall-clock anchor to miss.
+            @if !checked_history {
+                section class="card" id="nodes" {
+                    h2 { "Nodes" }
+                    p class="hint" {
+                        "Lifecycle and fault events per node; before each crash or refusal, the node's last log lines, \
+                         with their wall-clock times mapped onto run time through the run-start anchor."
+                    }
+                    (nodes::render(&node_inputs))
                 }
-                (nodes::render(&node_inputs))
             }
             (fault_table(&timeline))
-            (plan_section(inputs))
+            @if !checked_history { (plan_section(inputs)) }
         }
         (footer(inputs))
         div id="tooltip" {}
@@ -226,6 +229,12 @@ fn provenance(inputs: &RunInputs) -> Markup {
         .map(|o| o.trim_matches(|c| c == '\'' || c == '"'));
     let shrink = crate::shrink::read(&inputs.run_dir);
     let failing = inputs.results.verdict != Verdict::Valid;
+    // A run that never got its cluster up has no fault schedule to shrink: its cause is the set-up.
+    let set_up_failed = inputs
+        .history
+        .events
+        .iter()
+        .any(|e| e.is(faultline_workloads::history::Lifecycle::SetupFailed));
     html! {
         @if let Some(origin) = origin {
             div class="repro" { span { "from" } code { (Shown(origin)) } }
@@ -236,7 +245,7 @@ fn provenance(inputs: &RunInputs) -> Markup {
                 a href="shrink/shrink.html" { (Shown(&shrink.summary())) }
                 " · " a href="shrink/shrunk.yaml" { "shrunk.yaml" }
             }
-        } @else if failing && inputs.results.system != crate::results::CHECKED_HISTORY {
+        } @else if failing && inputs.results.system != crate::results::CHECKED_HISTORY && !set_up_failed {
             div class="repro" {
                 span { "shrink" }
                 code { "faultline shrink " (Shown(&inputs.run_dir.display().to_string())) }
@@ -297,7 +306,11 @@ fn toc(has_lin: bool, has_txn: bool, checked_history: bool) -> Markup {
     if has_lin {
         links.push(("linearizability", "Failing key"));
     }
-    links.extend([("nodes", "Nodes & logs"), ("faults", "Fault windows"), ("plan", "Plan")]);
+    if checked_history {
+        links.push(("faults", "Fault windows"));
+    } else {
+        links.extend([("nodes", "Nodes & logs"), ("faults", "Fault windows"), ("plan", "Plan")]);
+    }
     html! { nav class="toc" { @for (id, name) in links { a href={ "#" (id) } { (name) } } } }
 }
 
@@ -635,6 +648,45 @@ mod tests {
             evidence_hint(&run.results, &run.history, &timeline, 1_500_000_000),
             "first evidence at 1.5 s, before any fault"
         );
+    }
+
+    /// A history checked on its own (`faultline check --report`) has no plan, no nodes' logs and no wall-clock
+    /// anchor: its report says nothing about missing them, and a failing one suggests no shrink (no run to shrink).
+    #[test]
+    fn given_a_history_checked_on_its_own_when_rendered_should_not_complain_of_what_it_never_had() {
+        let op = |index: u64| event(index, index, EventKind::Ok, "read", None, json!(1));
+        let mut checked = inputs((0..4).map(op).collect(), Vec::new());
+        checked.results.system = crate::results::CHECKED_HISTORY.into();
+        checked.results.verdict = Verdict::Invalid;
+        checked.plan_yaml = None;
+        let page = render(&checked);
+        for noise in [
+            "plan.yaml is missing",
+            "no wall-clock anchor",
+            "faultline shrink",
+            "Nodes &amp; logs",
+        ] {
+            assert!(!page.contains(noise), "{noise:?} in a checked history's report");
+        }
+        // A run's report still says when its plan is missing.
+        let mut run = inputs((0..4).map(op).collect(), Vec::new());
+        run.plan_yaml = None;
+        run.results.verdict = Verdict::Invalid;
+        let page = render(&run);
+        assert!(page.contains("plan.yaml is missing") && page.contains("faultline shrink"));
+        // A run whose set-up failed has no faults to shrink.
+        let mut events: Vec<Event> = (0..4).map(op).collect();
+        events.push(event(
+            4,
+            4,
+            EventKind::Lifecycle,
+            "setup-failed",
+            None,
+            json!({"reason": "boot"}),
+        ));
+        let mut set_up = inputs(events, Vec::new());
+        set_up.results.verdict = Verdict::Unknown;
+        assert!(!render(&set_up).contains("faultline shrink"));
     }
 
     fn event(index: u64, time_ms: u64, kind: EventKind, f: &str, node: Option<&str>, value: Value) -> Event {

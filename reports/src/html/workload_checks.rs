@@ -54,7 +54,7 @@ pub fn bank(result: &BankCheckResult) -> Markup {
                     }
                 }
             }
-            (more(result.errors.len(), "unbalanced reads"))
+            (more(result.errors.len(), "reads that broke a promise"))
         }
     }
 }

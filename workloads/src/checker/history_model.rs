@@ -102,7 +102,7 @@ impl std::str::FromStr for HistoryModel {
 }
 
 /// Everything a model's checker may be told, each used by the models it concerns and ignored by the others.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelOptions {
     /// Linearizability: wall-clock budget.
     pub timeout: Duration,

@@ -155,8 +155,8 @@ fn sentences<M: Model>(
     concurrent_count: usize,
 ) -> Vec<String> {
     let mut lines = vec![format!(
-        "Key {:?}: no order of its {} operations that respects real time is legal for the {kind} model.",
-        partition.key,
+        "{}: no order of its {} operations that respects real time is legal for the {kind} model.",
+        capitalized(&super::key_subject(&partition.key)),
         partition.ops.len()
     )];
     lines.push(match longest.last() {
@@ -200,4 +200,12 @@ fn sentences<M: Model>(
         lines.push("No operation overlaps it in time, so its place in the order is fixed.".to_string());
     }
     lines
+}
+
+/// `text` with its first letter in upper case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
 }

@@ -315,6 +315,15 @@ fn record<M: Model>(
         .expect("no worker panics while holding a result slot") = Some(outcome);
 }
 
+/// How a sentence names a key: `key "x"`, or for a history without keys (one register, one mutex) its one object.
+pub fn key_subject(key: &str) -> String {
+    if key.is_empty() {
+        "the one object (the history names no key)".to_string()
+    } else {
+        format!("key {key:?}")
+    }
+}
+
 fn overall_reason(
     verdict: Verdict,
     kind: ModelKind,
@@ -324,10 +333,15 @@ fn overall_reason(
 ) -> String {
     let ops: u64 = keys.iter().map(|k| k.ops).sum();
     match verdict {
-        Verdict::Valid => format!(
-            "all {ops} operations on {} key(s) are linearizable under the {kind} model",
-            keys.len()
-        ),
+        Verdict::Valid => match keys {
+            [only] if only.key.is_empty() => {
+                format!("all {ops} operations on the one object (the history names no key) are linearizable under the {kind} model")
+            }
+            _ => format!(
+                "all {ops} operations on {} key(s) are linearizable under the {kind} model",
+                keys.len()
+            ),
+        },
         Verdict::Invalid => {
             let failing: Vec<&str> = keys
                 .iter()
@@ -336,8 +350,9 @@ fn overall_reason(
                 .collect();
             let first = match explanation {
                 Some(e) => format!(
-                    "key {:?} is not linearizable under the {kind} model: {} cannot be placed in any legal order",
-                    e.key, e.op.description
+                    "{} is not linearizable under the {kind} model: {} cannot be placed in any legal order",
+                    key_subject(&e.key),
+                    e.op.description
                 ),
                 None => format!("a key is not linearizable under the {kind} model"),
             };
@@ -430,6 +445,44 @@ mod tests {
             events,
             truncated_tail: false,
         }
+    }
+
+    /// A history without keys (one register, one mutex) names its one object, not `Key ""`.
+    #[test]
+    fn given_a_history_without_keys_when_explained_should_name_its_one_object_not_an_empty_key() {
+        use EventKind::*;
+        let events = |read: Value| {
+            let mut events = vec![
+                ev(Invoke, 0, "write", "", json!("a")),
+                ev(Ok, 0, "write", "", json!("a")),
+                ev(Invoke, 1, "read", "", Value::Null),
+                ev(Ok, 1, "read", "", read),
+            ];
+            for e in &mut events {
+                e.key = None;
+            }
+            history(events)
+        };
+        let stale = check_history(&events(Value::Null), ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(stale.verdict, Verdict::Invalid);
+        assert!(
+            stale
+                .reason
+                .starts_with("the one object (the history names no key) is not linearizable"),
+            "{}",
+            stale.reason
+        );
+        let text = render_text(&stale);
+        assert!(!text.contains("Key \"\""), "{text}");
+        assert!(
+            text.contains("The one object (the history names no key): no order"),
+            "{text}"
+        );
+        let fine = check_history(&events(json!("a")), ModelKind::CasRegister, &CheckOptions::default());
+        assert_eq!(
+            fine.reason,
+            "all 2 operations on the one object (the history names no key) are linearizable under the cas-register model"
+        );
     }
 
     #[test]

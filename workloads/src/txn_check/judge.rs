@@ -47,14 +47,15 @@ impl Claims {
             .collect()
     }
 
-    /// The claims said in a few words: `strict-serializable`, `serializable and no G1`, `no G2`.
+    /// The claims said in a few words, as what forbids: `strict-serializable`, `serializable and the claim of no
+    /// G1`, `the claim of no G2`; `nothing claimed` when there are none.
     pub fn phrase(&self) -> String {
         let mut parts: Vec<String> = self.models.iter().map(|m| m.name().to_string()).collect();
         if !self.anomalies.is_empty() {
-            parts.push(format!("no {}", self.anomalies.join(", ")));
+            parts.push(format!("the claim of no {}", self.anomalies.join(", no ")));
         }
         match parts.as_slice() {
-            [] => "nothing".to_string(),
+            [] => "nothing claimed".to_string(),
             [one] => one.clone(),
             [init @ .., last] => format!("{} and {last}", init.join(", ")),
         }
@@ -87,7 +88,24 @@ pub(crate) fn judge(claims: &Claims, findings: Findings, undecided: BTreeMap<Ano
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let (verdict, reason) = verdict_and_reason(claims, &forbidden, &findings, &undecided, &models_satisfied);
+    // Classes a search gave up on (not those whose edges the claims did not need inferred): the models held if they
+    // are absent, beyond `models_satisfied`, are left open by them.
+    let searched: BTreeMap<AnomalyClass, String> = undecided
+        .iter()
+        .filter(|(_, why)| !why.contains("were not inferred"))
+        .map(|(class, why)| (*class, why.clone()))
+        .collect();
+    let maybe_unsearched: BTreeSet<&'static str> = maybe
+        .iter()
+        .copied()
+        .filter(|name| !searched.keys().any(|c| c.elle_name() == *name))
+        .collect();
+    let open: Vec<ConsistencyModel> = lattice::held(&maybe_unsearched)
+        .into_iter()
+        .filter(|m| !models_satisfied.contains(m))
+        .collect();
+    let still = standing(&models_satisfied, &open, &searched);
+    let (verdict, reason) = verdict_and_reason(claims, &forbidden, &findings, &undecided, &still);
     TxnCheckResult {
         verdict,
         claimed: claims.models.clone(),
@@ -107,18 +125,50 @@ pub(crate) fn judge(claims: &Claims, findings: Findings, undecided: BTreeMap<Ano
     }
 }
 
+/// Which models the history still holds, in words: the strongest certainly held, and when a search left classes
+/// undecided (`undecided`: those only), which they are and the strongest models they leave open.
+fn standing(
+    held: &[ConsistencyModel],
+    open: &[ConsistencyModel],
+    undecided: &BTreeMap<AnomalyClass, String>,
+) -> String {
+    let certain = match held.first() {
+        Some(model) if undecided.is_empty() => format!("the strongest model it is still consistent with is {model}"),
+        Some(model) => format!("the strongest model it is certainly consistent with is {model}"),
+        None => "it is consistent with none of the models faultline knows".to_string(),
+    };
+    if undecided.is_empty() {
+        return certain;
+    }
+    let classes: Vec<&str> = undecided.keys().map(|c| c.name()).collect();
+    let strongest_open = lattice::strongest(&open.iter().copied().collect());
+    let open_names: Vec<&str> = ConsistencyModel::ALL
+        .into_iter()
+        .filter(|m| strongest_open.contains(m))
+        .map(|m| m.name())
+        .collect();
+    match open_names.as_slice() {
+        [] => format!("{certain} (undecided: {})", classes.join(", ")),
+        names => format!(
+            "{certain}, and the undecided classes ({}) leave open whether it is {}",
+            classes.join(", "),
+            names.join(" or ")
+        ),
+    }
+}
+
 fn verdict_and_reason(
     claims: &Claims,
     forbidden: &[AnomalyClass],
     findings: &Findings,
     undecided: &BTreeMap<AnomalyClass, String>,
-    held: &[ConsistencyModel],
+    still: &str,
 ) -> (Verdict, String) {
     let claimed = claims.phrase();
-    let still = match held.first() {
-        Some(model) => format!("the strongest model it is still consistent with is {model}"),
-        None => "it is consistent with none of the models".to_string(),
-    };
+    if claims.models.is_empty() && claims.anomalies.is_empty() {
+        let reason = format!("nothing was claimed (no model, no anomaly), so nothing is forbidden; {still}");
+        return (Verdict::Valid, reason);
+    }
     let shown: Vec<String> = forbidden
         .iter()
         .filter(|class| !class.is_unknown())

@@ -325,8 +325,8 @@ impl AnomalyClass {
             ),
             LostUpdate => (
                 "lost update",
-                "two transactions read the same version of a key and both wrote it: one overwrote a version it never \
-                 saw",
+                "two transactions read the same version of a key and then both wrote it: whichever wrote second did \
+                 so without having seen the other's write",
             ),
             FutureRead => (
                 "future read",

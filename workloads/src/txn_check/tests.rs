@@ -363,6 +363,32 @@ fn given_each_class_when_described_should_name_the_weakest_models_that_forbid_it
     assert!(!A::G2Item.forbidden_by().contains(&M::SnapshotIsolation));
 }
 
+/// With no model claimed, the sentences say what was claimed instead of "forbidden by no G2" or "forbidden by
+/// nothing".
+#[test]
+fn given_claims_of_anomalies_only_or_of_nothing_when_checked_should_say_what_was_claimed() {
+    let only_g2 = TxnCheckOptions::for_claims(TxnModel::ListAppend, Vec::new(), vec!["G2".into()]).expect("G2");
+    let result = check_txns(&write_skew(), &only_g2).expect("accepted");
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert!(
+        result
+            .reason
+            .starts_with("the history shows G2-item (1), forbidden by the claim of no G2; "),
+        "{}",
+        result.reason
+    );
+    let nothing = TxnCheckOptions::for_claims(TxnModel::ListAppend, Vec::new(), Vec::new()).expect("none");
+    let result = check_txns(&write_skew(), &nothing).expect("accepted");
+    assert_eq!(result.verdict, Verdict::Valid);
+    assert!(
+        result
+            .reason
+            .starts_with("nothing was claimed (no model, no anomaly), so nothing is forbidden; "),
+        "{}",
+        result.reason
+    );
+}
+
 #[test]
 fn given_a_search_budget_too_small_to_finish_when_checked_should_be_unknown_naming_the_undecided_classes() {
     let options = TxnCheckOptions {
@@ -377,7 +403,8 @@ fn given_a_search_budget_too_small_to_finish_when_checked_should_be_unknown_nami
     assert_eq!(
         result.reason,
         "no anomaly forbidden by serializable was found, but G-single, G-nonadjacent, G2-item could not be decided; the \
-         strongest model it is still consistent with is cursor-stability"
+         strongest model it is certainly consistent with is cursor-stability, and the undecided classes (G-single, \
+         G-nonadjacent, G2-item) leave open whether it is serializable"
     );
     assert_eq!(result.strongest_model, Some(M::CursorStability));
 }
@@ -701,7 +728,8 @@ fn given_a_register_lost_update_when_checked_should_find_lost_update_and_its_rw_
     assert_eq!(lost.txns, vec![2, 3]);
     assert_eq!(
         lost.explanation,
-        "T2 and T3 both read x = 1 and both wrote x (2 and 3): one of them overwrote a version it never saw"
+        "T2 and T3 both read x = 1 and then both wrote it (2 and 3): whichever wrote second overwrote the other's \
+         write without having seen it (a lost update)"
     );
     assert_eq!(result.verdict, Verdict::Invalid);
     assert_eq!(

@@ -27,7 +27,7 @@ use super::graph::{Edge, Why};
 use super::index::Index;
 use super::input::{MicroOp, TxnOutcome};
 use super::models::AnomalyClass;
-use super::Anomaly;
+use super::{Anomaly, TxnModel};
 use crate::models::FxBuild;
 use std::collections::{HashMap, HashSet};
 
@@ -437,17 +437,25 @@ fn report_lost_updates(index: &Index<'_>, overwrites: &Overwrites, findings: &mu
         let names: Vec<String> = writers.iter().map(|&(t, _)| index.name(t)).collect();
         let values: Vec<String> = writers.iter().map(|(_, v)| v.to_string()).collect();
         let (names, values) = (join_and(&names), join_and(&values));
-        let read = read.map_or("nil".to_string(), |v| v.to_string());
         let key_name = index.key(key);
+        let explanation = match index.model {
+            TxnModel::ListAppend => format!(
+                "{names} both read {key_name} {} and then both appended to it ({values}): whichever appended second \
+                 did so without having seen the other's append (a lost update)",
+                read.map_or("empty".to_string(), |v| format!("ending in {v}"))
+            ),
+            TxnModel::RwRegister => format!(
+                "{names} both read {key_name} = {} and then both wrote it ({values}): whichever wrote second overwrote \
+                 the other's write without having seen it (a lost update)",
+                read.map_or("nil".to_string(), |v| v.to_string())
+            ),
+        };
         findings.add(AnomalyClass::LostUpdate, || Anomaly {
             class: AnomalyClass::LostUpdate,
             txns: writers.iter().map(|&(t, _)| index.txns[t as usize].index).collect(),
             key: Some(key_name.to_string()),
             cycle: Vec::new(),
-            explanation: format!(
-                "{names} both read {key_name} = {read} and both wrote {key_name} ({values}): one of them overwrote a \
-                 version it never saw"
-            ),
+            explanation,
         });
     }
 }

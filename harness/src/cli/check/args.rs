@@ -175,6 +175,12 @@ impl CheckArgs {
     pub fn repro(&self) -> String {
         let model = HistoryModel::from(self.model).name();
         let mut words = vec![format!("faultline check {} --model {model}", self.file.display())];
+        if let Some(format) = self.format.and_then(|f| f.to_possible_value()) {
+            words.push(format!("--format {}", format.get_name()));
+        }
+        if self.timeout.duration() != std::time::Duration::from_secs(30) {
+            words.push(format!("--timeout {}ms", self.timeout.duration().as_millis()));
+        }
         if !self.consistency_models.is_empty() {
             words.push(format!("--consistency-models {}", self.consistency_models.join(",")));
         }
@@ -183,6 +189,7 @@ impl CheckArgs {
         }
         for (set, flag) in [
             (self.wfr_keys, "--wfr-keys"),
+            (self.unwritten_reads_initial, "--unwritten-reads-initial"),
             (self.linearizable, "--linearizable"),
             (self.negative_balances, "--negative-balances"),
         ] {
@@ -192,6 +199,9 @@ impl CheckArgs {
         }
         if let Some(total) = self.total {
             words.push(format!("--total {total}"));
+        }
+        if !self.accounts.is_empty() {
+            words.push(format!("--accounts {}", self.accounts.join(",")));
         }
         if let Some(n) = self.group_size {
             words.push(format!("--group-size {n}"));
@@ -229,5 +239,43 @@ mod tests {
                 assert_eq!(parsed, faultline_workloads::Format::from(*format), "{name}");
             }
         }
+    }
+
+    /// The repro line gives back every option that changes the verdict: parsed again, it is the same command.
+    #[test]
+    fn given_every_option_when_made_a_repro_line_should_parse_back_to_the_same_options() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            check: CheckArgs,
+        }
+        let line = "faultline h.edn --model bank --format edn --timeout 5s --accounts a,b,c --total 30 \
+                    --negative-balances";
+        let args = Cli::try_parse_from(line.split_whitespace()).expect("parses").check;
+        let repro = args.repro();
+        for word in [
+            "--format edn",
+            "--timeout 5000ms",
+            "--accounts a,b,c",
+            "--total 30",
+            "--negative-balances",
+        ] {
+            assert!(repro.contains(word), "{word} missing from {repro}");
+        }
+        let again = Cli::try_parse_from(repro.split_whitespace().skip(1))
+            .expect("the repro parses")
+            .check;
+        assert_eq!(again.options(), args.options());
+        let rw = Cli::try_parse_from(
+            "faultline h.edn --model rw-register --unwritten-reads-initial --wfr-keys".split_whitespace(),
+        )
+        .expect("parses")
+        .check;
+        assert!(
+            rw.repro().ends_with("--wfr-keys --unwritten-reads-initial"),
+            "{}",
+            rw.repro()
+        );
     }
 }

@@ -25,8 +25,11 @@ fn exec_target(start: &[String]) -> Option<String> {
     if !SHELLS.contains(&shell) || start.get(1).map(String::as_str) != Some("-c") {
         return None;
     }
-    let words: Vec<&str> = start.get(2)?.split_whitespace().collect();
-    let after_exec = words.iter().rposition(|w| *w == "exec")? + 1;
+    let script = start.get(2)?;
+    let words: Vec<&str> = script.split_whitespace().collect();
+    let Some(after_exec) = words.iter().rposition(|w| *w == "exec").map(|at| at + 1) else {
+        return last_command(script);
+    };
     let word = words[after_exec..]
         .iter()
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
@@ -41,6 +44,30 @@ fn exec_target(start: &[String]) -> Option<String> {
         None if word.starts_with('$') || word.is_empty() => None,
         None => Some(word.to_string()),
     }
+}
+
+/// Shell builtins a script's last command may be instead of the program (then the shell is reported).
+const BUILTINS: &[&str] = &[
+    "cd", "echo", "exit", "export", "set", "trap", "wait", "true", "false", ":", ".",
+];
+
+/// A script without `exec` (`cd /srv && tarantool init.lua`): the shell stays the parent, and the program is the
+/// first word of its last simple command (after `&&`, `||`, `;` or a newline), unless that is a builtin or a
+/// variable.
+fn last_command(script: &str) -> Option<String> {
+    let last = script
+        .split(['\n', ';'])
+        .flat_map(|part| part.split("&&"))
+        .flat_map(|part| part.split("||"))
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .last()?;
+    let word = last
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .find(|w| !w.contains('='))?;
+    let known = !word.is_empty() && !word.starts_with(['$', '-', '(', '{']) && !BUILTINS.contains(&word);
+    known.then(|| word.to_string())
 }
 
 /// `program` as a path: itself when it names one, else the first match on `PATH` (itself when none matches).
@@ -96,5 +123,28 @@ mod tests {
         assert!(launched_program(&variable).ends_with("sh"), "the shell, not a guess");
         let direct = words(&["/usr/bin/java", "-cp", "zookeeper.jar"]);
         assert_eq!(launched_program(&direct), PathBuf::from("/usr/bin/java"));
+    }
+
+    /// A script that runs the program without `exec` names the program, not `/usr/bin/sh`; one whose last command
+    /// is a builtin or a variable still names the shell.
+    #[test]
+    fn given_a_shell_script_without_exec_when_named_should_name_its_last_commands_program() {
+        let start = words(&["sh", "-c", "cd /srv/n1 && ulimit -n 4096; tarantool init.lua"]);
+        assert_eq!(
+            launched_program(&start).file_name().and_then(|n| n.to_str()),
+            Some("tarantool")
+        );
+        let start = words(&["sh", "-c", "LD_LIBRARY_PATH=/x /opt/db/bin/db --port 1"]);
+        assert_eq!(launched_program(&start), PathBuf::from("/opt/db/bin/db"));
+        let start = words(&["sh", "-c", "$SERVER --port 1"]);
+        assert_eq!(
+            launched_program(&start).file_name().and_then(|n| n.to_str()),
+            Some("sh")
+        );
+        let start = words(&["sh", "-c", "db --port 1 &\nwait"]);
+        assert_eq!(
+            launched_program(&start).file_name().and_then(|n| n.to_str()),
+            Some("sh")
+        );
     }
 }
