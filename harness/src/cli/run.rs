@@ -34,6 +34,11 @@ pub struct RunArgs {
     /// their recorded offsets, triggered ones after the observation that fired them.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["plan", "nodes"])]
     pub replay: Option<PathBuf>,
+    /// Change a plan value for this run (repeatable), e.g. `--set workload.consistency=repeatable-read` or
+    /// `--set system.client.env.PG_ISOLATION=serializable`: the plan's field names joined by dots (a number picks a
+    /// list item), the value as YAML. The stored plan.yaml holds the values as run and lists the settings.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
 }
 
 /// `faultline run`.
@@ -47,17 +52,22 @@ pub(super) fn command(args: RunArgs) -> Outcome {
         quiet,
         json: _,
         replay,
+        set,
     } = args;
     let loaded = match (&replay, &plan_path) {
         (Some(run_dir), _) => {
-            return replay_plan(run_dir).and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
+            return replay_plan(run_dir)
+                .and_then(|plan| crate::plan::overrides::apply(&plan, &set).map_err(plan_error))
+                .and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
         }
         (None, plan_path) => match plan_path {
             Some(path) => Plan::from_arg(path),
             None => Ok(Plan::default_plan()),
         },
     };
-    let plan = loaded.map_err(plan_error)?;
+    let plan = loaded
+        .and_then(|plan| crate::plan::overrides::apply(&plan, &set))
+        .map_err(plan_error)?;
     finish_run_command(plan, time_limit, seed, nodes, store, quiet)
 }
 

@@ -9,6 +9,7 @@ pub mod swarm;
 
 mod load;
 mod membership;
+pub mod overrides;
 mod validate;
 
 pub use crate::system::spec::SystemSpec;
@@ -41,6 +42,10 @@ pub struct Plan {
     /// Where a generated plan came from (`replay of store/default/...`, `shrunk from ...`); set by the harness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The `--set PATH=VALUE` settings this plan was run with (their values are in the plan already); set by the
+    /// harness, for the person who reads the stored plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     /// Length of the fault phase (the final phase comes after it).
     pub time_limit: Millis,
     /// The system under test.
@@ -680,7 +685,7 @@ fn default_memory_mib() -> Bounded<16, 65536> {
 
 /// A plan that could not be loaded: where and why. Exit code 254.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}:{line}:{column}: {message}")]
+#[error("{}", self.located())]
 pub struct PlanError {
     /// File path or `<default plan>`.
     pub origin: String,
@@ -690,6 +695,18 @@ pub struct PlanError {
     pub column: u64,
     /// What was wrong and what was expected.
     pub message: String,
+}
+
+impl PlanError {
+    /// `origin:line:column: message`, or `origin: message` when the place is not known (line 0: a whole file that
+    /// cannot be read, a `--set` setting).
+    fn located(&self) -> String {
+        if self.line == 0 {
+            format!("{}: {}", self.origin, self.message)
+        } else {
+            format!("{}:{}:{}: {}", self.origin, self.line, self.column, self.message)
+        }
+    }
 }
 
 impl Plan {
