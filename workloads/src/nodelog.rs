@@ -18,6 +18,33 @@
 use crate::history::{History, Meta};
 use std::path::Path;
 
+/// What a dying process prints about its own death, case-insensitive: a crash line is the last line holding one.
+const CRASH_MARKERS: &[&str] = &[
+    "segmentation fault",
+    "sigsegv",
+    "sigbus",
+    "panicked at",
+    "fatal error",
+    "fatal:",
+    "assertion",
+    "aborted",
+    "core dumped",
+    "terminate called",
+    "stack overflow",
+    "out of memory",
+    "unhandled exception",
+    "[fatal]",
+];
+
+/// The last line of `tail` (a process's last output) in which it says what it died of (`Segmentation fault`,
+/// `panicked at ...`, `Assertion failed ...`), with escape sequences stripped; `None` when no line says.
+pub fn crash_line(tail: &str) -> Option<String> {
+    tail.lines().rev().map(strip_escapes).find(|line| {
+        let lower = line.to_lowercase();
+        CRASH_MARKERS.iter().any(|marker| lower.contains(marker))
+    })
+}
+
 /// Lines shown before a crash or refusal.
 pub const EXCERPT_LINES: usize = 30;
 /// Log lines logged up to this long after the event was recorded still belong to it (the harness records a crash
@@ -317,6 +344,18 @@ mod tests {
             second[2].unix_ns,
             Some(10_100_000_000),
             "unstamped lines inherit the last stamp"
+        );
+    }
+
+    #[test]
+    fn given_a_process_that_printed_why_it_died_when_its_crash_line_is_asked_should_quote_the_last_such_line() {
+        let tail = "2026-12-07 I> ready\nSegmentation fault\n  #0 0x55 in tx_fiber\n  #1 0x56 in main\n";
+        assert_eq!(crash_line(tail).as_deref(), Some("Segmentation fault"));
+        assert_eq!(crash_line("I> ready\nI> serving\n"), None);
+        let panic = "thread 'main' panicked at src/wal.rs:12:5:\nchain broken\nnote: run with RUST_BACKTRACE=1\n";
+        assert_eq!(
+            crash_line(panic).as_deref(),
+            Some("thread 'main' panicked at src/wal.rs:12:5:")
         );
     }
 }

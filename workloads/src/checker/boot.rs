@@ -418,7 +418,15 @@ fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
             .io_exits
             .push(format!("{node} stopped on an injected I/O error ({exit}) at {at}"));
     } else {
-        entry.problem(event.time_ns, format!("{node} exited on its own ({exit}) at {at}"));
+        // The log's own words first: a process that catches SIGSEGV and aborts exits on SIGABRT.
+        let said = match event.value["crash_line"].as_str() {
+            Some(line) => format!("; its log: {line:?}"),
+            None => String::new(),
+        };
+        entry.problem(
+            event.time_ns,
+            format!("{node} exited on its own ({exit}) at {at}{said}"),
+        );
     }
 }
 
@@ -661,6 +669,30 @@ mod tests {
             check_boot(&late).verdict,
             Verdict::Invalid,
             "an exit long after the window is a crash"
+        );
+    }
+
+    /// A process that caught its segfault and aborted exits on SIGABRT: the sentence quotes its own crash line.
+    #[test]
+    fn given_a_crash_whose_log_says_why_when_checked_should_quote_the_logs_crash_line() {
+        let h = history(vec![
+            at(lifecycle("boot-ok", "n3", json!({})), 1),
+            at(
+                lifecycle(
+                    "crashed",
+                    "n3",
+                    json!({"exit": "signal 6 (SIGABRT)", "crash_line": "Segmentation fault"}),
+                ),
+                20,
+            ),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result.reason.contains("exited on its own (signal 6 (SIGABRT))")
+                && result.reason.contains("its log: \"Segmentation fault\""),
+            "{}",
+            result.reason
         );
     }
 

@@ -71,6 +71,8 @@ struct Judged<'a> {
     min_ok_ratio: f64,
     /// Whether one error may be judged to dominate: not under faults, where a down node fails most operations alike.
     judge_dominance: bool,
+    /// The whole fault phase's operations and successes, said beside a narrower scope's so neither misleads.
+    phase: Option<(usize, usize)>,
 }
 
 impl Checker for WorkloadHealth {
@@ -83,11 +85,13 @@ impl Checker for WorkloadHealth {
         let windows = fault_windows(input.history, SETTLE_NS);
         let quiet: Vec<&Op> = ops.iter().filter(|op| !in_window(&windows, op.invoked_ns)).collect();
         let judged = if quiet.len() >= MIN_JUDGED_OPS {
+            let phase_ok = ops.iter().filter(|op| op.error.is_none()).count();
             Judged {
                 ops: quiet,
-                scope: "outside fault windows",
+                scope: "outside fault windows (invoked while no fault was active and none had ended in the last 3 s)",
                 min_ok_ratio: MIN_OK_RATIO,
                 judge_dominance: true,
+                phase: Some((phase_ok, ops.len())),
             }
         } else {
             let after = client_ops(input.history, Phase::AfterFaults);
@@ -100,6 +104,7 @@ impl Checker for WorkloadHealth {
                 scope: "of the fault phase (too few ran outside fault windows)",
                 min_ok_ratio: MIN_OK_RATIO_UNDER_FAULTS,
                 judge_dominance: false,
+                phase: None,
             }
         };
         judge(self.name(), &judged)
@@ -175,8 +180,15 @@ fn judge(name: &str, judged: &Judged) -> CheckResult {
             format!("only {total} operations completed in the fault phase: too few to judge the workload's health"),
         );
     }
+    let whole = match judged.phase {
+        Some((phase_ok, phase_total)) => format!(
+            "; in the whole fault phase {phase_ok} of {phase_total} succeeded ({:.1}%)",
+            100.0 * phase_ok as f64 / phase_total.max(1) as f64
+        ),
+        None => String::new(),
+    };
     let summary = format!(
-        "{ok} of {total} operations {} succeeded ({:.1}%)",
+        "{ok} of {total} operations {} succeeded ({:.1}%){whole}",
         judged.scope,
         ratio * 100.0
     );
@@ -409,12 +421,12 @@ mod tests {
         let result = check(&history);
         assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
         assert!(
-            result
+            result.reason.contains(
+                "0 of 200 operations outside fault windows (invoked while no fault was active and none had \
+                           ended in the last 3 s) succeeded (0.0%); in the whole fault phase 0 of 200 succeeded"
+            ) && result
                 .reason
-                .contains("0 of 200 operations outside fault windows succeeded")
-                && result
-                    .reason
-                    .contains("`client p0 failed: ModuleNotFoundError: kazoo` × 200"),
+                .contains("`client p0 failed: ModuleNotFoundError: kazoo` × 200"),
             "{}",
             result.reason
         );

@@ -229,10 +229,13 @@ pub fn check_set_with(history: &History, options: &SetCheckOptions) -> SetCheckR
         };
         let facts = Facts::of(element, add, &reads);
         if add.outcome == "fail" && facts.last_present.is_some() {
+            // One finding per element: that it appeared at all is the anomaly; whether it then stayed is not a
+            // second one (a failed add promised nothing to lose).
             push(
                 &mut stats,
                 unexpected(base.clone(), &reads, "its add was answered as definitely failed"),
             );
+            continue;
         }
         match facts.outcome() {
             Outcome::Stable { latency_ms } => {
@@ -897,5 +900,23 @@ mod tests {
             let strict = check_set(&history(events));
             assert_eq!(strict.verdict, Verdict::Invalid, "{}", strict.reason);
         }
+    }
+
+    /// An add answered `fail` that a read shows and a later read misses is one finding (failed-but-present), not
+    /// two: its disappearance loses nothing anybody was promised.
+    #[test]
+    fn given_a_failed_add_that_appears_then_vanishes_should_be_reported_once() {
+        let h = history(vec![
+            event(Invoke, 1, "add", 1, json!("a")),
+            event(EventKind::Fail, 1, "add", 2, json!("a")),
+            event(Invoke, 2, "read", 3, Value::Null),
+            event(Done, 2, "read", 4, json!(["a"])),
+            event(Invoke, 2, "read", 5, Value::Null),
+            event(Done, 2, "read", 6, json!([])),
+        ]);
+        let result = check_set(&h);
+        let kinds: Vec<&str> = result.anomalies.iter().map(|a| a.kind.as_str()).collect();
+        assert_eq!(kinds, ["failed-but-present"], "{}", result.reason);
+        assert!(!result.stats.anomalies.contains_key("lost"));
     }
 }
