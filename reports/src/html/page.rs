@@ -336,6 +336,10 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
         return html! {};
     }
     let mut failing: Vec<&CheckResult> = results.checks.iter().filter(|c| c.verdict != Verdict::Valid).collect();
+    // A run that is unknown because no check judged anything: each says what it lacked.
+    if failing.is_empty() {
+        failing = results.checks.iter().filter(|c| c.not_checked).collect();
+    }
     failing.sort_by_key(|c| {
         (
             c.verdict != results.verdict,
@@ -348,7 +352,7 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
             ul {
                 @for check in &failing {
                     li {
-                        (checks::pill(check.verdict)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
+                        (checks::check_pill(check)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
                         a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
                         @if let Some(hint) = check.evidence_ns.map(|ns| evidence_hint(results, history, timeline, ns)) {
                             br; span class="hint" { (Shown(&hint)) }
