@@ -5,10 +5,14 @@
 //! - A Knossos-style cas-register history of 100,000 operations (100 independent registers as Jepsen's
 //!   `independent` `[key value]` tuples, 10 processes, 1% `info`, integer values, one EDN op map per line): read
 //!   and checked, against the same operations as faultline JSONL read and checked in the same run (the baseline:
-//!   what `faultline run` and `analyze` do), so the ratios show what the Jepsen format costs.
+//!   what `faultline run` and `analyze` do), so the ratios show what the Jepsen format costs. Each file is also read
+//!   on its own in a fresh process of this bench, as `faultline check FILE` reads it (format sniffed), alternating the
+//!   formats and keeping the best of [`READ_ROUNDS`], for the read time and the peak memory (VmHWM) of reading: a
+//!   reader's peak is otherwise hidden under whatever the process held before. The goal (issue 63) is EDN within
+//!   x1.5 of JSONL on both.
 //!
-//! `cargo bench -p faultline-workloads --bench offline_check` (needs `../shared/elle-knossos-test-data` beside the
-//! checkout, as the conformance test does)
+//! `cargo bench -p faultline-workloads --bench offline_check` (needs `../shared/upstream` beside the checkout, as
+//! the conformance test does)
 
 #[path = "support/register_history.rs"]
 mod register_history;
@@ -27,6 +31,15 @@ use support::peak_rss_mib;
 
 /// Operations in the cas-register history.
 const CAS_OPS: usize = 100_000;
+
+/// Fresh-process reads of each format; the best is kept.
+const READ_ROUNDS: usize = 3;
+
+/// Set (to a history's path) in the child processes that only read a history and report.
+const READ_ONLY_ENV: &str = "FAULTLINE_OFFLINE_CHECK_READ_ONLY";
+
+/// EDN may cost this much of JSONL's read time and peak memory (issue 63).
+const GOAL_RATIO: f64 = 1.5;
 
 fn data_dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/upstream");
@@ -130,6 +143,56 @@ fn edn_op(event: &Event) -> String {
     line
 }
 
+/// In a child process: reads the history at `path` as `faultline check FILE` does and prints its events, the read
+/// time in nanoseconds and the process's peak RSS in MiB.
+fn read_only(path: &str) {
+    let t = Instant::now();
+    let history = load_history_file(Path::new(path), None).unwrap_or_else(|e| panic!("{e}"));
+    let read = t.elapsed();
+    println!("{} {} {}", history.events.len(), read.as_nanos(), peak_rss_mib());
+}
+
+/// One fresh-process read of a history: its events, read time and peak RSS (MiB).
+fn read_in_child(path: &Path) -> (usize, Duration, f64) {
+    let exe = std::env::current_exe().expect("this bench's executable");
+    let out = std::process::Command::new(exe)
+        .env(READ_ONLY_ENV, path)
+        .output()
+        .expect("run the reading child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "reading {} failed: {stdout}{}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    let parse = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .expect("the child's report")
+    };
+    (parse(0) as usize, Duration::from_nanos(parse(1) as u64), parse(2))
+}
+
+/// The best of [`READ_ROUNDS`] fresh-process reads of each file, alternating: (read time, peak RSS MiB) per file.
+fn fresh_reads(files: [&Path; 2], events: usize) -> [(Duration, f64); 2] {
+    let mut best = [(Duration::MAX, f64::INFINITY); 2];
+    for _ in 0..READ_ROUNDS {
+        for (file, best) in files.iter().zip(best.iter_mut()) {
+            let (n, read, peak) = read_in_child(file);
+            assert_eq!(n, events, "{}", file.display());
+            *best = (best.0.min(read), best.1.min(peak));
+        }
+    }
+    best
+}
+
+fn size_mb(path: &Path) -> f64 {
+    std::fs::metadata(path).map_or(f64::NAN, |m| m.len() as f64 / 1e6)
+}
+
 fn knossos_cas_register() {
     let dir = std::env::temp_dir();
     let jsonl = dir.join(format!("faultline-offline-check-{}.jsonl", std::process::id()));
@@ -143,6 +206,8 @@ fn knossos_cas_register() {
     out.flush().expect("flush the EDN history");
     drop(out);
     let (history, result, read, checked) = read_and_check(&edn, Some(Format::JepsenEdn), HistoryModel::CasRegister);
+    let (jsonl_mb, edn_mb) = (size_mb(&jsonl), size_mb(&edn));
+    let [(base_fresh, base_peak), (edn_fresh, edn_peak)] = fresh_reads([&jsonl, &edn], baseline.events.len());
     let _ = std::fs::remove_file(&jsonl);
     let _ = std::fs::remove_file(&edn);
     assert_eq!(base_result.verdict, Verdict::Valid, "{}", base_result.reason);
@@ -160,9 +225,28 @@ fn knossos_cas_register() {
         result.verdict,
         peak_rss_mib()
     );
+    let time_ratio = edn_fresh.as_secs_f64() / base_fresh.as_secs_f64();
+    let peak_ratio = edn_peak / base_peak;
+    println!(
+        "  read alone in a fresh process as `faultline check FILE` does, best of {READ_ROUNDS}: JSONL ({jsonl_mb:.1} MB) \
+         in {base_fresh:.2?}, peak RSS {base_peak:.0} MiB; EDN ({edn_mb:.1} MB) in {edn_fresh:.2?}, peak RSS \
+         {edn_peak:.0} MiB"
+    );
+    println!(
+        "  EDN/JSONL: read time x{time_ratio:.2}, peak memory x{peak_ratio:.2} (goal x{GOAL_RATIO}: {})",
+        if time_ratio <= GOAL_RATIO && peak_ratio <= GOAL_RATIO {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
 }
 
 fn main() {
+    if let Ok(path) = std::env::var(READ_ONLY_ENV) {
+        read_only(&path);
+        return;
+    }
     huge_scc();
     knossos_cas_register();
 }

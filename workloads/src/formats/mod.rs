@@ -136,8 +136,12 @@ pub fn load_history_file(path: &Path, format: Option<Format>) -> Result<History,
         },
     };
     let parsed = match format {
-        Format::FaultlineJsonl => return Ok(History::read_jsonl(path)?),
-        Format::JepsenEdn => jepsen::read_edn_ops(&text).and_then(|ops| jepsen::to_events(ops, false)),
+        Format::FaultlineJsonl => {
+            // Read again line by line: the text was only for telling the format.
+            drop(text);
+            return Ok(History::read_jsonl(path)?);
+        }
+        Format::JepsenEdn => jepsen::read_edn_history(&text),
         Format::JepsenJson => json::read_json_ops(&text).and_then(|ops| jepsen::to_events(ops, false)),
         Format::JepsenLog => jepsen::read_log_ops(&text).and_then(|ops| jepsen::to_events(ops, true)),
     };
