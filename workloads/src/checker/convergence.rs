@@ -12,6 +12,29 @@ use crate::history::Lifecycle;
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 
+/// Why convergence timed out. An exec system's `digest` joins its commit point as ` digest /ptr=...`: when the
+/// positions agree and only the digests differ, the data diverged at one commit point, which is what the sentence
+/// says (commit points alone would have called such nodes converged).
+fn timeout_sentence(timeout: &Value) -> String {
+    let points: Vec<&str> = timeout["commit_points"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let position = |point: &str| point.split_once(" digest ").map(|(at, _)| at.to_string());
+    let positions: Vec<Option<String>> = points.iter().map(|p| position(p)).collect();
+    let same_position = positions.len() > 1 && positions.iter().all(|p| p.is_some() && *p == positions[0]);
+    if same_position {
+        return format!(
+            "nodes reached the same commit point but their data differs (their digests disagree) for {} ms: {}",
+            timeout["timeout_ms"], timeout["commit_points"]
+        );
+    }
+    format!(
+        "nodes did not reach the same commit point within {} ms: {}",
+        timeout["timeout_ms"], timeout["commit_points"]
+    )
+}
+
 /// Who a `converged` record compared, in words: the members that were ready (`compared`), and those left out with
 /// their state (`left_out`: refused, crashed, still starting). Records written before `compared` existed name the
 /// members only.
@@ -59,10 +82,7 @@ impl Checker for Convergence {
         if let Some(timeout) = lifecycle(Lifecycle::ConvergenceTimeout).next() {
             return result(
                 Verdict::Invalid,
-                format!(
-                    "nodes did not reach the same commit point within {} ms: {}",
-                    timeout.value["timeout_ms"], timeout.value["commit_points"]
-                ),
+                timeout_sentence(&timeout.value),
                 timeout.value.clone(),
             );
         }
@@ -131,6 +151,35 @@ mod tests {
         assert_eq!(
             all.reason,
             "every member (n1, n2) reached the same commit point (after 40 ms)"
+        );
+    }
+
+    #[test]
+    fn given_equal_positions_with_different_digests_when_convergence_timed_out_should_say_the_data_differs() {
+        let history = history(vec![event(
+            EventKind::Lifecycle,
+            "convergence-timeout",
+            None,
+            json!({"timeout_ms": 30000, "commit_points": {
+                "n1": "/vclock={\"1\":3181} digest /digest=n=1138",
+                "n2": "/vclock={\"1\":3181} digest /digest=n=1144"}}),
+        )]);
+        let logs = BTreeMap::new();
+        let checker = Convergence {
+            final_phase_enabled: true,
+            commit_point_known: true,
+        };
+        let result = checker.check(&CheckInput {
+            history: &history,
+            node_logs: &logs,
+        });
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result
+                .reason
+                .starts_with("nodes reached the same commit point but their data differs"),
+            "{}",
+            result.reason
         );
     }
 }

@@ -149,6 +149,11 @@ pub struct StatusProbe {
     pub primary: Option<Spanned<String>>,
     /// JSON pointers whose values, joined, are equal on two nodes exactly when they have converged.
     pub commit_point: Vec<Spanned<String>>,
+    /// JSON pointer to a digest of the node's data (a hash, a count and a checksum ...): two nodes at the same commit
+    /// point whose digests differ have diverged data, which commit points alone cannot show. Convergence then also
+    /// waits for equal digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Spanned<String>>,
     /// JSON pointer to the view, term or epoch the node is in (a number, or a string of digits): of two nodes that
     /// claim to lead, the one in the newer view is the primary (the other was cut off and does not know yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -570,6 +575,7 @@ impl AdapterSpec for ExecConfig {
             .iter()
             .chain(&status.primary)
             .chain(&status.commit_point)
+            .chain(&status.digest)
             .chain(&status.primary_if_equal)
             .chain(&status.durable)
             .chain(&status.view);

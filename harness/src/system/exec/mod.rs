@@ -403,6 +403,11 @@ impl ExecSystem {
         for pointer in &status.commit_point {
             parts.push(format!("{}={}", pointer.value, lookup(pointer, "commit_point")?));
         }
+        // The data's digest joins the commit point: nodes at the same position with different data have not
+        // converged (a replica that applied six more elements at the same vclock).
+        if let Some(pointer) = &status.digest {
+            parts.push(format!("digest {}={}", pointer.value, lookup(pointer, "digest")?));
+        }
         Ok(NodeStatus {
             role,
             primary: primary.filter(|_| role != Role::Other),

@@ -154,6 +154,50 @@ fn spanned(text: &str) -> Spanned<String> {
     serde_saphyr::from_str(&serde_json::to_string(text).unwrap()).unwrap()
 }
 
+/// Two nodes at the same commit point (the Tarantool cluster's vclock) holding different data (1,138 elements
+/// against 1,144): with a `digest` pointer their commit points differ, so convergence does not call them converged.
+#[test]
+fn given_a_digest_pointer_when_two_nodes_share_a_commit_point_but_not_their_data_should_not_compare_equal() {
+    let system = system(Some(StatusProbe {
+        http: Some(spanned("http://{client_addr}/status")),
+        command: None,
+        persistent: false,
+        post: None,
+        primary_if_equal: vec![],
+        role: None,
+        primary_when: vec![],
+        backup_when: vec![],
+        primary: None,
+        commit_point: vec![spanned("/vclock")],
+        digest: Some(spanned("/digest")),
+        view: None,
+        durable: None,
+        durable_settle: None,
+        env: Default::default(),
+    }));
+    let leader = system
+        .read_status(serde_json::json!({"vclock": {"1": 3181, "2": 5}, "digest": "n=1138 h=9f2c"}))
+        .unwrap();
+    let replica = system
+        .read_status(serde_json::json!({"vclock": {"2": 5, "1": 3181}, "digest": "n=1144 h=77a0"}))
+        .unwrap();
+    assert_ne!(leader.commit_point, replica.commit_point);
+    assert!(
+        leader
+            .commit_point
+            .starts_with("/vclock={\"1\":3181,\"2\":5} digest /digest="),
+        "{}",
+        leader.commit_point
+    );
+    let same = system
+        .read_status(serde_json::json!({"vclock": {"1": 3181, "2": 5}, "digest": "n=1138 h=9f2c"}))
+        .unwrap();
+    assert_eq!(
+        leader.commit_point, same.commit_point,
+        "a map's keys are compared in one order"
+    );
+}
+
 #[test]
 fn given_a_status_answer_when_read_with_pointers_should_give_role_primary_and_commit_point() {
     let system = system(Some(StatusProbe {
@@ -167,6 +211,7 @@ fn given_a_status_answer_when_read_with_pointers_should_give_role_primary_and_co
         backup_when: vec!["follower".into()],
         primary: Some(spanned("/raft/leader")),
         commit_point: vec![spanned("/commit"), spanned("/head")],
+        digest: None,
         view: None,
         durable: None,
         durable_settle: None,
@@ -198,6 +243,7 @@ fn given_a_view_pointer_when_reading_progress_should_give_the_view_as_a_number_o
         backup_when: vec![],
         primary: None,
         commit_point: vec![spanned("/commit")],
+        digest: None,
         view: view.map(spanned),
         durable: None,
         durable_settle: None,
@@ -232,6 +278,7 @@ fn given_leader_and_own_ids_when_read_with_primary_if_equal_should_tell_leader_f
         backup_when: vec![],
         primary: None,
         commit_point: vec![spanned("/raftIndex")],
+        digest: None,
         view: None,
         durable: None,
         durable_settle: None,
@@ -256,6 +303,7 @@ fn given_a_status_answer_without_a_pointer_when_read_should_be_a_misconfiguratio
         backup_when: vec![],
         primary: None,
         commit_point: vec![spanned("/commit_index")],
+        digest: None,
         view: None,
         durable: None,
         durable_settle: None,
@@ -469,6 +517,7 @@ fn status_command(dir: &Path, persistent: bool) -> ExecSystem {
         backup_when: vec![],
         primary: None,
         commit_point: vec![spanned("/commit")],
+        digest: None,
         view: None,
         durable: None,
         durable_settle: None,
