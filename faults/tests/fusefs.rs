@@ -3,74 +3,16 @@
 //! Needs root and /dev/fuse. Under `CI=true` their absence fails the test with the reason; elsewhere the tests skip
 //! with a printed reason.
 
-use faultline_faults::fusefs::{
-    self, FaultFs, FaultFsHandle, FaultFsOptions, FsFaults, MetadataDurability, PowerLossSpec,
-};
+#[path = "support/fuse_lab.rs"]
+mod fuse_lab;
+
+use faultline_faults::fusefs::{self, FaultFsOptions, FsFaults, MetadataDurability, PowerLossSpec};
+use fuse_lab::{fuse_ready, Lab};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn fuse_ready() -> bool {
-    match fusefs::fuse_available() {
-        Ok(()) => true,
-        Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true: the fault filesystem tests must run here, but {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping fault filesystem test: {reason}");
-            false
-        }
-    }
-}
-
-struct Lab {
-    _tmp: tempfile::TempDir,
-    backing: PathBuf,
-    data: PathBuf,
-    tag: String,
-    fs: Option<FaultFsHandle>,
-}
-
-impl Lab {
-    fn new(name: &str) -> Lab {
-        Lab::with(name, FaultFsOptions::default())
-    }
-
-    fn with(name: &str, options: FaultFsOptions) -> Lab {
-        let tmp = tempfile::tempdir().unwrap();
-        let backing = tmp.path().join("backing");
-        let data = tmp.path().join("data");
-        fs::create_dir(&backing).unwrap();
-        fs::create_dir(&data).unwrap();
-        let tag = format!("test-{name}-{}", std::process::id());
-        let fs = Some(FaultFs::mount_with(&backing, &data, &tag, options).unwrap());
-        Lab {
-            _tmp: tmp,
-            backing,
-            data,
-            tag,
-            fs,
-        }
-    }
-
-    fn fs(&self) -> &FaultFsHandle {
-        self.fs.as_ref().unwrap()
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.data.join(name)
-    }
-
-    fn unmount(&mut self) {
-        self.fs.take().unwrap().unmount().unwrap();
-    }
-
-    fn remount(&mut self) {
-        self.fs = Some(FaultFs::mount(&self.backing, &self.data, &self.tag).unwrap());
-    }
-}
 
 fn sync_dir(dir: &Path) {
     File::open(dir).unwrap().sync_all().unwrap();

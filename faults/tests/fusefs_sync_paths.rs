@@ -6,50 +6,22 @@
 //! Needs root and /dev/fuse (and python3 for the process test). Under `CI=true` their absence fails the test with the
 //! reason; elsewhere the tests skip with a printed reason.
 
-use faultline_faults::fusefs::{self, FaultFs, FaultFsHandle};
+#[path = "support/fuse_lab.rs"]
+mod fuse_lab;
+
+use fuse_lab::{fuse_ready, Lab};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-fn fuse_ready() -> bool {
-    match fusefs::fuse_available() {
-        Ok(()) => true,
-        Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true: the fault filesystem tests must run here, but {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping fault filesystem test: {reason}");
-            false
-        }
-    }
-}
-
-struct Lab {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    fs: FaultFsHandle,
-}
-
-impl Lab {
-    fn new(name: &str) -> Lab {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let backing = tmp.path().join("backing");
-        let data = tmp.path().join("data");
-        fs::create_dir(&backing).expect("backing dir");
-        fs::create_dir(&data).expect("mountpoint");
-        let fs = FaultFs::mount(&backing, &data, &format!("sync-{name}-{}", std::process::id())).expect("mount");
-        Lab { _tmp: tmp, data, fs }
-    }
-
-    /// A file that exists, empty, with its directory entry durable (so only its data is at stake).
-    fn durable_empty(&self, name: &str) -> PathBuf {
-        let path = self.data.join(name);
-        File::create(&path).and_then(|f| f.sync_all()).expect("create");
-        File::open(&self.data).and_then(|d| d.sync_all()).expect("dir fsync");
-        path
-    }
+/// A file that exists, empty, with its directory entry durable (so only its data is at stake).
+fn durable_empty(lab: &Lab, name: &str) -> PathBuf {
+    let path = lab.path(name);
+    File::create(&path).and_then(|f| f.sync_all()).expect("create");
+    File::open(&lab.data).and_then(|d| d.sync_all()).expect("dir fsync");
+    path
 }
 
 fn open_with(path: &Path, custom_flags: i32) -> File {
@@ -68,7 +40,7 @@ fn given_o_sync_and_o_dsync_descriptors_when_power_is_lost_should_keep_every_ret
     }
     let lab = Lab::new("oflags");
     for (name, flag) in [("o_sync", libc::O_SYNC), ("o_dsync", libc::O_DSYNC)] {
-        let path = lab.durable_empty(name);
+        let path = durable_empty(&lab, name);
         let file = open_with(&path, flag);
         file.write_all_at(b"first|", 0).expect("write");
         file.write_all_at(b"second|", 6).expect("write");
@@ -79,7 +51,7 @@ fn given_o_sync_and_o_dsync_descriptors_when_power_is_lost_should_keep_every_ret
             .open(&path)
             .and_then(|mut f| f.write_all(b"plain"))
             .expect("plain append");
-        let record = lab.fs.lose_unsynced();
+        let record = lab.fs().lose_unsynced();
         assert_eq!(fs::read(&path).expect("read"), b"FIRST|second|", "{name}: {record:?}");
     }
 }
@@ -90,7 +62,7 @@ fn given_pwritev2_with_rwf_dsync_when_power_is_lost_should_keep_that_write_only(
         return;
     }
     let lab = Lab::new("rwf");
-    let path = lab.durable_empty("log");
+    let path = durable_empty(&lab, "log");
     let file = open_with(&path, 0);
     file.write_all_at(b"plain|", 0).expect("plain write");
     let bytes = b"dsync|";
@@ -101,7 +73,7 @@ fn given_pwritev2_with_rwf_dsync_when_power_is_lost_should_keep_that_write_only(
     // SAFETY: one valid iovec over a live buffer, on a descriptor we own.
     let written = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, 6, libc::RWF_DSYNC) };
     assert_eq!(written, bytes.len() as isize, "{}", std::io::Error::last_os_error());
-    lab.fs.lose_unsynced();
+    lab.fs().lose_unsynced();
     assert_eq!(
         fs::read(&path).expect("read"),
         b"\0\0\0\0\0\0dsync|",
@@ -115,7 +87,7 @@ fn given_msync_of_a_shared_mapping_when_power_is_lost_should_keep_the_synced_pag
         return;
     }
     let lab = Lab::new("msync");
-    let path = lab.durable_empty("mapped");
+    let path = durable_empty(&lab, "mapped");
     let file = open_with(&path, 0);
     file.set_len(4096).expect("size");
     file.sync_all().expect("fsync the size");
@@ -147,7 +119,7 @@ fn given_msync_of_a_shared_mapping_when_power_is_lost_should_keep_the_synced_pag
         );
         libc::munmap(map, 4096);
     }
-    lab.fs.lose_unsynced();
+    lab.fs().lose_unsynced();
     assert_eq!(&fs::read(&path).expect("read")[..17], b"mapped and synced");
 }
 
@@ -157,7 +129,7 @@ fn given_o_direct_writes_when_power_is_lost_should_keep_them_only_after_a_flush(
         return;
     }
     let lab = Lab::new("odirect");
-    let path = lab.durable_empty("direct");
+    let path = durable_empty(&lab, "direct");
     let file = open_with(&path, libc::O_DIRECT);
     // O_DIRECT bypasses the page cache, not the disk's volatile cache: durable only after fdatasync.
     let layout = std::alloc::Layout::from_size_align(4096, 4096).expect("layout");
@@ -172,7 +144,7 @@ fn given_o_direct_writes_when_power_is_lost_should_keep_them_only_after_a_flush(
     file.write_all_at(page, 4096).expect("direct write, never flushed");
     // SAFETY: allocated above with this layout.
     unsafe { std::alloc::dealloc(buf, layout) };
-    lab.fs.lose_unsynced();
+    lab.fs().lose_unsynced();
     assert_eq!(fs::read(&path).expect("read"), vec![b'd'; 4096]);
 }
 
@@ -215,7 +187,7 @@ while True:
     child.kill().expect("kill -9");
     child.wait().expect("reaped");
     let acked = acked.expect("the writer acknowledged records");
-    let record = lab.fs.lose_unsynced();
+    let record = lab.fs().lose_unsynced();
     let text = fs::read_to_string(&log).expect("the xlog survives");
     let records: Vec<&str> = text.lines().collect();
     assert!(
@@ -239,17 +211,17 @@ fn given_sync_file_range_or_syncfs_when_power_is_lost_should_not_count_them_as_d
         return;
     }
     let lab = Lab::new("uncounted");
-    let path = lab.durable_empty("range");
+    let path = durable_empty(&lab, "range");
     let file = open_with(&path, 0);
     file.write_all_at(b"ranged", 0).expect("write");
     let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
     // SAFETY: plain syscalls on a descriptor we own.
     assert_eq!(unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 6, flags) }, 0);
-    let other = lab.durable_empty("whole-fs");
+    let other = durable_empty(&lab, "whole-fs");
     open_with(&other, 0).write_all_at(b"syncfs", 0).expect("write");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::syncfs(file.as_raw_fd()) }, 0);
-    lab.fs.lose_unsynced();
+    lab.fs().lose_unsynced();
     assert_eq!(fs::read(&path).expect("read"), b"", "sync_file_range is not counted");
     assert_eq!(fs::read(&other).expect("read"), b"", "syncfs is not counted");
 }
