@@ -19,7 +19,9 @@
 //! their step order whenever their scheduled stops share one instant (faults clipped to the end of the phase).
 //!
 //! Steps are applied one at a time: a slow step (a kill waiting for the process to be reaped, a primary lookup)
-//! delays the steps after it, and each event's `time_ns` records when it really happened.
+//! delays the steps after it, and each event's `time_ns` records when it really happened. What outlasts its step is
+//! the family's [`TimedFault::background`], driven while the interpreter waits for the next step: a graceful stop
+//! waits out its grace there, so a 10 s grace does not hold a pause due 2 s later.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -82,6 +84,14 @@ pub trait TimedFault {
     async fn heal(&mut self, position: usize) {
         self.stop(position).await
     }
+    /// Work a started fault goes on doing between steps (a graceful stop waiting out its grace): one piece of it,
+    /// raced against the wait for the next step; pending forever when there is none (the default).
+    async fn background(&mut self) {
+        std::future::pending().await
+    }
+    /// After the last step and the heals: waits until that background work is done (a graceful stop's node is
+    /// down and restarted).
+    async fn settle(&mut self) {}
 }
 
 /// A family without faults: stands in for one a run does not have (a test of one family).
@@ -119,6 +129,17 @@ impl<F: TimedFault> TimedFault for Option<F> {
     async fn heal(&mut self, position: usize) {
         if let Some(family) = self {
             family.heal(position).await
+        }
+    }
+    async fn background(&mut self) {
+        match self {
+            Some(family) => family.background().await,
+            None => std::future::pending().await,
+        }
+    }
+    async fn settle(&mut self) {
+        if let Some(family) = self {
+            family.settle().await
         }
     }
 }
@@ -170,13 +191,17 @@ impl<P: TimedFault, N: TimedFault, I: TimedFault> Families<P, N, I> {
     /// every fault still active.
     pub async fn run(&mut self, phase_start: Instant, mut stop: watch::Receiver<bool>) {
         let mut active: BTreeSet<(Family, usize)> = BTreeSet::new();
-        for step in self.steps() {
+        'steps: for step in self.steps() {
             let at = phase_start + Duration::from_millis(step.at_ms);
-            tokio::select! {
-                // Once stopped, apply nothing more, even a step that is also due.
-                biased;
-                _ = stop.wait_for(|stopped| *stopped) => break,
-                _ = tokio::time::sleep_until(at) => {}
+            loop {
+                tokio::select! {
+                    // Once stopped, apply nothing more, even a step that is also due.
+                    biased;
+                    _ = stop.wait_for(|stopped| *stopped) => break 'steps,
+                    _ = tokio::time::sleep_until(at) => break,
+                    // What started faults go on doing meanwhile (a graceful stop's grace).
+                    _ = self.background() => {}
+                }
             }
             let fault = (step.family, step.position);
             match step.edge {
@@ -194,6 +219,17 @@ impl<P: TimedFault, N: TimedFault, I: TimedFault> Families<P, N, I> {
         }
         for fault in active {
             self.heal(fault).await;
+        }
+        self.process.settle().await;
+        self.network.settle().await;
+        self.io.settle().await;
+    }
+
+    async fn background(&mut self) {
+        tokio::select! {
+            _ = self.process.background() => {}
+            _ = self.network.background() => {}
+            _ = self.io.background() => {}
         }
     }
 

@@ -14,7 +14,7 @@ use super::link_fault::{BackendKind, LinkFault, LinkFaultKind};
 use super::shape::{isolate, Shape, SplitCover};
 use super::Network;
 use crate::interpreter::{TimedFault, Window};
-use crate::units::{Millis, MillisRange};
+use crate::units::{Millis, MillisRange, Weight};
 use faultline_workloads::history::Nemesis;
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -31,9 +31,9 @@ pub struct PartitionFaultSpec {
     pub shape: Shape,
     /// How long it lasts, e.g. `2s..6s`.
     pub duration: MillisRange,
-    /// Relative frequency among the plan's partitions.
-    #[serde(default = "default_weight")]
-    pub weight: u32,
+    /// Relative frequency among the plan's partitions (`2`, `0.5`).
+    #[serde(default)]
+    pub weight: Weight,
 }
 
 /// One link fault of a plan.
@@ -48,13 +48,9 @@ pub struct LinkFaultSpec {
     pub links: LinkTarget,
     /// How long it lasts.
     pub duration: MillisRange,
-    /// Relative frequency among the plan's link faults.
-    #[serde(default = "default_weight")]
-    pub weight: u32,
-}
-
-fn default_weight() -> u32 {
-    1
+    /// Relative frequency among the plan's link faults (`2`, `0.5`).
+    #[serde(default)]
+    pub weight: Weight,
 }
 
 /// Which directed links a link fault hits.
@@ -394,19 +390,12 @@ fn draw_duration(range: MillisRange, rng: &mut impl Rng) -> u64 {
     rng.gen_range(range.min.0..=range.max.0).max(1)
 }
 
-fn choose_weighted<'a, T>(items: &'a [T], weight: impl Fn(&T) -> u32, rng: &mut impl Rng) -> &'a T {
-    let total: u64 = items.iter().map(|i| u64::from(weight(i))).sum();
-    if total == 0 {
-        return &items[rng.gen_range(0..items.len())];
+fn choose_weighted<'a, T>(items: &'a [T], weight: impl Fn(&T) -> Weight, rng: &mut impl Rng) -> &'a T {
+    let weights: Vec<Weight> = items.iter().map(weight).collect();
+    match Weight::choose(&weights, rng) {
+        Some(index) => &items[index],
+        None => &items[rng.gen_range(0..items.len())],
     }
-    let mut pick = rng.gen_range(0..total);
-    for item in items {
-        if pick < u64::from(weight(item)) {
-            return item;
-        }
-        pick -= u64::from(weight(item));
-    }
-    items.last().expect("total weight > 0 implies an item")
 }
 
 /// Exponentially distributed integer with the given mean (at least 1).

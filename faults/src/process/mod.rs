@@ -31,8 +31,10 @@ pub use rolling::{check_rolling_kind, split_rolling, RollingFaults};
 use crate::clock::{ClockShift, ClockSpec, OffsetRange, RateRange, StrobeSpec};
 use crate::disk::spec::SurgerySpec;
 use crate::interpreter::{TimedFault, Window};
-use crate::units::{Millis, MillisRange};
+use crate::units::{Millis, MillisRange, Weight};
 use faultline_workloads::history::Nemesis;
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
@@ -124,6 +126,19 @@ impl Target {
         match self {
             Target::Except { of, .. } => of,
             other => other,
+        }
+    }
+
+    /// How many nodes it takes at once in an `n`-node cluster (a rolling fault: one at a time).
+    pub fn size(&self, n: usize) -> usize {
+        let excepted = self.excepted().len();
+        match self.role() {
+            Target::One | Target::Primary | Target::Backup | Target::NextPrimary | Target::Each => 1,
+            Target::Minority => ((n - 1) / 2).max(1).min(n.saturating_sub(excepted)),
+            Target::Majority => (n / 2 + 1).min(n.saturating_sub(excepted)),
+            Target::All => n.saturating_sub(excepted),
+            Target::Nodes(names) => names.len(),
+            Target::Except { .. } => unreachable!("`role()` is never an `except`"),
         }
     }
 
@@ -302,9 +317,9 @@ pub struct TargetedFaultSpec {
     /// node out; `add` and `remove` take none).
     #[serde(default, skip_serializing_if = "MillisRange::is_zero")]
     pub duration: MillisRange,
-    /// Relative frequency among the plan's faults.
-    #[serde(default = "default_weight")]
-    pub weight: u32,
+    /// Relative frequency among the plan's faults (`2`, `0.5`).
+    #[serde(default)]
+    pub weight: Weight,
     /// `stop`, and `corrupt` with `stop: graceful`: how long the node gets to exit before SIGKILL (default 10 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace: Option<Millis>,
@@ -347,10 +362,6 @@ impl TargetedFaultSpec {
     }
 }
 
-fn default_weight() -> u32 {
-    1
-}
-
 /// Independent per-node crash/restart processes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -389,6 +400,11 @@ pub struct ProcessNemesisSpec {
     /// Stable periods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable: Option<StableSpec>,
+    /// At most this many nodes down or paused at once by process faults (kill, pause, stop, power loss, corrupt;
+    /// timed, triggered and rolling alike): a fault that would take more is skipped (recorded with why), a rolling
+    /// fault waits its turn. Without it, overlapping faults may take any number down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_down: Option<usize>,
     /// Faults at fixed times, for scripted scenarios (they ignore stable periods).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script: Vec<ScriptedFaultSpec>,
@@ -636,11 +652,11 @@ pub fn generate_in(spec: &ProcessNemesisSpec, pool: Pool, phase_ms: u64, rng: &m
             }
         }
     }
-    let total_weight: u64 = spec.faults.iter().map(|f| u64::from(f.weight)).sum();
-    if let (Some(interval), true) = (spec.interval, total_weight > 0) {
+    let weights: Vec<Weight> = spec.faults.iter().map(|f| f.weight).collect();
+    if let (Some(interval), true) = (spec.interval, weights.iter().any(|w| w.get() > 0.0)) {
         let mut t = exponential(rng, interval.0);
         while t < phase_ms {
-            let chosen = choose_weighted(&spec.faults, total_weight, rng);
+            let chosen = &spec.faults[Weight::choose(&weights, rng).expect("a weight > 0")];
             let duration = rng.gen_range(chosen.duration.min.0..=chosen.duration.max.0).max(1);
             let nodes = resolve(&chosen.targets.value, pool, rng);
             faults.push(ScheduledFault {
@@ -682,17 +698,6 @@ pub fn generate_in(spec: &ProcessNemesisSpec, pool: Pool, phase_ms: u64, rng: &m
         fault.id = id as u64;
     }
     faults
-}
-
-fn choose_weighted<'a>(faults: &'a [TargetedFaultSpec], total: u64, rng: &mut impl Rng) -> &'a TargetedFaultSpec {
-    let mut pick = rng.gen_range(0..total);
-    for fault in faults {
-        if pick < u64::from(fault.weight) {
-            return fault;
-        }
-        pick -= u64::from(fault.weight);
-    }
-    faults.last().expect("total weight > 0 implies a fault")
 }
 
 /// Exponentially distributed integer with the given mean (at least 1).
@@ -804,7 +809,7 @@ fn stable_window_start(t: u64, stable: &StableSpec) -> u64 {
 
 /// What the nemesis needs from the lab. The harness implements it; every method acts on nodes it spawned only.
 #[allow(async_fn_in_trait)]
-pub trait Lab {
+pub trait Lab: Sync {
     /// Number of nodes.
     fn node_count(&self) -> usize;
     /// Current primary, if the system can tell.
@@ -813,8 +818,9 @@ pub trait Lab {
     async fn next_primary(&self) -> Option<usize>;
     /// SIGKILL the node; returns details to record (pid, signal).
     async fn kill(&self, node: usize) -> Result<Value, String>;
-    /// Start a stopped node with its data dir; returns details to record.
-    async fn start(&self, node: usize) -> Result<Value, String>;
+    /// Start a stopped node with its data dir; returns details to record (`Send`: a graceful stop's restart
+    /// settles beside the schedule, as its stop does).
+    fn start(&self, node: usize) -> impl std::future::Future<Output = Result<Value, String>> + Send;
     /// SIGSTOP the node.
     async fn pause(&self, node: usize) -> Result<Value, String>;
     /// SIGCONT the node.
@@ -822,11 +828,16 @@ pub trait Lab {
     /// Drops a killed node's unsynced writes (fault filesystem); returns what was lost, to record.
     async fn lose_unsynced(&self, node: usize) -> Result<Value, String>;
     /// Asks the node to stop (SIGTERM or its adapter's stop command), waits up to `grace` for it to exit, then
-    /// SIGKILLs it; returns how it ended, to record (`ended`, `exit`, `after_ms`, `killed`).
-    async fn stop(&self, node: usize, grace: std::time::Duration) -> Result<Value, String>;
+    /// SIGKILLs it; returns how it ended, to record (`ended`, `exit`, `after_ms`, `killed`). `Send`, because the
+    /// timed schedule lets it settle beside its other faults instead of holding them for the grace.
+    fn stop(
+        &self,
+        node: usize,
+        grace: std::time::Duration,
+    ) -> impl std::future::Future<Output = Result<Value, String>> + Send;
     /// Applies one cut to a stopped node's files (its `files:` a file class of the adapter or a glob), with the
     /// node's own surgeon (chunk snapshots live from one fault to a later one); returns the surgery record.
-    async fn cut(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String>;
+    fn cut(&self, node: usize, cut: &SurgerySpec) -> impl std::future::Future<Output = Result<Value, String>> + Send;
     /// Waits until a node a rolling fault just restarted is ready again: booted and, if a live cut damaged it,
     /// caught up with what the cluster held at the cut (as the history records it), within the lab's own bound.
     /// Returns what to record (how long it took), or why the node is not ready.
@@ -872,6 +883,8 @@ pub struct NodeHolds(
     std::sync::Arc<std::sync::Mutex<Vec<NodeState>>>,
     /// Which clock fault holds each node's clock (one at a time; independent of what holds its process).
     std::sync::Arc<std::sync::Mutex<Vec<Option<u64>>>>,
+    /// The plan's `max_down`: at most this many nodes down or paused at once, by any applier sharing these holds.
+    Option<usize>,
 );
 
 impl NodeHolds {
@@ -894,7 +907,35 @@ impl NodeHolds {
         NodeHolds(
             std::sync::Arc::new(std::sync::Mutex::new(states)),
             std::sync::Arc::new(std::sync::Mutex::new(vec![None; node_count])),
+            None,
         )
+    }
+
+    /// These holds, keeping at most `max_down` nodes down or paused at once (none: no cap).
+    pub fn with_max_down(self, max_down: Option<usize>) -> NodeHolds {
+        NodeHolds(self.0, self.1, max_down)
+    }
+
+    /// Why taking `taking` more nodes down now would break the plan's `max_down`, if it would.
+    fn over_cap(&self, states: &[NodeState], taking: usize) -> Option<String> {
+        let cap = self.2?;
+        let down: Vec<String> = states
+            .iter()
+            .enumerate()
+            .filter(|(_, state)| matches!(state, NodeState::Down(_) | NodeState::Paused(_)))
+            .map(|(node, _)| node_name(node))
+            .collect();
+        (down.len() + taking > cap).then(|| {
+            let already = match down.as_slice() {
+                [] => String::new(),
+                [one] => format!(" ({one} is down or paused already)"),
+                many => format!(" ({} are down or paused already)", many.join(", ")),
+            };
+            format!(
+                "max_down: {cap} holds: {taking} more would make {} nodes down or paused at once{already}",
+                down.len() + taking
+            )
+        })
     }
 
     /// Whether `node` is out of the cluster (not a member, and no membership change holds it).
@@ -924,6 +965,22 @@ pub struct ProcessFaults<'a, L> {
     states: NodeHolds,
     /// fault id -> nodes it actually affected.
     holding: BTreeMap<u64, (ProcessFault, Vec<usize>)>,
+    /// Graceful stops asked for: each waits out the node's grace, then the fault's end, then restarts the node,
+    /// all beside the schedule ([`ProcessFaults::settle_next`]), so a 10 s grace never holds a pause due 2 s later.
+    /// (In a mutex only to be `Sync`, as the appliers' `&self` methods need across their awaits; always reached
+    /// through `&mut self`, never locked.)
+    settling: std::sync::Mutex<FuturesUnordered<BoxFuture<'a, Settled>>>,
+    /// fault id -> how many of its graceful stops are still settling.
+    unsettled: BTreeMap<u64, usize>,
+    /// fault id -> the signal that its graceful stops' window is over (their nodes may be restarted).
+    ends: BTreeMap<u64, tokio::sync::watch::Sender<bool>>,
+}
+
+/// A graceful stop that ended: whose, on which node, and whether the node went down.
+struct Settled {
+    fault_id: u64,
+    node: usize,
+    went_down: bool,
 }
 
 impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
@@ -951,6 +1008,20 @@ impl<L: Lab> TimedFault for ProcessFaults<'_, L> {
     async fn stop(&mut self, position: usize) {
         self.end_fault(self.schedule[position].id).await;
     }
+
+    async fn heal(&mut self, position: usize) {
+        let fault_id = self.schedule[position].id;
+        self.end_fault(fault_id).await;
+        self.settle_all_of(fault_id).await;
+    }
+
+    async fn background(&mut self) {
+        self.settle_next().await
+    }
+
+    async fn settle(&mut self) {
+        self.finish().await
+    }
 }
 
 impl<'a, L: Lab> ProcessFaults<'a, L> {
@@ -966,7 +1037,117 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             schedule,
             states: holds,
             holding: BTreeMap::new(),
+            settling: std::sync::Mutex::new(FuturesUnordered::new()),
+            unsettled: BTreeMap::new(),
+            ends: BTreeMap::new(),
         }
+    }
+
+    fn settling_mut(&mut self) -> &mut FuturesUnordered<BoxFuture<'a, Settled>> {
+        self.settling
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits until every graceful stop has settled: its node down and, its window over, restarted.
+    pub async fn finish(&mut self) {
+        while let Some(settled) = self.settling_mut().next().await {
+            self.take_settled(settled);
+        }
+    }
+
+    /// Waits for the next graceful stop to end and takes it in (a node that did not go down is free again); pending
+    /// forever while none is settling, so a caller can race it against its own timers.
+    pub async fn settle_next(&mut self) {
+        match self.settling_mut().next().await {
+            Some(settled) => self.take_settled(settled),
+            None => std::future::pending().await,
+        }
+    }
+
+    fn take_settled(
+        &mut self,
+        Settled {
+            fault_id,
+            node,
+            went_down,
+        }: Settled,
+    ) {
+        if let Some(count) = self.unsettled.get_mut(&fault_id) {
+            *count -= 1;
+            if *count == 0 {
+                self.unsettled.remove(&fault_id);
+                self.ends.remove(&fault_id);
+            }
+        }
+        if went_down {
+            return; // restarted by its own settling, which freed the node
+        }
+        if let Some((_, nodes)) = self.holding.get_mut(&fault_id) {
+            nodes.retain(|&held| held != node);
+            if nodes.is_empty() {
+                self.holding.remove(&fault_id);
+            }
+        }
+    }
+
+    /// Waits until every graceful stop of `fault_id` has settled (its nodes restarted).
+    async fn settle_all_of(&mut self, fault_id: u64) {
+        while self.unsettled.contains_key(&fault_id) {
+            match self.settling_mut().next().await {
+                Some(settled) => self.take_settled(settled),
+                None => break,
+            }
+        }
+    }
+
+    /// Asks `node` to stop gracefully for `fault`. The stop (a `corrupt`'s cuts after it) settles in the background,
+    /// recorded when the node has gone down; once the fault's window is over too, the same settling restarts it.
+    fn stop_gracefully(&mut self, fault: &ScheduledFault, node: usize) {
+        let (lab, states) = (self.lab, self.states.clone());
+        let fault = fault.clone();
+        *self.unsettled.entry(fault.id).or_default() += 1;
+        let mut ended = self
+            .ends
+            .entry(fault.id)
+            .or_insert_with(|| tokio::sync::watch::channel(false).0)
+            .subscribe();
+        self.settling_mut().push(Box::pin(async move {
+            let result = lab.stop(node, fault.detail.grace_duration()).await;
+            let mut value = fault_value(&fault);
+            let went_down = result.is_ok();
+            match result {
+                Ok(details) => merge(&mut value, details),
+                Err(error) => value["error"] = Value::from(error),
+            }
+            lab.record(fault.kind.start_name(), node, value);
+            if !went_down {
+                states.lock()[node] = NodeState::Up;
+                return Settled {
+                    fault_id: fault.id,
+                    node,
+                    went_down,
+                };
+            }
+            if fault.kind == ProcessFault::Corrupt {
+                cut_files(lab, &fault, node).await;
+            }
+            // The window's end (a closed channel: the applier is gone, and the final phase restarts every node).
+            if ended.wait_for(|ended| *ended).await.is_ok() {
+                let mut value = json!({"fault_id": fault.id});
+                match lab.start(node).await {
+                    Ok(details) => merge(&mut value, details),
+                    Err(error) => value["error"] = Value::from(error),
+                }
+                states.lock()[node] = NodeState::Up;
+                lab.record(fault.kind.stop_name(), node, value);
+            }
+            Settled {
+                fault_id: fault.id,
+                node,
+                went_down,
+            }
+        }));
     }
 
     /// Whether the fault `fault_id` holds at least one node now.
@@ -1005,14 +1186,17 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
                 .into_iter()
                 .filter(|&node| states.get(node) == Some(&NodeState::Up))
                 .collect();
+            if free.is_empty() {
+                return Err(format!("{}: every target is held by another fault", fault.target));
+            }
+            if let Some(why) = self.states.over_cap(&states, free.len()) {
+                return Err(format!("{}: {why}", fault.target));
+            }
             for &node in &free {
                 states[node] = claimed;
             }
             free
         };
-        if free.is_empty() {
-            return Err(format!("{}: every target is held by another fault", fault.target));
-        }
         let down = fault.down_how();
         // A power loss hits its targets at the same instant: kill them all before any loses its unsynced data.
         let mut killed = BTreeMap::new();
@@ -1025,7 +1209,11 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
             let result = match down {
                 None => lab.pause(node).await,
                 Some(StopHow::Kill) => lab.kill(node).await,
-                Some(StopHow::Graceful) => lab.stop(node, fault.detail.grace_duration()).await,
+                Some(StopHow::Graceful) => {
+                    self.stop_gracefully(fault, node);
+                    affected.push(node);
+                    continue;
+                }
                 Some(StopHow::PowerLoss) => {
                     lose_after_kill(lab, node, killed.remove(&node).expect("killed above")).await
                 }
@@ -1120,12 +1308,18 @@ impl<'a, L: Lab> ProcessFaults<'a, L> {
         Ok(candidates)
     }
 
-    /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it.
+    /// Ends the fault `fault_id` if it holds nodes: restarts or resumes them and records it (a graceful stop's
+    /// nodes are restarted by its settling, once they have gone down: [`ProcessFaults::finish`] waits for that).
     pub async fn end_fault(&mut self, fault_id: u64) {
         let lab = self.lab;
         let Some((kind, nodes)) = self.holding.remove(&fault_id) else {
             return;
         };
+        // Graceful stops restart their nodes themselves once they have gone down: tell them the window is over.
+        if let Some(end) = self.ends.get(&fault_id) {
+            let _ = end.send(true);
+            return;
+        }
         if kind == ProcessFault::Clock {
             return self.heal_clocks(fault_id, nodes).await;
         }

@@ -213,7 +213,8 @@ impl<'a, L: Lab> RollingFaults<'a, L> {
     /// Takes `node` for fault `id` if no fault holds it.
     fn claim(&self, node: usize, id: u64) -> bool {
         let mut states = self.holds.lock();
-        let free = states.get(node) == Some(&NodeState::Up);
+        // Under the plan's `max_down` too: a rolling fault waits until the others leave it room.
+        let free = states.get(node) == Some(&NodeState::Up) && self.holds.over_cap(&states, 1).is_none();
         if free {
             states[node] = NodeState::Down(id);
         }

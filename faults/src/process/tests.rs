@@ -27,7 +27,7 @@ fn spec() -> ProcessNemesisSpec {
                     min: Millis(500),
                     max: Millis(3000),
                 },
-                weight: 2,
+                weight: 2.into(),
                 grace: None,
                 stop: None,
                 cuts: vec![],
@@ -43,7 +43,7 @@ fn spec() -> ProcessNemesisSpec {
                     min: Millis(500),
                     max: Millis(2000),
                 },
-                weight: 1,
+                weight: 1.into(),
                 grace: None,
                 stop: None,
                 cuts: vec![],
@@ -63,6 +63,7 @@ fn spec() -> ProcessNemesisSpec {
             duration: Millis(4000),
         }),
         script: vec![],
+        max_down: None,
     }
 }
 
@@ -233,9 +234,7 @@ async fn run_one(kind: ProcessFault, target: &str, nodes: Resolved) -> Vec<(Stri
         trigger: None,
         detail: FaultDetail::default(),
     }];
-    let lab = FakeLab {
-        log: Default::default(),
-    };
+    let lab = FakeLab::default();
     let (_tx, rx) = tokio::sync::watch::channel(false);
     process_only(ProcessFaults::new(&lab, &schedule))
         .run(tokio::time::Instant::now(), rx)
@@ -244,8 +243,13 @@ async fn run_one(kind: ProcessFault, target: &str, nodes: Resolved) -> Vec<(Stri
     log
 }
 
+#[derive(Default)]
 struct FakeLab {
     log: std::sync::Mutex<Vec<(String, usize)>>,
+    /// How long a node asked to stop takes to exit (none: at once).
+    stop_takes: Duration,
+    /// What was recorded, by name and node, and when.
+    recorded_at: std::sync::Mutex<Vec<(String, tokio::time::Instant)>>,
 }
 
 impl Lab for FakeLab {
@@ -280,6 +284,7 @@ impl Lab for FakeLab {
             .lock()
             .unwrap()
             .push((format!("sigterm/{}ms", grace.as_millis()), node));
+        tokio::time::sleep(self.stop_takes.min(grace)).await;
         Ok(json!({"ended": "exited 0 after 0.1 s"}))
     }
     async fn cut(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String> {
@@ -304,6 +309,11 @@ impl Lab for FakeLab {
             Some(_) => format!("{name}!"),
             None => name.to_string(),
         };
+        let at = tokio::time::Instant::now();
+        self.recorded_at
+            .lock()
+            .unwrap()
+            .push((format!("{name}{}", node + 1), at));
         self.log.lock().unwrap().push((name, node));
     }
     fn record_cluster(&self, name: Nemesis, _: Value) {
@@ -329,9 +339,7 @@ async fn given_overlapping_faults_on_one_node_when_run_should_not_double_fault_a
         fault(1, 20, 500, ProcessFault::Pause), // n1 is down: skipped
         fault(2, 200, 10_000, ProcessFault::Pause),
     ];
-    let lab = FakeLab {
-        log: Default::default(),
-    };
+    let lab = FakeLab::default();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut families = process_only(ProcessFaults::new(&lab, &schedule));
     let start = tokio::time::Instant::now();
@@ -395,9 +403,7 @@ async fn given_a_graceful_stop_and_a_corrupt_fault_when_run_should_stop_cut_in_o
             FaultDetail::new(None, None, &[truncate]),
         ),
     ];
-    let lab = FakeLab {
-        log: Default::default(),
-    };
+    let lab = FakeLab::default();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut families = process_only(ProcessFaults::new(&lab, &schedule));
     let stopper = async {
@@ -499,9 +505,7 @@ async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_ho
         // A kill of n1 while its clock is moved: clocks do not hold processes.
         fault(2, 30, 10, ProcessFault::Kill, vec![0], None),
     ];
-    let lab = FakeLab {
-        log: Default::default(),
-    };
+    let lab = FakeLab::default();
     let (_tx, rx) = tokio::sync::watch::channel(false);
     process_only(ProcessFaults::new(&lab, &schedule))
         .run(tokio::time::Instant::now(), rx)
@@ -521,4 +525,99 @@ async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_ho
         "clock-heal1",
     ];
     assert_eq!(log, expected);
+}
+
+/// A graceful stop waits out its grace beside the schedule: a pause due 2 s in starts at 2 s, not when the stopped
+/// node (8 s to exit) is down; the stopped node is restarted only after it went down, however early its fault ends.
+#[tokio::test(start_paused = true)]
+async fn given_a_slow_graceful_stop_when_run_should_not_hold_the_faults_after_it() {
+    let fault = |id, start_ms, duration_ms, kind, node: usize| ScheduledFault {
+        id,
+        start_ms,
+        duration_ms,
+        kind,
+        target: node_name(node),
+        nodes: Resolved::Nodes(vec![node]),
+        source: Source::Scripted,
+        trigger: None,
+        detail: FaultDetail::new(Some(Millis(10_000)), None, &[]),
+    };
+    let schedule = vec![
+        fault(0, 10, 100, ProcessFault::Stop, 0),
+        fault(1, 2000, 500, ProcessFault::Pause, 1),
+    ];
+    let lab = FakeLab {
+        stop_takes: Duration::from_secs(8),
+        ..FakeLab::default()
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let begun = tokio::time::Instant::now();
+    process_only(ProcessFaults::new(&lab, &schedule)).run(begun, rx).await;
+    let recorded = lab.recorded_at.lock().unwrap().clone();
+    let at = |what: &str| {
+        let (_, at) = recorded
+            .iter()
+            .find(|(name, _)| name == what)
+            .unwrap_or_else(|| panic!("no {what}: {recorded:?}"));
+        at.duration_since(begun).as_millis() as u64
+    };
+    // The pause and its end come on time (the paused clock moves only when every task waits).
+    assert_eq!((at("pause2"), at("resume2")), (2000, 2500), "{recorded:?}");
+    // The stop is recorded when the node has gone down, and the restart only after that.
+    assert_eq!(at("stop1"), 8010, "{recorded:?}");
+    assert!(at("start1") >= at("stop1"), "{recorded:?}");
+    let order: Vec<&str> = recorded.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(order, ["pause2", "resume2", "stop1", "start1"]);
+}
+
+/// `max_down: 1`: a kill of n2 while n1 is down is skipped (and says why); once n1 is back, a pause of n3 goes ahead.
+#[tokio::test(start_paused = true)]
+async fn given_max_down_when_faults_overlap_should_skip_what_would_take_more_nodes_down() {
+    let fault = |id, start_ms, duration_ms, kind, node: usize| ScheduledFault {
+        id,
+        start_ms,
+        duration_ms,
+        kind,
+        target: node_name(node),
+        nodes: Resolved::Nodes(vec![node]),
+        source: Source::Targeted,
+        trigger: None,
+        detail: FaultDetail::default(),
+    };
+    let schedule = vec![
+        fault(0, 10, 1000, ProcessFault::Kill, 0),
+        fault(1, 100, 200, ProcessFault::Kill, 1),
+        fault(2, 1500, 100, ProcessFault::Pause, 2),
+    ];
+    let lab = FakeLab::default();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let holds = NodeHolds::new(3).with_max_down(Some(1));
+    process_only(ProcessFaults::shared(&lab, &schedule, holds))
+        .run(tokio::time::Instant::now(), rx)
+        .await;
+    let log: Vec<String> = lab
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, node)| format!("{name}@{node}"))
+        .collect();
+    assert_eq!(
+        log,
+        [
+            "sigkill@0",
+            "kill@0",
+            &format!("fault-skipped@{}", usize::MAX),
+            "start@0",
+            "pause@2",
+            "resume@2"
+        ]
+    );
+    // Without the cap the same schedule has two nodes down at once.
+    let lab = FakeLab::default();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    process_only(ProcessFaults::new(&lab, &schedule))
+        .run(tokio::time::Instant::now(), rx)
+        .await;
+    assert!(lab.log.lock().unwrap().contains(&("sigkill".to_string(), 1)));
 }

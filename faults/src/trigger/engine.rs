@@ -271,11 +271,14 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     Err(broadcast::error::RecvError::Closed) => facts_open = false,
                 },
                 _ = sleep => self.due(phase_start).await,
+                // A graceful stop a firing asked for ends beside the next firings, not before them.
+                _ = self.process.settle_next() => {}
             }
         }
         for (_, active) in std::mem::take(&mut self.active) {
             self.end(active).await;
         }
+        self.process.finish().await;
     }
 
     /// Updates the model with one fact and returns the conditions that now hold.

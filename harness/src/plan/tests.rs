@@ -257,3 +257,36 @@ fn given_disk_models_when_parsed_should_default_to_linux_on_ext4_and_take_ages_o
     ));
     assert!(err.message.contains("`never`"), "{err}");
 }
+
+#[test]
+fn given_a_decimal_weight_when_parsed_should_keep_it_and_refuse_a_negative_one_at_its_line() {
+    let text = with("duration: 1s..4s, weight: 2}", "duration: 1s..4s, weight: 0.5}");
+    let plan = Plan::parse(&text, "p.yaml").unwrap();
+    let faults = &plan.nemesis.process.as_ref().unwrap().value.faults;
+    assert_eq!(faults[0].weight.get(), 0.5);
+    let text = with("duration: 1s..4s, weight: 2}", "duration: 1s..4s, weight: -1}");
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "weight: -1"), "{err}");
+    assert!(err.message.contains("number ≥ 0"), "{err}");
+}
+
+#[test]
+fn given_max_down_when_validated_should_refuse_a_cap_out_of_range_or_a_fault_it_would_always_skip() {
+    let text = with("    interval: 6s", "    max_down: 1\n    interval: 6s");
+    let plan = Plan::parse(&text, "p.yaml").unwrap();
+    assert_eq!(plan.nemesis.process.as_ref().unwrap().value.max_down, Some(1));
+    let err = error_of(&with("    interval: 6s", "    max_down: 0\n    interval: 6s"));
+    assert!(err.message.contains("must be 1..=3"), "{err}");
+    let text = with("    interval: 6s", "    max_down: 1\n    interval: 6s").replacen(
+        "{kind: pause, targets: one,",
+        "{kind: pause, targets: majority,",
+        1,
+    );
+    let err = error_of(&text);
+    assert_eq!(err.line, line_of(&text, "targets: majority"), "{err}");
+    assert!(
+        err.message
+            .contains("takes 2 nodes down at once, more than `max_down: 1`"),
+        "{err}"
+    );
+}

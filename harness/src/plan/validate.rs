@@ -123,6 +123,30 @@ impl Plan {
                     }
                 }
             }
+            if let Some(cap) = process.value.max_down {
+                if cap == 0 || cap > node_count {
+                    return Err(at(
+                        process.referenced,
+                        format!(
+                            "nemesis.process.max_down is {cap}: it caps how many of the {node_count} nodes may be down                              or paused at once, so it must be 1..={node_count} (to allow any number, leave it out)"
+                        ),
+                    ));
+                }
+                let faults = process.value.faults.iter().map(|f| (f.kind, &f.targets));
+                for (kind, targets) in faults.chain(process.value.script.iter().map(|f| (f.kind, &f.targets))) {
+                    let size = targets.value.size(node_count);
+                    let takes_down = !matches!(kind, ProcessFault::Clock | ProcessFault::Membership);
+                    if takes_down && size > cap {
+                        return Err(at(
+                            targets.referenced,
+                            format!(
+                                "`targets: {}` takes {size} nodes down at once, more than `max_down: {cap}` allows:                                  it would always be skipped (target fewer nodes, or raise max_down)",
+                                targets.value
+                            ),
+                        ));
+                    }
+                }
+            }
             if let Some(flaps) = &process.value.flaps {
                 if flaps.mean_up.0 == 0 || flaps.mean_down.0 == 0 {
                     return Err(at(process.referenced, "flaps need mean_up and mean_down > 0".into()));

@@ -291,13 +291,14 @@ async fn fault_phase(
     let facts = (!plan.nemesis.triggers.is_empty()).then(|| lab.facts());
     let triggers: Vec<TriggerSpec> = plan.nemesis.triggers.iter().map(|t| t.value.clone()).collect();
     let stable = plan.nemesis.process.as_ref().and_then(|p| p.value.stable.clone());
+    let max_down = plan.nemesis.process.as_ref().and_then(|p| p.value.max_down);
     let phase_start = tokio::time::Instant::now();
     let (nemesis_lab, nemesis_network, nemesis_stop) = (lab.clone(), network.cloned(), stop_rx.clone());
     let nemesis = tokio::spawn(async move {
         let lab = nemesis_lab.as_ref();
         let members = lab.members();
         let holds = (
-            NodeHolds::with_members(lab.node_count(), &members),
+            NodeHolds::with_members(lab.node_count(), &members).with_max_down(max_down),
             NetworkHolds::seeded(seed),
         );
         let rolling = RollingFaults::shared(lab, &rolling_schedule, holds.0.clone());

@@ -78,7 +78,7 @@ fn given_targeted_rolling_faults_when_generated_should_place_their_spans_outside
                 min: Millis(500),
                 max: Millis(2000),
             },
-            weight: 1,
+            weight: 1.into(),
             grace: Some(Millis(2000)),
             stop: None,
             cuts: vec![],

@@ -410,7 +410,7 @@ fn network_of<'a>(vocab: &'a Vocabulary, gene: &Gene) -> &'a faultline_faults::n
 fn render_partition(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::network::schedule::PartitionFaultSpec {
     let mut partition = network_of(vocab, gene).partitions[vocab.elements[gene.element].index].clone();
     partition.duration = scale_range(partition.duration, gene.duration_x);
-    partition.weight = gene.weight.unwrap_or(partition.weight);
+    partition.weight = gene.weight.map_or(partition.weight, Into::into);
     let shape = gene
         .shape
         .as_deref()
@@ -424,7 +424,7 @@ fn render_partition(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::networ
 fn render_link(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::network::schedule::LinkFaultSpec {
     let mut link = network_of(vocab, gene).links[vocab.elements[gene.element].index].clone();
     link.duration = scale_range(link.duration, gene.duration_x);
-    link.weight = gene.weight.unwrap_or(link.weight);
+    link.weight = gene.weight.map_or(link.weight, Into::into);
     link
 }
 
@@ -432,7 +432,7 @@ fn render_process(vocab: &Vocabulary, gene: &Gene) -> faultline_faults::process:
     let element = &vocab.elements[gene.element];
     let mut fault = vocab.process_faults(element.plan)[element.index].clone();
     fault.duration = scale_range(fault.duration, gene.duration_x);
-    fault.weight = gene.weight.unwrap_or(fault.weight);
+    fault.weight = gene.weight.map_or(fault.weight, Into::into);
     if let Some(role) = &gene.targets {
         if let Ok(target) = Target::parse_role(role) {
             fault.targets.value = target;
