@@ -103,7 +103,7 @@ async fn measure(form: &'static str, status: &str, dir: &Path, seconds: f64) -> 
         .unwrap();
     let system: Arc<dyn System> = built.system;
     system.prepare(0).await.unwrap();
-    let launch = system.launch(0);
+    let launch = system.launch(0, faultline::system::StartKind::First);
     let mut node = std::process::Command::new(&launch.program)
         .args(&launch.args)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))

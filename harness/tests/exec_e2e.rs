@@ -542,3 +542,49 @@ fn given_a_restart_slower_than_the_boot_timeout_when_probed_on_should_record_the
         "{boot:#}"
     );
 }
+
+/// `{start}` tells a node what kind of start it is (first, then restart-all), and `system.restart_all.position`
+/// starts the most advanced node first and alone: here each node's position is its id, so n3 boots before n1 and n2
+/// are started at all.
+#[test]
+fn given_start_kinds_and_a_restart_all_position_when_run_should_start_the_most_advanced_node_first_and_alone() {
+    let _one = one_cluster();
+    let text = without_faults(&exec_plan(4, "4s", ""));
+    let start = "start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"'";
+    assert!(text.contains(start), "exec-reference.yaml's start keeps the node's pid");
+    let text = text.replace(
+        start,
+        "restart_all: {position: [sh, -c, 'echo \"position of {name}\"; echo {id}']}\n  \
+             start: [sh, -c, 'echo \"start kind: {start}\" >&2; echo $$ > \"$0\" && exec \"$@\"'",
+    );
+    let run = run_text(&text, &[]);
+    assert_exit(&run, 0);
+    let log = |n: &str| std::fs::read_to_string(run.run_dir.join("nodes").join(n).join("node.log")).unwrap_or_default();
+    let kinds = |n: &str| -> Vec<String> {
+        log(n)
+            .lines()
+            .filter_map(|l| l.strip_prefix("start kind: "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(kinds("n1"), ["first", "restart-all"], "{}", log("n1"));
+    assert_eq!(kinds("n2"), ["first", "restart-all"]);
+    assert_eq!(kinds("n3"), ["first", "restart-all-first"]);
+    // In the history: n3's restart-all start carries its position, and it booted before the others started.
+    let events = history(&run.run_dir);
+    let restart_all = events
+        .iter()
+        .position(|e| e["f"] == "restart-all")
+        .expect("a restart-all");
+    let after = &events[restart_all..];
+    let at = |f: &str, node: &str| {
+        after
+            .iter()
+            .position(|e| e["f"] == f && e["node"] == node)
+            .unwrap_or_else(|| panic!("no {f} of {node} after the restart-all"))
+    };
+    let n3_start = &after[at("start", "n3")];
+    assert_eq!(n3_start["value"]["start"], "restart-all-first", "{n3_start}");
+    assert_eq!(n3_start["value"]["position"], 2, "{n3_start}");
+    assert!(at("boot-ok", "n3") < at("start", "n1") && at("boot-ok", "n3") < at("start", "n2"));
+}

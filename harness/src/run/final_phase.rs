@@ -10,7 +10,7 @@ use crate::plan::WorkloadKind;
 use crate::plan::{AfterRefusal, Plan};
 use crate::run::lab::{BootState, Lab};
 use crate::run::workload::{perform, Client, PlannedOp, Workload};
-use crate::system::Outcome;
+use crate::system::{Outcome, StartKind};
 use faultline_faults::disk::{self, Surgeon};
 use faultline_faults::process::{node_name, parse_node_name};
 use faultline_workloads::checker::TXN_F;
@@ -373,9 +373,33 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     for &node in &members {
         verify_offline(lab, node).await;
     }
-    for &node in &members {
-        let details = lab.start_node(node).await.unwrap_or_else(|e| json!({"error": e}));
+    // A system that must start from its most advanced node: that one first and alone, the others once it is up.
+    let positions = restart_positions(lab, &members).await;
+    let positions = &positions;
+    let start = |node: usize, kind: StartKind| async move {
+        let mut details = lab
+            .start_node_as(node, Some(kind))
+            .await
+            .unwrap_or_else(|e| json!({"error": e}));
+        if let Some((_, position)) = positions.iter().flatten().find(|(n, _)| *n == node) {
+            details["position"] = position.clone();
+        }
         recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
+    };
+    let mut rest = members.clone();
+    // (When no node could say its position, none is known to be the most advanced: all start together.)
+    let first = positions
+        .iter()
+        .flatten()
+        .next()
+        .filter(|(_, position)| position.is_number());
+    if let Some(&(first, _)) = first {
+        start(first, StartKind::RestartAllFirst).await;
+        lab.wait_boot(first).await;
+        rest.retain(|&node| node != first);
+    }
+    for &node in &rest {
+        start(node, StartKind::RestartAll).await;
     }
     for &node in &members {
         lab.wait_boot(node).await;
@@ -383,6 +407,42 @@ async fn restart_all(plan: &Plan, lab: &Arc<Lab>) {
     if plan.final_phase.after_refusal == AfterRefusal::Wipe {
         wipe_refused(lab).await;
     }
+}
+
+/// With `system.restart_all.position`: every stopped member's position as its own files say, the most advanced
+/// first (ties by node id; a node whose command failed or printed no number last, its error as its position).
+async fn restart_positions(lab: &Arc<Lab>, members: &[usize]) -> Option<Vec<(usize, Value)>> {
+    let mut ranked = Vec::new();
+    for &node in members {
+        let command = lab.system().restart_position_command(node)?;
+        let output = tokio::time::timeout(VERIFY_TIMEOUT, crate::supervisor::one_shot_command(&command).output()).await;
+        let (position, value) = match output {
+            Ok(Ok(output)) => {
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                let last = stdout
+                    .lines()
+                    .rev()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("");
+                match last.parse::<i128>() {
+                    Ok(number) if output.status.success() => (Some(number), json!(number)),
+                    _ => (
+                        None,
+                        json!({"error": format!("`{}` exited {} printing {last:?}, not a number", command.display(), output.status)}),
+                    ),
+                }
+            }
+            Ok(Err(e)) => (
+                None,
+                json!({"error": format!("cannot run `{}`: {e}", command.display())}),
+            ),
+            Err(_) => (None, json!({"error": format!("`{}` timed out", command.display())})),
+        };
+        ranked.push((std::cmp::Reverse(position), node, value));
+    }
+    ranked.sort_by_key(|&(position, node, _)| (position, node));
+    Some(ranked.into_iter().map(|(_, node, value)| (node, value)).collect())
 }
 
 /// The plan's surgery on stopped nodes, each cut recorded exactly.

@@ -293,6 +293,32 @@ impl Recovered {
     }
 }
 
+/// What kind of start a node's start is (the exec adapter's `{start}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartKind {
+    /// The node's first start in this run: its data dir is new (the time to bootstrap).
+    First,
+    /// A later start while the others run (after a kill, a stop, a power loss, a cut, a wipe): recover and rejoin.
+    Restart,
+    /// The final phase's restart of every node after all were killed at once.
+    RestartAll,
+    /// The node a restart-all starts first, alone, because `system.restart_all.position` ranked it the most
+    /// advanced (the one to bootstrap the cluster again from).
+    RestartAllFirst,
+}
+
+impl StartKind {
+    /// As `{start}` gives it: `first`, `restart`, `restart-all`, `restart-all-first`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartKind::First => "first",
+            StartKind::Restart => "restart",
+            StartKind::RestartAll => "restart-all",
+            StartKind::RestartAllFirst => "restart-all-first",
+        }
+    }
+}
+
 /// Where a node listens.
 #[derive(Debug, Clone)]
 pub struct NodeAddrs {
@@ -506,8 +532,9 @@ pub trait System: Send + Sync {
             faultline_faults::process::node_name(node)
         )
     }
-    /// The command that starts the node with its data dir.
-    fn launch(&self, node: usize) -> LaunchCommand;
+    /// The command that starts the node with its data dir, as a start of `kind` (a system that must bootstrap only
+    /// once, or start from its most advanced node after a restart-all, reads it: the exec adapter's `{start}`).
+    fn launch(&self, node: usize, kind: StartKind) -> LaunchCommand;
     /// Asks a live node for its status.
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError>;
     /// Whether the system has a status probe; without one [`System::probe`] never answers, the observer does not
@@ -581,6 +608,11 @@ pub trait System: Send + Sync {
     }
     /// An offline verification command for a stopped node's data dir (exit 0 = sound), if the system has one.
     fn verify_command(&self, node: usize) -> Option<LaunchCommand>;
+    /// The command that reads, from a stopped node's own files, how far it got (its last line a number: a seqno,
+    /// an index), when the system must start again from its most advanced node after a restart-all.
+    fn restart_position_command(&self, _node: usize) -> Option<LaunchCommand> {
+        None
+    }
     /// The line of a node's log that says it refused to boot, if any.
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String>;
     /// The line of a joiner's log that says it gave up joining because it could not reach the cluster (not a fault

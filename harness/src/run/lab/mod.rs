@@ -13,7 +13,7 @@ pub use watch::log_tail;
 
 use crate::run::recorder::Recorder;
 use crate::supervisor::{signal_group, Spawned, Supervisor};
-use crate::system::{Role, System};
+use crate::system::{Role, StartKind, System};
 use faultline_faults::clock::faketime::NodeClock;
 use faultline_faults::clock::ClockShift;
 use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
@@ -254,13 +254,24 @@ impl Lab {
         self.slots.len()
     }
 
-    /// Starts a stopped node and watches it boot in the background. Returns details to record.
+    /// Starts a stopped node and watches it boot in the background: its first start in the run, else a restart.
+    /// Returns details to record.
     pub async fn start_node(&self, node: usize) -> Result<Value, String> {
+        self.start_node_as(node, None).await
+    }
+
+    /// [`Lab::start_node`] as a start of `kind` (the restart-all's), or of the kind the node's past gives.
+    pub async fn start_node_as(&self, node: usize, kind: Option<StartKind>) -> Result<Value, String> {
         let mut slot = self.slots[node].lock().await;
         if slot.spawned.as_ref().is_some_and(|s| s.exited.borrow().is_none()) {
             return Err(format!("{} is already running", node_name(node)));
         }
-        let mut command = self.system.launch(node);
+        let kind = kind.unwrap_or(if slot.spawned.is_none() {
+            StartKind::First
+        } else {
+            StartKind::Restart
+        });
+        let mut command = self.system.launch(node, kind);
         if let Some(clock) = self.clocks.get(node) {
             let own = command.env.iter().position(|(k, _)| k == "LD_PRELOAD");
             let preload = match own {
@@ -310,7 +321,7 @@ impl Lab {
             (self.log_paths[node].clone(), log_offset),
             self.boot_timeout,
         ));
-        Ok(json!({"pid": pid}))
+        Ok(json!({"pid": pid, "start": kind.as_str()}))
     }
 
     /// SIGKILLs a node's process group and waits until it is reaped; first records what the node had durably

@@ -376,7 +376,7 @@ impl System for EtcdSystem {
         Some(self)
     }
 
-    fn launch(&self, node: usize) -> LaunchCommand {
+    fn launch(&self, node: usize, _: super::StartKind) -> LaunchCommand {
         let me = self.addrs(node);
         let joining = self.rejoined.lock().expect("rejoined lock")[node].clone();
         let (state, cluster) = match joining {
@@ -753,7 +753,7 @@ goroutine 160 [running]:"#;
     #[test]
     fn given_three_members_when_launched_should_bootstrap_one_static_cluster() {
         let system = system();
-        let args = system.launch(1).args.join(" ");
+        let args = system.launch(1, crate::system::StartKind::Restart).args.join(" ");
         assert!(args.contains("--name n2"), "{args}");
         assert!(args.contains(
             "--initial-cluster n1=http://127.9.9.1:24001,n2=http://127.9.9.1:24002,n3=http://127.9.9.1:24003"

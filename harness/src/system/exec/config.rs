@@ -54,6 +54,17 @@ pub struct ExecConfig {
     /// Offline check of a stopped node's data dir (exit 0 = sound), run on every node in the restart-all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<CommandSpec>,
+    /// Lists of nodes in the syntax the system wants, each `{list.NAME}` in per-node templates: `{cluster: {of:
+    /// peers, item: "{host}:{port.peer}", separator: ","}}` gives `127.0.0.1:26002,127.0.0.1:26003` (write
+    /// `gcomm://{list.cluster}` around it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lists: BTreeMap<String, ListSpec>,
+    /// How the restart-all starts the nodes again, for a system that must start from its most advanced node (a
+    /// Galera cluster after a full crash): `{position: [cmd, ...]}` reads, from each stopped node's own files, how
+    /// far it got (the last line of its output a number); the highest starts first and alone, with `{start}` =
+    /// `restart-all-first`, and the others once it is ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_all: Option<RestartAllSpec>,
     /// How a wiped node rejoins: the harness empties its data dir, then runs this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wipe: Option<WipeSpec>,
@@ -93,6 +104,45 @@ pub struct ExecConfig {
     /// The membership hooks (`add`, `remove`, `list`): with them, plans may change who is a member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub membership: Option<Spanned<MembershipHooks>>,
+}
+
+/// One of `system.lists`: which nodes, each written as `item`, joined by `separator`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListSpec {
+    /// `peers` (every other node, at the addresses it dials them: the proxies', when proxied), `nodes` (every node,
+    /// itself too) or `members` (the members of the moment).
+    pub of: ListOf,
+    /// A template of the listed node: `{id}`, `{name}`, `{host}`, `{port.NAME}`, `{addr.NAME}`.
+    pub item: Spanned<String>,
+    /// Between items (default `,`).
+    #[serde(default = "comma")]
+    pub separator: String,
+}
+
+fn comma() -> String {
+    ",".into()
+}
+
+/// Which nodes a list names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListOf {
+    /// Every other node, as this node dials it.
+    Peers,
+    /// Every node, this one too.
+    Nodes,
+    /// The members of the moment.
+    Members,
+}
+
+/// `system.restart_all`: how the restart-all orders its starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartAllSpec {
+    /// Run on each stopped node (its `{data_dir}` and the other node variables): prints how far the node got, a
+    /// number on its last line (e.g. `sed -n 's/^seqno: *//p' {data_dir}/grastate.dat`).
+    pub position: CommandSpec,
 }
 
 fn yes() -> bool {
@@ -298,6 +348,9 @@ impl ExecConfig {
         if let Some(stop) = &self.stop {
             commands.push(("system.stop", stop, true));
         }
+        if let Some(restart_all) = &self.restart_all {
+            commands.push(("system.restart_all.position", &restart_all.position, true));
+        }
         if let Some(wipe) = &self.wipe {
             commands.push(("system.wipe.command", &wipe.command, true));
         }
@@ -318,6 +371,7 @@ impl ExecConfig {
         commands.extend(self.prepare.as_mut());
         commands.extend(self.verify.as_mut());
         commands.extend(self.stop.as_mut());
+        commands.extend(self.restart_all.as_mut().map(|r| &mut r.position));
         commands.extend(self.wipe.as_mut().map(|w| &mut w.command));
         if let Some(ReadyProbe::Command(ready)) = &mut self.ready {
             commands.push(ready);
@@ -444,11 +498,19 @@ impl AdapterSpec for ExecConfig {
             message,
         })?;
         let port_names = self.ports.names();
+        let list_names: Vec<String> = self.lists.keys().cloned().collect();
+        for (name, list) in &self.lists {
+            let field = format!("system.lists.{name}.item");
+            super::template::check_list_item(&list.item.value, &port_names)
+                .map_err(|e| at(&list.item, format!("{field}: {e}")))?;
+        }
         let node_scope = Scope {
             per_node: true,
             ports: &port_names,
             node_count: nodes,
             pid: false,
+            start: false,
+            lists: &list_names,
         };
         let client_scope = Scope {
             per_node: false,
@@ -456,6 +518,10 @@ impl AdapterSpec for ExecConfig {
         };
         let stop_scope = Scope {
             pid: true,
+            ..node_scope
+        };
+        let start_scope = Scope {
+            start: true,
             ..node_scope
         };
         for (field, command, per_node) in self.commands() {
@@ -469,6 +535,7 @@ impl AdapterSpec for ExecConfig {
             };
             let scope = match (per_node, field) {
                 (true, "system.stop") => &stop_scope,
+                (true, "system.start") => &start_scope,
                 (true, _) => &node_scope,
                 (false, _) => &client_scope,
             };

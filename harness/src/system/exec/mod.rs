@@ -105,6 +105,37 @@ impl ExecSystem {
             .map_or(self.addrs(to).peer, |routes| routes[from][to])
     }
 
+    /// `list` as node `node` sees it: each listed node's item, joined.
+    fn list(&self, node: usize, list: &config::ListSpec) -> String {
+        let listed: Vec<usize> = match list.of {
+            config::ListOf::Peers => (0..self.node_count()).filter(|&k| k != node).collect(),
+            config::ListOf::Nodes => (0..self.node_count()).collect(),
+            config::ListOf::Members => self.members.lock().expect("members lock").clone(),
+        };
+        let items: Vec<String> = listed
+            .into_iter()
+            .map(|k| {
+                let mut vars = Vars::default();
+                vars.set("id", k.to_string());
+                vars.set("name", Self::name(k));
+                vars.set("host", self.node_ips[k].to_string());
+                for (port, base) in self.config.ports.bases() {
+                    vars.set(format!("port.{port}"), (base + k as u16).to_string());
+                    vars.set(format!("addr.{port}"), self.port_addr(k, base).to_string());
+                }
+                if list.of == config::ListOf::Peers {
+                    // The address this node dials its peer at (the proxy of the link, when proxied).
+                    let route = self.peer_route(node, k);
+                    vars.set("host", route.ip().to_string());
+                    vars.set("port.peer", route.port().to_string());
+                    vars.set("addr.peer", route.to_string());
+                }
+                vars.expand(&list.item.value)
+            })
+            .collect();
+        items.join(&list.separator)
+    }
+
     /// `ID=HOST:PORT,...` of every node, in id order.
     fn id_list(&self, addr_of: impl Fn(usize) -> SocketAddr, skip: Option<usize>) -> String {
         (0..self.node_count())
@@ -159,6 +190,9 @@ impl ExecSystem {
         vars.set("client_addr", me.client.to_string());
         vars.set("peer_addr", me.peer.to_string());
         vars.set("peers", self.id_list(|to| self.peer_route(node, to), Some(node)));
+        for (name, list) in &self.config.lists {
+            vars.set(format!("list.{name}"), self.list(node, list));
+        }
         for (name, base) in self.config.ports.bases() {
             vars.set(format!("port.{name}"), (base + node as u16).to_string());
             vars.set(format!("addr.{name}"), self.port_addr(node, base).to_string());
@@ -640,8 +674,10 @@ impl System for ExecSystem {
         self.run_once("wipe", &wipe.command, node).await
     }
 
-    fn launch(&self, node: usize) -> LaunchCommand {
-        self.command(&self.config.start, &self.node_vars(node))
+    fn launch(&self, node: usize, kind: super::StartKind) -> LaunchCommand {
+        let mut vars = self.node_vars(node);
+        vars.set("start", kind.as_str().to_string());
+        self.command(&self.config.start, &vars)
     }
 
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
@@ -729,6 +765,11 @@ impl System for ExecSystem {
         let mut vars = self.node_vars(node);
         vars.set("pid", pid.to_string());
         self.config.stop.as_ref().map(|spec| self.command(spec, &vars))
+    }
+
+    fn restart_position_command(&self, node: usize) -> Option<LaunchCommand> {
+        let spec = &self.config.restart_all.as_ref()?.position;
+        Some(self.command(spec, &self.node_vars(node)))
     }
 
     fn verify_command(&self, node: usize) -> Option<LaunchCommand> {

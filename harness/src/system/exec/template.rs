@@ -53,6 +53,11 @@ const VARIABLES: &[(&str, &str)] = &[
         "the running faultline executable (`{faultline} node ...` runs the reference node)",
     ),
     ("plan_dir", "the plan's folder"),
+    ("list.NAME", "the plan's list NAME (system.lists), per node"),
+    (
+        "start",
+        "what kind of start this is: first, restart, restart-all or restart-all-first (system.start only)",
+    ),
     (
         "pid",
         "the pid faultline started the node as (system.stop only; the node's own when its start command execs)",
@@ -71,6 +76,10 @@ pub struct Scope<'a> {
     pub node_count: usize,
     /// The node's pid is known (`system.stop`, run on a live node).
     pub pid: bool,
+    /// The kind of start is known (`system.start`).
+    pub start: bool,
+    /// The names of the plan's `system.lists` (`{list.NAME}`, per node).
+    pub lists: &'a [String],
 }
 
 /// Variables of a node's commands that are not patterns.
@@ -96,8 +105,12 @@ impl Scope<'_> {
     /// Whether the scope offers `name`; else why not.
     fn check(&self, name: &str) -> Result<(), String> {
         let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
-        if fixed.contains(&name) || (name == "pid" && self.pid) {
+        if fixed.contains(&name) || (name == "pid" && self.pid) || (name == "start" && self.start) {
             return Ok(());
+        }
+        if name == "start" {
+            return Err("`{start}` is the kind of start (first, restart, restart-all, restart-all-first), known only                         to `system.start`"
+                .into());
         }
         if name == "pid" {
             return Err(
@@ -118,6 +131,21 @@ impl Scope<'_> {
         match parts.as_slice() {
             ["port" | "addr" | "member_addrs", port_name] if self.per_node => port(port_name),
             ["addrs", port_name] => port(port_name),
+            ["list", list] if self.per_node => {
+                if self.lists.iter().any(|l| l == list) {
+                    Ok(())
+                } else if self.lists.is_empty() {
+                    Err(format!(
+                        "`{{{name}}}` names no list: the plan has no `system.lists` (e.g. `lists: {{cluster: {{of: \
+                         peers, item: \"{{{{host}}}}:{{{{port.peer}}}}\"}}}}`)"
+                    ))
+                } else {
+                    Err(format!(
+                        "`{{{name}}}` names no list: the lists are {}",
+                        self.lists.join(", ")
+                    ))
+                }
+            }
             ["node", k, rest @ ..] if !rest.is_empty() => {
                 let k: usize = k
                     .parse()
@@ -171,6 +199,8 @@ impl Scope<'_> {
         let fixed = if self.per_node { NODE_VARS } else { CLIENT_VARS };
         fixed.contains(&documented)
             || (documented == "pid" && self.pid)
+            || (documented == "start" && self.start)
+            || (self.per_node && documented == "list.NAME" && !self.lists.is_empty())
             || documented.starts_with("addrs.")
             || documented.starts_with("node.K.")
             || (self.per_node
@@ -178,6 +208,27 @@ impl Scope<'_> {
                     || documented.starts_with("addr.")
                     || documented.starts_with("member_addrs.")))
     }
+}
+
+/// Checks a list's item template: well formed, naming only the listed node's `{id}`, `{name}`, `{host}`,
+/// `{port.NAME}` and `{addr.NAME}`.
+pub fn check_list_item(template: &str, ports: &[String]) -> Result<(), String> {
+    for piece in pieces(template)? {
+        let Piece::Var(name) = piece else { continue };
+        let ok = match name.split_once('.') {
+            None => matches!(name.as_str(), "id" | "name" | "host"),
+            Some(("port" | "addr", port)) => ports.iter().any(|p| p == port),
+            Some(_) => false,
+        };
+        if !ok {
+            return Err(format!(
+                "`{{{name}}}` is not a variable of a listed node: an item names the node's {{id}}, {{name}}, \
+                 {{host}}, {{port.NAME}} or {{addr.NAME}} (ports: {})",
+                ports.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Vars {
@@ -316,6 +367,8 @@ mod tests {
             ports,
             node_count: 3,
             pid: false,
+            start: false,
+            lists: &[],
         }
     }
 

@@ -481,7 +481,7 @@ async fn given_config_files_when_prepared_wiped_and_restarted_should_be_written_
     );
     // The system rewrites its own file; a restart (launch) leaves it as it is.
     std::fs::write(&conf, "port=25002 id=1 rewritten").unwrap();
-    let _ = system.launch(1);
+    let _ = system.launch(1, crate::system::StartKind::Restart);
     assert_eq!(std::fs::read_to_string(&conf).unwrap(), "port=25002 id=1 rewritten");
     system.wipe(1).await.unwrap();
     assert_eq!(std::fs::read_to_string(&conf).unwrap(), "port=25002 id=1");
@@ -707,4 +707,48 @@ fn given_a_durable_pointer_without_a_boot_line_when_validated_should_read_what_a
         assert!(err.message.contains(expected), "{recovered}: {err}");
         assert!(err.line > 0, "{recovered}: at its line: {err}");
     }
+}
+
+/// `system.lists`: the peers in the syntax a system wants (a Galera `gcomm://` address), every node, and item
+/// templates that name what a listed node has not, refused at their line.
+#[test]
+fn given_lists_when_expanded_should_write_each_listed_node_in_the_plans_syntax() {
+    let lists = "  lists:\n    cluster: {of: peers, item: \"{host}:{port.peer}\"}\n    \
+                 all: {of: nodes, item: \"{name}@{addr.client}\", separator: \" \"}\n  start:";
+    let yaml = GOOD
+        .replacen("  start:", lists, 1)
+        .replace("\"{id}\"]", "\"gcomm://{list.cluster}\"]");
+    let plan = config(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let crate::plan::SystemSpec::Exec(exec) = &plan.system else {
+        unreachable!("parsed as exec")
+    };
+    let mut system = system(None);
+    system.config.lists = exec.lists.clone();
+    let vars = system.node_vars(1);
+    assert_eq!(
+        vars.expand("gcomm://{list.cluster}"),
+        "gcomm://127.9.9.1:26001,127.9.9.1:26003"
+    );
+    assert_eq!(
+        vars.expand("{list.all}"),
+        "n1@127.9.9.1:25001 n2@127.9.9.1:25002 n3@127.9.9.1:25003"
+    );
+    let bad = GOOD.replacen(
+        "  start:",
+        "  lists:\n    cluster: {of: peers, item: \"{data_dir}\"}\n  start:",
+        1,
+    );
+    let err = config(&bad).unwrap_err();
+    assert!(err.message.contains("not a variable of a listed node"), "{err}");
+    assert_eq!(err.line, bad_line(&bad, "{data_dir}"));
+    let err = config(&GOOD.replace("\"{id}\"]", "\"{list.cluster}\"]")).unwrap_err();
+    assert!(err.message.contains("names no list"), "{err}");
+}
+
+fn bad_line(yaml: &str, needle: &str) -> u64 {
+    let text = crate::plan::DEFAULT_PLAN_YAML.replace(
+        "system:\n  kind: reference        # faultline-node, found next to the faultline executable\n  nodes: 3\n",
+        yaml,
+    );
+    text.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
 }

@@ -406,7 +406,7 @@ impl System for IggySystem {
         Ok(())
     }
 
-    fn launch(&self, node: usize) -> LaunchCommand {
+    fn launch(&self, node: usize, _: super::StartKind) -> LaunchCommand {
         LaunchCommand {
             program: self.program.clone(),
             args: vec!["--replica-id".into(), node.to_string()],

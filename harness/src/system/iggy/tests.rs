@@ -46,7 +46,7 @@ fn given_a_port_in_use_when_judged_should_not_be_a_refusal() {
 #[test]
 fn given_three_nodes_when_launched_should_share_one_roster_and_bind_own_addresses() {
     let system = system();
-    let command = system.launch(1);
+    let command = system.launch(1, crate::system::StartKind::First);
     assert!(command.env_clear);
     assert_eq!(command.args, ["--replica-id", "1"]);
     let env: std::collections::HashMap<_, _> = command.env.into_iter().collect();

@@ -369,7 +369,7 @@ impl System for ReferenceSystem {
         self.format(node, &["--force", "--join"]).await
     }
 
-    fn launch(&self, node: usize) -> LaunchCommand {
+    fn launch(&self, node: usize, _: super::StartKind) -> LaunchCommand {
         self.launch_command(node)
     }
 
