@@ -202,8 +202,8 @@ async fn drive_phases(
     let members = lab.members();
     lab.record_members("plan");
     for &node in &members {
-        lab.start_node(node).await.map_err(anyhow::Error::msg)?;
-        recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), json!({}));
+        let details = lab.start_node(node).await.map_err(anyhow::Error::msg)?;
+        recorder.lifecycle(Lifecycle::Start, Some(&node_name(node)), details);
     }
     for &node in &members {
         let state = lab.wait_boot(node).await;
