@@ -92,8 +92,22 @@ impl RunAs {
         })
     }
 
+    /// `setpriv`'s arguments that make the command after them run as this user (ids and every group), for a
+    /// command whose own start must stay root (`ip netns exec`).
+    pub fn setpriv_args(&self) -> Vec<String> {
+        let groups: Vec<String> = self.groups.iter().map(u32::to_string).collect();
+        let mut args = vec![format!("--reuid={}", self.uid), format!("--regid={}", self.gid)];
+        args.push(if groups.is_empty() {
+            "--clear-groups".to_string()
+        } else {
+            format!("--groups={}", groups.join(","))
+        });
+        args.push("--".to_string());
+        args
+    }
+
     /// The environment that names the user.
-    fn env(&self) -> [(&'static str, std::ffi::OsString); 3] {
+    pub(crate) fn env(&self) -> [(&'static str, std::ffi::OsString); 3] {
         [
             ("HOME", self.home.clone().into_os_string()),
             ("USER", self.name.clone().into()),

@@ -191,20 +191,39 @@ fn given_a_user_that_does_not_exist_when_checked_should_name_its_line_and_column
     assert!(stderr.contains("there is no user `no-such-user-xyz`"), "{stderr}");
 }
 
+/// `system.user` with the netns backend: `ip netns exec` enters the node's namespace as root and `setpriv` becomes
+/// the user inside it (PostgreSQL refuses to run as root, so a server that serves at all runs as `postgres`).
 #[test]
-fn given_a_user_and_the_netns_backend_when_checked_should_refuse_them_together() {
-    if !postgres_ready() {
+fn given_a_user_and_the_netns_backend_when_run_should_run_the_server_as_the_user_inside_its_namespace() {
+    if !postgres_ready() || !netns_ready() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let text = format!("{}\nnetwork: {{backend: netns}}\n", plan_with_user("postgres"));
-    let path = write_plan(dir.path(), &text);
-    let output = faultline().args(["plan", "--check"]).arg(&path).output().unwrap();
-    assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let line = line_of(&text, "user: postgres");
-    assert!(stderr.contains(&format!("{}:{line}:9:", path.display())), "{stderr}");
-    assert!(stderr.contains("ip netns exec"), "{stderr}");
+    let _one = one_cluster();
+    let nemesis = "  process:\n    script:\n      - {at: 3s, kind: kill, targets: one, duration: 1s}\n";
+    // Clients reach a namespaced server from the lab's address, which initdb's pg_hba.conf (loopback) does not let in.
+    let text = postgres_plan(2, 8, nemesis)
+        .replacen(
+            "  user: postgres\n",
+            "  user: postgres\n  config_files: {hba.conf: \"host all all 0.0.0.0/0 trust\\nlocal all all trust\\n\"}\n",
+            1,
+        )
+        .replacen(
+            "-c, \"unix_socket_directories={node_dir}\",",
+            "-c, \"unix_socket_directories={node_dir}\", -c, \"hba_file={node_dir}/hba.conf\",",
+            1,
+        );
+    assert!(
+        text.contains("hba_file"),
+        "exec-postgres.yaml's start sets the socket directory"
+    );
+    let text = format!("{text}\nnetwork: {{backend: netns}}\n");
+    let (_dir, store) = reachable_store();
+    let (output, run_dir) = run_postgres(&store, &text, "serializable");
+    let results = results(&run_dir);
+    assert_eq!(results["verdict"], "valid", "{}\n{}", explain(&output), results);
+    let events = history(&run_dir);
+    assert!(faults_of(&events, "kill") >= 1, "the script's kill ran");
+    assert!(committed_appends(&events) >= 10, "the server served transactions");
 }
 
 /// Only root may start a process as another user: a faultline that is not root refuses `user` at load. Run as

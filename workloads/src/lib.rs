@@ -22,6 +22,7 @@ pub mod long_fork_check;
 pub mod membership;
 pub mod models;
 pub mod nodelog;
+pub mod position;
 pub mod set_check;
 pub mod txn_check;
 pub mod verdict;

@@ -29,6 +29,7 @@ use async_trait::async_trait;
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
 use faultline_faults::network::{Link, Network};
+use faultline_workloads::position::Position;
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -253,7 +254,9 @@ pub struct Progress {
     /// The view, term or epoch, where the system has one.
     pub view: Option<u64>,
     /// A durable lower bound: a value the node can only have reached after persisting everything up to it (see
-    /// [`System::durable_settle`] for systems that report it a little before the write is done).
+    /// [`System::durable_settle`] for systems that report it a little before the write is done). For a system that
+    /// counts with a vector clock, the sum of its components: one number for lag and catching up, while the
+    /// durability check compares the clock itself ([`System::durable_position`]).
     pub durable: Option<u64>,
     /// Every numeric progress field by name (`op`, `commit`, `raft_index` ...), for the history.
     pub numbers: Vec<(&'static str, u64)>,
@@ -262,30 +265,21 @@ pub struct Progress {
 /// What a restarted node says it booted with, read from its own boot log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recovered {
-    /// The progress it holds after the boot, comparable with [`Progress::durable`] from before its stop.
-    pub recovered: u64,
+    /// The progress it holds after the boot, comparable with [`System::durable_position`] from before its stop: a
+    /// number, or a vector clock compared per component.
+    pub recovered: Position,
     /// The log line it was read from.
     pub line: String,
 }
 
 impl Recovered {
-    /// From a boot log: the first line that contains `marker`, and the number right after `after` in it (e.g. the
-    /// reference node's `rejoining: ...` line and `op=`).
+    /// From a boot log: the first line that contains `marker`, and the position right after `after` in it (e.g. the
+    /// reference node's `rejoining: ...` line and `op=`): a decimal number, a hexadecimal one after `0x` (ZooKeeper
+    /// logs its zxids so) or a vector clock in braces (Tarantool's `{1: 3181, 2: 5}`; see [`Position::parse_prefix`]).
     pub fn from_line(boot_log: &str, marker: &str, after: &str) -> Option<Recovered> {
         let line = boot_log.lines().find(|line| line.contains(marker))?;
         let (_, rest) = line.split_once(after)?;
-        let rest = rest.trim_start();
-        // Decimal, or hexadecimal after `0x` (ZooKeeper logs its zxids so).
-        let recovered = match rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
-            Some(hex) => {
-                let digits: String = hex.chars().take_while(char::is_ascii_hexdigit).collect();
-                u64::from_str_radix(&digits, 16).ok()?
-            }
-            None => {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().ok()?
-            }
-        };
+        let recovered = Position::parse_prefix(rest)?;
         Some(Recovered {
             recovered,
             line: line.trim().to_string(),
@@ -561,6 +555,11 @@ pub trait System: Send + Sync {
     fn progress(&self, _status: &NodeStatus) -> Progress {
         Progress::default()
     }
+    /// The durable lower bound of a status as a position, what a stop records and a boot's [`Recovered`] is compared
+    /// with: [`Progress::durable`] by default; a system that counts with a vector clock answers the clock.
+    fn durable_position(&self, status: &NodeStatus) -> Option<Position> {
+        self.progress(status).durable.map(Position::Scalar)
+    }
     /// How long after a node reports a durable value that value is surely on its disk: zero for a system that reports
     /// only what it has fsynced. The durable value of a stopped node is the newest one it reported at least this long
     /// before its last answer.
@@ -580,6 +579,11 @@ pub trait System: Send + Sync {
     /// What a restarted node's status answer says it kept on its own disk (see [`System::kept_from_status`]).
     fn kept(&self, _status: &NodeStatus) -> Option<u64> {
         None
+    }
+    /// [`System::kept`] as a position: a system that counts with a vector clock answers it here (the number of
+    /// [`System::kept`] by default).
+    fn kept_position(&self, status: &NodeStatus) -> Option<Position> {
+        self.kept(status).map(Position::Scalar)
     }
     /// Named log patterns the observer watches for (a substring of a node's log line), recorded as `observation`
     /// `log` events and fed to triggers and coverage: `repairing` (a node started repairing its log), `repaired`
@@ -683,7 +687,7 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{txn_answer, Recovered};
+    use super::{txn_answer, Position, Recovered};
     use serde_json::json;
 
     #[test]
@@ -727,5 +731,32 @@ mod tests {
                          highest zxid is 0x900000115";
         let found = Recovered::from_line(zookeeper, "Snapshotting", "highest zxid is").unwrap();
         assert_eq!(found.recovered, 0x9_0000_0115, "hexadecimal after 0x");
+    }
+
+    #[test]
+    fn given_boot_lines_with_a_vector_clock_when_read_should_take_every_component_in_any_notation() {
+        let vclock = Position::Map([("1".to_string(), 3181), ("2".to_string(), 5)].into());
+        for (line, after) in [
+            (
+                "2026-12-05 05:01:02.345 [1234] main/103/interactive I> instance vclock {1: 3181, 2: 5}",
+                "vclock",
+            ),
+            (
+                r#"{"msg": "recovered vclock", "vclock": {"1": 3181, "2": 5}, "lsn": 9}"#,
+                "\"vclock\":",
+            ),
+            ("recovered vclock={1:3181,2:5} (2 replicas)", "vclock="),
+        ] {
+            let log = format!("opening wal\n{line}\nready\n");
+            let found = Recovered::from_line(&log, "vclock", after).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(found.recovered, vclock, "{line}");
+            assert_eq!(found.recovered.to_string(), "{1: 3181, 2: 5}");
+            assert_eq!(found.line, line);
+        }
+        assert_eq!(
+            Recovered::from_line("instance vclock {1: 3181", "instance", "vclock"),
+            None,
+            "an unclosed clock is no position"
+        );
     }
 }

@@ -11,6 +11,15 @@
 //!   index);
 //! - `recovered` (right after the node booted): what it says, in its own boot log, it booted with.
 //!
+//! Both are positions ([`crate::position`]): a number, or a vector clock (`{1: 3181, 2: 5}`) compared per component,
+//! so a node that lost rows of one writer is caught however far another writer went on. A restart whose stop gave a
+//! number and whose boot gave a map (or the reverse) is not judged, with a warning.
+//!
+//! A `power-loss` recorded after a stop is that stop's cause when it names the stopped pid (a process fault's power
+//! loss) or when both are the restart-all's; otherwise it came while the node was already down (the restart-all's
+//! power loss of a node a kill -9 had stopped), and the sentence names both: `the kill -9 at 6.96 s, then the power
+//! loss at 9.10 s while it was down`.
+//!
 //! A boot is paired with the stop of the process before it, by pid: both observations carry the pid of their
 //! process, and the order in which the harness records them is not the order of the processes. A trigger may kill a
 //! new process (its `repair start` line) before the watcher has recorded its boot, so that process's `last-durable`
@@ -18,7 +27,7 @@
 //! with the newest pending stop of another process; a history without pids (older stores) pairs in record order.
 //!
 //! Each restart is judged, in order:
-//! - `ok`: recovered >= durable;
+//! - `ok`: recovered >= durable (in every component, for maps);
 //! - `wiped`: the node was wiped on purpose in between (it rejoins empty);
 //! - `booted-on-damage` (a problem): recorded surgery damaged the interior of a file (not its tail; see
 //!   [`interior_damage`]) and the system promises to refuse such damage, yet it booted, dropping applied entries;
@@ -32,10 +41,13 @@
 //! `damage-truncated` restart. A restart whose boot says nothing (a first boot, a wiped node) is counted as unjudged.
 //!
 //! Details: `{nodes: {name: {restarts: [{stop_index, stop_ns, cause, durable, boot_index, boot_ns, recovered,
-//! forgotten, judgement, surgery?, text}]}}, judged, unjudged}`.
+//! forgotten, judgement, surgery?, text, went_back?, power_loss_while_down_ns?}]}}, judged, unjudged}`: `durable` and
+//! `recovered` a number or an object, `forgotten` the entries forgotten in all, `went_back` (maps) each component
+//! that went back and by how much, `cause` `power-loss` only when the power loss stopped the process.
 
 use super::{CheckInput, CheckResult, Checker};
 use crate::history::{Event, Lifecycle, Name, Nemesis, Observation};
+use crate::position::{Forgotten, Position};
 use crate::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -57,10 +69,38 @@ struct Stop {
     index: u64,
     time_ns: u64,
     cause: String,
-    durable: u64,
+    durable: Position,
     surgery: Vec<Value>,
-    power_loss: bool,
+    power_loss: Option<PowerLoss>,
     wiped: bool,
+}
+
+/// A power loss recorded after a stop, before the boot that answers it.
+struct PowerLoss {
+    time_ns: u64,
+    /// It is what stopped the process (its kill was the power loss's first half), not a later power loss of a node
+    /// that was already down.
+    stopped_it: bool,
+}
+
+impl PowerLoss {
+    /// `event` (a `power-loss`) recorded after `stop`: it stopped that process when it names the stop's pid (a
+    /// process fault's power loss carries its kill's details) or when both are the restart-all's. A restart-all's
+    /// power loss after a kill -9 (the node was down: its kill by the restart-all failed and recorded no stop) only
+    /// took the power of a node that was already down. A record without a pid or a source (older histories) is
+    /// taken as the stop's own, as it always was.
+    fn after(stop: &Stop, event: &Event) -> PowerLoss {
+        let restart_all = event.value["source"].as_str() == Some("restart-all");
+        let stopped_it = match (event.value["pid"].as_u64(), stop.pid) {
+            (Some(pid), Some(stopped)) => pid == stopped,
+            _ if restart_all => stop.cause == "restart-all",
+            _ => true,
+        };
+        PowerLoss {
+            time_ns: event.time_ns,
+            stopped_it,
+        }
+    }
 }
 
 /// Whether a recorded surgery damaged a file's interior: a flip, a zeroed block or a restored (lost or misdirected)
@@ -98,7 +138,7 @@ impl Checker for Durability {
             let Some(node) = event.node.clone() else { continue };
             match event.name() {
                 Some(Name::Observation(Observation::LastDurable)) => {
-                    let Some(durable) = event.value["durable"].as_u64() else {
+                    let Some(durable) = Position::from_json(&event.value["durable"]) else {
                         continue;
                     };
                     stops.entry(node).or_default().push(Stop {
@@ -108,7 +148,7 @@ impl Checker for Durability {
                         cause: event.value["cause"].as_str().unwrap_or("stop").to_string(),
                         durable,
                         surgery: Vec::new(),
-                        power_loss: false,
+                        power_loss: None,
                         wiped: false,
                     });
                 }
@@ -120,7 +160,7 @@ impl Checker for Durability {
                 }
                 Some(Name::Nemesis(Nemesis::PowerLoss)) if event.value.get("error").is_none() => {
                     if let Some(stop) = newest(&mut stops, &node) {
-                        stop.power_loss = true;
+                        stop.power_loss = Some(PowerLoss::after(stop, event));
                     }
                 }
                 Some(Name::Lifecycle(Lifecycle::Wipe)) => {
@@ -129,7 +169,7 @@ impl Checker for Durability {
                     }
                 }
                 Some(Name::Observation(Observation::Recovered)) => {
-                    let Some(recovered) = event.value["recovered"].as_u64() else {
+                    let Some(recovered) = Position::from_json(&event.value["recovered"]) else {
                         continue;
                     };
                     let pending = stops.entry(node.clone()).or_default();
@@ -137,8 +177,23 @@ impl Checker for Durability {
                         continue;
                     };
                     unjudged += skipped; // stopped again before a boot said what it held
+                    let Some(forgotten) = stop.durable.forgotten(&recovered) else {
+                        unjudged += 1;
+                        warnings.push(format!(
+                            "{node} reported {} before a stop and booted with {recovered}: one is a number and the \
+                             other a map, so the restart was not judged (does the adapter read both from the same \
+                             field?)",
+                            stop.durable
+                        ));
+                        continue;
+                    };
                     judged += 1;
-                    let restart = self.judge(&node, &stop, event, (recovered, input.history.phase_start_ns()));
+                    let kept = Kept {
+                        recovered,
+                        forgotten,
+                        phase_ns: input.history.phase_start_ns(),
+                    };
+                    let restart = self.judge(&node, &stop, event, &kept);
                     let text = restart["text"].as_str().unwrap_or("").to_string();
                     match restart["judgement"].as_str() {
                         Some("forgotten" | "booted-on-damage") => problems.push((event.time_ns, text, node.clone())),
@@ -207,19 +262,58 @@ fn take_stop_before(pending: &mut Vec<Stop>, pid: Option<u64>) -> Option<(Stop, 
     Some((rest.pop().expect("split_off at a valid position"), skipped.len() as u64))
 }
 
+/// What a boot kept, judged against its stop: the position, what it lacks of the stop's, and when the fault phase
+/// began (the clock the sentences speak).
+struct Kept {
+    recovered: Position,
+    forgotten: Forgotten,
+    phase_ns: u64,
+}
+
+/// What stopped the node, and when, as a sentence names it (`the kill -9 at 6.96 s`; `the power loss at 6.96 s` for
+/// a power loss that killed it), and a power loss that came later while it was down (`the power loss at 9.10 s`).
+fn stopped_by(stop: &Stop, phase_ns: u64) -> (String, Option<String>) {
+    let caused_by_power_loss = stop.power_loss.as_ref().is_some_and(|p| p.stopped_it);
+    let what = match stop.cause.as_str() {
+        "kill" if caused_by_power_loss => "the power loss",
+        "kill" => "the kill -9",
+        "restart-all" => "the restart-all's kill -9",
+        "crashed" => "it crashed",
+        other => other,
+    };
+    let at = crate::history::phase_time(stop.time_ns, phase_ns);
+    let while_down = stop
+        .power_loss
+        .as_ref()
+        .filter(|power_loss| !power_loss.stopped_it)
+        .map(|power_loss| {
+            format!(
+                "the power loss at {}",
+                crate::history::phase_time(power_loss.time_ns, phase_ns)
+            )
+        });
+    (format!("{what} at {at}"), while_down)
+}
+
 impl Durability {
-    /// One restart's record: the numbers, the judgement and its sentence.
-    /// `recovered` is what the boot kept and when the fault phase began (the clock its sentence speaks).
-    fn judge(&self, node: &str, stop: &Stop, boot: &Event, (recovered, phase_ns): (u64, u64)) -> Value {
-        let forgotten = stop.durable.saturating_sub(recovered);
-        let stopped = match stop.cause.as_str() {
-            "kill" if stop.power_loss => "the power loss".to_string(),
-            "kill" => "the kill -9".to_string(),
-            "restart-all" => "the restart-all's kill -9".to_string(),
-            "crashed" => "it crashed".to_string(),
-            other => other.to_string(),
+    /// One restart's record: the positions, the judgement and its sentence.
+    fn judge(&self, node: &str, stop: &Stop, boot: &Event, kept: &Kept) -> Value {
+        let Kept {
+            recovered,
+            forgotten,
+            phase_ns,
+        } = kept;
+        let durable = &stop.durable;
+        let lost = forgotten.entries;
+        let (stop_at, while_down) = stopped_by(stop, *phase_ns);
+        // `the kill -9 at 6.96 s, then the power loss at 9.10 s while it was down`: a clause of its own, which the
+        // sentence goes on from after a comma.
+        let (stopped, pause) = match &while_down {
+            Some(power_loss) => (format!("{stop_at}, then {power_loss} while it was down"), ","),
+            None => (stop_at.clone(), ""),
         };
-        let at = crate::history::phase_time(stop.time_ns, phase_ns);
+        // For maps: which components went back (`component 1 went back by 11`).
+        let back = forgotten.describe();
         let interior = stop.surgery.iter().find(|s| interior_damage(s));
         let surgery = interior
             .or(stop.surgery.first())
@@ -228,27 +322,24 @@ impl Durability {
             let file = s["file"].as_str().unwrap_or("?");
             file.rsplit_once("/data/").map_or(file, |(_, rest)| rest).to_string()
         };
-        let (judgement, text) = if forgotten == 0 {
+        let (judgement, text) = if lost == 0 {
             (
                 "ok",
-                format!(
-                    "{node} had applied {} before {stopped} at {at} and booted with {recovered}",
-                    stop.durable
-                ),
+                format!("{node} had applied {durable} before {stopped}{pause} and booted with {recovered}"),
             )
         } else if stop.wiped {
             (
                 "wiped",
-                format!("{node} was wiped after {stopped} at {at} and rejoined empty"),
+                format!("{node} was wiped after {stopped}{pause} and rejoined empty"),
             )
         } else if let Some(damage) = interior {
             let what = format!(
-                "{node} booted after {} in the interior of {} (offset {}) and forgot {forgotten} applied entries \
-                 ({} before {stopped} at {at}, {recovered} after)",
+                "{node} booted after {} in the interior of {} (offset {}) and forgot {lost} applied entries \
+                 ({}{durable} before {stopped}, {recovered} after)",
                 damage["op"].as_str().unwrap_or("surgery"),
                 file_name(damage),
                 damage["offset"],
-                stop.durable
+                back.as_ref().map_or(String::new(), |back| format!("{back}; ")),
             );
             if self.refuses_interior_damage {
                 (
@@ -265,47 +356,79 @@ impl Durability {
             (
                 "truncated-after-surgery",
                 format!(
-                    "{node} was truncated after surgery ({} on {}): {forgotten} applied entries dropped ({} → \
+                    "{node} was truncated after surgery ({} on {}): {lost} applied entries dropped ({}{durable} → \
                      {recovered})",
                     cut["op"].as_str().unwrap_or("surgery"),
                     file_name(cut),
-                    stop.durable
+                    back.as_ref().map_or(String::new(), |back| format!("{back}: ")),
                 ),
             )
-        } else if stop.power_loss && self.lazy_fsync {
+        } else if stop.power_loss.is_some() && self.lazy_fsync {
+            let back = back.as_ref().map_or(String::new(), |back| format!(" ({back})"));
+            let power_loss = match &while_down {
+                Some(power_loss) => format!("{power_loss} while it was down after {stop_at}"),
+                None => format!(
+                    "the power loss at {}",
+                    crate::history::phase_time(stop.time_ns, *phase_ns)
+                ),
+            };
             (
                 "power-loss-allowed",
                 format!(
-                    "{node} lost {forgotten} applied entries in the power loss at {at}, which the plan allows \
-                     (durability: quorum-memory)"
+                    "{node} lost {lost} applied entries{back} in {power_loss}, which the plan allows (durability: \
+                     quorum-memory)"
                 ),
             )
         } else {
-            (
-                "forgotten",
-                format!(
-                    "{node} applied {} before {stopped} at {at} and booted at {recovered}: {forgotten} applied \
-                     entr{} forgotten, no surgery recorded",
-                    stop.durable,
-                    if forgotten == 1 { "y" } else { "ies" }
+            let text = match &back {
+                Some(back) => format!(
+                    "{node} had applied {durable} before {stopped}{pause} and booted with {recovered}: {back}{}, no \
+                     surgery recorded",
+                    if forgotten.components.len() > 1 {
+                        format!(" ({lost} applied entries forgotten)")
+                    } else {
+                        String::new()
+                    }
                 ),
-            )
+                None => format!(
+                    "{node} applied {durable} before {stopped}{pause} and booted at {recovered}: {lost} applied \
+                     entr{} forgotten, no surgery recorded",
+                    if lost == 1 { "y" } else { "ies" }
+                ),
+            };
+            ("forgotten", text)
         };
-        json!({
+        let cause = match &stop.power_loss {
+            Some(power_loss) if power_loss.stopped_it => "power-loss",
+            _ => stop.cause.as_str(),
+        };
+        let mut restart = json!({
             "stop_pid": stop.pid,
             "boot_pid": boot.value["pid"],
             "stop_index": stop.index,
             "stop_ns": stop.time_ns,
-            "cause": if stop.power_loss { "power-loss" } else { stop.cause.as_str() },
-            "durable": stop.durable,
+            "cause": cause,
+            "durable": durable.to_json(),
             "boot_index": boot.index,
             "boot_ns": boot.time_ns,
-            "recovered": recovered,
-            "forgotten": forgotten,
+            "recovered": recovered.to_json(),
+            "forgotten": lost,
             "judgement": judgement,
             "surgery": surgery,
             "text": text,
-        })
+        });
+        if let Some(power_loss) = stop.power_loss.as_ref().filter(|p| !p.stopped_it) {
+            restart["power_loss_while_down_ns"] = json!(power_loss.time_ns);
+        }
+        if !forgotten.components.is_empty() {
+            restart["went_back"] = forgotten
+                .components
+                .iter()
+                .map(|(component, by)| (component.clone(), json!(by)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        restart
     }
 }
 
@@ -527,6 +650,184 @@ mod tests {
             with_pid(recovered("n1", 86), 100),
             with_pid(recovered("n1", 87), 200),
         ])
+    }
+
+    fn map_stop(node: &str, durable: Value) -> Event {
+        observation(
+            "last-durable",
+            node,
+            json!({"durable": durable, "age_ms": 3, "cause": "kill"}),
+        )
+    }
+
+    fn map_recovered(node: &str, vclock: Value) -> Event {
+        observation("recovered", node, json!({"recovered": vclock, "line": "vclock ..."}))
+    }
+
+    /// Vector clocks are compared per component: n2's component 1 went back while its component 2 advanced further
+    /// (a sum of the components calls that a gain), n3's component 1 went back under a larger component 2 (a max
+    /// reads only component 2, which held).
+    #[test]
+    fn given_vector_clocks_where_one_component_went_back_should_be_invalid_and_name_that_component() {
+        let history = history(vec![
+            map_stop("n2", json!({"1": 3181, "2": 5})),
+            map_recovered("n2", json!({"1": 3170, "2": 30})),
+            map_stop("n3", json!({"1": 5, "2": 3181})),
+            map_recovered("n3", json!({"1": 3, "2": 3181})),
+        ]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
+        assert_eq!(
+            result.reason,
+            "n2 had applied {1: 3181, 2: 5} before the kill -9 at 0.00 s and booted with {1: 3170, 2: 30}: component \
+             1 went back by 11, no surgery recorded (and 1 more restart)"
+        );
+        let n2 = &result.details["nodes"]["n2"]["restarts"][0];
+        assert_eq!(n2["durable"], json!({"1": 3181, "2": 5}));
+        assert_eq!(n2["recovered"], json!({"1": 3170, "2": 30}));
+        assert_eq!(n2["forgotten"], 11);
+        assert_eq!(n2["went_back"], json!({"1": 11}));
+        let n3 = &result.details["nodes"]["n3"]["restarts"][0];
+        assert_eq!(n3["judgement"], "forgotten");
+        assert!(
+            n3["text"].as_str().unwrap().contains("component 1 went back by 2"),
+            "{n3}"
+        );
+        assert_eq!(result.evidence_nodes, ["n2", "n3"]);
+    }
+
+    /// The written component held while another advanced, or a component the stop did not know appeared: nothing
+    /// was forgotten. Before positions were read as maps these restarts were not judged at all.
+    #[test]
+    fn given_vector_clocks_where_the_written_component_held_and_another_advanced_should_be_valid() {
+        let history = history(vec![
+            map_stop("n1", json!({"1": 3181, "2": 5})),
+            map_recovered("n1", json!({"1": 3181, "2": 9})),
+            map_stop("n1", json!({"1": 3200, "2": 9})),
+            map_recovered("n1", json!({"1": 3200, "2": 9, "3": 1})),
+        ]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+        assert_eq!(result.details["judged"], 2);
+        let first = &result.details["nodes"]["n1"]["restarts"][0];
+        assert_eq!(first["judgement"], "ok");
+        assert_eq!(
+            first["text"],
+            "n1 had applied {1: 3181, 2: 5} before the kill -9 at 0.00 s and booted with {1: 3181, 2: 9}"
+        );
+        assert!(first.get("went_back").is_none());
+    }
+
+    /// A stop that reported a number and a boot that said a map count different things: not judged, and said so.
+    #[test]
+    fn given_a_number_before_the_stop_and_a_map_after_the_boot_should_leave_the_restart_unjudged_with_a_warning() {
+        let history = history(vec![stop("n1", 10, "kill"), map_recovered("n1", json!({"1": 3}))]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.details["judged"], 0);
+        assert_eq!(result.details["unjudged"], 1);
+        assert!(
+            result.warnings[0].contains("one is a number and the other a map"),
+            "{:?}",
+            result.warnings
+        );
+    }
+
+    fn at(mut event: Event, seconds: f64) -> Event {
+        event.time_ns = (seconds * 1e9) as u64;
+        event
+    }
+
+    /// n2 was killed by a kill -9 at 6.96 s and was still down when the restart-all cut the power of the cluster at
+    /// 9.10 s (its kill of n2 failed: nothing to kill, no stop recorded). The power loss did not stop n2's process.
+    #[test]
+    fn given_a_restart_all_power_loss_while_a_killed_node_was_down_should_name_the_kill_then_the_power_loss() {
+        let history = history(vec![
+            at(with_pid(stop("n2", 717, "kill"), 100), 6.96),
+            at(event(EventKind::Nemesis, "kill", Some("n2"), json!({"pid": 100})), 6.96),
+            at(event(EventKind::Lifecycle, "restart-all", None, json!({})), 9.0),
+            at(
+                event(
+                    EventKind::Lifecycle,
+                    "kill",
+                    Some("n2"),
+                    json!({"error": "n2 is not running"}),
+                ),
+                9.0,
+            ),
+            at(
+                event(
+                    EventKind::Nemesis,
+                    "power-loss",
+                    Some("n2"),
+                    json!({"source": "restart-all", "lost": []}),
+                ),
+                9.10,
+            ),
+            at(with_pid(recovered("n2", 519), 200), 10.0),
+        ]);
+        let result = check(Durability::default(), &history);
+        assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
+        assert!(
+            result.reason.starts_with(
+                "n2 applied 717 before the kill -9 at 6.96 s, then the power loss at 9.10 s while it was down, and \
+                 booted at 519: 198 applied entries forgotten"
+            ),
+            "{}",
+            result.reason
+        );
+        let restart = &result.details["nodes"]["n2"]["restarts"][0];
+        assert_eq!(restart["cause"], "kill", "the kill stopped it, not the power loss");
+        assert_eq!(restart["power_loss_while_down_ns"], 9_100_000_000u64);
+        // A plan that keeps acknowledged data in memory allows what the power loss took, and says which came first.
+        let lazy = Durability {
+            lazy_fsync: true,
+            ..Durability::default()
+        };
+        let allowed = check(lazy, &history);
+        assert_eq!(allowed.verdict, Verdict::Valid, "{allowed:?}");
+        assert_eq!(
+            allowed.details["nodes"]["n2"]["restarts"][0]["text"],
+            "n2 lost 198 applied entries in the power loss at 9.10 s while it was down after the kill -9 at 6.96 s, \
+             which the plan allows (durability: quorum-memory)"
+        );
+    }
+
+    /// A process fault's power loss carries its kill's pid: the power loss stopped that process. The restart-all's
+    /// power loss after its own kill stopped the node too; a power loss naming another pid did not.
+    #[test]
+    fn given_a_power_loss_with_the_pid_of_the_stopped_process_should_name_the_power_loss_as_what_stopped_it() {
+        let power_loss = |value: Value| at(event(EventKind::Nemesis, "power-loss", Some("n1"), value), 6.97);
+        let restart = |stop_cause: &str, loss: Value| {
+            let history = history(vec![
+                at(with_pid(stop("n1", 300, stop_cause), 100), 6.96),
+                power_loss(loss),
+                at(with_pid(recovered("n1", 280), 200), 8.0),
+            ]);
+            let result = check(Durability::default(), &history);
+            assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
+            (
+                result.reason,
+                result.details["nodes"]["n1"]["restarts"][0]["cause"].clone(),
+            )
+        };
+        let (reason, cause) = restart("kill", json!({"pid": 100, "signal": "SIGKILL", "lost": []}));
+        assert!(
+            reason.starts_with("n1 applied 300 before the power loss at 6.96 s and booted at 280"),
+            "{reason}"
+        );
+        assert_eq!(cause, "power-loss");
+        let (reason, cause) = restart("restart-all", json!({"source": "restart-all", "lost": []}));
+        assert!(
+            reason.starts_with("n1 applied 300 before the restart-all's kill -9 at 6.96 s and"),
+            "{reason}"
+        );
+        assert_eq!(cause, "power-loss");
+        let (reason, cause) = restart("kill", json!({"pid": 99, "lost": []}));
+        assert!(
+            reason.contains("the kill -9 at 6.96 s, then the power loss at 6.97 s while it was down"),
+            "{reason}"
+        );
+        assert_eq!(cause, "kill");
     }
 
     #[test]

@@ -76,10 +76,11 @@ impl Lab {
         }
     }
 
-    /// The newest durable number `node` reported since it last started, if any.
+    /// The newest durable number `node` reported since it last started, if any (a vector clock's sum: the measure
+    /// its recorded statuses carry).
     fn latest_durable(&self, node: usize) -> Option<u64> {
         let observed = self.observed.get(node)?.lock().ok()?;
-        observed.samples.back().map(|(_, durable)| *durable)
+        observed.samples.back().map(|(_, durable)| durable.total())
     }
 
     /// The highest durable number any node reported lately (0 when none does).

@@ -60,8 +60,9 @@ pub enum BootState {
 /// What the observer knows about one node since it was last started.
 #[derive(Default)]
 struct Observed {
-    /// Durable values the node reported, with when (pruned to what [`System::durable_settle`] needs).
-    samples: VecDeque<(Instant, u64)>,
+    /// Durable positions the node reported ([`System::durable_position`]), with when (pruned to what
+    /// [`System::durable_settle`] needs).
+    samples: VecDeque<(Instant, faultline_workloads::position::Position)>,
     /// When the node last answered a probe.
     last_answer: Option<Instant>,
     /// Role, primary, view and lagging flag of the last recorded status.
@@ -282,13 +283,21 @@ impl Lab {
             command.env.extend(clock.before_spawn(preload.as_deref())?);
         }
         if let Some(netns) = &self.netns {
-            if let Some(user) = &command.user {
-                return Err(format!(
-                    "{} runs as `{}`, but `ip netns exec` must run as root: system.user and the netns backend do not \
-                     mix",
-                    node_name(node),
-                    user.name
-                ));
+            // `ip netns exec` must run as root: it enters the namespace, then `setpriv` becomes the node's user.
+            if let Some(user) = command.user.take() {
+                command.env.extend(
+                    user.env()
+                        .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned())),
+                );
+                let mut args = user.setpriv_args();
+                args.push(command.program.display().to_string());
+                args.append(&mut command.args);
+                command.program = PathBuf::from(if std::path::Path::new("/usr/bin/setpriv").exists() {
+                    "/usr/bin/setpriv"
+                } else {
+                    "setpriv"
+                });
+                command.args = args;
             }
             let (program, args) = netns.wrap_command(node, &command.program, &command.args);
             command.program = program;

@@ -7,6 +7,7 @@ use crate::system::{NodeStatus, Role, System};
 use faultline_faults::process::node_name;
 use faultline_faults::trigger::{Fact, FactRole};
 use faultline_workloads::history::{Lifecycle, Observation};
+use faultline_workloads::position::Position;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -163,16 +164,18 @@ pub(super) fn note_status(
     status: &NodeStatus,
 ) {
     let progress = system.progress(status);
+    let position = system.durable_position(status);
     let now = Instant::now();
-    // The highest durable value another node reported in the last second (one lock at a time: no lock order).
+    // The highest durable value another node reported in the last second (one lock at a time: no lock order); a
+    // vector clock counts by its sum here, a rough measure of lag.
     let highest_other = all
         .iter()
         .enumerate()
         .filter(|(other, _)| *other != node)
         .filter_map(|(_, observed)| {
             let observed = observed.lock().expect("observations lock");
-            let (at, durable) = *observed.samples.back()?;
-            (now.duration_since(at) <= Duration::from_secs(1)).then_some(durable)
+            let (at, durable) = observed.samples.back()?;
+            (now.duration_since(*at) <= Duration::from_secs(1)).then_some(durable.total())
         })
         .max();
     let behind = match (progress.durable, highest_other) {
@@ -182,7 +185,7 @@ pub(super) fn note_status(
     let lagging = behind >= LAG_RECORDED;
     let mut observed = all[node].lock().expect("observations lock");
     observed.last_answer = Some(now);
-    if let Some(durable) = progress.durable {
+    if let Some(durable) = position {
         observed.samples.push_back((now, durable));
         // Keep what the settle rule can still pick: samples up to settle + a margin before the newest answer.
         let keep = system.durable_settle() + Duration::from_secs(2);
@@ -263,9 +266,9 @@ impl LogFollower {
 }
 
 /// Records what a node's process `pid` that is being stopped (or that stopped on its own) had durably reached: the
-/// newest durable value it reported at least [`System::durable_settle`] before its last answer. Nothing when it never
-/// reported one since it was started. The pid pairs the stop with the boot of the process after it (the durability
-/// check), whatever order the two are recorded in.
+/// newest durable position it reported at least [`System::durable_settle`] before its last answer (a number, or a
+/// vector clock as a JSON object). Nothing when it never reported one since it was started. The pid pairs the stop
+/// with the boot of the process after it (the durability check), whatever order the two are recorded in.
 pub(super) fn record_last_durable(
     system: &dyn System,
     recorder: &Recorder,
@@ -284,7 +287,7 @@ pub(super) fn record_last_durable(
             .iter()
             .rev()
             .find(|(at, _)| *at + settle <= last_answer)
-            .copied()
+            .cloned()
     };
     let Some((at, durable)) = picked else {
         return;
@@ -293,7 +296,7 @@ pub(super) fn record_last_durable(
         Observation::LastDurable,
         Some(&node_name(node)),
         json!({
-            "durable": durable,
+            "durable": durable.to_json(),
             "age_ms": at.elapsed().as_millis() as u64,
             "settle_ms": settle.as_millis() as u64,
             "cause": cause,
@@ -305,9 +308,9 @@ pub(super) fn record_last_durable(
 /// Status probes asked of a booted node for what it kept, when its boot log does not say.
 const KEPT_PROBES_MAX: u32 = 5;
 
-/// What a booted node says it kept, and where it said it: its boot log's line, or (a system without one) its first
-/// status answer now that it is ready.
-async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(u64, String)> {
+/// What a booted node says it kept (a number or a vector clock), and where it said it: its boot log's line, or (a
+/// system without one) its first status answer now that it is ready.
+async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(Position, String)> {
     if let Some(recovered) = system.recovered(boot_log) {
         return Some((recovered.recovered, recovered.line));
     }
@@ -316,8 +319,9 @@ async fn kept(system: &dyn System, node: usize, boot_log: &str) -> Option<(u64, 
     }
     for _ in 0..KEPT_PROBES_MAX {
         if let Ok(status) = system.probe(node, PROBE_TIMEOUT).await {
-            let kept = system.kept(&status)?;
-            return Some((kept, format!("its first status answer after the boot: {kept}")));
+            let kept = system.kept_position(&status)?;
+            let said = format!("its first status answer after the boot: {kept}");
+            return Some((kept, said));
         }
         tokio::time::sleep(PROBE_INTERVAL).await;
     }
@@ -376,7 +380,7 @@ pub(super) async fn watch_node(
                 recorder.observation(
                     Observation::Recovered,
                     Some(name),
-                    json!({"recovered": recovered, "line": line, "pid": pid}),
+                    json!({"recovered": recovered.to_json(), "line": line, "pid": pid}),
                 );
             }
             publish(BootState::Ready).await;

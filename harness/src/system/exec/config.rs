@@ -8,6 +8,7 @@ use crate::plan::{Bounded, Plan, PlanError, WorkloadKind};
 use crate::system::{AdapterSpec, BuildContext, Built, Capabilities, Recovered};
 use anyhow::Context;
 use async_trait::async_trait;
+use faultline_workloads::position::Position;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 use std::collections::BTreeMap;
@@ -208,10 +209,11 @@ pub struct StatusProbe {
     /// claim to lead, the one in the newer view is the primary (the other was cut off and does not know yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Spanned<String>>,
-    /// JSON pointer to a durable lower bound (a number, or a string of digits): a value the node can only have
-    /// reached after persisting everything up to it (e.g. its commit or applied index). It turns on the durability
-    /// check: what a restarted node kept is read from its boot line (`recovered`) or, without one, from its first
-    /// status answer once it is ready (so it must not answer before it has loaded its state).
+    /// JSON pointer to a durable lower bound (a number, or a string of digits; or a vector clock, an object of
+    /// numbers such as `{"1": 3181, "2": 5}` or a string that writes one, compared per component): a value the node
+    /// can only have reached after persisting everything up to it (e.g. its commit or applied index). It turns on
+    /// the durability check: what a restarted node kept is read from its boot line (`recovered`) or, without one,
+    /// from its first status answer once it is ready (so it must not answer before it has loaded its state).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable: Option<Spanned<String>>,
     /// Extra environment of the status `command`, on top of `system.env` (values are templates).
@@ -256,17 +258,19 @@ impl LogLines {
     }
 }
 
-/// Where a restarted node says what it kept: its boot log (the first line that contains `line`, and the number right
-/// after `after` in it, e.g. `{line: "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd), or, for a system that
-/// logs no such line, its first status answer once it is ready (`{status: /op}`: a JSON pointer to what the node
-/// holds on its own disk, such as its log's head).
+/// Where a restarted node says what it kept: its boot log (the first line that contains `line`, and the position
+/// right after `after` in it, a number or a vector clock such as Tarantool's `{1: 3181, 2: 5}`; e.g. `{line:
+/// "\"msg\":\"newRaft ", after: "lastindex:"}` for etcd), or, for a system that logs no such line, its first
+/// status answer once it is ready (`{status: /op}`: a JSON pointer to what the node holds on its own disk, such as
+/// its log's head).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveredLine {
     /// Text the boot line contains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<Spanned<String>>,
-    /// Text right before the number.
+    /// Text right before the position: a number (decimal, or hexadecimal after `0x`) or a vector clock in braces
+    /// (`{1: 3181, 2: 5}`, `{"1": 3181}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Spanned<String>>,
     /// A JSON pointer into the first status answer after the boot.
@@ -275,7 +279,7 @@ pub struct RecoveredLine {
 }
 
 impl RecoveredLine {
-    /// The number of the first line of `boot_log` that contains `line`, right after `after` (`None` for a
+    /// The position in the first line of `boot_log` that contains `line`, right after `after` (`None` for a
     /// `status` pointer).
     pub(super) fn read(&self, boot_log: &str) -> Option<Recovered> {
         Recovered::from_line(boot_log, &self.line.as_ref()?.value, &self.after.as_ref()?.value)
@@ -333,6 +337,20 @@ fn all_workloads() -> Vec<WorkloadKind> {
 }
 
 impl ExecConfig {
+    /// The durable position a status answer gives at `status.durable`: a number or a vector clock.
+    pub(super) fn durable_at(&self, raw: &serde_json::Value) -> Option<Position> {
+        let pointer = self.status.as_ref()?.durable.as_ref()?;
+        super::position_at(raw, &pointer.value)
+    }
+
+    /// What a restarted node's status answer says it kept: at `recovered.status`, else at `status.durable`.
+    pub(super) fn kept_at(&self, raw: &serde_json::Value) -> Option<Position> {
+        match self.recovered.as_ref().and_then(|r| r.status.as_ref()) {
+            Some(pointer) => super::position_at(raw, &pointer.value),
+            None => self.durable_at(raw),
+        }
+    }
+
     /// Every command of the section, with its plan path (for messages) and whether it runs per node.
     fn commands(&self) -> Vec<(&'static str, &CommandSpec, bool)> {
         let mut commands = vec![
@@ -754,9 +772,9 @@ impl AdapterSpec for ExecConfig {
     }
 }
 
-/// A `system.user` this run can take: faultline is root (only root may change a process's user) and the user exists;
-/// the nodes are not launched through `ip netns exec` (which needs root, and would run as the user).
-fn check_user(name: &str, plan: &Plan) -> Result<(), String> {
+/// A `system.user` this run can take: faultline is root (only root may change a process's user) and the user exists.
+/// (In network namespaces, `ip netns exec` runs as root and `setpriv` becomes the user inside: [`crate::run::lab`].)
+fn check_user(name: &str, _plan: &Plan) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err(format!(
@@ -765,12 +783,6 @@ fn check_user(name: &str, plan: &Plan) -> Result<(), String> {
         ));
     }
     crate::supervisor::RunAs::lookup(name).map_err(|e| format!("system.user: {e}"))?;
-    if plan.network.backend == crate::plan::NetworkBackend::Netns {
-        return Err(format!(
-            "system.user: nodes in network namespaces start through `ip netns exec`, which must run as root; \
-             `{name}` is not supported with `network: {{backend: netns}}` (use the proxy backend, or drop `user`)"
-        ));
-    }
     Ok(())
 }
 

@@ -21,8 +21,9 @@
 //!   `primary_when`, and `backup_when` if given), `primary` (the 0-based id of the primary the node believes in), and
 //!   `commit_point` (the values are joined; two nodes have converged when they are equal). A pointer that does not
 //!   resolve in a node's answer stops the run's setup with a message naming it: a plan mistake, not a node fault.
-//!   Optional `durable` (a pointer to a durable lower bound) with a top-level `recovered: {line, after}` (the boot
-//!   log line saying what a restarted node kept) turns on the durability check.
+//!   Optional `durable` (a pointer to a durable lower bound: a number, or a vector clock compared per component)
+//!   with a top-level `recovered: {line, after}` (the boot log line saying what a restarted node kept) turns on the
+//!   durability check.
 //! - `user: NAME` runs the node's commands (`start`, `prepare`, `wipe`, `verify`, `stop`, the `ready` and `status`
 //!   commands) as that user: its groups, group and user id are set between fork and exec, and `HOME`, `USER` and
 //!   `LOGNAME` name it. faultline stays root (it signals, chowns and unmounts); before `prepare` and after a wipe it
@@ -55,6 +56,7 @@ use crate::plan::WorkloadKind;
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
+use faultline_workloads::position::Position;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 use std::net::{IpAddr, SocketAddr};
@@ -552,6 +554,19 @@ fn number_at(raw: &Value, pointer: &str) -> Option<u64> {
     }
 }
 
+/// The position at `pointer` in a status answer: a number as [`number_at`] reads it, or a vector clock (an object
+/// of numbers, or a string that writes one, `"{1: 3181, 2: 5}"`).
+fn position_at(raw: &Value, pointer: &str) -> Option<Position> {
+    if let Some(number) = number_at(raw, pointer) {
+        return Some(Position::Scalar(number));
+    }
+    match raw.pointer(pointer)? {
+        Value::String(text) if text.trim_start().starts_with('{') => Position::from_text(text),
+        value @ Value::Object(_) => Position::from_json(value),
+        _ => None,
+    }
+}
+
 /// A JSON value, clipped for a message.
 fn quote(value: &Value) -> String {
     let text = value.to_string();
@@ -579,7 +594,8 @@ impl System for ExecSystem {
         let Some(config) = &self.config.status else {
             return Progress::default();
         };
-        let durable = number(&config.durable);
+        // A vector clock is summed: one number for lag and catching up (the durability check reads the clock).
+        let durable = self.durable_position(status).map(|position| position.total());
         Progress {
             view: number(&config.view),
             durable,
@@ -604,12 +620,16 @@ impl System for ExecSystem {
         no_boot_line && self.config.status.as_ref().is_some_and(|s| s.durable.is_some())
     }
 
+    fn durable_position(&self, status: &NodeStatus) -> Option<Position> {
+        self.config.durable_at(&status.raw)
+    }
+
     fn kept(&self, status: &NodeStatus) -> Option<u64> {
-        let pointer = match self.config.recovered.as_ref().and_then(|r| r.status.as_ref()) {
-            Some(pointer) => pointer,
-            None => self.config.status.as_ref()?.durable.as_ref()?,
-        };
-        number_at(&status.raw, &pointer.value)
+        self.kept_position(status)?.as_scalar()
+    }
+
+    fn kept_position(&self, status: &NodeStatus) -> Option<Position> {
+        self.config.kept_at(&status.raw)
     }
 
     fn log_patterns(&self) -> &[(&'static str, std::borrow::Cow<'static, str>)] {
@@ -817,5 +837,7 @@ impl System for ExecSystem {
     }
 }
 
+#[cfg(test)]
+mod position_tests;
 #[cfg(test)]
 mod tests;
