@@ -3,6 +3,7 @@
 //! as a table in the checks section and as drops on the timeline's observation lanes (see [`super::observations`]).
 
 use super::escape::Shown;
+use faultline_workloads::position::Position;
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,15 +20,15 @@ pub struct Restart {
     /// `kill`, `power-loss`, `restart-all`, `crashed`, `refused`.
     #[serde(default)]
     pub cause: String,
-    /// The durable progress the node had reached before the stop.
+    /// The durable progress the node had reached before the stop (a number, or a vector clock).
     #[serde(default)]
-    pub durable: Option<u64>,
+    pub durable: Option<Position>,
     /// When the node booted, ns since the run started.
     #[serde(default)]
     pub boot_ns: Option<u64>,
     /// The progress the node booted with.
     #[serde(default)]
-    pub recovered: Option<u64>,
+    pub recovered: Option<Position>,
     /// `durable - recovered` when the node booted behind what it had persisted.
     #[serde(default)]
     pub forgotten: Option<u64>,
@@ -115,6 +116,7 @@ pub fn render(details: &Value, phase_start_ms: f64) -> Markup {
 
 fn row(node: &str, r: &Restart, phase_start_ms: f64) -> Markup {
     let number = |n: Option<u64>| n.map_or("–".to_string(), |n| n.to_string());
+    let shown = |p: Option<&Position>| p.map_or("–".to_string(), Position::to_string);
     let secs = |ns: Option<u64>| {
         ns.map_or("–".to_string(), |ns| {
             format!("{:.3}", (super::timeline::ms(ns) - phase_start_ms) / 1000.0)
@@ -125,8 +127,8 @@ fn row(node: &str, r: &Restart, phase_start_ms: f64) -> Markup {
             td { a href={ "#node-" (Shown(node)) } { (Shown(node)) } }
             td { (Shown(&r.cause)) }
             td class="num" title={ "booted again at " (secs(r.boot_ns)) " s" } { (secs(r.stop_ns)) }
-            td class="num" { (number(r.durable)) }
-            td class="num" { (number(r.recovered)) }
+            td class="num" { (shown(r.durable.as_ref())) }
+            td class="num" { (shown(r.recovered.as_ref())) }
             td class="num" { (number(r.forgotten)) }
             td { span class={ "tag " (r.severity()) } { (Shown(&r.judgement)) } }
             td { (surgery(&r.surgery)) }
@@ -169,6 +171,21 @@ pub(crate) fn details_with_a_forgotten_restart() -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A restart whose positions are vector clocks keeps its row (it was dropped: the positions were read as numbers).
+    #[test]
+    fn given_a_restart_with_vector_clocks_when_rendered_should_show_each_clock_whole() {
+        let details = json!({"nodes": {"n2": {"restarts": [{"stop_ns": 3_000_000_000u64, "cause": "kill",
+            "durable": {"1": 3181, "2": 5}, "boot_ns": 4_000_000_000u64, "recovered": {"1": 3170, "2": 30},
+            "forgotten": 11, "judgement": "forgotten", "surgery": null,
+            "text": "n2 had applied {1: 3181, 2: 5} before the kill -9 and booted with {1: 3170, 2: 30}"}]}}});
+        let html = render(&details, 0.0).into_string();
+        let row = &html[html.find("<tr class=\"restart bad\">").expect("the row is kept")..];
+        assert!(
+            row.contains(">{1: 3181, 2: 5}<") && row.contains(">{1: 3170, 2: 30}<"),
+            "{row}"
+        );
+    }
 
     #[test]
     fn given_a_forgotten_restart_when_rendered_should_show_its_numbers_and_a_bad_mark() {

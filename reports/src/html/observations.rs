@@ -13,6 +13,7 @@ use super::durability::{self, Restart};
 use super::timeline::ms;
 use crate::results::Results;
 use faultline_workloads::history::{Event, History, Observation};
+use faultline_workloads::position::Position;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -143,7 +144,7 @@ fn status(lane: &mut NodeLane, event: &Event) {
         }
         _ => {}
     }
-    if let Some(durable) = v["durable"].as_u64() {
+    if let Some(durable) = position_total(&v["durable"]) {
         if lane.durable.last().map(|&(_, d)| d) != Some(Some(durable)) {
             lane.durable.push((t, Some(durable)));
         }
@@ -163,7 +164,7 @@ fn status(lane: &mut NodeLane, event: &Event) {
 fn last_durable(lane: &mut NodeLane, event: &Event) {
     let v = &event.value;
     let t = t_ms(event.time_ns);
-    let durable = v["durable"].as_u64();
+    let durable = position_total(&v["durable"]);
     let cause = v["cause"].as_str().unwrap_or("stop");
     let age = v["age_ms"]
         .as_u64()
@@ -194,7 +195,7 @@ fn last_durable(lane: &mut NodeLane, event: &Event) {
 fn recovered(lane: &mut NodeLane, event: &Event) {
     let v = &event.value;
     let t = t_ms(event.time_ns);
-    let recovered = v["recovered"].as_u64();
+    let recovered = position_total(&v["recovered"]);
     let shown = recovered.map_or("unknown".to_string(), |d| d.to_string());
     let line = v["line"].as_str().map(|l| format!("\n{l}")).unwrap_or_default();
     lane.points.push(Point {
@@ -221,10 +222,20 @@ fn drops(results: &Results) -> Vec<DurableDrop> {
         .collect()
 }
 
+/// A recorded position as the lane draws it: a number, or a vector clock's components summed.
+fn position_total(value: &Value) -> Option<u64> {
+    Position::from_json(value).map(|p| p.total())
+}
+
 fn durable_drop(node: String, r: &Restart) -> Option<DurableDrop> {
     let t0 = t_ms(r.stop_ns?);
     let t1 = r.boot_ns.map_or(t0, t_ms);
-    let forgotten = r.forgotten.or_else(|| Some(r.durable?.saturating_sub(r.recovered?)));
+    // A vector clock is drawn at its components' sum (the lane is one number); its table row says it whole.
+    let (from, to) = (
+        r.durable.as_ref().map(Position::total),
+        r.recovered.as_ref().map(Position::total),
+    );
+    let forgotten = r.forgotten.or_else(|| Some(from?.saturating_sub(to?)));
     let label = match (r.judgement.as_str(), forgotten) {
         (_, Some(n)) if n > 0 => format!("{node} forgot {n}"),
         (judgement, _) => format!("{node} {judgement}"),
@@ -233,8 +244,8 @@ fn durable_drop(node: String, r: &Restart) -> Option<DurableDrop> {
         node,
         t0,
         t1,
-        from: r.durable,
-        to: r.recovered,
+        from,
+        to,
         sev: r.severity(),
         label,
         text: r.text.clone(),
