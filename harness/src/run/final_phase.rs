@@ -179,7 +179,12 @@ async fn converge(lab: &Arc<Lab>, timeout: Duration) -> bool {
             .filter(|&n| lab.boot_state(n) == BootState::Ready)
             .collect();
         let first = live.first().and_then(|&n| points[n].clone());
-        if first.is_some() && live.len() > members.len() / 2 && live.iter().all(|&n| points[n] == first) {
+        let agree = first.is_some() && live.len() > members.len() / 2 && live.iter().all(|&n| points[n] == first);
+        // A member still starting (in state transfer) is waited for: the others agreeing is not yet convergence.
+        // If it is still starting when the wait ends, the ready ones' agreement is recorded with it left out (the
+        // boot check judges a node that never became ready).
+        let starting = members.iter().any(|&n| lab.boot_state(n) == BootState::Starting);
+        if agree && (!starting || started.elapsed() > timeout) {
             // Who was compared, and who was not (and why): a member still in state transfer is no member that
             // reached the commit point.
             let compared: Vec<String> = live.iter().map(|&n| node_name(n)).collect();
