@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod explore;
 pub mod plan;
+pub mod remote;
 pub mod run;
 pub mod supervisor;
 pub mod system;

@@ -16,6 +16,7 @@ pub mod certify;
 pub mod check;
 pub mod clean;
 pub mod docs;
+pub mod hosts;
 pub mod matrix;
 pub mod merge;
 pub mod plan;
@@ -108,6 +109,12 @@ pub enum Command {
     /// Remove what dead runs left behind (processes, fault filesystem mounts, network namespaces, guard routes, nft
     /// tables); every `faultline run` does this first. Live runs are never touched.
     Clean(clean::CleanArgs),
+    /// Check the hosts of a hosts file as a run reaches them: SSH, this build installed, the agent, what each host
+    /// can do and how far its clock is from this machine's.
+    Hosts(hosts::HostsArgs),
+    /// Serve faultline's agent protocol on stdin/stdout (JSON lines, plans/exec/AGENT.md): what the control runs on
+    /// each host over SSH. Not for people.
+    Agent(hosts::AgentArgs),
     /// Print a shell completion script, e.g. `faultline completions bash > /etc/bash_completion.d/faultline`.
     Completions(docs::CompletionsArgs),
     /// Print the man page faultline(1) as roff, e.g. `faultline man | man -l -`; with --out-dir, write it and one
@@ -135,6 +142,8 @@ pub fn dispatch(command: Command) -> (u8, Option<String>) {
         Command::Report(args) => report::command(args),
         Command::Check(args) => check::command(args),
         Command::Clean(args) => clean::command(args),
+        Command::Hosts(args) => hosts::command(args),
+        Command::Agent(args) => hosts::agent(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     };
@@ -233,10 +242,14 @@ impl Command {
             Command::Shrink(args) => args.json,
             Command::Check(args) => args.json,
             Command::Campaign(args) => args.json,
+            Command::Hosts(hosts::HostsArgs {
+                command: hosts::HostsCommand::Check(args),
+            }) => args.json,
             Command::Merge(_)
             | Command::Plan(_)
             | Command::Report(_)
             | Command::Clean(_)
+            | Command::Agent(_)
             | Command::Completions(_)
             | Command::Man(_) => false,
         }

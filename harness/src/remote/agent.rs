@@ -1,0 +1,286 @@
+//! `faultline agent`: faultline's hands on a host it reaches over SSH. The control runs it over the SSH channel and
+//! speaks JSON lines to it (stdin: requests, stdout: answers and events; `plans/exec/AGENT.md` is the protocol). On
+//! its host it does what the harness does locally: starts node processes (own process group, parent-death signal,
+//! output appended to a log file), signals them (only the processes it started), reads files back (logs, node
+//! files), and tells the control when a process exits. Every answer and event carries the agent's monotonic clock,
+//! which the control maps to its own ([`super::clock`]).
+//!
+//! The agent lives exactly as long as its channel: when stdin closes (the control exited, was SIGKILLed, or the SSH
+//! connection dropped) it SIGKILLs every process group it started and exits, so nothing it started outlives it.
+
+use crate::supervisor::{signal_group, LaunchCommand};
+use base64::Engine;
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// The protocol's version: a control refuses an agent of another.
+pub const PROTOCOL: u32 = 1;
+
+/// Most bytes one `read` returns (the control pages through larger files).
+pub const READ_MAX: u64 = 4 << 20;
+
+/// One request of the control.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// Who the agent is and what its host can do.
+    Hello,
+    /// The agent's clocks, for the control's offset and round-trip measurement.
+    Clock,
+    /// Start `argv` in its own process group, stdout and stderr appended to `log`.
+    Spawn {
+        /// Program and arguments (no shell).
+        argv: Vec<String>,
+        /// Extra environment.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Working directory (default: the agent's).
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+        /// The file its output is appended to (created, with its folder).
+        log: PathBuf,
+    },
+    /// Send `signal` (`SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ...) to the process group of `pid`, a process
+    /// this agent started.
+    Signal {
+        /// The process (and its group).
+        pid: i32,
+        /// The signal's name.
+        signal: String,
+    },
+    /// Up to `max` bytes of `path` from `offset` (base64), and its size.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Where to start.
+        #[serde(default)]
+        offset: u64,
+        /// At most this many bytes (at most [`READ_MAX`]).
+        #[serde(default)]
+        max: Option<u64>,
+    },
+    /// Kill everything it started and exit.
+    Shutdown,
+}
+
+/// A request with its id, as it travels.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Echoed in the answer.
+    pub id: u64,
+    /// The request.
+    #[serde(flatten)]
+    pub request: Request,
+}
+
+/// The agent's monotonic clock, ns (CLOCK_MONOTONIC: the one the control maps).
+pub fn mono_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// The wall clock, ns since the epoch.
+pub fn real_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// This executable's build id: the xxh3 of its bytes, as 16 hex digits. The control compares it with its own to
+/// know an uploaded copy is whole and the same build.
+pub fn build_id() -> std::io::Result<String> {
+    let mut file = std::fs::File::open("/proc/self/exe")?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(format!("{:016x}", hasher.digest()))
+}
+
+/// What the host can do, for the control's preflight: root, FUSE, nft, tc (netem), libfaketime.
+fn capabilities() -> Value {
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+            .unwrap_or(false)
+            || ["/usr/sbin", "/sbin"]
+                .iter()
+                .any(|dir| std::path::Path::new(dir).join(program).is_file())
+    };
+    let faketime = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .iter()
+    .find(|p| std::path::Path::new(p).is_file());
+    json!({
+        "root": nix::unistd::geteuid().is_root(),
+        "fuse": std::path::Path::new("/dev/fuse").exists(),
+        "nft": on_path("nft"),
+        "tc": on_path("tc"),
+        "libfaketime": faketime,
+    })
+}
+
+/// The processes this agent started, by pid (the leaders of their groups).
+type Started = Arc<Mutex<BTreeMap<i32, ()>>>;
+
+/// Runs the agent on stdin/stdout until stdin closes or the control asks it to shut down; then kills what it
+/// started. Returns the process exit code.
+pub async fn serve() -> u8 {
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(message) = out_rx.recv().await {
+            let mut line = message.to_string();
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break; // the control is gone: stdin closes too, and the loop below ends
+            }
+        }
+    });
+    let started: Started = Arc::default();
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let envelope: Envelope = match serde_json::from_str(&line) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                let id = serde_json::from_str::<Value>(&line).ok().and_then(|v| v["id"].as_u64());
+                let _ = out_tx.send(json!({"id": id, "error": format!("bad request: {e}"), "mono_ns": mono_ns()}));
+                continue;
+            }
+        };
+        if matches!(envelope.request, Request::Shutdown) {
+            let _ = out_tx.send(json!({"id": envelope.id, "ok": {}, "mono_ns": mono_ns()}));
+            break;
+        }
+        let answer = match handle(envelope.request, &started, &out_tx).await {
+            Ok(ok) => json!({"id": envelope.id, "ok": ok, "mono_ns": mono_ns()}),
+            Err(error) => json!({"id": envelope.id, "error": error, "mono_ns": mono_ns()}),
+        };
+        let _ = out_tx.send(answer);
+    }
+    // The channel is gone (or the control asked): nothing this agent started may outlive it.
+    let pids: Vec<i32> = started.lock().expect("started lock").keys().copied().collect();
+    for pid in pids {
+        let _ = signal_group(pid, Signal::SIGKILL);
+    }
+    drop(out_tx);
+    let _ = writer.await;
+    0
+}
+
+async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender<Value>) -> Result<Value, String> {
+    match request {
+        Request::Hello => Ok(json!({
+            "protocol": PROTOCOL,
+            "version": env!("CARGO_PKG_VERSION"),
+            "build": build_id().map_err(|e| format!("cannot read /proc/self/exe: {e}"))?,
+            "pid": std::process::id(),
+            "uid": nix::unistd::geteuid().as_raw(),
+            "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
+            "kernel": nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
+            "capabilities": capabilities(),
+        })),
+        Request::Clock => Ok(json!({"real_ns": real_ns()})),
+        Request::Spawn { argv, env, cwd, log } => spawn(argv, env, cwd, log, started, out),
+        Request::Signal { pid, signal } => {
+            let signal = Signal::from_str(&signal).map_err(|_| format!("unknown signal `{signal}`"))?;
+            if !started.lock().expect("started lock").contains_key(&pid) {
+                return Err(format!(
+                    "pid {pid} is not a process this agent started; it signals only its own"
+                ));
+            }
+            signal_group(pid, signal)?;
+            Ok(json!({}))
+        }
+        Request::Read { path, offset, max } => {
+            let mut file = std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            let size = file.metadata().map_err(|e| e.to_string())?.len();
+            let want = max.unwrap_or(READ_MAX).min(READ_MAX);
+            file.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+            let mut data = Vec::new();
+            file.take(want).read_to_end(&mut data).map_err(|e| e.to_string())?;
+            Ok(json!({"size": size, "data": base64::engine::general_purpose::STANDARD.encode(&data)}))
+        }
+        Request::Shutdown => unreachable!("handled by the loop"),
+    }
+}
+
+fn spawn(
+    argv: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    log: PathBuf,
+    started: &Started,
+    out: &mpsc::UnboundedSender<Value>,
+) -> Result<Value, String> {
+    let (program, args) = argv.split_first().ok_or("spawn: `argv` is empty")?;
+    if let Some(parent) = log.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| format!("cannot open the log {}: {e}", log.display()))
+    };
+    let command = LaunchCommand {
+        program: program.into(),
+        args: args.to_vec(),
+        env: env.into_iter().collect(),
+        env_clear: false,
+        user: None,
+    };
+    // Tagged with the agent's own id, which no run lock names: a local `faultline clean` leaves them alone, and a
+    // sweep of a host finds what an agent that died left behind.
+    let mut cmd = crate::supervisor::owned_command(&command, &format!("agent-{}", std::process::id()));
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(open()?)
+        .stderr(open()?)
+        .kill_on_drop(false);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let started_at = mono_ns();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let pid = child.id().ok_or("the process exited before it had a pid")? as i32;
+    crate::supervisor::track_group(pid);
+    started.lock().expect("started lock").insert(pid, ());
+    let (out, started) = (out.clone(), started.clone());
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        use std::os::unix::process::ExitStatusExt;
+        let (code, signal) = match &status {
+            Ok(s) => (s.code(), s.signal()),
+            Err(_) => (None, None),
+        };
+        // The group's leader is gone; its group may still have members, which the control's next kill reaches
+        // only while the pid is still ours: keep it until the agent ends.
+        let _ = started;
+        let signal = signal
+            .and_then(|s| Signal::try_from(s).ok())
+            .map(|s| s.as_str().to_string());
+        let _ = out.send(json!({"event": "exit", "pid": pid, "code": code, "signal": signal, "mono_ns": mono_ns()}));
+    });
+    Ok(json!({"pid": pid, "started_mono_ns": started_at}))
+}

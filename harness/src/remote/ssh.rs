@@ -1,0 +1,210 @@
+//! Reaching a host: one multiplexed OpenSSH connection per host (the `openssh` crate drives the system's `ssh` as a
+//! control master), faultline uploaded into the host's workdir when the host lacks this build, and `faultline
+//! agent` started over the connection.
+//!
+//! Security: host keys are checked (`StrictHostKeyChecking=yes`; `--accept-new-host-keys` takes a new host's key on
+//! first contact, as `accept-new` does, and still refuses a changed one); no password is ever asked for
+//! (`BatchMode`: keys, the ssh agent, ssh_config); every argument of a remote command is quoted by `openssh` for the
+//! remote shell, so no value can inject shell.
+
+use super::agent::Request;
+use super::client::{AgentClient, ClockSync};
+use super::hosts::HostSpec;
+use openssh::{KnownHosts, Session, SessionBuilder, Stdio};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How long connecting to a host may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the control reaches hosts.
+#[derive(Debug, Clone, Default)]
+pub struct SshOptions {
+    /// An ssh_config file to use instead of the user's (`ssh -F`).
+    pub config: Option<PathBuf>,
+    /// Take a host key never seen before (a fresh test machine); a changed key is still refused.
+    pub accept_new_host_keys: bool,
+}
+
+/// A host reached over SSH, with its agent running.
+pub struct Connected {
+    /// The host as the hosts file names it.
+    pub host: HostSpec,
+    /// The connection (its control master lives as long as this does).
+    pub session: Arc<Session>,
+    /// The agent.
+    pub agent: AgentClient,
+    /// What the agent sends unasked (process exits), until its channel closes.
+    pub events: mpsc::UnboundedReceiver<Value>,
+    /// Its `hello`: build, uid, kernel, capabilities.
+    pub hello: Value,
+    /// Whether faultline was uploaded now (else the host had this build).
+    pub uploaded: bool,
+    /// The clocks, as measured at connect.
+    pub clock: ClockSync,
+    /// The agent's process on the host, kept so the channel stays open.
+    _child: openssh::Child<Arc<Session>>,
+}
+
+/// Connects to `host`: the SSH connection, this build of faultline in its workdir, the agent, its hello and the
+/// clock sync (`samples` round trips). The error says which step failed and ssh's own words.
+pub async fn connect(
+    host: &HostSpec,
+    options: &SshOptions,
+    control_dir: &Path,
+    samples: usize,
+) -> Result<Connected, String> {
+    let mut builder = SessionBuilder::default();
+    builder
+        .known_hosts_check(if options.accept_new_host_keys {
+            KnownHosts::Add
+        } else {
+            KnownHosts::Strict
+        })
+        .connect_timeout(CONNECT_TIMEOUT)
+        .server_alive_interval(Duration::from_secs(5))
+        .control_directory(control_dir);
+    if let Some(config) = &options.config {
+        builder.config_file(config);
+    }
+    if let Some(user) = &host.user {
+        builder.user(user.clone());
+    }
+    if let Some(port) = host.port {
+        builder.port(port);
+    }
+    if let Some(identity) = &host.identity {
+        builder.keyfile(identity);
+    }
+    let session = builder
+        .connect_mux(&host.host)
+        .await
+        .map_err(|e| format!("{host}: cannot connect over ssh: {}", ssh_error(&e)))?;
+    let session = Arc::new(session);
+    let (path, uploaded) = install(&session, host).await?;
+    let mut child = session
+        .clone()
+        .arc_command(path.display().to_string())
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .await
+        .map_err(|e| format!("{host}: cannot start the agent: {}", ssh_error(&e)))?;
+    let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+        return Err(format!("{host}: the agent's channel has no stdin or stdout"));
+    };
+    let (agent, events) = AgentClient::new(stdin, stdout);
+    let (hello, _) = agent
+        .call(Request::Hello)
+        .await
+        .map_err(|e| format!("{host}: the agent did not say hello: {e}"))?;
+    if hello["protocol"].as_u64() != Some(u64::from(super::agent::PROTOCOL)) {
+        return Err(format!(
+            "{host}: the agent speaks protocol {} and this faultline {}",
+            hello["protocol"],
+            super::agent::PROTOCOL
+        ));
+    }
+    let clock = agent
+        .sync_clock(samples)
+        .await
+        .map_err(|e| format!("{host}: cannot measure its clock: {e}"))?;
+    Ok(Connected {
+        host: host.clone(),
+        session,
+        agent,
+        events,
+        hello,
+        uploaded,
+        clock,
+        _child: child,
+    })
+}
+
+/// ssh's own message, not the crate's wrapper around it.
+fn ssh_error(error: &openssh::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text.trim().to_string()
+}
+
+/// This build of faultline on `host`: `WORKDIR/faultline-BUILD`, uploaded unless a copy there already reports this
+/// build id (a copy that is torn or another build is replaced). Returns its path and whether it was uploaded.
+async fn install(session: &Session, host: &HostSpec) -> Result<(PathBuf, bool), String> {
+    let build = super::agent::build_id().map_err(|e| format!("cannot read this faultline executable: {e}"))?;
+    let path = host.workdir.join(format!("faultline-{build}"));
+    if remote_build(session, &path).await.as_deref() == Some(build.as_str()) {
+        return Ok((path, false));
+    }
+    let script = r#"set -e; mkdir -p "$1"; cat > "$2.part"; chmod 755 "$2.part"; mv -f "$2.part" "$2""#;
+    let mut child = session
+        .command("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(host.workdir.display().to_string())
+        .arg(path.display().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .await
+        .map_err(|e| format!("{host}: cannot start the upload: {}", ssh_error(&e)))?;
+    let mut stdin = child.stdin().take().ok_or("the upload has no stdin")?;
+    let mut exe = tokio::fs::File::open("/proc/self/exe")
+        .await
+        .map_err(|e| format!("cannot read this faultline executable: {e}"))?;
+    let copied = tokio::io::copy(&mut exe, &mut stdin).await;
+    drop(stdin);
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| format!("{host}: the upload failed: {}", ssh_error(&e)))?;
+    if let Err(e) = copied {
+        return Err(format!("{host}: the upload to {} broke off: {e}", path.display()));
+    }
+    if !output.status.success() {
+        return Err(format!(
+            "{host}: cannot write {} ({}): {}",
+            path.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    match remote_build(session, &path).await {
+        Some(uploaded) if uploaded == build => Ok((path, true)),
+        Some(other) => Err(format!(
+            "{host}: the uploaded {} reports build {other}, not {build}: the copy is not whole",
+            path.display()
+        )),
+        None => Err(format!(
+            "{host}: the uploaded {} does not run there (another architecture or C library?)",
+            path.display()
+        )),
+    }
+}
+
+/// The build id the faultline at `path` on the host reports, if it runs there.
+async fn remote_build(session: &Session, path: &Path) -> Option<String> {
+    let output = session
+        .command(path.display().to_string())
+        .arg("agent")
+        .arg("--build-id")
+        .output()
+        .await
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}

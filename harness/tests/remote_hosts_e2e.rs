@@ -1,0 +1,119 @@
+//! `faultline hosts check` against real SSH hosts (network, PID and mount namespaces on this machine, each with its
+//! own sshd; see support/ssh_hosts.rs), reached only over SSH: faultline uploaded into each host's own /srv, the
+//! agent started there, each host's capabilities and clock reported; an unknown host key refused; a dead host named.
+
+mod support;
+
+use serde_json::Value;
+use support::ssh_hosts::{ssh_hosts_ready, SshHosts};
+use support::*;
+
+fn check(hosts: &SshHosts, extra: &[&str]) -> (std::process::Output, Value) {
+    let output = faultline()
+        .args(["hosts", "check", "--json", "--hosts"])
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config)
+        .args(extra)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output, json)
+}
+
+#[test]
+fn given_three_ssh_hosts_when_checked_should_install_faultline_there_once_and_report_each_host() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let mut hosts = SshHosts::start(3);
+    let (output, report) = check(&hosts, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{}",
+        explain(&output),
+        hosts.sshd_log(0)
+    );
+    let reports = report["hosts"].as_array().unwrap();
+    assert_eq!(reports.len(), 3);
+    for (i, host) in reports.iter().enumerate() {
+        assert_eq!(host["reached"], true, "{host}");
+        assert_eq!(host["uploaded"], true, "the first contact uploads: {host}");
+        assert_eq!(host["hello"]["uid"], 0, "{host}");
+        assert_eq!(host["hello"]["capabilities"]["root"], true, "{host}");
+        // Its own PID namespace: the agent is no process of this machine's view with that pid's command line.
+        let clock = &host["clock"];
+        let uncertainty = clock["uncertainty_ns"].as_u64().unwrap();
+        // One machine, one wall clock: the measured offset is within its uncertainty (plus a millisecond of slack).
+        assert!(
+            clock["wall_offset_ns"].as_i64().unwrap().unsigned_abs() <= uncertainty + 1_000_000,
+            "host {i}: {clock}"
+        );
+    }
+    // Nothing reached this machine's own /srv: each host's workdir is its own.
+    assert!(
+        !std::path::Path::new("/srv/faultline").exists(),
+        "the upload went through the shared file system"
+    );
+    // Again: the hosts have this build, nothing is uploaded.
+    let (output, report) = check(&hosts, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    assert!(
+        report["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["uploaded"] == false),
+        "{report}"
+    );
+    // A host that is gone is named, with ssh's words; the others are still reported.
+    hosts.kill_host(1);
+    let (output, report) = check(&hosts, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
+    let reports = report["hosts"].as_array().unwrap();
+    assert_eq!(
+        (reports[0]["reached"].clone(), reports[2]["reached"].clone()),
+        (Value::Bool(true), Value::Bool(true))
+    );
+    let error = reports[1]["error"].as_str().unwrap();
+    assert!(error.starts_with("fl-h2: cannot connect over ssh"), "{error}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("fl-h2: NOT REACHED") && stderr.contains("1 of 3 hosts not reached"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_keys_are_accepted() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let hosts = SshHosts::start(1);
+    std::fs::write(hosts.dir().join("known_hosts"), "").unwrap();
+    let (output, report) = check(&hosts, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
+    let error = report["hosts"][0]["error"].as_str().unwrap();
+    assert!(error.contains("Host key verification failed"), "{error}");
+    let (output, _) = check(&hosts, &["--accept-new-host-keys"]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let known = std::fs::read_to_string(hosts.dir().join("known_hosts")).unwrap();
+    assert!(known.contains(&hosts.addresses[0]), "the new key was recorded: {known}");
+    // A changed key is refused even then.
+    std::fs::write(
+        hosts.dir().join("known_hosts"),
+        format!(
+            "{} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHm1yQk7b5Xx1y0w3bQ8m6dD7kz8gNwXcJH1yV3m6y4X\n",
+            hosts.addresses[0]
+        ),
+    )
+    .unwrap();
+    let (output, report) = check(&hosts, &["--accept-new-host-keys"]);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
+    let error = report["hosts"][0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("HOST IDENTIFICATION HAS CHANGED") || error.contains("Host key verification failed"),
+        "{error}"
+    );
+}
