@@ -226,7 +226,12 @@ fn given_bad_input_when_checked_should_exit_254_naming_file_line_and_column_or_t
             vec!["--consistency-models", "serialisable"],
             "unknown consistency model \"serialisable\"".into(),
         ),
-        (torn, vec!["--anomalies", "G3"], "unknown anomaly \"G3\"".into()),
+        (torn.clone(), vec!["--anomalies", "G3"], "unknown anomaly \"G3\"".into()),
+        (
+            torn,
+            vec!["--explain-keys", "all"],
+            "--explain-keys explains the keys a linearizability check found failing".into(),
+        ),
     ];
     for (file, extra, expected) in cases {
         let output = faultline()
@@ -242,6 +247,98 @@ fn given_bad_input_when_checked_should_exit_254_naming_file_line_and_column_or_t
             "{extra:?}: expected {expected:?} in:\n{stderr}"
         );
     }
+}
+
+/// Jepsen `independent` register ops: key 1 reads nil after a write, key 2 applies a cas from a value it never held,
+/// key 3 is fine.
+fn two_keys_failing_two_ways() -> String {
+    edn(&[
+        "{:process 0 :type :invoke :f :write :value [1 1]}",
+        "{:process 0 :type :ok :f :write :value [1 1]}",
+        "{:process 1 :type :invoke :f :read :value [1 nil]}",
+        "{:process 1 :type :ok :f :read :value [1 nil]}",
+        "{:process 2 :type :invoke :f :write :value [2 7]}",
+        "{:process 2 :type :ok :f :write :value [2 7]}",
+        "{:process 3 :type :invoke :f :cas :value [2 [5 6]]}",
+        "{:process 3 :type :ok :f :cas :value [2 [5 6]]}",
+        "{:process 4 :type :invoke :f :write :value [3 9]}",
+        "{:process 4 :type :ok :f :write :value [3 9]}",
+    ])
+}
+
+/// `faultline check FILE [extra]` without `--json`: the exit code and what it printed for a person (stderr).
+fn check_text(file: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let output = faultline().arg("check").args(extra).arg(file).output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn given_two_keys_failing_two_ways_when_checked_with_explain_keys_should_explain_each_asked_key_and_name_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "two.edn", &two_keys_failing_two_ways());
+    let (code, text) = check_text(&file, &[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("\n  Key \"1\": no order of its 2 operations"),
+        "the first in full:\n{text}"
+    );
+    assert!(
+        text.contains("\n    Key \"2\": cas(5, 6) -> ok (process 3, history events 6..7) cannot be placed"),
+        "the second in one line:\n{text}"
+    );
+    assert!(
+        text.contains("by `faultline check --explain-keys all`"),
+        "the reason says where:\n{text}"
+    );
+
+    let report = dir.path().join("report");
+    let (code, text) = check_text(
+        &file,
+        &["--explain-keys", "2,3,9", "--report", report.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(1), "the verdict's exit code, whatever was asked:\n{text}");
+    assert!(
+        text.contains("\n  Next must come cas(5, 6) -> ok (process 3, history events 6..7)"),
+        "key 2 in full:\n{text}"
+    );
+    assert!(
+        !text.contains("\n  Key \"1\": no order"),
+        "key 1 was not asked for:\n{text}"
+    );
+    assert!(
+        text.contains("--explain-keys: key \"3\" is linearizable, so there is nothing to explain; the failing keys are \"1\", \"2\"."),
+        "{text}"
+    );
+    assert!(
+        text.contains("--explain-keys: the history has no operation on key \"9\"; the failing keys are \"1\", \"2\"."),
+        "{text}"
+    );
+
+    let results: Value = serde_json::from_slice(&std::fs::read(report.join("results.json")).unwrap()).unwrap();
+    let keys = &results["checks"][0]["details"]["keys"];
+    assert_eq!(keys[0]["explanation"]["op"]["description"], "read() -> nil", "{keys:#}");
+    assert_eq!(
+        keys[1]["explanation"]["op"]["description"], "cas(5, 6) -> ok",
+        "{keys:#}"
+    );
+    assert!(keys[2].get("explanation").is_none(), "{keys:#}");
+    let page = std::fs::read_to_string(report.join("report.html")).unwrap();
+    let second = page
+        .find("<details class=\"lin-key\" id=\"lin-key-1\"><summary>Key &quot;2&quot;: cas(5, 6) -&gt; ok")
+        .expect("key 2 folded under its headline");
+    let first = page.find("<div class=\"lin\" id=\"lin-view\">").expect("key 1 open");
+    assert!(first < second);
+    assert!(
+        page[first..second].contains("read() -&gt; nil"),
+        "key 1's view names its op"
+    );
+    assert!(
+        page[second..].contains("state <code>7</code>: illegal in this state"),
+        "key 2's steps table"
+    );
 }
 
 /// The DOM of `page` after its scripts ran in headless Chromium; `None` (skipped) where Chromium is not installed,

@@ -134,11 +134,16 @@ fn linearizability(result: &LinearizabilityResult) -> Markup {
         .count()
         .max(KEYS_SHOWN);
     let rest = keys.get(shown..).unwrap_or_default();
+    let views = super::linearizability::view_ids(result);
     html! {
         div class="detail" {
             (result.model) " model · " (result.ops) " ops on " (result.keys.len()) " keys · searched in "
             (result.elapsed_ms) " ms"
-            @if result.explanation.is_some() { " · " a href="#lin-view" { "see the failing key below" } }
+            @match result.explanations().len() {
+                0 => {}
+                1 => { " · " a href="#lin-view" { "see the failing key below" } }
+                n => { " · " a href="#lin-view" { "see the " (n) " failing keys below" } }
+            }
         }
         @if !keys.is_empty() {
             // A passing check folds its key table away; a failing one shows it.
@@ -150,7 +155,10 @@ fn linearizability(result: &LinearizabilityResult) -> Markup {
                         @for key in keys.iter().take(shown) {
                             tr {
                                 td { code { (Shown(&key.key)) } }
-                                td { (pill(key.verdict)) @if let Some(s) = key.stopped { " (stopped: " (format!("{s:?}")) ")" } }
+                                td {
+                                    (pill(key.verdict)) @if let Some(s) = key.stopped { " (stopped: " (format!("{s:?}")) ")" }
+                                    @if let Some(id) = views.get(key.key.as_str()) { " · " a href={ "#" (id) } { "why" } }
+                                }
                                 td { (key.ops) }
                                 td { (key.elapsed_ms) " ms, " (key.cache_entries) " states" }
                             }
@@ -393,6 +401,7 @@ mod tests {
             stopped: None,
             elapsed_ms: 0,
             cache_entries: 0,
+            explanation: None,
         }
     }
 
@@ -408,6 +417,45 @@ mod tests {
             keys,
             explanation: None,
         }
+    }
+
+    #[test]
+    fn given_explained_failing_keys_when_rendered_should_link_each_row_to_its_view() {
+        let mut result = result(3, 2);
+        let explained = |key: &str| faultline_workloads::Explanation {
+            key: key.to_string(),
+            op: faultline_workloads::OpSummary {
+                process: Some(1),
+                invoke_index: 0,
+                complete_index: Some(1),
+                completion: "ok".into(),
+                description: "read() -> nil".into(),
+            },
+            op_legal_in_state: false,
+            linearized_count: 0,
+            linearized_tail: Vec::new(),
+            state: "missing".into(),
+            concurrent: Vec::new(),
+            concurrent_count: 0,
+            lines: Vec::new(),
+        };
+        // Keys: ok0, ok1, bad0, bad1, bad2; the first two failing keys are explained.
+        for place in [2, 3] {
+            result.keys[place].explanation = Some(explained(&result.keys[place].key.clone()));
+        }
+        result.explanation = result.keys[2].explanation.clone();
+        let html = linearizability(&result).into_string();
+        assert!(html.contains("see the 2 failing keys below"), "{html}");
+        assert!(
+            html.contains("<a href=\"#lin-view\">why</a>"),
+            "the first key's view: {html}"
+        );
+        assert!(html.contains("<a href=\"#lin-key-3\">why</a>"), "the second's: {html}");
+        assert_eq!(
+            html.matches(">why</a>").count(),
+            2,
+            "an unexplained key has no link: {html}"
+        );
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! its real-time interval, one row per client process; the tail of the longest partial linearization numbered and
 //! joined at (valid) linearization points, with the model state after each step on hover; the operation that cannot be
 //! placed in red; the operations concurrent with it outlined. When that op is a read, the acknowledged writes it does
-//! not see are listed by name ([`super::unseen`]).
+//! not see are listed by name ([`super::unseen`]). Every failing key the check explained gets its view: the first
+//! open, each other folded under its key and one-line headline ([`render_all`]).
 
 use super::escape::Shown;
 use super::timeline::ms;
 use faultline_workloads::history::{Event, EventKind, History};
-use faultline_workloads::{Explanation, OpSummary};
+use faultline_workloads::{Explanation, LinearizabilityResult, OpSummary, Verdict};
 use maud::{html, Markup};
 use std::collections::HashMap;
 
@@ -38,9 +39,80 @@ struct KeyOp {
     role: Role,
 }
 
+/// Failing keys' views drawn at most: each is some 30 to 40 KiB of page and scans the history twice (50 views of a
+/// 400,000-event history: 0.6 s and 2 MiB); past it, explained keys get their headline only.
+const VIEWS_DRAWN_MAX: usize = 50;
+
+/// Where the first failing key's view is on the page (the checks table and the evidence links point at it).
+const FIRST_VIEW_ID: &str = "lin-view";
+
+/// Every failing key's view: the first open, each other folded in a `<details>` whose summary is its key and
+/// headline, up to [`VIEWS_DRAWN_MAX`] views; explained keys past those get their headline only. A results.json
+/// written before every failing key was explained holds only the first; a check that explained only the first
+/// [`faultline_workloads::linearizability::EXPLAINED_KEYS_MAX`] failing keys says how many it left out.
+pub fn render_all(result: &LinearizabilityResult, history: &History, end_ms: f64) -> Markup {
+    let explained = result.explanations();
+    let failing = result.keys.iter().filter(|k| k.verdict == Verdict::Invalid).count();
+    let unexplained = failing.saturating_sub(explained.len());
+    let Some((first, rest)) = explained.split_first() else {
+        return html! {};
+    };
+    let (drawn, listed) = rest.split_at(rest.len().min(VIEWS_DRAWN_MAX - 1));
+    let ids = view_ids(result);
+    html! {
+        (render(first, history, end_ms, Some(FIRST_VIEW_ID)))
+        @if !rest.is_empty() {
+            h3 { (rest.len()) " more failing key(s), each folded: open one for its view" }
+            @for explanation in drawn {
+                details class="lin-key" id=[ids.get(explanation.key.as_str())] {
+                    summary { (Shown(&explanation.headline())) }
+                    (render(explanation, history, end_ms, None))
+                }
+            }
+        }
+        @if !listed.is_empty() {
+            details class="lin-key" {
+                summary {
+                    (listed.len()) " more explained failing key(s), not drawn (a report draws " (VIEWS_DRAWN_MAX)
+                    "); each in one line, and in full by " code { "faultline check --explain-keys KEY" }
+                }
+                ul class="lin-lines" {
+                    @for explanation in listed {
+                        li id=[ids.get(explanation.key.as_str())] { (Shown(&explanation.headline())) }
+                    }
+                }
+            }
+        }
+        @if unexplained > 0 {
+            p class="hint" {
+                (unexplained) " more failing key(s) are not explained here: the check explained the first "
+                (explained.len()) ". " code { "faultline check --explain-keys all" } " on the history explains each."
+            }
+        }
+    }
+}
+
+/// The id of each explained key's view on the page: the first view's, or `lin-key-N` with N the key's place in the
+/// result's per-key list (keys are run text, so they do not go into ids).
+pub(super) fn view_ids(result: &LinearizabilityResult) -> HashMap<&str, String> {
+    let explained = result.explanations();
+    let mut ids: HashMap<&str, String> = result
+        .keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.explanation.is_some())
+        .map(|(place, k)| (k.key.as_str(), format!("lin-key-{place}")))
+        .collect();
+    if let Some(first) = explained.first() {
+        ids.insert(first.key.as_str(), FIRST_VIEW_ID.to_string());
+    }
+    ids
+}
+
 /// Renders the view for `explanation`, with op intervals taken from `history`. `end_ms` is the end of the run. The
 /// view is drawn and labelled on the phase clock ([`super::timeline::shown`]), as the rest of the report speaks.
-pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Markup {
+/// `id` names the first view (the others are named by the `<details>` that folds them).
+pub fn render(explanation: &Explanation, history: &History, end_ms: f64, id: Option<&str>) -> Markup {
     let phase_ms = ms(history.phase_start_ns());
     let end_ms = end_ms - phase_ms;
     let mut ops = key_ops(history, &explanation.key);
@@ -69,7 +141,7 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Mark
     }
     let window = select_window(&mut ops, end_ms);
     html! {
-        div class="lin" id="lin-view" {
+        div class="lin" id=[id] {
             h3 {
                 @if explanation.key.is_empty() { "The one object (the history names no key)" } @else { "Key " code { (Shown(&explanation.key)) } }
                 ": the longest legal order found, and the op that cannot follow it"
@@ -88,7 +160,7 @@ pub fn render(explanation: &Explanation, history: &History, end_ms: f64) -> Mark
                 "."
             }
             (steps_table(explanation))
-            (super::unseen::for_failing_read(history, explanation))
+            (super::unseen::for_failing_read(history, explanation, id.is_some()))
         }
     }
 }
@@ -368,4 +440,155 @@ fn format_seconds(t_ms: f64) -> String {
     let text = format!("{:.3}", t_ms / 1000.0);
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_workloads::{check_history, CheckOptions, Event, ModelKind};
+    use serde_json::{json, Value};
+
+    /// Key "k1" reads nothing after a write; key `k2<b>` (run text that needs escaping) applies a cas from a value it
+    /// never held; key "k3" is fine.
+    fn two_keys_failing_two_ways() -> History {
+        let op = |process: u64, f: &str, key: &str, value: Value| {
+            [EventKind::Invoke, EventKind::Ok].map(|kind| Event {
+                index: 0,
+                time_ns: 0,
+                kind,
+                process: Some(process),
+                worker: Some(process),
+                node: None,
+                f: f.into(),
+                key: Some(key.into()),
+                value: value.clone(),
+                error: None,
+            })
+        };
+        let mut events: Vec<Event> = [
+            op(0, "write", "k1", json!("a")),
+            op(1, "read", "k1", Value::Null),
+            op(2, "write", "k2<b>", json!("x")),
+            op(3, "cas", "k2<b>", json!(["y", "z"])),
+            op(4, "write", "k3", json!("b")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+            e.time_ns = (i as u64 + 1) * 1_000_000;
+        }
+        History {
+            events,
+            truncated_tail: false,
+        }
+    }
+
+    #[test]
+    fn given_two_failing_keys_when_rendered_should_show_the_first_open_and_the_second_folded_under_its_headline() {
+        let history = two_keys_failing_two_ways();
+        let result = check_history(&history, ModelKind::CasRegister, &CheckOptions::default());
+        let html = render_all(&result, &history, 20.0).into_string();
+        let first = html
+            .find("<div class=\"lin\" id=\"lin-view\">")
+            .expect("the first view, open");
+        let folded = html
+            .find("<details class=\"lin-key\" id=\"lin-key-1\"><summary>Key &quot;k2&lt;b&gt;&quot;: cas(&quot;y&quot;, &quot;z&quot;) -&gt; ok (process 3, history events 6..7) cannot be placed in any legal order: it is illegal in state &quot;x&quot;.</summary>")
+            .unwrap_or_else(|| panic!("the second folded under its escaped key and headline: {html}"));
+        assert!(first < folded, "the first comes first");
+        assert!(
+            html[first..folded].contains("read() -&gt; nil"),
+            "the first names its op"
+        );
+        assert!(
+            html[folded..].contains("✖ cas(&quot;y&quot;, &quot;z&quot;) -&gt; ok"),
+            "the second draws its op"
+        );
+        assert!(!html.contains("k2<b>"), "the key is escaped");
+        assert_eq!(html.matches("id=\"lin-view\"").count(), 1, "ids stay unique");
+        assert!(html.contains("1 more failing key(s)"), "{html}");
+        assert!(!html.contains("not explained here"), "{html}");
+    }
+
+    #[test]
+    fn given_a_result_explaining_only_some_failing_keys_when_rendered_should_say_how_many_it_left_out() {
+        let history = two_keys_failing_two_ways();
+        let opts = CheckOptions {
+            explained_keys_max: 1,
+            ..CheckOptions::default()
+        };
+        let result = check_history(&history, ModelKind::CasRegister, &opts);
+        let html = render_all(&result, &history, 20.0).into_string();
+        assert!(html.contains("id=\"lin-view\""));
+        assert!(!html.contains("<details"), "{html}");
+        assert!(
+            html.contains("1 more failing key(s) are not explained here: the check explained the first 1."),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn given_more_explained_keys_than_views_drawn_when_rendered_should_list_the_rest_by_headline() {
+        let mut events = Vec::new();
+        for k in 0..60u64 {
+            let key = format!("k{k:02}");
+            for (process, f, value, read) in [
+                (2 * k, "write", json!("a"), json!("a")),
+                (2 * k + 1, "read", Value::Null, Value::Null),
+            ] {
+                for (kind, value) in [(EventKind::Invoke, value), (EventKind::Ok, read)] {
+                    events.push(Event {
+                        index: events.len() as u64,
+                        time_ns: events.len() as u64 * 1_000_000,
+                        kind,
+                        process: Some(process),
+                        worker: Some(process),
+                        node: None,
+                        f: f.into(),
+                        key: Some(key.clone()),
+                        value,
+                        error: None,
+                    });
+                }
+            }
+        }
+        let history = History {
+            events,
+            truncated_tail: false,
+        };
+        let every = CheckOptions {
+            explained_keys_max: usize::MAX,
+            ..CheckOptions::default()
+        };
+        let result = check_history(&history, ModelKind::CasRegister, &every);
+        let html = render_all(&result, &history, 300.0).into_string();
+        assert_eq!(
+            html.matches("<div class=\"lin\"").count(),
+            VIEWS_DRAWN_MAX,
+            "views drawn"
+        );
+        assert!(html.contains("10 more explained failing key(s), not drawn"), "{html}");
+        assert!(
+            html.contains("<li id=\"lin-key-59\">Key &quot;k59&quot;: read() -&gt; nil"),
+            "{html}"
+        );
+        assert_eq!(
+            html.matches("id=\"lin-key-").count(),
+            59,
+            "every explained key has its anchor"
+        );
+    }
+
+    /// A results.json written before every failing key was explained: only the result's own explanation.
+    #[test]
+    fn given_a_result_from_before_per_key_explanations_when_rendered_should_show_its_one_explanation() {
+        let history = two_keys_failing_two_ways();
+        let mut result = check_history(&history, ModelKind::CasRegister, &CheckOptions::default());
+        result.keys.iter_mut().for_each(|k| k.explanation = None);
+        let html = render_all(&result, &history, 20.0).into_string();
+        assert!(html.contains("id=\"lin-view\""));
+        assert!(!html.contains("<details"), "{html}");
+        assert_eq!(view_ids(&result).get("k1").map(String::as_str), Some("lin-view"));
+    }
 }

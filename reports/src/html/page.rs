@@ -80,10 +80,10 @@ pub fn render(inputs: &RunInputs) -> String {
                     (txn::render(result, history, &timeline, end_ms))
                 }
             }
-            @if let Some(explanation) = explanation {
+            @if let Some(lin) = lin.as_ref().filter(|_| explanation.is_some()) {
                 section class="card" id="linearizability" {
                     h2 { "Linearizability failure" }
-                    (linearizability::render(explanation, history, end_ms))
+                    (linearizability::render_all(lin, history, end_ms))
                     (unseen::for_final_reads(history, &invalid_keys))
                 }
             }

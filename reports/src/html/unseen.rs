@@ -109,9 +109,10 @@ fn value_text(value: &Value) -> String {
     }
 }
 
-/// A time as the report shows it: on the phase clock of `history` ([`super::timeline::shown`]).
-fn seconds(history: &History, time_ns: u64) -> String {
-    super::timeline::shown(ms(time_ns), ms(history.phase_start_ns()))
+/// A time as the report shows it: on the phase clock that starts at `phase_ms` ([`super::timeline::shown`]). The
+/// caller finds the phase start once: `History::phase_start_ns` scans the history.
+fn seconds(phase_ms: f64, time_ns: u64) -> String {
+    super::timeline::shown(ms(time_ns), phase_ms)
 }
 
 fn process(event: &Event) -> String {
@@ -119,7 +120,8 @@ fn process(event: &Event) -> String {
 }
 
 /// Under the failing key: the acknowledged writes its unplaceable op does not see, when that op is an `ok` read.
-pub fn for_failing_read(history: &History, explanation: &Explanation) -> Markup {
+/// `first`: this is the first failing key's view, the one whose list is named `lin-unseen` (ids are unique).
+pub fn for_failing_read(history: &History, explanation: &Explanation, first: bool) -> Markup {
     let pairs = completed_pairs(history, &explanation.key);
     let read = pairs
         .iter()
@@ -132,15 +134,16 @@ pub fn for_failing_read(history: &History, explanation: &Explanation) -> Markup 
     if unseen.writes.is_empty() {
         return html! {};
     }
+    let phase_ms = ms(history.phase_start_ns());
     let count = unseen.writes.len();
     html! {
-        div class="lin-unseen" id="lin-unseen" {
+        div class="lin-unseen" id=[first.then_some("lin-unseen")] {
             h4 { (count) " acknowledged write(s) the read does not see" }
             p {
-                "The read (" (process(unseen.read)) ", invoked at " (seconds(history, unseen.read.time_ns)) " on "
+                "The read (" (process(unseen.read)) ", invoked at " (seconds(phase_ms, unseen.read.time_ns)) " on "
                 (unseen.read.node.as_deref().unwrap_or("?")) ") returns " code { (Shown(&value_text(unseen.value))) }
                 @match unseen.writer {
-                    Some(writer) => { ", written by " (process(writer)) " at " (seconds(history, writer.time_ns)) }
+                    Some(writer) => { ", written by " (process(writer)) " at " (seconds(phase_ms, writer.time_ns)) }
                     None => { ", the initial state" }
                 }
                 ". These writes were acknowledged after that and before the read began, so in real time they come \
@@ -160,8 +163,8 @@ pub fn for_failing_read(history: &History, explanation: &Explanation) -> Markup 
                             td { code { (Shown(&describe(invoke, Some(completion)))) } }
                             td { (process(invoke)) }
                             td { (completion.node.as_deref().unwrap_or("?")) }
-                            td { (seconds(history, invoke.time_ns)) }
-                            td { (seconds(history, completion.time_ns)) " (#" (completion.index) ")" }
+                            td { (seconds(phase_ms, invoke.time_ns)) }
+                            td { (seconds(phase_ms, completion.time_ns)) " (#" (completion.index) ")" }
                         }
                     }
                     @if count > LISTED_MAX {
@@ -184,6 +187,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
     else {
         return html! {};
     };
+    let phase_ms = ms(history.phase_start_ns());
     let mut rows = Vec::new();
     for key in keys {
         let pairs = completed_pairs(history, key);
@@ -223,7 +227,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
                             td { code { (Shown(key)) } }
                             td {
                                 code { (Shown(&value_text(unseen.value))) } " (" (process(unseen.read)) " on "
-                                (unseen.read.node.as_deref().unwrap_or("?")) " at " (seconds(history, unseen.read.time_ns)) ")"
+                                (unseen.read.node.as_deref().unwrap_or("?")) " at " (seconds(phase_ms, unseen.read.time_ns)) ")"
                             }
                             td { (unseen.writes.len()) }
                             td {
@@ -231,7 +235,7 @@ pub fn for_final_reads(history: &History, keys: &[&str]) -> Markup {
                                     @if i > 0 { "; " }
                                     code { (Shown(&describe(invoke, Some(completion)))) }
                                     " " (process(invoke)) ", acknowledged by "
-                                    (completion.node.as_deref().unwrap_or("?")) " at " (seconds(history, completion.time_ns))
+                                    (completion.node.as_deref().unwrap_or("?")) " at " (seconds(phase_ms, completion.time_ns))
                                 }
                                 @if unseen.writes.len() > NAMED_PER_KEY_MAX { "; …" }
                             }

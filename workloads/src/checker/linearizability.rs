@@ -1,7 +1,8 @@
 //! `linearizability` (register workload): the client history under a model (the cas-register for faultline's
 //! register workload), checked per key by the search in [`crate::linearizability`] within a time and memory budget;
-//! past either the answer is `unknown`. The details are the whole [`crate::LinearizabilityResult`]; an invalid
-//! verdict's evidence time is that of the operation the explanation names.
+//! past either the answer is `unknown`. The details are the whole [`crate::LinearizabilityResult`], with every failing
+//! key's explanation up to [`crate::linearizability::EXPLAINED_KEYS_MAX`]; an invalid verdict's evidence time is that
+//! of the operation the first explanation names.
 
 use super::{time_of, CheckInput, CheckResult, Checker};
 use crate::history::EventKind;
@@ -9,6 +10,7 @@ use crate::linearizability::{check_history, CheckOptions};
 use crate::models::ModelKind;
 use crate::verdict::Verdict;
 use serde_json::Value;
+use std::time::Duration;
 
 /// Checks the client history for linearizability under `model`.
 #[derive(Debug, Clone)]
@@ -17,6 +19,21 @@ pub struct Linearizability {
     pub model: ModelKind,
     /// The search's time and memory budget and parallelism.
     pub options: CheckOptions,
+}
+
+impl Linearizability {
+    /// The checker of `model` within `timeout` that explains every failing key, not only the first
+    /// [`crate::linearizability::EXPLAINED_KEYS_MAX`]: for `faultline check --explain-keys`, where a person asked.
+    pub fn explaining_every_key(model: ModelKind, timeout: Duration) -> Linearizability {
+        Linearizability {
+            model,
+            options: CheckOptions {
+                timeout,
+                explained_keys_max: usize::MAX,
+                ..CheckOptions::default()
+            },
+        }
+    }
 }
 
 impl Checker for Linearizability {

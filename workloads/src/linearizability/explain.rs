@@ -60,6 +60,27 @@ pub struct Explanation {
     pub lines: Vec<String>,
 }
 
+impl Explanation {
+    /// The explanation in one line: the key, the operation that cannot be placed, and whether it is illegal where it
+    /// must come or legal there with nothing able to follow it.
+    pub fn headline(&self) -> String {
+        let why = if self.op_legal_in_state {
+            format!(
+                "it is legal in state {}, but every way to continue after it fails",
+                self.state
+            )
+        } else {
+            format!("it is illegal in state {}", self.state)
+        };
+        format!(
+            "{}: {} ({}) cannot be placed in any legal order: {why}.",
+            capitalized(&super::key_subject(&self.key)),
+            self.op.description,
+            who(&self.op)
+        )
+    }
+}
+
 fn summary<M: Model>(partition: &Partition<M>, i: usize) -> OpSummary {
     let OpOrigin {
         process,
@@ -203,7 +224,7 @@ fn sentences<M: Model>(
 }
 
 /// `text` with its first letter in upper case.
-fn capitalized(text: &str) -> String {
+pub(super) fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()

@@ -3,14 +3,17 @@
 //!
 //! [`check_history`] pairs invocations with completions, splits the history by key, checks keys in parallel with the
 //! search in [`search`] (Wing & Gong with Lowe's memoization), checks every key (a failing key does not cancel the
-//! others, so a report can say whether one key went wrong or twenty), and honours a wall-clock and a memory budget:
-//! keys still unanswered when a budget runs out are [`Verdict::Unknown`] with that reason.
+//! others, so a report can say whether one key went wrong or twenty), explains every key found non-linearizable
+//! ([`explain`]), and honours a wall-clock and a memory budget: keys still unanswered when a budget runs out are
+//! [`Verdict::Unknown`] with that reason. [`text`] prints a result for a person.
 
 mod explain;
 mod prepare;
 mod search;
+mod text;
 
 pub use explain::{Explanation, LinearizedStep, OpSummary};
+pub use text::{render_text, render_text_explaining, ExplainKeys};
 
 use crate::history::History;
 use crate::models::{AppendLog, CasRegister, Kv, Model, ModelKind};
@@ -34,6 +37,8 @@ pub struct CheckOptions {
     pub parallelism: usize,
     /// Check each key on its own (P-compositionality). Turn off only to measure: keys are independent objects.
     pub partition_by_key: bool,
+    /// Failing keys explained, the first ones in key order (each explanation is some 6 KiB of results.json).
+    pub explained_keys_max: usize,
 }
 
 impl Default for CheckOptions {
@@ -43,6 +48,7 @@ impl Default for CheckOptions {
             memory_budget_bytes: 1 << 30,
             parallelism: 0,
             partition_by_key: true,
+            explained_keys_max: EXPLAINED_KEYS_MAX,
         }
     }
 }
@@ -76,6 +82,10 @@ pub struct KeySummary {
     pub elapsed_ms: u64,
     /// Distinct (linearized set, state) pairs the search cached.
     pub cache_entries: u64,
+    /// Why the key is not linearizable, when it is not (absent from results.json files written before every
+    /// failing key was explained).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// The outcome of checking a history: what goes into `results.json`.
@@ -93,9 +103,23 @@ pub struct LinearizabilityResult {
     pub elapsed_ms: u64,
     /// Per-key verdicts, in key order.
     pub keys: Vec<KeySummary>,
-    /// For an invalid history: why, on the first key found non-linearizable.
+    /// For an invalid history: why, on the first key found non-linearizable (the same as that key's
+    /// [`KeySummary::explanation`]; kept for readers of results.json written before every failing key was explained).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
+}
+
+impl LinearizabilityResult {
+    /// Every failing key's explanation, in key order. A result written before every failing key was explained holds
+    /// only the first, in [`LinearizabilityResult::explanation`].
+    pub fn explanations(&self) -> Vec<&Explanation> {
+        let per_key: Vec<&Explanation> = self.keys.iter().filter_map(|k| k.explanation.as_ref()).collect();
+        if per_key.is_empty() {
+            self.explanation.iter().collect()
+        } else {
+            per_key
+        }
+    }
 }
 
 /// Checks that `history`'s client operations are linearizable under `model`.
@@ -135,12 +159,22 @@ fn check_with<M: Model + Default>(history: &History, kind: ModelKind, opts: &Che
         }
     };
     let outcomes = run_partitions(&partitions, started + opts.timeout, opts);
-    let first_illegal = outcomes.iter().position(|o| o.longest.is_some());
-    let explanation = first_illegal.map(|i| {
-        let longest = outcomes[i].longest.as_deref().unwrap_or_default();
-        explain::explain(&partitions[i], longest, kind)
-    });
-    let keys: Vec<KeySummary> = outcomes.into_iter().map(|o| o.summary).collect();
+    // Explaining replays one legal prefix per failing key: linear in the key's operations, far below its search
+    // (200 failing keys of 500 operations: 3 ms of a 190 ms check). What bounds the count is results.json's size.
+    let mut explained = 0;
+    let keys: Vec<KeySummary> = outcomes
+        .into_iter()
+        .zip(&partitions)
+        .map(|(outcome, partition)| {
+            let longest = outcome.longest.filter(|_| explained < opts.explained_keys_max);
+            explained += usize::from(longest.is_some());
+            KeySummary {
+                explanation: longest.map(|longest| explain::explain(partition, &longest, kind)),
+                ..outcome.summary
+            }
+        })
+        .collect();
+    let explanation = keys.iter().find_map(|k| k.explanation.clone());
     let verdict = Verdict::combine_all(keys.iter().map(|k| k.verdict));
     let ops = keys.iter().map(|k| k.ops).sum();
     let reason = overall_reason(verdict, kind, &keys, explanation.as_ref(), opts);
@@ -157,6 +191,13 @@ fn check_with<M: Model + Default>(history: &History, kind: ModelKind, opts: &Che
 
 /// Failing keys named in the check's one-line reason (the per-key table lists them all).
 const FAILING_KEYS_NAMED_MAX: usize = 8;
+
+/// Failing keys explained by default ([`CheckOptions::explained_keys_max`]): 200 explanations would add some
+/// 1.3 MiB to results.json, 2,000 some 13 MiB; past a few dozen a reader wants the pattern, not every key.
+pub const EXPLAINED_KEYS_MAX: usize = 50;
+
+/// Where a reason naming several failing keys sends the reader for the ones it does not explain.
+const EXPLAIN_EVERY_KEY: &str = "`faultline check --explain-keys all`";
 
 /// Histories with fewer operations than this are checked on one thread unless `parallelism` asks otherwise.
 const SMALL_HISTORY_OPS: usize = 4096;
@@ -307,6 +348,7 @@ fn record<M: Model>(
             stopped,
             elapsed_ms: spent.as_millis() as u64,
             cache_entries: stats.cache_entries,
+            explanation: None,
         },
         longest,
     };
@@ -369,7 +411,19 @@ fn overall_reason(
                     } else {
                         String::new()
                     };
-                    format!("{n} keys are not linearizable ({}{more}); {first}", shown.join(", "))
+                    let explained = keys.iter().filter(|k| k.explanation.is_some()).count();
+                    let where_explained = if explained < n {
+                        format!(
+                            "the first {explained} failing keys are explained in the report, and each by \
+                             {EXPLAIN_EVERY_KEY}"
+                        )
+                    } else {
+                        format!("each failing key is explained in the report and by {EXPLAIN_EVERY_KEY}")
+                    };
+                    format!(
+                        "{n} keys are not linearizable ({}{more}); {first}; {where_explained}",
+                        shown.join(", ")
+                    )
                 }
             }
         }
@@ -391,29 +445,6 @@ fn overall_reason(
             }
         }
     }
-}
-
-/// Renders a result as a few plain-English lines for the terminal.
-pub fn render_text(result: &LinearizabilityResult) -> String {
-    let mut out = format!("{}: {}\n", result.verdict, result.reason);
-    if let Some(e) = &result.explanation {
-        for line in &e.lines {
-            out.push_str("  ");
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    let count = |v: Verdict| result.keys.iter().filter(|k| k.verdict == v).count();
-    out.push_str(&format!(
-        "{} key(s): {} valid, {} invalid, {} unknown; {} operations; {} ms\n",
-        result.keys.len(),
-        count(Verdict::Valid),
-        count(Verdict::Invalid),
-        count(Verdict::Unknown),
-        result.ops,
-        result.elapsed_ms
-    ));
-    out
 }
 
 #[cfg(test)]
@@ -548,6 +579,225 @@ mod tests {
             "{}",
             result.reason
         );
+    }
+
+    /// Key "k1" reads nothing after a write; key "k2" applies a cas from a value it never held; key "k3" is fine.
+    fn two_keys_failing_two_ways() -> History {
+        use EventKind::*;
+        history(vec![
+            ev(Invoke, 0, "write", "k1", json!("a")),
+            ev(Ok, 0, "write", "k1", json!("a")),
+            ev(Invoke, 1, "read", "k1", Value::Null),
+            ev(Ok, 1, "read", "k1", Value::Null),
+            ev(Invoke, 2, "write", "k2", json!("x")),
+            ev(Ok, 2, "write", "k2", json!("x")),
+            ev(Invoke, 3, "cas", "k2", json!(["y", "z"])),
+            ev(Ok, 3, "cas", "k2", json!(["y", "z"])),
+            ev(Invoke, 4, "write", "k3", json!("b")),
+            ev(Ok, 4, "write", "k3", json!("b")),
+        ])
+    }
+
+    #[test]
+    fn given_two_keys_failing_in_different_ways_when_checked_should_explain_each_naming_its_own_operation() {
+        let result = check_history(
+            &two_keys_failing_two_ways(),
+            ModelKind::CasRegister,
+            &CheckOptions::default(),
+        );
+        assert_eq!(result.verdict, Verdict::Invalid);
+        let explained = |key: &str| {
+            result
+                .keys
+                .iter()
+                .find(|k| k.key == key)
+                .and_then(|k| k.explanation.as_ref())
+        };
+        let k1 = explained("k1").expect("k1 is explained");
+        let k2 = explained("k2").expect("k2 is explained, not only the first failing key");
+        assert!(explained("k3").is_none(), "a linearizable key has nothing to explain");
+        assert_eq!((k1.key.as_str(), k1.op.description.as_str()), ("k1", "read() -> nil"));
+        assert_eq!(
+            (k2.key.as_str(), k2.op.description.as_str(), k2.state.as_str()),
+            ("k2", "cas(\"y\", \"z\") -> ok", "\"x\"")
+        );
+        assert!(k2.lines[0].starts_with("Key \"k2\""), "{:?}", k2.lines);
+        assert!(k2.headline().contains("cas(\"y\", \"z\") -> ok"), "{}", k2.headline());
+        assert_eq!(
+            result.explanation.as_ref(),
+            Some(k1),
+            "the first stays where old readers look"
+        );
+        assert!(
+            result
+                .reason
+                .ends_with("; each failing key is explained in the report and by `faultline check --explain-keys all`"),
+            "{}",
+            result.reason
+        );
+    }
+
+    #[test]
+    fn given_one_failing_key_when_checked_should_not_send_the_reader_to_the_other_explanations() {
+        use EventKind::*;
+        let h = history(vec![
+            ev(Invoke, 0, "write", "k1", json!("a")),
+            ev(Ok, 0, "write", "k1", json!("a")),
+            ev(Invoke, 1, "read", "k1", Value::Null),
+            ev(Ok, 1, "read", "k1", Value::Null),
+        ]);
+        let result = check_history(&h, ModelKind::CasRegister, &CheckOptions::default());
+        assert!(!result.reason.contains("--explain-keys"), "{}", result.reason);
+        assert!(
+            !render_text(&result).contains("other failing key"),
+            "{}",
+            render_text(&result)
+        );
+    }
+
+    #[test]
+    fn given_two_failing_keys_when_rendered_should_explain_the_first_and_list_the_second_by_its_headline() {
+        let result = check_history(
+            &two_keys_failing_two_ways(),
+            ModelKind::CasRegister,
+            &CheckOptions::default(),
+        );
+        let text = render_text(&result);
+        assert!(text.contains("\n  Key \"k1\": no order"), "{text}");
+        assert!(
+            !text.contains("\n  Key \"k2\": no order"),
+            "only the first in full: {text}"
+        );
+        assert!(
+            text.contains("\n  1 other failing key(s)")
+                && text.contains(
+                    "\n    Key \"k2\": cas(\"y\", \"z\") -> ok (process 3, history events 6..7) cannot be placed"
+                ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn given_keys_asked_for_when_rendered_should_explain_each_and_name_the_failing_keys_for_the_others() {
+        let result = check_history(
+            &two_keys_failing_two_ways(),
+            ModelKind::CasRegister,
+            &CheckOptions::default(),
+        );
+        let words = |w: &[&str]| ExplainKeys::from_words(&w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let all = render_text_explaining(&result, &words(&["all"]));
+        assert!(
+            all.contains("\n  Key \"k1\": no order") && all.contains("\n  Key \"k2\": no order"),
+            "{all}"
+        );
+        assert!(!all.contains("other failing key"), "{all}");
+        let asked = render_text_explaining(&result, &words(&["k2", "k3", "nope", "k2"]));
+        assert!(asked.contains("\n  Key \"k2\": no order"), "{asked}");
+        assert_eq!(
+            asked.matches("Key \"k2\": no order").count(),
+            1,
+            "each key once: {asked}"
+        );
+        assert!(!asked.contains("Key \"k1\": no order"), "{asked}");
+        assert!(
+            asked.contains(
+                "--explain-keys: key \"k3\" is linearizable, so there is nothing to explain; the failing keys are \"k1\", \"k2\"."
+            ),
+            "{asked}"
+        );
+        assert!(
+            asked.contains(
+                "--explain-keys: the history has no operation on key \"nope\"; the failing keys are \"k1\", \"k2\"."
+            ),
+            "{asked}"
+        );
+        assert!(
+            asked.contains("\n    Key \"k1\": read() -> nil"),
+            "the unasked failing key is listed: {asked}"
+        );
+    }
+
+    /// A result written before every failing key was explained: its keys carry no explanation, only the result does.
+    #[test]
+    fn given_a_results_json_from_before_per_key_explanations_when_read_should_load_and_render_its_one_explanation() {
+        let result = check_history(
+            &two_keys_failing_two_ways(),
+            ModelKind::CasRegister,
+            &CheckOptions::default(),
+        );
+        let mut old = serde_json::to_value(&result).expect("serializable");
+        for key in old["keys"].as_array_mut().expect("keys") {
+            key.as_object_mut().expect("a key object").remove("explanation");
+        }
+        let old: LinearizabilityResult = serde_json::from_value(old).expect("an old file still loads");
+        assert!(old.keys.iter().all(|k| k.explanation.is_none()));
+        let text = render_text(&old);
+        assert!(text.contains("\n  Key \"k1\": no order"), "{text}");
+        let fine = serde_json::to_value(&old.keys[2]).expect("serializable");
+        assert!(
+            fine.get("explanation").is_none(),
+            "no explanation field on a key without one: {fine}"
+        );
+    }
+
+    #[test]
+    fn given_many_failing_keys_when_checked_should_explain_a_bounded_number_and_say_how_many() {
+        use EventKind::*;
+        let mut events = Vec::new();
+        for k in 0..200u64 {
+            let key = format!("k{k:03}");
+            events.extend([
+                ev(Invoke, 2 * k, "write", &key, json!("a")),
+                ev(Ok, 2 * k, "write", &key, json!("a")),
+                ev(Invoke, 2 * k + 1, "read", &key, Value::Null),
+                ev(Ok, 2 * k + 1, "read", &key, Value::Null),
+            ]);
+        }
+        let h = history(events);
+        let result = check_history(&h, ModelKind::CasRegister, &CheckOptions::default());
+        let explained: Vec<&str> = result
+            .keys
+            .iter()
+            .filter(|k| k.explanation.is_some())
+            .map(|k| k.key.as_str())
+            .collect();
+        assert_eq!(explained.len(), EXPLAINED_KEYS_MAX);
+        assert_eq!(
+            (explained[0], explained[49]),
+            ("k000", "k049"),
+            "the first ones in key order"
+        );
+        assert!(
+            result.reason.ends_with(
+                "; the first 50 failing keys are explained in the report, and each by `faultline check --explain-keys all`"
+            ),
+            "{}",
+            result.reason
+        );
+        let text = render_text(&result);
+        assert!(text.contains("\n  199 other failing key(s)"), "{text}");
+        assert_eq!(text.matches("\n    Key \"k").count(), 20, "{text}");
+        assert!(text.contains("\n    ... and 179 more\n"), "{text}");
+        let asked = render_text_explaining(&result, &ExplainKeys::Named(vec!["k150".into()]));
+        assert!(
+            asked.contains("key \"k150\" is not linearizable, but this result explains only the first 50 failing keys"),
+            "{asked}"
+        );
+        let every = CheckOptions {
+            explained_keys_max: usize::MAX,
+            ..CheckOptions::default()
+        };
+        let result = check_history(&h, ModelKind::CasRegister, &every);
+        assert!(result.keys.iter().all(|k| k.explanation.is_some()));
+        assert!(
+            result
+                .reason
+                .ends_with("; each failing key is explained in the report and by `faultline check --explain-keys all`"),
+            "{}",
+            result.reason
+        );
+        let all = render_text_explaining(&result, &ExplainKeys::All);
+        assert_eq!(all.matches(": no order of its 2 operations").count(), 200);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use clap::ValueEnum;
 use faultline_faults::units::Millis;
 use faultline_workloads::bank_check::BankCheckOptions;
 use faultline_workloads::checker::{HistoryModel, ModelOptions};
+use faultline_workloads::linearizability::ExplainKeys;
 use faultline_workloads::txn_check::ConsistencyModel;
 use std::path::PathBuf;
 
@@ -55,6 +56,11 @@ pub struct CheckArgs {
     /// long-fork: the number of keys each read reads (every read must read that many).
     #[arg(long)]
     pub group_size: Option<usize>,
+    /// Linearizability models: print the full explanation of each of these failing keys, comma-separated, or of
+    /// every failing key with `all` (by default the first is explained and the others get one line each). With it,
+    /// every failing key is explained in results.json too, not only the first 50.
+    #[arg(long, value_delimiter = ',', value_name = "KEYS")]
+    pub explain_keys: Vec<String>,
     /// Write the history (as faultline JSONL), results.json and report.html into this folder, as a run's store
     /// folder holds them.
     #[arg(long, value_name = "DIR")]
@@ -169,6 +175,19 @@ impl CheckArgs {
                 .collect::<Result<_, _>>()?;
         }
         Ok(options)
+    }
+
+    /// The keys `--explain-keys` asks to explain; bad input for a model that is not a linearizability one.
+    pub fn explain_keys(&self) -> Result<ExplainKeys, String> {
+        let model = HistoryModel::from(self.model);
+        if !self.explain_keys.is_empty() && model.linearizable().is_none() {
+            return Err(format!(
+                "faultline check: --explain-keys explains the keys a linearizability check found failing (--model \
+                 cas-register, kv, append-log or mutex), not {}",
+                model.name()
+            ));
+        }
+        Ok(ExplainKeys::from_words(&self.explain_keys))
     }
 
     /// The command that checks the file again.

@@ -10,7 +10,10 @@ pub use args::{CheckArgs, FormatArg, ModelArg};
 
 use super::{Ended, Failed, Outcome};
 use faultline_reports::results::{Counts, Results, SCHEMA_VERSION};
-use faultline_workloads::checker::{checker_for, combine, CheckInput, CheckResult, HistoryModel};
+use faultline_workloads::checker::{
+    checker_for, combine, CheckInput, CheckResult, Checker, HistoryModel, Linearizability,
+};
+use faultline_workloads::linearizability::ExplainKeys;
 use faultline_workloads::{History, HistoryWriter};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +23,14 @@ pub(super) fn command(args: CheckArgs) -> Outcome {
     // The options first: a typo in them is found before a large file is read.
     let model = HistoryModel::from(args.model);
     let options = args.options().map_err(Failed::bad_input)?;
-    let checker = checker_for(model, &options).map_err(|e| Failed::bad_input(format!("faultline check: {e}")))?;
+    let explain = args.explain_keys().map_err(Failed::bad_input)?;
+    let checker: Box<dyn Checker> = match model.linearizable() {
+        // Keys asked for by name may lie past the ones a run's check explains.
+        Some(kind) if explain != ExplainKeys::First => {
+            Box::new(Linearizability::explaining_every_key(kind, options.timeout))
+        }
+        _ => checker_for(model, &options).map_err(|e| Failed::bad_input(format!("faultline check: {e}")))?,
+    };
     let history = load(&args)?;
     let logs = BTreeMap::new();
     let check = checker.check(&CheckInput {
@@ -28,7 +38,7 @@ pub(super) fn command(args: CheckArgs) -> Outcome {
         node_logs: &logs,
     });
     let results = results_of(&args, &history, check.clone());
-    eprint!("{}", text::render(&check, model));
+    eprint!("{}", text::render(&check, model, &explain));
     if let Some(dir) = &args.report {
         let page = write_report(dir, &history, &results)?;
         eprintln!("faultline check: report {}", page.display());

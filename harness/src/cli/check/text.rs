@@ -3,6 +3,7 @@
 //! lost and stale elements, the unbalanced reads, the forks.
 
 use faultline_workloads::checker::{CheckResult, HistoryModel};
+use faultline_workloads::linearizability::ExplainKeys;
 use faultline_workloads::txn_check::{AnomalyClass, ConsistencyModel, TxnCheckResult};
 use faultline_workloads::LinearizabilityResult;
 use serde_json::Value;
@@ -11,15 +12,15 @@ use std::fmt::Write;
 /// Anomalies shown per class, and evidence lines per check.
 const SHOWN: usize = 3;
 
-/// The text for a check's result.
-pub fn render(check: &CheckResult, model: HistoryModel) -> String {
+/// The text for a check's result; `explain` chooses the failing keys of a linearizability check explained in full.
+pub fn render(check: &CheckResult, model: HistoryModel, explain: &ExplainKeys) -> String {
     if check.not_checked {
         return headline(check);
     }
     let details = &check.details;
     match check.name.as_str() {
         "linearizability" => match serde_json::from_value::<LinearizabilityResult>(details.clone()) {
-            Ok(result) => faultline_workloads::render_text(&result),
+            Ok(result) => faultline_workloads::linearizability::render_text_explaining(&result, explain),
             Err(_) => headline(check),
         },
         "txn" => match serde_json::from_value::<TxnCheckResult>(details.clone()) {
