@@ -531,16 +531,9 @@ async fn given_clock_faults_overlapping_each_other_and_a_kill_when_run_should_ho
 /// node (8 s to exit) is down; the stopped node is restarted only after it went down, however early its fault ends.
 #[tokio::test(start_paused = true)]
 async fn given_a_slow_graceful_stop_when_run_should_not_hold_the_faults_after_it() {
-    let fault = |id, start_ms, duration_ms, kind, node: usize| ScheduledFault {
-        id,
-        start_ms,
-        duration_ms,
-        kind,
-        target: node_name(node),
-        nodes: Resolved::Nodes(vec![node]),
-        source: Source::Scripted,
-        trigger: None,
+    let fault = |id, start_ms, duration_ms, kind, node| ScheduledFault {
         detail: FaultDetail::new(Some(Millis(10_000)), None, &[]),
+        ..on_node(id, (start_ms, duration_ms), kind, node)
     };
     let schedule = vec![
         fault(0, 10, 100, ProcessFault::Stop, 0),
@@ -573,17 +566,7 @@ async fn given_a_slow_graceful_stop_when_run_should_not_hold_the_faults_after_it
 /// `max_down: 1`: a kill of n2 while n1 is down is skipped (and says why); once n1 is back, a pause of n3 goes ahead.
 #[tokio::test(start_paused = true)]
 async fn given_max_down_when_faults_overlap_should_skip_what_would_take_more_nodes_down() {
-    let fault = |id, start_ms, duration_ms, kind, node: usize| ScheduledFault {
-        id,
-        start_ms,
-        duration_ms,
-        kind,
-        target: node_name(node),
-        nodes: Resolved::Nodes(vec![node]),
-        source: Source::Targeted,
-        trigger: None,
-        detail: FaultDetail::default(),
-    };
+    let fault = |id, start_ms, duration_ms, kind, node| on_node(id, (start_ms, duration_ms), kind, node);
     let schedule = vec![
         fault(0, 10, 1000, ProcessFault::Kill, 0),
         fault(1, 100, 200, ProcessFault::Kill, 1),
@@ -620,4 +603,19 @@ async fn given_max_down_when_faults_overlap_should_skip_what_would_take_more_nod
         .run(tokio::time::Instant::now(), rx)
         .await;
     assert!(lab.log.lock().unwrap().contains(&("sigkill".to_string(), 1)));
+}
+
+/// A scripted fault `kind` of node `node` over `(start_ms, duration_ms)`, with the default detail.
+fn on_node(id: u64, (start_ms, duration_ms): (u64, u64), kind: ProcessFault, node: usize) -> ScheduledFault {
+    ScheduledFault {
+        id,
+        start_ms,
+        duration_ms,
+        kind,
+        target: node_name(node),
+        nodes: Resolved::Nodes(vec![node]),
+        source: Source::Scripted,
+        trigger: None,
+        detail: FaultDetail::default(),
+    }
 }
