@@ -117,3 +117,85 @@ fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_
         "{error}"
     );
 }
+
+/// The lab's hands on a host: a process started there through its agent, its log mirrored here as it grows (and
+/// caught up before its exit is told), paused, resumed and killed in its group, and a process that exits at once
+/// reported with its code.
+#[tokio::test]
+async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_its_log_and_signal_its_group() {
+    use faultline::remote::hosts::read_hosts_file;
+    use faultline::remote::ssh::{connect, SshOptions};
+    use faultline::run::hands::{Hands, RemoteHands};
+    use faultline::supervisor::{Exit, LaunchCommand};
+    use nix::sys::signal::Signal;
+    use std::time::Duration;
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let hosts = SshHosts::start(1);
+    let host = read_hosts_file(&hosts.hosts_file).unwrap().remove(0);
+    let options = SshOptions {
+        config: Some(hosts.ssh_config.clone()),
+        accept_new_host_keys: false,
+        executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
+    };
+    let control = tempfile::tempdir().unwrap();
+    let mut connected = connect(&host, &options, control.path(), 3)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, events) = tokio::sync::mpsc::unbounded_channel();
+    let events = std::mem::replace(&mut connected.events, events);
+    let hands = RemoteHands::new(connected.agent.clone(), events, "/srv/faultline/run/n1/node.log".into());
+    let log = control.path().join("node.log");
+    let command = |script: &str| LaunchCommand {
+        program: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        env: vec![("GREETING".into(), "from the host".into())],
+        env_clear: false,
+        user: None,
+    };
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    let spawned = hands
+        .spawn(command("echo booting $GREETING; sleep 100"), log.clone())
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !read().contains("booting from the host") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the host's log never reached here: {:?}",
+            read()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(read().starts_with("=== faultline: starting `sh -c"), "{}", read());
+    for signal in [Signal::SIGSTOP, Signal::SIGCONT] {
+        hands.signal(spawned.pid, signal).await.unwrap();
+    }
+    assert!(hands.group_alive(spawned.pid).await);
+    hands.signal(spawned.pid, Signal::SIGKILL).await.unwrap();
+    let mut exited = spawned.exited.clone();
+    let exit = tokio::time::timeout(Duration::from_secs(10), exited.wait_for(Option::is_some))
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit, Exit::Signal(9));
+    assert!(!hands.group_alive(spawned.pid).await);
+    // A process that exits at once: its last words are here by the time its exit is.
+    let spawned = hands
+        .spawn(command("echo last words; exit 7"), log.clone())
+        .await
+        .unwrap();
+    let mut exited = spawned.exited.clone();
+    let exit = tokio::time::timeout(Duration::from_secs(10), exited.wait_for(Option::is_some))
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit, Exit::Code(7));
+    assert!(read().contains("last words"), "{}", read());
+    // A pid the host's agent did not start is refused there.
+    let err = hands.signal(1, Signal::SIGKILL).await.unwrap_err();
+    assert!(err.contains("signals only its own"), "{err}");
+}

@@ -83,6 +83,7 @@ fn check(args: CheckArgs) -> Outcome {
     let options = SshOptions {
         config: args.ssh_config.clone(),
         accept_new_host_keys: args.accept_new_host_keys,
+        executable: None,
     };
     let control_dir = tempfile::Builder::new()
         .prefix("faultline-ssh-")

@@ -56,6 +56,11 @@ pub enum Request {
         /// The signal's name.
         signal: String,
     },
+    /// Whether the process group of `pid` (a process this agent started) still has a live member.
+    GroupAlive {
+        /// The process (and its group).
+        pid: i32,
+    },
     /// Up to `max` bytes of `path` from `offset` (base64), and its size.
     Read {
         /// The file.
@@ -99,7 +104,12 @@ pub fn real_ns() -> u64 {
 /// This executable's build id: the xxh3 of its bytes, as 16 hex digits. The control compares it with its own to
 /// know an uploaded copy is whole and the same build.
 pub fn build_id() -> std::io::Result<String> {
-    let mut file = std::fs::File::open("/proc/self/exe")?;
+    build_id_of(std::path::Path::new("/proc/self/exe"))
+}
+
+/// The build id of the executable at `path`.
+pub fn build_id_of(path: &std::path::Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {
@@ -211,6 +221,12 @@ async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender
             }
             signal_group(pid, signal)?;
             Ok(json!({}))
+        }
+        Request::GroupAlive { pid } => {
+            if !started.lock().expect("started lock").contains_key(&pid) {
+                return Err(format!("pid {pid} is not a process this agent started"));
+            }
+            Ok(json!({"alive": crate::supervisor::group_has_live_members(pid)}))
         }
         Request::Read { path, offset, max } => {
             let mut file = std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;

@@ -27,6 +27,8 @@ pub struct SshOptions {
     pub config: Option<PathBuf>,
     /// Take a host key never seen before (a fresh test machine); a changed key is still refused.
     pub accept_new_host_keys: bool,
+    /// The faultline executable to install on the hosts (default: this one).
+    pub executable: Option<PathBuf>,
 }
 
 /// A host reached over SSH, with its agent running.
@@ -36,7 +38,7 @@ pub struct Connected {
     /// The connection (its control master lives as long as this does).
     pub session: Arc<Session>,
     /// The agent.
-    pub agent: AgentClient,
+    pub agent: Arc<AgentClient>,
     /// What the agent sends unasked (process exits), until its channel closes.
     pub events: mpsc::UnboundedReceiver<Value>,
     /// Its `hello`: build, uid, kernel, capabilities.
@@ -84,7 +86,11 @@ pub async fn connect(
         .await
         .map_err(|e| format!("{host}: cannot connect over ssh: {}", ssh_error(&e)))?;
     let session = Arc::new(session);
-    let (path, uploaded) = install(&session, host).await?;
+    let executable = options
+        .executable
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+    let (path, uploaded) = install(&session, host, &executable).await?;
     let mut child = session
         .clone()
         .arc_command(path.display().to_string())
@@ -99,6 +105,7 @@ pub async fn connect(
         return Err(format!("{host}: the agent's channel has no stdin or stdout"));
     };
     let (agent, events) = AgentClient::new(stdin, stdout);
+    let agent = Arc::new(agent);
     let (hello, _) = agent
         .call(Request::Hello)
         .await
@@ -138,10 +145,12 @@ fn ssh_error(error: &openssh::Error) -> String {
     text.trim().to_string()
 }
 
-/// This build of faultline on `host`: `WORKDIR/faultline-BUILD`, uploaded unless a copy there already reports this
-/// build id (a copy that is torn or another build is replaced). Returns its path and whether it was uploaded.
-async fn install(session: &Session, host: &HostSpec) -> Result<(PathBuf, bool), String> {
-    let build = super::agent::build_id().map_err(|e| format!("cannot read this faultline executable: {e}"))?;
+/// `executable` (this build of faultline) on `host`: `WORKDIR/faultline-BUILD`, uploaded unless a copy there already
+/// reports this build id (a copy that is torn or another build is replaced). Returns its path and whether it was
+/// uploaded.
+async fn install(session: &Session, host: &HostSpec, executable: &Path) -> Result<(PathBuf, bool), String> {
+    let build = super::agent::build_id_of(executable)
+        .map_err(|e| format!("cannot read the faultline executable {}: {e}", executable.display()))?;
     let path = host.workdir.join(format!("faultline-{build}"));
     if remote_build(session, &path).await.as_deref() == Some(build.as_str()) {
         return Ok((path, false));
@@ -161,9 +170,9 @@ async fn install(session: &Session, host: &HostSpec) -> Result<(PathBuf, bool), 
         .await
         .map_err(|e| format!("{host}: cannot start the upload: {}", ssh_error(&e)))?;
     let mut stdin = child.stdin().take().ok_or("the upload has no stdin")?;
-    let mut exe = tokio::fs::File::open("/proc/self/exe")
+    let mut exe = tokio::fs::File::open(executable)
         .await
-        .map_err(|e| format!("cannot read this faultline executable: {e}"))?;
+        .map_err(|e| format!("cannot read the faultline executable {}: {e}", executable.display()))?;
     let copied = tokio::io::copy(&mut exe, &mut stdin).await;
     drop(stdin);
     let output = child

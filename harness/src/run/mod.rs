@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod cleanup;
 pub mod final_phase;
+pub mod hands;
 pub mod lab;
 pub mod logging;
 pub mod progress;

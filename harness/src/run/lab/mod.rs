@@ -11,8 +11,9 @@ mod watch;
 
 pub use watch::log_tail;
 
+use crate::run::hands::{Hands, LocalHands};
 use crate::run::recorder::Recorder;
-use crate::supervisor::{signal_group, Spawned, Supervisor};
+use crate::supervisor::{Spawned, Supervisor};
 use crate::system::{Role, StartKind, System};
 use faultline_faults::clock::faketime::NodeClock;
 use faultline_faults::clock::ClockShift;
@@ -86,6 +87,8 @@ struct Slot {
 pub struct Lab {
     system: Arc<dyn System>,
     supervisor: Supervisor,
+    /// Each node's hands: where its processes live (this machine's supervisor, or a host's agent).
+    hands: Vec<Arc<dyn Hands>>,
     recorder: Recorder,
     slots: Vec<Arc<Mutex<Slot>>>,
     boot_rx: Vec<tokio::sync::watch::Receiver<BootState>>,
@@ -133,7 +136,9 @@ impl Lab {
             })));
             boot_rx.push(rx);
         }
+        let local: Arc<dyn Hands> = Arc::new(LocalHands(supervisor.clone()));
         Lab {
+            hands: vec![local; system.node_count()],
             system,
             supervisor,
             recorder,
@@ -245,6 +250,11 @@ impl Lab {
         &self.system
     }
 
+    /// Puts node `node`'s processes in `hands` (a host's agent) instead of this machine's supervisor.
+    pub fn use_hands(&mut self, node: usize, hands: Arc<dyn Hands>) {
+        self.hands[node] = hands;
+    }
+
     /// The history recorder.
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
@@ -305,8 +315,7 @@ impl Lab {
         }
         let log_offset = std::fs::metadata(&self.log_paths[node]).map(|m| m.len()).unwrap_or(0);
         *self.observed[node].lock().expect("observations lock") = Observed::default();
-        let spawned = self
-            .supervisor
+        let spawned = self.hands[node]
             .spawn(command, self.log_paths[node].clone())
             .await
             .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
@@ -344,7 +353,7 @@ impl Lab {
             return Err(format!("{} is not running", node_name(node)));
         };
         slot.stopping = true;
-        signal_group(spawned.pid, Signal::SIGKILL)?;
+        self.hands[node].signal(spawned.pid, Signal::SIGKILL).await?;
         drop(slot);
         self.reaped(node, &spawned).await?;
         Ok(json!({"pid": spawned.pid, "signal": "SIGKILL"}))
@@ -391,7 +400,7 @@ impl Lab {
         // The node's own children (a sidecar it started, e.g. Redis's Sentinel beside redis-server) were killed with
         // its group but may still be exiting, holding their ports: a restart must not race them.
         let group_gone = tokio::time::Instant::now() + GROUP_EXIT_TIMEOUT;
-        while crate::supervisor::group_has_live_members(spawned.pid) && tokio::time::Instant::now() < group_gone {
+        while self.hands[node].group_alive(spawned.pid).await && tokio::time::Instant::now() < group_gone {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         self.mark_down(node).await;
@@ -422,7 +431,7 @@ impl Lab {
         else {
             return Err(format!("{} is not running", node_name(node)));
         };
-        signal_group(pid, signal)?;
+        self.hands[node].signal(pid, signal).await?;
         slot.paused = signal == Signal::SIGSTOP;
         Ok(json!({"pid": pid, "signal": signal.as_str()}))
     }

@@ -2,7 +2,7 @@
 //! own, and is SIGKILLed after it. Either way the history says how it ended.
 
 use super::Lab;
-use crate::supervisor::{owned_command, signal_group, Exit};
+use crate::supervisor::{owned_command, Exit};
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -36,7 +36,7 @@ impl Lab {
                 });
             }
             None => {
-                signal_group(spawned.pid, Signal::SIGTERM)?;
+                self.hands[node].signal(spawned.pid, Signal::SIGTERM).await?;
                 details["signal"] = json!("SIGTERM");
             }
         }
@@ -48,7 +48,7 @@ impl Lab {
         let exit = if on_its_own {
             self.reaped(node, &spawned).await?
         } else {
-            signal_group(spawned.pid, Signal::SIGKILL)?;
+            self.hands[node].signal(spawned.pid, Signal::SIGKILL).await?;
             self.reaped(node, &spawned).await?
         };
         details["killed"] = json!(!on_its_own);

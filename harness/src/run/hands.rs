@@ -1,0 +1,231 @@
+//! Where a node's processes live, and how faultline acts on them: one interface for this machine and for a host
+//! reached over SSH, so that a run's lab kills, pauses, stops and restarts a node the same way wherever it is.
+//!
+//! - [`LocalHands`]: the supervisor's process groups on this machine (parent-death signal, `FAULTLINE_RUN_ID`).
+//! - [`RemoteHands`]: the same, done by the host's `faultline agent` (`plans/exec/AGENT.md`). The node's log on the
+//!   host is mirrored into its log file here as it grows, so everything that reads a node's log (boot lines,
+//!   refusals, crash lines, log triggers, the report) reads it as for a local node; an exit is reported only once
+//!   the log has caught up to it.
+
+use crate::remote::agent::Request;
+use crate::remote::client::AgentClient;
+use crate::supervisor::{Exit, LaunchCommand, Spawned, Supervisor};
+use async_trait::async_trait;
+use base64::Engine;
+use nix::sys::signal::Signal;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often a host's node log is mirrored while it runs.
+const MIRROR_EVERY: Duration = Duration::from_millis(100);
+
+/// What faultline's hands do to a node's processes.
+#[async_trait]
+pub trait Hands: Send + Sync {
+    /// Starts `command`; its output ends up appended to `log`, a file of this machine.
+    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned>;
+    /// Sends `signal` to the process group of `pid`, a process these hands started (and to its descendants that
+    /// left the group).
+    async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String>;
+    /// Whether `pid`'s group still has a live member (a restart must not race the children of a killed node).
+    async fn group_alive(&self, pid: i32) -> bool;
+}
+
+/// This machine's processes.
+pub struct LocalHands(pub Supervisor);
+
+#[async_trait]
+impl Hands for LocalHands {
+    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned> {
+        self.0.spawn(command, log).await
+    }
+
+    async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String> {
+        crate::supervisor::signal_group(pid, signal)
+    }
+
+    async fn group_alive(&self, pid: i32) -> bool {
+        crate::supervisor::group_has_live_members(pid)
+    }
+}
+
+/// One node's processes on a host, through the host's agent.
+pub struct RemoteHands {
+    agent: Arc<AgentClient>,
+    /// The node's log on the host (every start of the node appends to it).
+    remote_log: PathBuf,
+    /// The mirror: the local file and how far into the host's log it has copied.
+    mirror: Arc<tokio::sync::Mutex<Mirror>>,
+    /// Exits, matched to the processes started here.
+    exits: Arc<Mutex<Exits>>,
+}
+
+/// The exit watch of each process started here until its exit arrives, and exits that arrived before the answer
+/// that named their process (a process that exits at once).
+#[derive(Default)]
+struct Exits {
+    waiting: BTreeMap<i32, watch::Sender<Option<Exit>>>,
+    early: BTreeMap<i32, Exit>,
+}
+
+struct Mirror {
+    local: Option<PathBuf>,
+    offset: u64,
+}
+
+impl Mirror {
+    /// Copies what the host's log has grown by since the last call into the local file.
+    async fn catch_up(&mut self, agent: &AgentClient, remote: &std::path::Path) -> Result<(), String> {
+        let Some(local) = self.local.clone() else { return Ok(()) };
+        loop {
+            let request = Request::Read {
+                path: remote.to_path_buf(),
+                offset: self.offset,
+                max: None,
+            };
+            let (ok, _) = match agent.call(request).await {
+                Ok(answer) => answer,
+                Err(e) if e.contains("No such file") => return Ok(()), // nothing written yet
+                Err(e) => return Err(e),
+            };
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(ok["data"].as_str().unwrap_or(""))
+                .map_err(|e| format!("the agent sent a log chunk that is not base64: {e}"))?;
+            if data.is_empty() {
+                return Ok(());
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&local)
+                .map_err(|e| format!("cannot append to {}: {e}", local.display()))?;
+            file.write_all(&data)
+                .map_err(|e| format!("cannot append to {}: {e}", local.display()))?;
+            self.offset += data.len() as u64;
+        }
+    }
+}
+
+impl RemoteHands {
+    /// Hands on one node whose log on the host is `remote_log`, through `agent`; `events` are the agent's events
+    /// (this node's exits among them). The mirror runs until the agent's channel closes.
+    pub fn new(
+        agent: Arc<AgentClient>,
+        mut events: tokio::sync::mpsc::UnboundedReceiver<Value>,
+        remote_log: PathBuf,
+    ) -> Arc<RemoteHands> {
+        let hands = Arc::new(RemoteHands {
+            agent,
+            remote_log,
+            mirror: Arc::new(tokio::sync::Mutex::new(Mirror { local: None, offset: 0 })),
+            exits: Arc::default(),
+        });
+        let weak = Arc::downgrade(&hands);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(MIRROR_EVERY);
+            loop {
+                tokio::select! {
+                    event = events.recv() => {
+                        let Some(event) = event else { break };
+                        let Some(hands) = weak.upgrade() else { break };
+                        if event["event"] == "exit" {
+                            hands.exited(&event).await;
+                        }
+                    }
+                    _ = tick.tick() => {
+                        let Some(hands) = weak.upgrade() else { break };
+                        let _ = hands.mirror.lock().await.catch_up(&hands.agent, &hands.remote_log).await;
+                    }
+                }
+            }
+            // The channel is gone: the processes died with the agent; whoever waits for them learns it as a kill.
+            if let Some(hands) = weak.upgrade() {
+                for (_, exit) in std::mem::take(&mut hands.exits.lock().expect("exits lock").waiting) {
+                    exit.send_replace(Some(Exit::Signal(Signal::SIGKILL as i32)));
+                }
+            }
+        });
+        hands
+    }
+
+    /// A process exited: its log caught up first, then its watch.
+    async fn exited(&self, event: &Value) {
+        let Some(pid) = event["pid"].as_i64().map(|p| p as i32) else {
+            return;
+        };
+        let _ = self.mirror.lock().await.catch_up(&self.agent, &self.remote_log).await;
+        let exit = match (event["code"].as_i64(), event["signal"].as_str()) {
+            (Some(code), _) => Exit::Code(code as i32),
+            (None, Some(signal)) => Exit::Signal(signal.parse::<Signal>().map_or(0, |s| s as i32)),
+            (None, None) => Exit::Signal(0),
+        };
+        let mut exits = self.exits.lock().expect("exits lock");
+        match exits.waiting.remove(&pid) {
+            Some(sender) => {
+                sender.send_replace(Some(exit));
+            }
+            None => {
+                exits.early.insert(pid, exit);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Hands for RemoteHands {
+    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned> {
+        {
+            let mut mirror = self.mirror.lock().await;
+            let _ = mirror.catch_up(&self.agent, &self.remote_log).await;
+            mirror.local = Some(log.clone());
+        }
+        let mut local = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+        writeln!(
+            local,
+            "=== faultline: starting `{}` at {} (on the host, through its agent) ===",
+            command.display(),
+            humantime::format_rfc3339_millis(std::time::SystemTime::now())
+        )?;
+        let mut argv = vec![command.program.display().to_string()];
+        argv.extend(command.args.iter().cloned());
+        let request = Request::Spawn {
+            argv,
+            env: command.env.iter().cloned().collect(),
+            cwd: None,
+            log: self.remote_log.clone(),
+        };
+        let (ok, _) = self.agent.call(request).await.map_err(std::io::Error::other)?;
+        let pid = ok["pid"]
+            .as_i64()
+            .ok_or_else(|| std::io::Error::other("the agent's spawn answer has no pid"))? as i32;
+        // Its exit may have come before this answer.
+        let mut exits = self.exits.lock().expect("exits lock");
+        let (sender, exited) = watch::channel(exits.early.remove(&pid));
+        if sender.borrow().is_none() {
+            exits.waiting.insert(pid, sender);
+        }
+        Ok(Spawned { pid, exited })
+    }
+
+    async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String> {
+        self.agent
+            .call(Request::Signal {
+                pid,
+                signal: signal.as_str().to_string(),
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn group_alive(&self, pid: i32) -> bool {
+        match self.agent.call(Request::GroupAlive { pid }).await {
+            Ok((ok, _)) => ok["alive"].as_bool().unwrap_or(false),
+            Err(_) => false, // the agent is gone, and with it the group
+        }
+    }
+}
