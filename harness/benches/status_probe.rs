@@ -98,6 +98,8 @@ async fn measure(form: &'static str, status: &str, dir: &Path, seconds: f64) -> 
             run_id: "bench",
             nodes_dir: nodes_dir.clone(),
             netns: None,
+            hands: Vec::new(),
+            remote: None,
         })
         .await
         .unwrap();

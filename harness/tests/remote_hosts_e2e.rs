@@ -8,7 +8,7 @@ use serde_json::Value;
 use support::ssh_hosts::{ssh_hosts_ready, SshHosts};
 use support::*;
 
-fn check(hosts: &SshHosts, extra: &[&str]) -> (std::process::Output, Value) {
+fn hosts_check(hosts: &SshHosts, extra: &[&str]) -> (std::process::Output, Value) {
     let output = faultline()
         .args(["hosts", "check", "--json", "--hosts"])
         .arg(&hosts.hosts_file)
@@ -27,7 +27,7 @@ fn given_three_ssh_hosts_when_checked_should_install_faultline_there_once_and_re
         return;
     }
     let mut hosts = SshHosts::start(3);
-    let (output, report) = check(&hosts, &[]);
+    let (output, report) = hosts_check(&hosts, &[]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -57,7 +57,7 @@ fn given_three_ssh_hosts_when_checked_should_install_faultline_there_once_and_re
         "the upload went through the shared file system"
     );
     // Again: the hosts have this build, nothing is uploaded.
-    let (output, report) = check(&hosts, &[]);
+    let (output, report) = hosts_check(&hosts, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
     assert!(
         report["hosts"]
@@ -69,7 +69,7 @@ fn given_three_ssh_hosts_when_checked_should_install_faultline_there_once_and_re
     );
     // A host that is gone is named, with ssh's words; the others are still reported.
     hosts.kill_host(1);
-    let (output, report) = check(&hosts, &[]);
+    let (output, report) = hosts_check(&hosts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
     let reports = report["hosts"].as_array().unwrap();
     assert_eq!(
@@ -92,11 +92,11 @@ fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_
     }
     let hosts = SshHosts::start(1);
     std::fs::write(hosts.dir().join("known_hosts"), "").unwrap();
-    let (output, report) = check(&hosts, &[]);
+    let (output, report) = hosts_check(&hosts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
     let error = report["hosts"][0]["error"].as_str().unwrap();
     assert!(error.contains("Host key verification failed"), "{error}");
-    let (output, _) = check(&hosts, &["--accept-new-host-keys"]);
+    let (output, _) = hosts_check(&hosts, &["--accept-new-host-keys"]);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
     let known = std::fs::read_to_string(hosts.dir().join("known_hosts")).unwrap();
     assert!(known.contains(&hosts.addresses[0]), "the new key was recorded: {known}");
@@ -109,7 +109,7 @@ fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_
         ),
     )
     .unwrap();
-    let (output, report) = check(&hosts, &["--accept-new-host-keys"]);
+    let (output, report) = hosts_check(&hosts, &["--accept-new-host-keys"]);
     assert_eq!(output.status.code(), Some(1), "{}", explain(&output));
     let error = report["hosts"][0]["error"].as_str().unwrap();
     assert!(
@@ -198,4 +198,69 @@ async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_
     // A pid the host's agent did not start is refused there.
     let err = hands.signal(1, Signal::SIGKILL).await.unwrap_err();
     assert!(err.contains("signals only its own"), "{err}");
+}
+
+/// The reference cluster on three SSH hosts, the default plan's process faults (kills, pauses, graceful stops, a
+/// rolling restart, flaps, process triggers) done by the hosts' agents: VALID, every node's log back here, the run's
+/// metadata naming each node's host and clock, and nothing left running on a host afterwards.
+#[test]
+fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_should_be_valid() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    let hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/reference-hosts.yaml");
+    let output = faultline()
+        .args(["run", "--quiet", "--time-limit", "15s", "--seed", "3", "--store"])
+        .arg(&store)
+        .arg(&plan)
+        .arg("--hosts")
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config)
+        .output()
+        .unwrap();
+    let run_dir = latest(&store);
+    let results = results(&run_dir);
+    assert_eq!(results["verdict"], "valid", "{}\n{results}", explain(&output));
+    let events = history(&run_dir);
+    let start = events.iter().find(|e| e["f"] == "run-start").expect("run-start");
+    let described = start["value"]["hosts"]
+        .as_array()
+        .expect("the hosts in the run's metadata");
+    assert_eq!(described.len(), 3);
+    for (i, host) in described.iter().enumerate() {
+        assert_eq!(host["address"], hosts.addresses[i].as_str(), "{host}");
+        assert!(host["clock"]["uncertainty_ns"].as_u64().is_some(), "{host}");
+    }
+    assert!(
+        events.iter().any(|e| e["kind"] == "nemesis" && e["f"] == "kill"),
+        "the plan's kills ran"
+    );
+    assert!(check(&results, "durability")["details"]["judged"].as_u64().unwrap() >= 3);
+    for node in ["n1", "n2", "n3"] {
+        let log = std::fs::read_to_string(run_dir.join("nodes").join(node).join("node.log")).unwrap();
+        assert!(
+            log.contains("on the host, through its agent"),
+            "{node}'s log came back: {log}"
+        );
+        assert!(log.contains("rejoining"), "{node}'s own lines came back: {log}");
+    }
+    // Nothing of the run is left running on the hosts (their sshd only).
+    for i in 0..3 {
+        let output = std::process::Command::new("ssh")
+            .args(["-F"])
+            .arg(&hosts.ssh_config)
+            .args([hosts.aliases[i].as_str(), "ps -e -o comm="])
+            .output()
+            .unwrap();
+        let processes = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !processes.lines().any(|p| p.starts_with("faultline")),
+            "host {i}: {processes}"
+        );
+    }
 }

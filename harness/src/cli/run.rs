@@ -2,6 +2,7 @@
 
 use super::{parse_millis, plan_error, print_checks, Ended, Failed, Outcome};
 use crate::plan::Plan;
+use crate::remote::lab::RemoteOptions;
 use crate::run::{run, RunOptions};
 use faultline_faults::units::Millis;
 use faultline_reports::results::shout;
@@ -39,6 +40,17 @@ pub struct RunArgs {
     /// list item), the value as YAML. The stored plan.yaml holds the values as run and lists the settings.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
+    /// Run the nodes on the hosts of this file (one per line, node i on the i-th: `[user@]host[:port]
+    /// [workdir=/path] [identity=FILE]`), reached over SSH with faultline installed there (see `faultline hosts
+    /// check`). Without it the nodes run on this machine.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// With --hosts: an ssh_config file to use instead of ~/.ssh/config (`ssh -F`).
+    #[arg(long, value_name = "FILE", requires = "hosts")]
+    pub ssh_config: Option<PathBuf>,
+    /// With --hosts: accept the host key of a host never seen before; a changed key is still refused.
+    #[arg(long, requires = "hosts")]
+    pub accept_new_host_keys: bool,
 }
 
 /// `faultline run`.
@@ -53,12 +65,27 @@ pub(super) fn command(args: RunArgs) -> Outcome {
         json: _,
         replay,
         set,
+        hosts,
+        ssh_config,
+        accept_new_host_keys,
     } = args;
+    let remote = match hosts {
+        Some(file) => Some(RemoteOptions {
+            hosts: crate::remote::hosts::read_hosts_file(&file)
+                .map_err(|e| Failed::bad_input(format!("faultline run --hosts: {e}")))?,
+            ssh: crate::remote::ssh::SshOptions {
+                config: ssh_config,
+                accept_new_host_keys,
+                executable: None,
+            },
+        }),
+        None => None,
+    };
     let loaded = match (&replay, &plan_path) {
         (Some(run_dir), _) => {
             return replay_plan(run_dir)
                 .and_then(|plan| crate::plan::overrides::apply(&plan, &set).map_err(plan_error))
-                .and_then(|plan| finish_run_command(plan, time_limit, seed, None, store, quiet))
+                .and_then(|plan| finish_run_command(plan, (time_limit, seed, None), store, quiet, remote))
         }
         (None, plan_path) => match plan_path {
             Some(path) => Plan::from_arg(path),
@@ -68,7 +95,7 @@ pub(super) fn command(args: RunArgs) -> Outcome {
     let plan = loaded
         .and_then(|plan| crate::plan::overrides::apply(&plan, &set))
         .map_err(plan_error)?;
-    finish_run_command(plan, time_limit, seed, nodes, store, quiet)
+    finish_run_command(plan, (time_limit, seed, nodes), store, quiet, remote)
 }
 
 /// The scripted plan that replays `run_dir`'s recorded faults.
@@ -92,11 +119,10 @@ fn replay_plan(run_dir: &Path) -> Result<Plan, Failed> {
 
 fn finish_run_command(
     mut plan: Plan,
-    time_limit: Option<Millis>,
-    seed: Option<u64>,
-    nodes: Option<u64>,
+    (time_limit, seed, nodes): (Option<Millis>, Option<u64>, Option<u64>),
     store: PathBuf,
     quiet: bool,
+    remote: Option<RemoteOptions>,
 ) -> Outcome {
     if let Some(limit) = time_limit {
         if limit.0 == 0 {
@@ -112,6 +138,10 @@ fn finish_run_command(
         let origin = format!("{} with --nodes {nodes}", plan.name);
         plan.validate(&origin).map_err(plan_error)?;
     }
+    if let Some(remote) = &remote {
+        crate::remote::lab::check_plan(&plan, &remote.hosts)
+            .map_err(|e| Failed::bad_input(format!("faultline: {e}")))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -121,6 +151,7 @@ fn finish_run_command(
         plan,
         store_root: store,
         quiet,
+        remote,
     })) {
         Ok(outcome) => {
             print_checks(&outcome.results);

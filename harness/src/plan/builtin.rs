@@ -16,6 +16,7 @@ pub const PLANS: &[(&str, &str)] = &[
         include_str!("../../../plans/reference-disk-surgery.yaml"),
     ),
     ("reference-mixed", include_str!("../../../plans/reference-mixed.yaml")),
+    ("reference-hosts", include_str!("../../../plans/reference-hosts.yaml")),
     ("reference-swarm", include_str!("../../../plans/reference-swarm.yaml")),
     (
         "reference-partition",

@@ -48,6 +48,20 @@ pub enum Request {
         /// The file its output is appended to (created, with its folder).
         log: PathBuf,
     },
+    /// Run `argv` to its end (at most `timeout_ms`) and answer its wait status, stdout and stderr (base64, at most
+    /// [`READ_MAX`] each): a one-shot command such as a node's format or offline verification.
+    Run {
+        /// Program and arguments (no shell).
+        argv: Vec<String>,
+        /// Extra environment.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Working directory (default: the agent's).
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+        /// How long it may take before it is killed.
+        timeout_ms: u64,
+    },
     /// Send `signal` (`SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ...) to the process group of `pid`, a process
     /// this agent started.
     Signal {
@@ -209,9 +223,39 @@ async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender
             "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
             "kernel": nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
             "capabilities": capabilities(),
+            // The address the control's SSH connection came in on: where the control reaches this host.
+            "ssh_address": std::env::var("SSH_CONNECTION").ok().and_then(|c| c.split_whitespace().nth(2).map(str::to_string)),
         })),
         Request::Clock => Ok(json!({"real_ns": real_ns()})),
         Request::Spawn { argv, env, cwd, log } => spawn(argv, env, cwd, log, started, out),
+        Request::Run {
+            argv,
+            env,
+            cwd,
+            timeout_ms,
+        } => {
+            let (program, args) = argv.split_first().ok_or("run: `argv` is empty")?;
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args)
+                .envs(env)
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let output = tokio::time::timeout(std::time::Duration::from_millis(timeout_ms), cmd.output())
+                .await
+                .map_err(|_| format!("`{program}` did not end within {timeout_ms} ms (killed)"))?
+                .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+            use std::os::unix::process::ExitStatusExt;
+            let encode = |bytes: &[u8]| {
+                let kept = &bytes[bytes.len().saturating_sub(READ_MAX as usize)..];
+                base64::engine::general_purpose::STANDARD.encode(kept)
+            };
+            Ok(
+                json!({"status": output.status.into_raw(), "stdout": encode(&output.stdout), "stderr": encode(&output.stderr)}),
+            )
+        }
         Request::Signal { pid, signal } => {
             let signal = Signal::from_str(&signal).map_err(|_| format!("unknown signal `{signal}`"))?;
             if !started.lock().expect("started lock").contains_key(&pid) {

@@ -7,4 +7,5 @@
 pub mod agent;
 pub mod client;
 pub mod hosts;
+pub mod lab;
 pub mod ssh;

@@ -45,6 +45,8 @@ pub struct Connected {
     pub hello: Value,
     /// Whether faultline was uploaded now (else the host had this build).
     pub uploaded: bool,
+    /// This build of faultline on the host.
+    pub executable: PathBuf,
     /// The clocks, as measured at connect.
     pub clock: ClockSync,
     /// The agent's process on the host, kept so the channel stays open.
@@ -128,6 +130,7 @@ pub async fn connect(
         events,
         hello,
         uploaded,
+        executable: path,
         clock,
         _child: child,
     })

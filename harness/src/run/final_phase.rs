@@ -420,9 +420,9 @@ async fn restart_positions(lab: &Arc<Lab>, members: &[usize]) -> Option<Vec<(usi
     let mut ranked = Vec::new();
     for &node in members {
         let command = lab.system().restart_position_command(node)?;
-        let output = tokio::time::timeout(VERIFY_TIMEOUT, crate::supervisor::one_shot_command(&command).output()).await;
+        let output = lab.hands(node).output(&command, VERIFY_TIMEOUT).await;
         let (position, value) = match output {
-            Ok(Ok(output)) => {
+            Ok(output) => {
                 let stdout = String::from_utf8_lossy(&output.stdout);
                 let last = stdout
                     .lines()
@@ -438,11 +438,7 @@ async fn restart_positions(lab: &Arc<Lab>, members: &[usize]) -> Option<Vec<(usi
                     ),
                 }
             }
-            Ok(Err(e)) => (
-                None,
-                json!({"error": format!("cannot run `{}`: {e}", command.display())}),
-            ),
-            Err(_) => (None, json!({"error": format!("`{}` timed out", command.display())})),
+            Err(e) => (None, json!({ "error": e })),
         };
         ranked.push((std::cmp::Reverse(position), node, value));
     }
@@ -593,14 +589,14 @@ async fn verify_offline(lab: &Arc<Lab>, node: usize) {
     let Some(command) = lab.system().verify_command(node) else {
         return;
     };
-    let output = tokio::time::timeout(VERIFY_TIMEOUT, crate::supervisor::one_shot_command(&command).output()).await;
+    let output = lab.hands(node).output(&command, VERIFY_TIMEOUT).await;
     let name = node_name(node);
     match output {
-        Ok(Ok(output)) if output.status.success() => {
+        Ok(output) if output.status.success() => {
             lab.recorder()
                 .lifecycle(Lifecycle::VerifyOk, Some(&name), json!({"command": command.display()}));
         }
-        Ok(Ok(output)) => {
+        Ok(output) => {
             let text = format!(
                 "{}{}",
                 String::from_utf8_lossy(&output.stdout),
@@ -616,18 +612,11 @@ async fn verify_offline(lab: &Arc<Lab>, node: usize) {
                 json!({"command": command.display(), "exit": output.status.to_string(), "line": line}),
             );
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             lab.recorder().lifecycle(
                 Lifecycle::VerifyError,
                 Some(&name),
-                json!({"command": command.display(), "error": e.to_string()}),
-            );
-        }
-        Err(_) => {
-            lab.recorder().lifecycle(
-                Lifecycle::VerifyError,
-                Some(&name),
-                json!({"command": command.display(), "error": "timed out"}),
+                json!({"command": command.display(), "error": e}),
             );
         }
     }

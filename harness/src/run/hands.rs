@@ -34,6 +34,9 @@ pub trait Hands: Send + Sync {
     async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String>;
     /// Whether `pid`'s group still has a live member (a restart must not race the children of a killed node).
     async fn group_alive(&self, pid: i32) -> bool;
+    /// Runs a one-shot `command` (a node's format, its offline verification) to its end, at most `timeout`: its
+    /// status and output, or why it could not run.
+    async fn output(&self, command: &LaunchCommand, timeout: Duration) -> Result<std::process::Output, String>;
 }
 
 /// This machine's processes.
@@ -51,6 +54,13 @@ impl Hands for LocalHands {
 
     async fn group_alive(&self, pid: i32) -> bool {
         crate::supervisor::group_has_live_members(pid)
+    }
+
+    async fn output(&self, command: &LaunchCommand, timeout: Duration) -> Result<std::process::Output, String> {
+        tokio::time::timeout(timeout, crate::supervisor::one_shot_command(command).output())
+            .await
+            .map_err(|_| format!("`{}` did not end within {timeout:?} (killed)", command.display()))?
+            .map_err(|e| format!("cannot run `{}`: {e}", command.display()))
     }
 }
 
@@ -227,5 +237,28 @@ impl Hands for RemoteHands {
             Ok((ok, _)) => ok["alive"].as_bool().unwrap_or(false),
             Err(_) => false, // the agent is gone, and with it the group
         }
+    }
+
+    async fn output(&self, command: &LaunchCommand, timeout: Duration) -> Result<std::process::Output, String> {
+        use std::os::unix::process::ExitStatusExt;
+        let mut argv = vec![command.program.display().to_string()];
+        argv.extend(command.args.iter().cloned());
+        let request = Request::Run {
+            argv,
+            env: command.env.iter().cloned().collect(),
+            cwd: None,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let (ok, _) = self.agent.call(request).await?;
+        let decode = |field: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(ok[field].as_str().unwrap_or(""))
+                .map_err(|e| format!("the agent's {field} is not base64: {e}"))
+        };
+        Ok(std::process::Output {
+            status: std::process::ExitStatus::from_raw(ok["status"].as_i64().unwrap_or(-1) as i32),
+            stdout: decode("stdout")?,
+            stderr: decode("stderr")?,
+        })
     }
 }

@@ -14,6 +14,7 @@ pub mod store;
 pub mod workload;
 
 use crate::plan::{IoFaultWindow, NetworkBackend, Plan};
+use crate::run::hands::{Hands, LocalHands};
 use crate::run::lab::{BootState, Lab};
 use crate::run::recorder::Recorder;
 use crate::run::workload::Workload;
@@ -51,6 +52,8 @@ pub struct RunOptions {
     pub store_root: PathBuf,
     /// No progress bar.
     pub quiet: bool,
+    /// The hosts the nodes live on (`--hosts`); none: this machine.
+    pub remote: Option<crate::remote::lab::RemoteOptions>,
 }
 
 /// What a run produced.
@@ -91,24 +94,50 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     }
     let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
     let netns = start_netns(&plan, &run_id, node_count).await?;
-    let target = build_system(&plan, seed, &run_id, nodes_dir, netns.as_ref().map(|(lab, _)| lab)).await?;
-    let (system, network) = (target.system, target.network);
-    recorder.meta(
-        Meta::RunStart,
-        run_meta(
-            &plan,
-            seed,
-            &run_id,
-            &target.binary,
-            &store_dir,
-            &target.node_ips,
-            (network.as_ref(), system.as_ref()),
+    // Nodes on hosts: each host reached over SSH, faultline installed there, its agent running.
+    let remote = match &options.remote {
+        Some(remote) => Some(
+            crate::remote::lab::RemoteLab::connect(remote, node_count, &run_id)
+                .await
+                .context("reaching the hosts")?,
         ),
-    );
+        None => None,
+    };
     let supervisor = Supervisor::start(&run_id);
+    let hands: Vec<Arc<dyn Hands>> = match &remote {
+        Some(remote) => remote.hands.clone(),
+        None => {
+            // One supervisor for every node of this machine.
+            let local: Arc<dyn Hands> = Arc::new(LocalHands(supervisor.clone()));
+            vec![local; node_count]
+        }
+    };
+    let system_nodes_dir = remote.as_ref().map_or(nodes_dir, |r| r.nodes_dir.clone());
+    let target = build_system(
+        &plan,
+        (seed, &run_id),
+        system_nodes_dir,
+        netns.as_ref().map(|(lab, _)| lab),
+        (hands.clone(), remote.as_ref()),
+    )
+    .await?;
+    let (system, network) = (target.system, target.network);
+    let mut meta = run_meta(
+        &plan,
+        seed,
+        &run_id,
+        &target.binary,
+        &store_dir,
+        &target.node_ips,
+        (network.as_ref(), system.as_ref()),
+    );
+    if let Some(remote) = &remote {
+        meta["hosts"] = remote.describe();
+    }
+    recorder.meta(Meta::RunStart, meta);
     let mut lab = Lab::new(
         system.clone(),
-        supervisor,
+        (supervisor, hands),
         recorder.clone(),
         log_paths,
         plan.final_phase.boot_timeout.duration(),
@@ -156,6 +185,9 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     }
     lab.kill_all_quietly().await;
     lab.unmount_fault_fs().await;
+    if let Some(remote) = remote {
+        remote.close().await;
+    }
     if let Some((netns_lab, runtime)) = netns {
         runtime.shutdown_background();
         let teardown = tokio::task::spawn_blocking(move || netns_lab.teardown()).await;
@@ -167,7 +199,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     recorder.meta(Meta::RunEnd, json!({"interrupted": interrupted}));
 
     let results = analyze::analyze_and_write(&store_dir)?;
-    if results.verdict == Verdict::Valid {
+    // (A host's node files stay on the host, under WORKDIR/runs/RUN_ID.)
+    if results.verdict == Verdict::Valid && options.remote.is_none() {
         for node in 0..node_count {
             let _ = std::fs::remove_dir_all(system.data_dir(node));
             let _ = std::fs::remove_dir_all(system.data_dir(node).with_extension("backing"));
@@ -386,10 +419,10 @@ async fn watch_phase(
 /// else all on one free loopback address, peers routed through the proxy mesh where the adapter allows it.
 async fn build_system(
     plan: &Plan,
-    seed: u64,
-    run_id: &str,
+    (seed, run_id): (u64, &str),
     nodes_dir: PathBuf,
     netns: Option<&Arc<NetnsLab>>,
+    (hands, remote): (Vec<Arc<dyn Hands>>, Option<&crate::remote::lab::RemoteLab>),
 ) -> anyhow::Result<Built> {
     let context = BuildContext {
         plan,
@@ -397,6 +430,8 @@ async fn build_system(
         run_id,
         nodes_dir,
         netns,
+        hands,
+        remote,
     };
     let capabilities = plan.system.adapter().capabilities();
     anyhow::ensure!(

@@ -79,6 +79,10 @@ pub struct BuildContext<'a> {
     pub nodes_dir: PathBuf,
     /// The netns lab when the run uses the netns backend.
     pub netns: Option<&'a Arc<NetnsLab>>,
+    /// Each node's hands: where its processes and one-shot commands run (this machine, or its host).
+    pub hands: Vec<Arc<dyn crate::run::hands::Hands>>,
+    /// The hosts, when the nodes live on hosts reached over SSH (`nodes_dir` is then their folder there).
+    pub remote: Option<&'a crate::remote::lab::RemoteLab>,
 }
 
 /// A built system: the adapter, where its nodes listen, and the network that can fault it.
@@ -138,6 +142,9 @@ impl BuildContext<'_> {
     /// port in `ports` is free (so concurrent runs and tests never collide).
     pub fn node_ips(&self, ports: &[u16]) -> anyhow::Result<Vec<IpAddr>> {
         let n = self.node_count();
+        if let Some(remote) = self.remote {
+            return Ok(remote.node_ips[..n].to_vec());
+        }
         Ok(match self.netns {
             Some(lab) => (0..n).map(|i| IpAddr::V4(lab.node_addr(i))).collect(),
             None => vec![pick_loopback_ip(ports)?; n],

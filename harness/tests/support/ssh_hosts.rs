@@ -1,5 +1,6 @@
 //! Real SSH hosts on one machine, for the remote tests: each host is a network namespace with its own address (a
-//! veth pair to the test's own namespace, the only route to it), its own PID namespace, its own mount namespace with
+//! veth pair to a bridge of the fixture's own, which this machine reaches at `.254` and every host reaches every
+//! other host through, as machines on one LAN), its own PID namespace, its own mount namespace with
 //! a private tmpfs at `/srv` (its workdir: nothing the control writes there is visible from here), and its own
 //! sshd (Debian's openssh-server) with a fresh host key. The control reaches it only over SSH, with a generated
 //! ssh_config (an alias per host, a client key, a known_hosts file holding the hosts' real keys).
@@ -25,6 +26,7 @@ pub struct SshHosts {
     pub addresses: Vec<String>,
     namespaces: Vec<String>,
     links: Vec<String>,
+    bridge: String,
     sshds: Vec<Option<Child>>,
 }
 
@@ -63,7 +65,7 @@ impl SshHosts {
     pub fn start(count: usize) -> SshHosts {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        // This process's own subnet: 10.78.X.0/24, a /30 per host (tests in one binary take turns by the counter).
+        // This process's own subnet: 10.78.X.0/24 (tests in one binary take turns by the counter).
         let fixture = FIXTURES.fetch_add(1, Ordering::Relaxed);
         let net = (std::process::id() + 7 * fixture) % 250 + 1;
         let tag = format!("{}{}", std::process::id() % 10_000, fixture % 10);
@@ -88,9 +90,16 @@ impl SshHosts {
             addresses: Vec::new(),
             namespaces: Vec::new(),
             links: Vec::new(),
+            bridge: format!("flh{tag}br"),
             sshds: Vec::new(),
             dir,
         };
+        run("ip", &["link", "add", &hosts.bridge, "type", "bridge"]);
+        run(
+            "ip",
+            &["addr", "add", &format!("10.78.{net}.254/24"), "dev", &hosts.bridge],
+        );
+        run("ip", &["link", "set", &hosts.bridge, "up"]);
         let (mut config, mut known, mut hosts_file) = (String::new(), String::new(), String::new());
         for i in 0..count {
             let d = hosts.dir.path().to_path_buf();
@@ -99,30 +108,18 @@ impl SshHosts {
                 format!("flh{tag}{i}c"),
                 format!("flh{tag}{i}h"),
             );
-            let (near, far) = (
-                format!("10.78.{net}.{}", 4 * i + 1),
-                format!("10.78.{net}.{}", 4 * i + 2),
-            );
+            let far = format!("10.78.{net}.{}", i + 1);
             run("ip", &["netns", "add", &ns]);
             hosts.namespaces.push(ns.clone());
             run("ip", &["link", "add", &link, "type", "veth", "peer", "name", &peer]);
             hosts.links.push(link.clone());
             run("ip", &["link", "set", &peer, "netns", &ns]);
-            run("ip", &["addr", "add", &format!("{near}/30"), "dev", &link]);
+            run("ip", &["link", "set", &link, "master", &hosts.bridge]);
             run("ip", &["link", "set", &link, "up"]);
+            let address = format!("{far}/24");
             run(
                 "ip",
-                &[
-                    "netns",
-                    "exec",
-                    &ns,
-                    "ip",
-                    "addr",
-                    "add",
-                    &format!("{far}/30"),
-                    "dev",
-                    &peer,
-                ],
+                &["netns", "exec", &ns, "ip", "addr", "add", &address, "dev", &peer],
             );
             run("ip", &["netns", "exec", &ns, "ip", "link", "set", &peer, "up"]);
             run("ip", &["netns", "exec", &ns, "ip", "link", "set", "lo", "up"]);

@@ -11,7 +11,7 @@ mod watch;
 
 pub use watch::log_tail;
 
-use crate::run::hands::{Hands, LocalHands};
+use crate::run::hands::Hands;
 use crate::run::recorder::Recorder;
 use crate::supervisor::{Spawned, Supervisor};
 use crate::system::{Role, StartKind, System};
@@ -116,7 +116,7 @@ impl Lab {
     /// A lab for `system`, node logs at `log_paths[i]`.
     pub fn new(
         system: Arc<dyn System>,
-        supervisor: Supervisor,
+        (supervisor, hands): (Supervisor, Vec<Arc<dyn Hands>>),
         recorder: Recorder,
         log_paths: Vec<PathBuf>,
         boot_timeout: Duration,
@@ -136,9 +136,9 @@ impl Lab {
             })));
             boot_rx.push(rx);
         }
-        let local: Arc<dyn Hands> = Arc::new(LocalHands(supervisor.clone()));
+        assert_eq!(hands.len(), system.node_count(), "hands for every node");
         Lab {
-            hands: vec![local; system.node_count()],
+            hands,
             system,
             supervisor,
             recorder,
@@ -250,9 +250,9 @@ impl Lab {
         &self.system
     }
 
-    /// Puts node `node`'s processes in `hands` (a host's agent) instead of this machine's supervisor.
-    pub fn use_hands(&mut self, node: usize, hands: Arc<dyn Hands>) {
-        self.hands[node] = hands;
+    /// Node `node`'s hands: where its processes and one-shot commands run.
+    pub fn hands(&self, node: usize) -> &Arc<dyn Hands> {
+        &self.hands[node]
     }
 
     /// The history recorder.

@@ -98,7 +98,14 @@ impl AdapterSpec for ReferenceConfig {
     }
 
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
-        let program = NodeProgram::locate(self.binary.as_deref())?;
+        let program = match context.remote {
+            // The build of faultline installed on the hosts, whose embedded node is this one.
+            Some(remote) => NodeProgram {
+                program: remote.executable(0),
+                prefix_args: vec!["node".into()],
+            },
+            None => NodeProgram::locate(self.binary.as_deref())?,
+        };
         let node_count = context.node_count();
         let node_ips = context.node_ips(&ReferenceSystem::ports(node_count))?;
         let mut reference = ReferenceSystem::new(
@@ -110,6 +117,7 @@ impl AdapterSpec for ReferenceConfig {
             self.args.clone(),
         );
         reference.keep_spares(context.initial_members());
+        reference.hands = context.hands.clone();
         let (network, routes) = context
             .proxied_network(
                 |to| reference.addrs(to).peer,
@@ -127,6 +135,9 @@ impl AdapterSpec for ReferenceConfig {
         })
     }
 }
+
+/// How long formatting a node's data dir may take.
+const FORMAT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How to run the node program.
 #[derive(Debug, Clone)]
@@ -208,6 +219,8 @@ pub struct ReferenceSystem {
     initial_members: Vec<usize>,
     /// The members as last listed (the next primary is the next of them).
     members: std::sync::Mutex<Vec<usize>>,
+    /// Where each node's one-shot commands (format) run: its host's agent, or this machine (empty: here).
+    hands: Vec<Arc<dyn crate::run::hands::Hands>>,
 }
 
 impl ReferenceSystem {
@@ -231,6 +244,7 @@ impl ReferenceSystem {
             peer_routes: None,
             initial_members: (0..node_count).collect(),
             members: std::sync::Mutex::new((0..node_count).collect()),
+            hands: Vec::new(),
         }
     }
 
@@ -282,11 +296,14 @@ impl ReferenceSystem {
             self.node_count.to_string(),
         ]);
         cmd.args.extend(extra.iter().map(|a| a.to_string()));
-        let output = tokio::process::Command::new(&cmd.program)
-            .args(&cmd.args)
-            .output()
-            .await
-            .with_context(|| format!("cannot run {}", cmd.display()))?;
+        let output = match self.hands.get(node) {
+            Some(hands) => hands.output(&cmd, FORMAT_TIMEOUT).await.map_err(anyhow::Error::msg)?,
+            None => tokio::process::Command::new(&cmd.program)
+                .args(&cmd.args)
+                .output()
+                .await
+                .with_context(|| format!("cannot run {}", cmd.display()))?,
+        };
         anyhow::ensure!(
             output.status.success(),
             "formatting n{} failed ({}): {}",
