@@ -264,3 +264,39 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_s
         );
     }
 }
+
+/// A plan that needs more of a host than hosts do yet is refused before anything connects, naming each need.
+#[test]
+fn given_a_plan_with_network_and_disk_faults_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "db1\ndb2\n").unwrap();
+    let output = faultline()
+        .args(["run", "reference-mixed", "--hosts"])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for need in [
+        "network faults",
+        "the fault filesystem",
+        "clock faults",
+        "disk surgery",
+        "3 hosts: the hosts file names 2",
+    ] {
+        assert!(stderr.contains(need), "{need}: {stderr}");
+    }
+    std::fs::write(&hosts, "db1 password=x\n").unwrap();
+    let output = faultline()
+        .args(["run", "reference-hosts", "--hosts"])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("hosts:1:5: a hosts file holds no passwords"),
+        "{}",
+        explain(&output)
+    );
+}

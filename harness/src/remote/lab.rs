@@ -51,7 +51,9 @@ pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
     }
     if plan.nemesis.has_network_faults() {
         lacking.push(
-            "network faults (partitions between hosts with nft come next; use `--set nemesis.network=null`)".into(),
+            "network faults, timed or triggered (partitions between hosts by nft come next; `reference-hosts` is the \
+             default plan without them)"
+                .into(),
         );
     }
     if plan.disk.fault_fs {
