@@ -201,10 +201,10 @@ async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_
 }
 
 /// The reference cluster on three SSH hosts, the default plan's process faults (kills, pauses, graceful stops, a
-/// rolling restart, flaps, process triggers) done by the hosts' agents: VALID, every node's log back here, the run's
+/// rolling restart, flaps, process triggers) and partitions (each host's nft) done by the hosts' agents: VALID, every node's log back here, the run's
 /// metadata naming each node's host and clock, and nothing left running on a host afterwards.
 #[test]
-fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_should_be_valid() {
+fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_and_partitions_should_be_valid() {
     if !ssh_hosts_ready() {
         return;
     }
@@ -267,7 +267,7 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_s
 
 /// A plan that needs more of a host than hosts do yet is refused before anything connects, naming each need.
 #[test]
-fn given_a_plan_with_network_and_disk_faults_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
+fn given_a_plan_with_link_and_disk_faults_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
     let dir = tempfile::tempdir().unwrap();
     let hosts = dir.path().join("hosts");
     std::fs::write(&hosts, "db1\ndb2\n").unwrap();
@@ -279,7 +279,7 @@ fn given_a_plan_with_network_and_disk_faults_when_run_on_hosts_should_be_refused
     assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     for need in [
-        "network faults",
+        "link faults",
         "the fault filesystem",
         "clock faults",
         "disk surgery",
@@ -299,4 +299,60 @@ fn given_a_plan_with_network_and_disk_faults_when_run_on_hosts_should_be_refused
         "{}",
         explain(&output)
     );
+}
+
+/// Partitions between hosts, measured by a probe: a host made deaf to another drops its connections (and only its),
+/// while the control's own SSH to it works throughout; healing opens it again; the agent's table goes with it.
+#[tokio::test]
+async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hosts_traffic_and_never_the_controls() {
+    use faultline::remote::agent::Request;
+    use faultline::remote::hosts::read_hosts_file;
+    use faultline::remote::ssh::{connect, SshOptions};
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let hosts = SshHosts::start(3);
+    let options = SshOptions {
+        config: Some(hosts.ssh_config.clone()),
+        accept_new_host_keys: false,
+        executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
+    };
+    let control = tempfile::tempdir().unwrap();
+    let list = read_hosts_file(&hosts.hosts_file).unwrap();
+    let n2 = connect(&list[1], &options, control.path(), 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Can host `from` open a TCP connection to host `to`'s sshd? Asked on `from` itself, over SSH.
+    let probe = |from: usize, to: usize| {
+        let script = format!(
+            "timeout 2 bash -c '</dev/tcp/{}/22' && echo open || echo cut",
+            hosts.addresses[to]
+        );
+        let output = std::process::Command::new("ssh")
+            .arg("-F")
+            .arg(&hosts.ssh_config)
+            .args([hosts.aliases[from].as_str(), script.as_str()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!((probe(0, 1), probe(2, 1)), ("open".to_string(), "open".to_string()));
+    let n1: std::net::IpAddr = hosts.addresses[0].parse().unwrap();
+    n2.agent.call(Request::Deafen { from: vec![n1] }).await.unwrap();
+    assert_eq!(probe(0, 1), "cut", "n2 is deaf to n1");
+    assert_eq!(probe(2, 1), "open", "n2 still hears n3");
+    n2.agent
+        .call(Request::Clock)
+        .await
+        .expect("the control's own SSH to n2 is never cut");
+    n2.agent.call(Request::Deafen { from: vec![] }).await.unwrap();
+    assert_eq!(probe(0, 1), "open", "healed");
+    n2.agent.call(Request::Deafen { from: vec![n1] }).await.unwrap();
+    n2.agent.call(Request::Shutdown).await.unwrap();
+    drop(n2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while probe(0, 1) != "open" {
+        assert!(std::time::Instant::now() < deadline, "the agent's firewall outlived it");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

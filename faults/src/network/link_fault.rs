@@ -103,6 +103,8 @@ pub enum BackendKind {
     Proxy,
     /// Network namespaces and nftables (root, `ip` and `nft`; black-box systems).
     Netns,
+    /// nftables on each host of a run on hosts (`--hosts`): partitions as Jepsen's grudges, no link faults yet.
+    Hosts,
 }
 
 impl fmt::Display for BackendKind {
@@ -110,6 +112,7 @@ impl fmt::Display for BackendKind {
         f.write_str(match self {
             BackendKind::Proxy => "proxy",
             BackendKind::Netns => "netns",
+            BackendKind::Hosts => "hosts",
         })
     }
 }
@@ -121,6 +124,7 @@ impl BackendKind {
         match self {
             BackendKind::Proxy => matches!(kind, Delay | Rate | Corrupt | Reset),
             BackendKind::Netns => matches!(kind, Reset | Loss),
+            BackendKind::Hosts => false,
         }
     }
 
@@ -132,6 +136,11 @@ impl BackendKind {
         let other = match self {
             BackendKind::Proxy => BackendKind::Netns,
             BackendKind::Netns => BackendKind::Proxy,
+            BackendKind::Hosts => {
+                return Err(format!(
+                    "a run on hosts cannot inject `{kind}` link faults yet (partitions only): drop the fault"
+                ))
+            }
         };
         Err(format!(
             "the {self} network backend cannot inject `{kind}` link faults (the {other} backend can): choose \

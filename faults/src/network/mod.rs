@@ -12,6 +12,7 @@
 //! The harness builds one backend per run, wraps it in a [`Network`], and hands that to the network family.
 
 pub mod grudge;
+pub mod hosts;
 pub mod link_fault;
 pub mod netns;
 pub mod proxy;
@@ -70,6 +71,9 @@ pub enum NetworkError {
     /// A blocking netns call did not finish.
     #[error("netns call aborted: {0}")]
     Join(String),
+    /// From a host's firewall (its agent).
+    #[error("{0}")]
+    Hosts(String),
 }
 
 /// A run's network, over either backend. Cheap to clone.
@@ -79,6 +83,8 @@ pub enum Network {
     Proxy(Arc<proxy::ProxyMesh>),
     /// The netns lab.
     Netns(Arc<netns::NetnsLab>),
+    /// The hosts' own firewalls (a run on hosts).
+    Hosts(Arc<hosts::HostsNetwork>),
 }
 
 impl Network {
@@ -87,6 +93,7 @@ impl Network {
         match self {
             Network::Proxy(_) => BackendKind::Proxy,
             Network::Netns(_) => BackendKind::Netns,
+            Network::Hosts(_) => BackendKind::Hosts,
         }
     }
 
@@ -95,6 +102,7 @@ impl Network {
         match self {
             Network::Proxy(mesh) => mesh.node_count(),
             Network::Netns(lab) => lab.node_count(),
+            Network::Hosts(hosts) => hosts.node_count(),
         }
     }
 
@@ -106,6 +114,7 @@ impl Network {
                 let grudge = grudge.clone();
                 blocking(lab, move |lab| lab.apply(&grudge)).await
             }
+            Network::Hosts(hosts) => hosts.apply(grudge).await,
         }
     }
 
@@ -119,6 +128,7 @@ impl Network {
         match self {
             Network::Proxy(mesh) => Ok(mesh.set_link_fault(link, fault)?),
             Network::Netns(lab) => blocking(lab, move |lab| lab.set_link_fault(link, fault)).await,
+            Network::Hosts(_) => Err(NetworkError::Hosts(BackendKind::Hosts.check(fault.kind()).unwrap_err())),
         }
     }
 
@@ -130,6 +140,7 @@ impl Network {
                 Ok(())
             }
             Network::Netns(lab) => blocking(lab, move |lab| lab.clear_link_fault(link, kind)).await,
+            Network::Hosts(_) => Ok(()),
         }
     }
 
@@ -142,6 +153,7 @@ impl Network {
                 Ok(())
             }
             Network::Netns(lab) => blocking(lab, |lab| lab.clear_link_faults()).await,
+            Network::Hosts(_) => Ok(()),
         }
     }
 }

@@ -86,6 +86,12 @@ pub enum Request {
         #[serde(default)]
         max: Option<u64>,
     },
+    /// Make this host deaf to `from` (nftables, the agent's own table: drop every packet whose source is one of
+    /// them), replacing what it was deaf to; an empty list heals. The table goes when the agent ends.
+    Deafen {
+        /// Source addresses to drop.
+        from: Vec<std::net::IpAddr>,
+    },
     /// Kill everything it started and exit.
     Shutdown,
 }
@@ -161,6 +167,37 @@ fn capabilities() -> Value {
     })
 }
 
+/// This agent's own nftables table (one per agent, so two runs' agents on one host never touch each other's).
+fn firewall_table() -> String {
+    format!("faultline_agent_{}", std::process::id())
+}
+
+/// Runs an nft script (`nft -f -`).
+fn nft(script: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run nft (install nftables on this host): {e}"))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(script.as_bytes())
+        .map_err(|e| format!("cannot write to nft: {e}"))?;
+    let output = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "nft refused the rules: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
 /// The processes this agent started, by pid (the leaders of their groups).
 type Started = Arc<Mutex<BTreeMap<i32, ()>>>;
 
@@ -202,11 +239,13 @@ pub async fn serve() -> u8 {
         };
         let _ = out_tx.send(answer);
     }
-    // The channel is gone (or the control asked): nothing this agent started may outlive it.
+    // The channel is gone (or the control asked): nothing this agent started may outlive it, nor its firewall.
     let pids: Vec<i32> = started.lock().expect("started lock").keys().copied().collect();
     for pid in pids {
         let _ = signal_group(pid, Signal::SIGKILL);
     }
+    let table = firewall_table();
+    let _ = nft(&format!("add table inet {table}\ndelete table inet {table}\n"));
     drop(out_tx);
     let _ = writer.await;
     0
@@ -280,6 +319,27 @@ async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender
             let mut data = Vec::new();
             file.take(want).read_to_end(&mut data).map_err(|e| e.to_string())?;
             Ok(json!({"size": size, "data": base64::engine::general_purpose::STANDARD.encode(&data)}))
+        }
+        Request::Deafen { from } => {
+            let table = firewall_table();
+            // Created if missing, then replaced as a whole: one atomic transaction.
+            let mut script = format!("add table inet {table}\ndelete table inet {table}\n");
+            if !from.is_empty() {
+                let (v4, v6): (Vec<&std::net::IpAddr>, Vec<&std::net::IpAddr>) =
+                    from.iter().partition(|ip| ip.is_ipv4());
+                script.push_str(&format!(
+                    "table inet {table} {{\n  chain input {{\n    type filter hook input priority -10; policy accept;\n"
+                ));
+                for (family, ips) in [("ip", v4), ("ip6", v6)] {
+                    if !ips.is_empty() {
+                        let list: Vec<String> = ips.iter().map(ToString::to_string).collect();
+                        script.push_str(&format!("    {family} saddr {{ {} }} drop\n", list.join(", ")));
+                    }
+                }
+                script.push_str("  }\n}\n");
+            }
+            nft(&script)?;
+            Ok(json!({"table": table, "deaf_to": from}))
         }
         Request::Shutdown => unreachable!("handled by the loop"),
     }

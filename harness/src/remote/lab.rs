@@ -14,6 +14,20 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Each host's firewall, set through its agent (`deafen`).
+struct AgentFirewall(Vec<Arc<super::client::AgentClient>>);
+
+impl faultline_faults::network::hosts::Firewall for AgentFirewall {
+    fn deafen(&self, node: usize, from: Vec<IpAddr>) -> futures::future::BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.0[node]
+                .call(super::agent::Request::Deafen { from })
+                .await
+                .map(|_| ())
+        })
+    }
+}
+
 /// Round trips per host for the clock sync at connect.
 const CLOCK_SAMPLES: usize = 8;
 
@@ -49,10 +63,20 @@ pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
             plan.system.kind()
         ));
     }
-    if plan.nemesis.has_network_faults() {
+    let links = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.links.is_empty())
+        || plan
+            .nemesis
+            .triggers
+            .iter()
+            .any(|t| t.value.action.kind == faultline_faults::trigger::TriggeredKind::Link);
+    if links {
         lacking.push(
-            "network faults, timed or triggered (partitions between hosts by nft come next; `reference-hosts` is the \
-             default plan without them)"
+            "link faults, timed or triggered (partitions between hosts work; delays, loss and resets come next)".into(),
+        );
+    }
+    if plan.network.backend == crate::plan::NetworkBackend::Netns {
+        lacking.push(
+            "`network: {backend: netns}` (namespaces are this machine's; on hosts, partitions are each host's nft)"
                 .into(),
         );
     }
@@ -163,6 +187,16 @@ impl RemoteLab {
                 })
             })
             .collect()
+    }
+
+    /// The network of a plan with partitions: each host's own nftables, set through its agent.
+    pub fn network(&self, plan: &Plan) -> Option<faultline_faults::network::Network> {
+        use faultline_faults::network::hosts::HostsNetwork;
+        plan.nemesis.has_network_faults().then(|| {
+            let agents = self.hosts.iter().map(|h| h.agent.clone()).collect();
+            let hosts = HostsNetwork::new(self.node_ips.clone(), Box::new(AgentFirewall(agents)));
+            faultline_faults::network::Network::Hosts(Arc::new(hosts))
+        })
     }
 
     /// The faultline executable on node `node`'s host.

@@ -93,7 +93,11 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         std::fs::create_dir_all(path.parent().expect("log path has a parent"))?;
     }
     let recorder = Recorder::create(&store_dir.join("history.jsonl"))?;
-    let netns = start_netns(&plan, &run_id, node_count).await?;
+    // On hosts the network is theirs (each host's nft), never this machine's namespaces.
+    let netns = match options.remote {
+        Some(_) => None,
+        None => start_netns(&plan, &run_id, node_count).await?,
+    };
     // Nodes on hosts: each host reached over SSH, faultline installed there, its agent running.
     let remote = match &options.remote {
         Some(remote) => Some(

@@ -169,6 +169,9 @@ impl BuildContext<'_> {
         peer_addr: impl Fn(usize) -> SocketAddr,
         proxy_addr: impl Fn(usize, usize) -> SocketAddr,
     ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
+        if let Some(remote) = self.remote {
+            return Ok((remote.network(self.plan), None));
+        }
         if let Some(lab) = self.netns {
             return Ok((Some(Network::Netns(lab.clone())), None));
         }

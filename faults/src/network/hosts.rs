@@ -1,0 +1,64 @@
+//! Partitions between hosts (a run on hosts): each host's own nftables drops what comes from the nodes it must not
+//! hear, Jepsen's grudges (`iptables -A INPUT -s PEER -j DROP`), set through the host's agent. Only the nodes'
+//! addresses are ever named, so the control's own SSH connection to a host is never cut.
+
+use super::{Grudge, NetworkError};
+use futures_util::future::BoxFuture;
+use std::net::IpAddr;
+
+/// Sets one host's firewall: drop everything that comes from `from` (an empty list: drop nothing).
+pub trait Firewall: Send + Sync {
+    /// Makes node `node`'s host deaf to `from`, replacing what it was deaf to before.
+    fn deafen(&self, node: usize, from: Vec<IpAddr>) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// The network of a run on hosts.
+pub struct HostsNetwork {
+    node_ips: Vec<IpAddr>,
+    firewall: Box<dyn Firewall>,
+    /// What each host is deaf to now, as last set (`None`: unknown, set it again); held while a grudge is set,
+    /// so one is in force at a time.
+    applied: tokio::sync::Mutex<Vec<Option<Vec<IpAddr>>>>,
+}
+
+impl HostsNetwork {
+    /// Nodes at `node_ips`, each host's firewall set through `firewall`.
+    pub fn new(node_ips: Vec<IpAddr>, firewall: Box<dyn Firewall>) -> HostsNetwork {
+        let n = node_ips.len();
+        HostsNetwork {
+            node_ips,
+            firewall,
+            applied: tokio::sync::Mutex::new(vec![None; n]),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.node_ips.len()
+    }
+
+    /// Replaces the grudge in force: each host deaf to exactly the nodes the grudge says it does not hear.
+    pub async fn apply(&self, grudge: &Grudge) -> Result<(), NetworkError> {
+        if grudge.node_count() != self.node_count() {
+            return Err(NetworkError::Hosts(format!(
+                "grudge `{grudge}` is for {} nodes, the run has {}",
+                grudge.node_count(),
+                self.node_count()
+            )));
+        }
+        let mut applied = self.applied.lock().await;
+        for to in 0..self.node_count() {
+            let from: Vec<IpAddr> = grudge.deaf_to(to).iter().map(|&from| self.node_ips[from]).collect();
+            if applied[to].as_ref() == Some(&from) {
+                continue;
+            }
+            applied[to] = None; // unknown until the host says it is set
+            self.firewall
+                .deafen(to, from.clone())
+                .await
+                .map_err(|e| NetworkError::Hosts(format!("n{}'s host: {e}", to + 1)))?;
+            applied[to] = Some(from);
+        }
+        Ok(())
+    }
+}
