@@ -3,8 +3,8 @@
 //! From the top: `main.rs` parses and dispatches to `cli` (one module per command); `explore` drives many runs
 //! (shrink, matrix, compare and certify above campaign, the guide, replay and merge, which they use); `run` is one
 //! run end to end; `plan` and `system` say what a run tests and how each system is driven (one floor: an adapter
-//! owns its plan section, and the plan checks itself against the adapters' capabilities); `supervisor` owns the
-//! processes.
+//! owns its plan section, and the plan checks itself against the adapters' capabilities), beside `remote`, the hands
+//! that act on a node's processes here or on its host; `supervisor` owns the processes.
 //! A module may name modules on its own floor or below, in code and in doc links alike (a doc link up a floor is a
 //! reader's path up it).
 //!
@@ -24,6 +24,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("run", 2),
     ("plan", 1),
     ("system", 1),
+    ("remote", 1),
     ("supervisor", 0),
 ];
 

@@ -123,9 +123,9 @@ fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_
 /// reported with its code.
 #[tokio::test]
 async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_its_log_and_signal_its_group() {
+    use faultline::remote::hands::{Hands, RemoteHands};
     use faultline::remote::hosts::read_hosts_file;
     use faultline::remote::ssh::{connect, SshOptions};
-    use faultline::run::hands::{Hands, RemoteHands};
     use faultline::supervisor::{Exit, LaunchCommand};
     use nix::sys::signal::Signal;
     use std::time::Duration;

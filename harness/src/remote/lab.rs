@@ -8,7 +8,7 @@
 use super::hosts::HostSpec;
 use super::ssh::{connect, Connected, SshOptions};
 use crate::plan::Plan;
-use crate::run::hands::{Hands, RemoteHands};
+use crate::remote::hands::{Hands, RemoteHands};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 use std::path::PathBuf;

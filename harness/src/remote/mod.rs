@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod hands;
 pub mod hosts;
 pub mod lab;
 pub mod ssh;

@@ -4,7 +4,6 @@
 pub mod analyze;
 pub mod cleanup;
 pub mod final_phase;
-pub mod hands;
 pub mod lab;
 pub mod logging;
 pub mod progress;
@@ -14,7 +13,7 @@ pub mod store;
 pub mod workload;
 
 use crate::plan::{IoFaultWindow, NetworkBackend, Plan};
-use crate::run::hands::{Hands, LocalHands};
+use crate::remote::hands::{Hands, LocalHands};
 use crate::run::lab::{BootState, Lab};
 use crate::run::recorder::Recorder;
 use crate::run::workload::Workload;

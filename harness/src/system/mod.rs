@@ -80,7 +80,7 @@ pub struct BuildContext<'a> {
     /// The netns lab when the run uses the netns backend.
     pub netns: Option<&'a Arc<NetnsLab>>,
     /// Each node's hands: where its processes and one-shot commands run (this machine, or its host).
-    pub hands: Vec<Arc<dyn crate::run::hands::Hands>>,
+    pub hands: Vec<Arc<dyn crate::remote::hands::Hands>>,
     /// The hosts, when the nodes live on hosts reached over SSH (`nodes_dir` is then their folder there).
     pub remote: Option<&'a crate::remote::lab::RemoteLab>,
 }

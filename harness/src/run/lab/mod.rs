@@ -11,7 +11,7 @@ mod watch;
 
 pub use watch::log_tail;
 
-use crate::run::hands::Hands;
+use crate::remote::hands::Hands;
 use crate::run::recorder::Recorder;
 use crate::supervisor::{Spawned, Supervisor};
 use crate::system::{Role, StartKind, System};

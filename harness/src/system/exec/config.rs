@@ -1,6 +1,7 @@
 //! The exec adapter's plan section (`system: {kind: exec, ...}`): its types, load-time checks and the build of a run.
 
 use super::client;
+use super::cluster::{ListSpec, RestartAllSpec};
 pub use super::ports::Ports;
 use super::template::Scope;
 use super::{ExecSystem, MembershipHooks, Template};
@@ -105,45 +106,6 @@ pub struct ExecConfig {
     /// The membership hooks (`add`, `remove`, `list`): with them, plans may change who is a member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub membership: Option<Spanned<MembershipHooks>>,
-}
-
-/// One of `system.lists`: which nodes, each written as `item`, joined by `separator`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListSpec {
-    /// `peers` (every other node, at the addresses it dials them: the proxies', when proxied), `nodes` (every node,
-    /// itself too) or `members` (the members of the moment).
-    pub of: ListOf,
-    /// A template of the listed node: `{id}`, `{name}`, `{host}`, `{port.NAME}`, `{addr.NAME}`.
-    pub item: Spanned<String>,
-    /// Between items (default `,`).
-    #[serde(default = "comma")]
-    pub separator: String,
-}
-
-fn comma() -> String {
-    ",".into()
-}
-
-/// Which nodes a list names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ListOf {
-    /// Every other node, as this node dials it.
-    Peers,
-    /// Every node, this one too.
-    Nodes,
-    /// The members of the moment.
-    Members,
-}
-
-/// `system.restart_all`: how the restart-all orders its starts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RestartAllSpec {
-    /// Run on each stopped node (its `{data_dir}` and the other node variables): prints how far the node got, a
-    /// number on its last line (e.g. `sed -n 's/^seqno: *//p' {data_dir}/grastate.dat`).
-    pub position: CommandSpec,
 }
 
 fn yes() -> bool {
@@ -773,7 +735,7 @@ impl AdapterSpec for ExecConfig {
 }
 
 /// A `system.user` this run can take: faultline is root (only root may change a process's user) and the user exists.
-/// (In network namespaces, `ip netns exec` runs as root and `setpriv` becomes the user inside: [`crate::run::lab`].)
+/// (In network namespaces, `ip netns exec` runs as root and `setpriv` becomes the user inside: the lab does that.)
 fn check_user(name: &str, _plan: &Plan) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

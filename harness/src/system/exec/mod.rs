@@ -35,6 +35,7 @@
 //!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
 
 pub mod client;
+mod cluster;
 mod config;
 mod membership;
 mod ports;
@@ -49,8 +50,8 @@ pub use ports::Ports;
 pub use template::{Scope, Template, Vars};
 
 use super::{
-    BankClient, LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, Role, SetClient,
-    System, TxnClient,
+    BankClient, LogClient, NodeAddrs, NodeStatus, ProbeError, Progress, Recovered, RegisterClient, SetClient, System,
+    TxnClient,
 };
 use crate::plan::WorkloadKind;
 use crate::supervisor::LaunchCommand;
@@ -105,37 +106,6 @@ impl ExecSystem {
         self.peer_routes
             .as_ref()
             .map_or(self.addrs(to).peer, |routes| routes[from][to])
-    }
-
-    /// `list` as node `node` sees it: each listed node's item, joined.
-    fn list(&self, node: usize, list: &config::ListSpec) -> String {
-        let listed: Vec<usize> = match list.of {
-            config::ListOf::Peers => (0..self.node_count()).filter(|&k| k != node).collect(),
-            config::ListOf::Nodes => (0..self.node_count()).collect(),
-            config::ListOf::Members => self.members.lock().expect("members lock").clone(),
-        };
-        let items: Vec<String> = listed
-            .into_iter()
-            .map(|k| {
-                let mut vars = Vars::default();
-                vars.set("id", k.to_string());
-                vars.set("name", Self::name(k));
-                vars.set("host", self.node_ips[k].to_string());
-                for (port, base) in self.config.ports.bases() {
-                    vars.set(format!("port.{port}"), (base + k as u16).to_string());
-                    vars.set(format!("addr.{port}"), self.port_addr(k, base).to_string());
-                }
-                if list.of == config::ListOf::Peers {
-                    // The address this node dials its peer at (the proxy of the link, when proxied).
-                    let route = self.peer_route(node, k);
-                    vars.set("host", route.ip().to_string());
-                    vars.set("port.peer", route.port().to_string());
-                    vars.set("addr.peer", route.to_string());
-                }
-                vars.expand(&list.item.value)
-            })
-            .collect();
-        items.join(&list.separator)
     }
 
     /// `ID=HOST:PORT,...` of every node, in id order.
@@ -391,65 +361,6 @@ impl ExecSystem {
         text.push_str(&String::from_utf8_lossy(&output.stderr));
         append(&log, &text);
         Ok(output)
-    }
-
-    /// Reads a status answer with the plan's pointers.
-    fn read_status(&self, raw: Value) -> Result<NodeStatus, ProbeError> {
-        let Some(status) = &self.config.status else {
-            return Err(ProbeError::NoAnswer);
-        };
-        let lookup = |pointer: &Spanned<String>, what: &str| -> Result<String, ProbeError> {
-            match raw.pointer(&pointer.value) {
-                Some(Value::String(text)) => Ok(text.clone()),
-                Some(other) => Ok(other.to_string()),
-                None => Err(ProbeError::Misconfigured(format!(
-                    "its status answer has no `{}` (the JSON pointer of system.status.{what}, plan line {}); the \
-                     answer was: {}",
-                    pointer.value,
-                    pointer.referenced.line(),
-                    quote(&raw)
-                ))),
-            }
-        };
-        let role = match (&status.role, status.primary_if_equal.as_slice()) {
-            (None, [leader, me]) => {
-                if lookup(leader, "primary_if_equal")? == lookup(me, "primary_if_equal")? {
-                    Role::Primary
-                } else {
-                    Role::Backup
-                }
-            }
-            (None, _) => Role::Other,
-            (Some(pointer), _) => {
-                let value = lookup(pointer, "role")?;
-                if status.primary_when.contains(&value) {
-                    Role::Primary
-                } else if status.backup_when.is_empty() || status.backup_when.contains(&value) {
-                    Role::Backup
-                } else {
-                    Role::Other
-                }
-            }
-        };
-        let primary = match &status.primary {
-            Some(pointer) => lookup(pointer, "primary")?.parse::<usize>().ok(),
-            None => None,
-        };
-        let mut parts = Vec::new();
-        for pointer in &status.commit_point {
-            parts.push(format!("{}={}", pointer.value, lookup(pointer, "commit_point")?));
-        }
-        // The data's digest joins the commit point: nodes at the same position with different data have not
-        // converged (a replica that applied six more elements at the same vclock).
-        if let Some(pointer) = &status.digest {
-            parts.push(format!("digest {}={}", pointer.value, lookup(pointer, "digest")?));
-        }
-        Ok(NodeStatus {
-            role,
-            primary: primary.filter(|_| role != Role::Other),
-            commit_point: parts.join(" "),
-            raw,
-        })
     }
 
     /// The status document at `url` (template) of node `node`: a GET, or a POST of `post`.

@@ -262,3 +262,68 @@ impl Persistent {
         }
     }
 }
+
+use super::quote;
+use crate::system::{NodeStatus, Role};
+use serde_saphyr::Spanned;
+
+impl super::ExecSystem {
+    /// Reads a status answer with the plan's pointers.
+    pub(super) fn read_status(&self, raw: Value) -> Result<NodeStatus, ProbeError> {
+        let Some(status) = &self.config.status else {
+            return Err(ProbeError::NoAnswer);
+        };
+        let lookup = |pointer: &Spanned<String>, what: &str| -> Result<String, ProbeError> {
+            match raw.pointer(&pointer.value) {
+                Some(Value::String(text)) => Ok(text.clone()),
+                Some(other) => Ok(other.to_string()),
+                None => Err(ProbeError::Misconfigured(format!(
+                    "its status answer has no `{}` (the JSON pointer of system.status.{what}, plan line {}); the \
+                     answer was: {}",
+                    pointer.value,
+                    pointer.referenced.line(),
+                    quote(&raw)
+                ))),
+            }
+        };
+        let role = match (&status.role, status.primary_if_equal.as_slice()) {
+            (None, [leader, me]) => {
+                if lookup(leader, "primary_if_equal")? == lookup(me, "primary_if_equal")? {
+                    Role::Primary
+                } else {
+                    Role::Backup
+                }
+            }
+            (None, _) => Role::Other,
+            (Some(pointer), _) => {
+                let value = lookup(pointer, "role")?;
+                if status.primary_when.contains(&value) {
+                    Role::Primary
+                } else if status.backup_when.is_empty() || status.backup_when.contains(&value) {
+                    Role::Backup
+                } else {
+                    Role::Other
+                }
+            }
+        };
+        let primary = match &status.primary {
+            Some(pointer) => lookup(pointer, "primary")?.parse::<usize>().ok(),
+            None => None,
+        };
+        let mut parts = Vec::new();
+        for pointer in &status.commit_point {
+            parts.push(format!("{}={}", pointer.value, lookup(pointer, "commit_point")?));
+        }
+        // The data's digest joins the commit point: nodes at the same position with different data have not
+        // converged (a replica that applied six more elements at the same vclock).
+        if let Some(pointer) = &status.digest {
+            parts.push(format!("digest {}={}", pointer.value, lookup(pointer, "digest")?));
+        }
+        Ok(NodeStatus {
+            role,
+            primary: primary.filter(|_| role != Role::Other),
+            commit_point: parts.join(" "),
+            raw,
+        })
+    }
+}

@@ -1,6 +1,7 @@
 //! Tests of the exec adapter: its plan section (parsing, validation, messages), status reading and template variables.
 
 use super::*;
+use crate::system::Role;
 use crate::plan::{Plan, PlanError};
 
 fn config(yaml: &str) -> Result<Plan, PlanError> {

@@ -220,7 +220,7 @@ pub struct ReferenceSystem {
     /// The members as last listed (the next primary is the next of them).
     members: std::sync::Mutex<Vec<usize>>,
     /// Where each node's one-shot commands (format) run: its host's agent, or this machine (empty: here).
-    hands: Vec<Arc<dyn crate::run::hands::Hands>>,
+    hands: Vec<Arc<dyn crate::remote::hands::Hands>>,
 }
 
 impl ReferenceSystem {
