@@ -1,8 +1,9 @@
 //! The hosts a run's nodes live on: `--hosts FILE` (one per line, for CI that receives machines at run time).
 //!
 //! A line is `DESTINATION [key=value ...]`: DESTINATION is an address or an ssh_config alias, as `ssh` takes it
-//! (`[user@]host[:port]`), and the keys are `user`, `port`, `identity` (a private key file) and `workdir` (where
-//! the agent lives on that host; default `/var/lib/faultline`). `#` starts a comment. No password is ever read
+//! (`[user@]host[:port]`), and the keys are `user`, `port`, `identity` (a private key file), `workdir` (where
+//! the agent lives on that host; default `/var/lib/faultline`) and `address` (the IP its nodes listen on and the
+//! clients reach, when it is not the one the SSH connection arrives at, e.g. behind a ProxyJump). `#` starts a comment. No password is ever read
 //! from here: authentication is the user's ssh setup (keys, agent, ssh_config, ProxyJump).
 
 use std::fmt;
@@ -24,6 +25,8 @@ pub struct HostSpec {
     pub identity: Option<PathBuf>,
     /// The agent's folder on the host.
     pub workdir: PathBuf,
+    /// The address its nodes listen on (default: the one the control's SSH connection arrives at).
+    pub address: Option<std::net::IpAddr>,
 }
 
 impl fmt::Display for HostSpec {
@@ -95,13 +98,21 @@ pub fn parse_hosts(text: &str, file: &Path) -> Result<Vec<HostSpec>, HostsError>
             let Some((key, value)) = word.split_once('=') else {
                 return Err(error(
                     column,
-                    format!("`{word}` is not KEY=VALUE (the keys are user, port, identity, workdir)"),
+                    format!("`{word}` is not KEY=VALUE (the keys are user, port, identity, workdir, address)"),
                 ));
             };
             match key {
                 "user" => host.user = Some(value.to_string()),
                 "port" => host.port = Some(parse_port(value).map_err(|m| error(column, m))?),
                 "identity" => host.identity = Some(PathBuf::from(value)),
+                "address" => {
+                    host.address = Some(value.parse().map_err(|_| {
+                        error(
+                            column,
+                            format!("address `{value}` is not an IP address (the nodes listen on it)"),
+                        )
+                    })?)
+                }
                 "workdir" if value.starts_with('/') => host.workdir = PathBuf::from(value),
                 "workdir" => return Err(error(column, format!("workdir `{value}` must be an absolute path"))),
                 "password" => {
@@ -115,7 +126,7 @@ pub fn parse_hosts(text: &str, file: &Path) -> Result<Vec<HostSpec>, HostsError>
                 other => {
                     return Err(error(
                         column,
-                        format!("unknown key `{other}` (the keys are user, port, identity, workdir)"),
+                        format!("unknown key `{other}` (the keys are user, port, identity, workdir, address)"),
                     ))
                 }
             }
@@ -192,6 +203,7 @@ fn parse_destination(text: &str) -> Result<HostSpec, String> {
         port,
         identity: None,
         workdir: PathBuf::from(DEFAULT_WORKDIR),
+        address: None,
     })
 }
 
@@ -201,13 +213,14 @@ mod tests {
 
     #[test]
     fn given_a_hosts_file_when_parsed_should_read_destinations_and_keys_and_skip_comments() {
-        let text = "# the lab\nfl-h1\nroot@10.0.0.2:2222 workdir=/srv/fl identity=/k/id\n[fe80::1]:22 user=ops\n\n";
+        let text = "# the lab\nfl-h1 address=10.1.0.7\nroot@10.0.0.2:2222 workdir=/srv/fl identity=/k/id\n[fe80::1]:22 user=ops\n\n";
         let hosts = parse_hosts(text, Path::new("hosts")).unwrap();
         assert_eq!(hosts.len(), 3);
         assert_eq!(
             (hosts[0].host.as_str(), hosts[0].workdir.to_str()),
             ("fl-h1", Some(DEFAULT_WORKDIR))
         );
+        assert_eq!(hosts[0].address, Some("10.1.0.7".parse().unwrap()));
         assert_eq!(hosts[1].to_string(), "root@10.0.0.2:2222");
         assert_eq!(hosts[1].workdir, PathBuf::from("/srv/fl"));
         assert_eq!(hosts[1].identity, Some(PathBuf::from("/k/id")));
@@ -225,6 +238,8 @@ mod tests {
         assert!(e.message.contains("not a port number"), "{e}");
         let e = err("a password=x\n");
         assert!(e.message.contains("no passwords"), "{e}");
+        let e = err("a address=db1\n");
+        assert!(e.message.contains("not an IP address"), "{e}");
         let e = err("a;rm\n");
         assert!(e.message.contains("not a host name"), "{e}");
         let e = err("-oProxyCommand=x\n");

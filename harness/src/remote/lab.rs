@@ -145,10 +145,13 @@ impl RemoteLab {
         let mut node_ips = Vec::new();
         let mut hands: Vec<Arc<dyn Hands>> = Vec::new();
         for (node, host) in connected.iter_mut().enumerate() {
-            let address = host.hello["ssh_address"].as_str().unwrap_or_default().to_string();
-            let ip: IpAddr = address.parse().map_err(|_| {
+            let arrived = host.hello["ssh_address"]
+                .as_str()
+                .and_then(|a| a.parse::<IpAddr>().ok());
+            let ip = host.host.address.or(arrived).ok_or_else(|| {
                 anyhow::anyhow!(
-                    "{}: its agent could not say which address the control reached it at",
+                    "{}: its agent could not say which address the control reached it at: give it `address=IP` in \
+                     the hosts file",
                     host.host
                 )
             })?;

@@ -1,8 +1,8 @@
 //! Tests of the exec adapter: its plan section (parsing, validation, messages), status reading and template variables.
 
 use super::*;
-use crate::system::Role;
 use crate::plan::{Plan, PlanError};
+use crate::system::Role;
 
 fn config(yaml: &str) -> Result<Plan, PlanError> {
     let text = crate::plan::DEFAULT_PLAN_YAML.replace(
