@@ -356,3 +356,74 @@ async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hos
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// The control SIGKILLed mid-run: every agent notices its channel close and ends what it started, so nothing of
+/// the run is left on any host (processes, nft tables).
+#[test]
+fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing_on_the_hosts() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    let hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut control = faultline()
+        .args([
+            "run",
+            "reference-hosts",
+            "--quiet",
+            "--time-limit",
+            "60s",
+            "--seed",
+            "5",
+            "--store",
+        ])
+        .arg(&store)
+        .arg("--hosts")
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let on_host = |i: usize, command: &str| {
+        let output = std::process::Command::new("ssh")
+            .arg("-F")
+            .arg(&hosts.ssh_config)
+            .args([hosts.aliases[i].as_str(), command])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let nodes_running = |i: usize| on_host(i, "ps -e -o args=").lines().any(|l| l.contains(" node run "));
+    // Once every host runs its node (and a partition may be in force), kill the control outright.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(0..3).all(nodes_running) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the nodes never started on the hosts"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    control.kill().unwrap();
+    control.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for i in 0..3 {
+        loop {
+            let processes = on_host(i, "ps -e -o comm=");
+            let tables = on_host(i, "nft list tables");
+            let left: Vec<&str> = processes.lines().filter(|p| p.starts_with("faultline")).collect();
+            if left.is_empty() && !tables.contains("faultline_agent") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "host {i} still has {left:?} and tables {tables:?} after the control died"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
