@@ -236,7 +236,7 @@ impl Drop for SshHosts {
         for ns in &self.namespaces {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
-        for link in &self.links {
+        for link in self.links.iter().chain([&self.bridge]) {
             let _ = Command::new("ip")
                 .args(["link", "del", link])
                 .stderr(Stdio::null())
