@@ -146,12 +146,15 @@ pub enum Exit {
     Code(i32),
     /// Killed by a signal.
     Signal(i32),
+    /// Unknown: the node's host went away (the connection to its agent closed), and the process with it.
+    HostLost,
 }
 
 impl std::fmt::Display for Exit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Exit::Code(code) => write!(f, "exit code {code}"),
+            Exit::HostLost => write!(f, "its host went away (the connection to its agent closed)"),
             Exit::Signal(sig) => {
                 let name = Signal::try_from(*sig).map(|s| s.as_str()).unwrap_or("?");
                 write!(f, "signal {sig} ({name})")

@@ -427,3 +427,72 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
         }
     }
 }
+
+/// One host dies mid-run (its sshd and everything on it): the run still ends, its history and report are kept, and
+/// the boot check says the host went away (unknown), not that its node crashed.
+#[test]
+fn given_a_host_that_dies_mid_run_when_the_run_ends_should_keep_the_history_and_report_the_node() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    let mut hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let control = faultline()
+        .args([
+            "run",
+            "reference-hosts",
+            "--quiet",
+            "--time-limit",
+            "12s",
+            "--seed",
+            "6",
+            "--store",
+        ])
+        .arg(&store)
+        .arg("--hosts")
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let running = |i: usize| {
+        let output = std::process::Command::new("ssh")
+            .arg("-F")
+            .arg(&hosts.ssh_config)
+            .args([hosts.aliases[i].as_str(), "ps -e -o args="])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .any(|l| l.contains(" node run "))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !(0..3).all(running) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the nodes never started on the hosts"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    hosts.kill_host(2);
+    let output = control.wait_with_output().unwrap();
+    let run_dir = latest(&store);
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(2), "{}\n{results}", explain(&output));
+    assert!(run_dir.join("report.html").is_file() && run_dir.join("history.jsonl").is_file());
+    let boot = check(&results, "boot");
+    assert_eq!(boot["verdict"], "unknown", "{boot}");
+    assert!(
+        boot["reason"].as_str().unwrap().starts_with("n3's host went away"),
+        "{boot}"
+    );
+    let events = history(&run_dir);
+    assert!(events
+        .iter()
+        .any(|e| e["f"] == "crashed" && e["node"] == "n3" && e["value"]["host_lost"] == true));
+}

@@ -153,10 +153,11 @@ impl RemoteHands {
                     }
                 }
             }
-            // The channel is gone: the processes died with the agent; whoever waits for them learns it as a kill.
+            // The channel is gone (the host or the connection to it): its processes ended with the agent, or are
+            // out of reach; whoever waits for them learns that the host went away, not that they crashed.
             if let Some(hands) = weak.upgrade() {
                 for (_, exit) in std::mem::take(&mut hands.exits.lock().expect("exits lock").waiting) {
-                    exit.send_replace(Some(Exit::Signal(Signal::SIGKILL as i32)));
+                    exit.send_replace(Some(Exit::HostLost));
                 }
             }
         });

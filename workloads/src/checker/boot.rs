@@ -89,6 +89,8 @@ struct NodeBoots {
     joining: bool,
     /// Joiners that gave up, unable to reach the cluster: noted but not a problem.
     failed_joins: Vec<String>,
+    /// The node's host went away (a run on hosts): what happened to it after that is unknown.
+    hosts_lost: Vec<String>,
     /// Boot timeouts while a majority of the other nodes were refused legitimately: no quorum to join.
     without_quorum: Vec<String>,
     /// Boot timeouts of a node whose readiness needs a quorum while the nemesis disturbed it ([`disturbance`]).
@@ -106,6 +108,9 @@ struct NodeBoots {
 
 impl NodeBoots {
     fn problem(&mut self, at_ns: u64, text: String) {
+        if !self.hosts_lost.is_empty() {
+            return; // its host went away: nothing that happens to the node after that is its own doing
+        }
         self.first_problem_ns.get_or_insert(at_ns);
         self.problems.push(text);
     }
@@ -247,7 +252,7 @@ impl Boot {
                 (
                     name.clone(),
                     json!({"boots": n.boots, "refusals": n.refusals, "problems": n.problems, "io_exits": n.io_exits,
-                           "failed_joins": n.failed_joins, "without_quorum": n.without_quorum,
+                           "failed_joins": n.failed_joins, "hosts_lost": n.hosts_lost, "without_quorum": n.without_quorum,
                            "disturbed": n.disturbed}),
                 )
             })
@@ -285,6 +290,16 @@ impl Boot {
                 "{at_once} of {} nodes refused to boot after disk surgery at once: beyond the fault model{stranded}",
                 nodes.len()
             );
+            return CheckResult::new(self.name(), Verdict::Unknown, reason, details);
+        }
+        let lost: Vec<&String> = nodes.values().flat_map(|n| &n.hosts_lost).collect();
+        if let Some(first) = lost.first() {
+            let more = if lost.len() > 1 {
+                format!(" (and {} more)", lost.len() - 1)
+            } else {
+                String::new()
+            };
+            let reason = format!("{first}{more}: whether it booted again is unknown, the harness lost its hands there");
             return CheckResult::new(self.name(), Verdict::Unknown, reason, details);
         }
         let boots: u64 = nodes.values().map(|n| n.boots).sum();
@@ -409,7 +424,11 @@ fn crashed(entry: &mut NodeBoots, node: &str, event: &Event, phase_ns: u64) {
     let exit = event.value["exit"].as_str().unwrap_or("?");
     let at = phase_time(event.time_ns, phase_ns);
     let join_failure = event.value["join_failure"].as_str();
-    if let Some(line) = join_failure.filter(|_| entry.joining && event.value["was_ready"] != json!(true)) {
+    if event.value["host_lost"] == json!(true) {
+        entry.hosts_lost.push(format!(
+            "{node}'s host went away at {at} (the connection to its agent closed)"
+        ));
+    } else if let Some(line) = join_failure.filter(|_| entry.joining && event.value["was_ready"] != json!(true)) {
         entry
             .failed_joins
             .push(format!("{node} gave up joining at {at} ({exit}): {line}"));
@@ -694,6 +713,25 @@ mod tests {
             "{}",
             result.reason
         );
+    }
+
+    /// A node whose host went away (a run on hosts) did not exit on its own: what became of it is unknown, and the
+    /// check says so rather than calling the node's death a crash.
+    #[test]
+    fn given_a_node_whose_host_went_away_when_judged_should_be_unknown_not_a_crash() {
+        let lost = json!({"exit": "its host went away (the connection to its agent closed)", "was_ready": true,
+                          "host_lost": true});
+        let h = history(vec![
+            lifecycle("boot-ok", "n1", json!({})),
+            lifecycle("boot-ok", "n3", json!({})),
+            lifecycle("crashed", "n3", lost),
+            restart_all(),
+            lifecycle("boot-ok", "n1", json!({})),
+        ]);
+        let result = check_boot(&h);
+        assert_eq!(result.verdict, Verdict::Unknown, "{}", result.reason);
+        assert!(result.reason.starts_with("n3's host went away at"), "{}", result.reason);
+        assert!(!result.reason.contains("exited on its own"), "{}", result.reason);
     }
 
     #[test]

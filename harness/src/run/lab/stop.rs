@@ -70,6 +70,7 @@ fn ended(exit: &Exit, on_its_own: bool, after_ms: u64, grace: Duration) -> Strin
             let name = Signal::try_from(*signal).map(|s| s.as_str()).unwrap_or("a signal");
             format!("ended by {name} after {seconds:.1} s")
         }
+        (true, Exit::HostLost) => format!("lost with its host after {seconds:.1} s"),
     }
 }
 

@@ -466,6 +466,9 @@ pub(super) async fn watch_node(
                 .rev()
                 .collect();
             let mut value = json!({"pid": spawned.pid, "exit": exit.to_string(), "was_ready": ready == Some(true), "log_tail": last_lines});
+            if exit == crate::supervisor::Exit::HostLost {
+                value["host_lost"] = json!(true);
+            }
             // What the process itself said it died of: a program that catches SIGSEGV and then aborts exits on
             // SIGABRT, and only its log names the segmentation fault.
             if let Some(line) = faultline_workloads::nodelog::crash_line(tail) {
