@@ -8,6 +8,28 @@ use serde_json::Value;
 use support::ssh_hosts::{ssh_hosts_ready, SshHosts};
 use support::*;
 
+/// `faultline run reference-hosts` on `hosts` into `store`, for `time_limit` with `seed`.
+fn run_on_hosts(hosts: &SshHosts, store: &std::path::Path, time_limit: &str, seed: &str) -> std::process::Command {
+    let mut command = faultline();
+    command
+        .args([
+            "run",
+            "reference-hosts",
+            "--quiet",
+            "--time-limit",
+            time_limit,
+            "--seed",
+            seed,
+            "--store",
+        ])
+        .arg(store)
+        .arg("--hosts")
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config);
+    command
+}
+
 fn hosts_check(hosts: &SshHosts, extra: &[&str]) -> (std::process::Output, Value) {
     let output = faultline()
         .args(["hosts", "check", "--json", "--hosts"])
@@ -212,17 +234,7 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_a
     let hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/reference-hosts.yaml");
-    let output = faultline()
-        .args(["run", "--quiet", "--time-limit", "15s", "--seed", "3", "--store"])
-        .arg(&store)
-        .arg(&plan)
-        .arg("--hosts")
-        .arg(&hosts.hosts_file)
-        .arg("--ssh-config")
-        .arg(&hosts.ssh_config)
-        .output()
-        .unwrap();
+    let output = run_on_hosts(&hosts, &store, "15s", "3").output().unwrap();
     let run_dir = latest(&store);
     let results = results(&run_dir);
     assert_eq!(results["verdict"], "valid", "{}\n{results}", explain(&output));
@@ -251,13 +263,7 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_a
     }
     // Nothing of the run is left running on the hosts (their sshd only).
     for i in 0..3 {
-        let output = std::process::Command::new("ssh")
-            .args(["-F"])
-            .arg(&hosts.ssh_config)
-            .args([hosts.aliases[i].as_str(), "ps -e -o comm="])
-            .output()
-            .unwrap();
-        let processes = String::from_utf8_lossy(&output.stdout);
+        let processes = hosts.run_on(i, "ps -e -o comm=");
         assert!(
             !processes.lines().any(|p| p.starts_with("faultline")),
             "host {i}: {processes}"
@@ -328,13 +334,7 @@ async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hos
             "timeout 2 bash -c '</dev/tcp/{}/22' && echo open || echo cut",
             hosts.addresses[to]
         );
-        let output = std::process::Command::new("ssh")
-            .arg("-F")
-            .arg(&hosts.ssh_config)
-            .args([hosts.aliases[from].as_str(), script.as_str()])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
+        hosts.run_on(from, &script).trim().to_string()
     };
     assert_eq!((probe(0, 1), probe(2, 1)), ("open".to_string(), "open".to_string()));
     let n1: std::net::IpAddr = hosts.addresses[0].parse().unwrap();
@@ -368,53 +368,21 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
     let hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let mut control = faultline()
-        .args([
-            "run",
-            "reference-hosts",
-            "--quiet",
-            "--time-limit",
-            "60s",
-            "--seed",
-            "5",
-            "--store",
-        ])
-        .arg(&store)
-        .arg("--hosts")
-        .arg(&hosts.hosts_file)
-        .arg("--ssh-config")
-        .arg(&hosts.ssh_config)
+    let mut control = run_on_hosts(&hosts, &store, "60s", "5")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let on_host = |i: usize, command: &str| {
-        let output = std::process::Command::new("ssh")
-            .arg("-F")
-            .arg(&hosts.ssh_config)
-            .args([hosts.aliases[i].as_str(), command])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).to_string()
-    };
-    let nodes_running = |i: usize| on_host(i, "ps -e -o args=").lines().any(|l| l.contains(" node run "));
     // Once every host runs its node (and a partition may be in force), kill the control outright.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !(0..3).all(nodes_running) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the nodes never started on the hosts"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    hosts.wait_for_nodes(std::time::Duration::from_secs(60));
     std::thread::sleep(std::time::Duration::from_secs(3));
     control.kill().unwrap();
     control.wait().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     for i in 0..3 {
         loop {
-            let processes = on_host(i, "ps -e -o comm=");
-            let tables = on_host(i, "nft list tables");
+            let processes = hosts.run_on(i, "ps -e -o comm=");
+            let tables = hosts.run_on(i, "nft list tables");
             let left: Vec<&str> = processes.lines().filter(|p| p.starts_with("faultline")).collect();
             if left.is_empty() && !tables.contains("faultline_agent") {
                 break;
@@ -439,45 +407,12 @@ fn given_a_host_that_dies_mid_run_when_the_run_ends_should_keep_the_history_and_
     let mut hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let control = faultline()
-        .args([
-            "run",
-            "reference-hosts",
-            "--quiet",
-            "--time-limit",
-            "12s",
-            "--seed",
-            "6",
-            "--store",
-        ])
-        .arg(&store)
-        .arg("--hosts")
-        .arg(&hosts.hosts_file)
-        .arg("--ssh-config")
-        .arg(&hosts.ssh_config)
+    let control = run_on_hosts(&hosts, &store, "12s", "6")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let running = |i: usize| {
-        let output = std::process::Command::new("ssh")
-            .arg("-F")
-            .arg(&hosts.ssh_config)
-            .args([hosts.aliases[i].as_str(), "ps -e -o args="])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .any(|l| l.contains(" node run "))
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while !(0..3).all(running) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the nodes never started on the hosts"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    hosts.wait_for_nodes(std::time::Duration::from_secs(90));
     std::thread::sleep(std::time::Duration::from_secs(4));
     hosts.kill_host(2);
     let output = control.wait_with_output().unwrap();

@@ -201,6 +201,31 @@ impl SshHosts {
         std::fs::read_to_string(self.dir.path().join(format!("sshd{i}.log"))).unwrap_or_default()
     }
 
+    /// What `command` prints on host `i`, run there over SSH (as a person would check a host).
+    pub fn run_on(&self, i: usize, command: &str) -> String {
+        let output = Command::new("ssh")
+            .arg("-F")
+            .arg(&self.ssh_config)
+            .args([self.aliases[i].as_str(), command])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).to_string()
+    }
+
+    /// Waits until every host runs a reference node (`faultline node run`), at most `within`.
+    pub fn wait_for_nodes(&self, within: Duration) {
+        let running = |i: usize| {
+            self.run_on(i, "ps -e -o args=")
+                .lines()
+                .any(|l| l.contains(" node run "))
+        };
+        let deadline = Instant::now() + within;
+        while !(0..self.aliases.len()).all(running) {
+            assert!(Instant::now() < deadline, "the nodes never started on the hosts");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// The fixture's folder (keys, configs).
     pub fn dir(&self) -> &Path {
         self.dir.path()
