@@ -96,7 +96,7 @@ impl NetworkLab for TimingLab {
 }
 
 impl IoLab for TimingLab {
-    fn set_io_faults(&self, _: usize, _: &FsFaults) -> Result<(), String> {
+    async fn set_io_faults(&self, _: usize, _: &FsFaults) -> Result<(), String> {
         Ok(())
     }
     fn crashed(&self, _: usize) -> bool {

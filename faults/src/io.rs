@@ -29,7 +29,7 @@ pub struct IoWindow {
 #[allow(async_fn_in_trait)]
 pub trait IoLab {
     /// Sets (or, with empty faults, clears) the I/O faults of a node's fault filesystem.
-    fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String>;
+    async fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String>;
     /// Whether the node exited on its own (not stopped by the harness) and is down.
     fn crashed(&self, node: usize) -> bool;
     /// Starts a stopped node again with its data dir, recording the start (or why it failed) in the history.
@@ -51,7 +51,7 @@ impl<'a, L: IoLab> IoFaults<'a, L> {
     }
 
     /// Sets or clears the window's faults and records it; a start is recorded even when the mount refused it.
-    fn set(&self, position: usize, start: bool) {
+    async fn set(&self, position: usize, start: bool) {
         let window = &self.windows[position];
         let faults = if start {
             window.faults.clone()
@@ -59,7 +59,7 @@ impl<'a, L: IoLab> IoFaults<'a, L> {
             FsFaults::default()
         };
         let mut value = json!({"window": position, "faults": window.faults});
-        if let Err(e) = self.lab.set_io_faults(window.node, &faults) {
+        if let Err(e) = self.lab.set_io_faults(window.node, &faults).await {
             value["error"] = json!(e);
         }
         let name = if start {
@@ -81,13 +81,13 @@ impl<L: IoLab> TimedFault for IoFaults<'_, L> {
     }
 
     async fn start(&mut self, position: usize) -> bool {
-        self.set(position, true);
+        self.set(position, true).await;
         // Held even when the mount refused: its stop is recorded too, as it always was.
         true
     }
 
     async fn stop(&mut self, position: usize) {
-        self.set(position, false);
+        self.set(position, false).await;
         let node = self.windows[position].node;
         if self.lab.crashed(node) {
             self.lab.restart(node).await;
@@ -95,7 +95,7 @@ impl<L: IoLab> TimedFault for IoFaults<'_, L> {
     }
 
     async fn heal(&mut self, position: usize) {
-        self.set(position, false);
+        self.set(position, false).await;
     }
 }
 
@@ -114,7 +114,7 @@ mod tests {
     }
 
     impl IoLab for FakeIoLab {
-        fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        async fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
             let set = json!({"empty": faults.is_empty()});
             self.log.lock().unwrap().push(("set".into(), node, set));
             match self.refuse {

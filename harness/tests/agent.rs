@@ -37,6 +37,7 @@ fn spawn(argv: &[&str], log: &std::path::Path) -> Request {
         env: BTreeMap::from([("GREETING".to_string(), "hello from the agent".to_string())]),
         cwd: None,
         log: log.to_path_buf(),
+        clock: None,
     }
 }
 

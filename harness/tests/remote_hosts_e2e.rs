@@ -178,7 +178,7 @@ async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_
     };
     let read = || std::fs::read_to_string(&log).unwrap_or_default();
     let spawned = hands
-        .spawn(command("echo booting $GREETING; sleep 100"), log.clone())
+        .spawn(command("echo booting $GREETING; sleep 100"), log.clone(), None)
         .await
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -206,7 +206,7 @@ async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_
     assert!(!hands.group_alive(spawned.pid).await);
     // A process that exits at once: its last words are here by the time its exit is.
     let spawned = hands
-        .spawn(command("echo last words; exit 7"), log.clone())
+        .spawn(command("echo last words; exit 7"), log.clone(), None)
         .await
         .unwrap();
     let mut exited = spawned.exited.clone();
@@ -273,25 +273,48 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_a
 
 /// A plan that needs more of a host than hosts do yet is refused before anything connects, naming each need.
 #[test]
-fn given_a_plan_with_link_and_disk_faults_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
+fn given_a_plan_with_packet_loss_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
     let dir = tempfile::tempdir().unwrap();
     let hosts = dir.path().join("hosts");
     std::fs::write(&hosts, "db1\ndb2\n").unwrap();
+    // Power loss, a clock bump and a link reset (all things hosts do), and packet loss through this machine's
+    // namespaces (which they do not).
+    let text = "name: hosts-refusal
+time_limit: 10s
+system: {kind: reference, nodes: 3}
+network: {backend: netns}
+disk: {fault_fs: true}
+workload: {kind: register, concurrency: 3, rate: 50, keys: 2, ops_per_key: 100, mix: {read: 2, write: 2, cas: 1}, op_timeout: 1s}
+nemesis:
+  process:
+    script:
+      - {at: 1s, kind: power-loss, targets: one, duration: 1s}
+      - {at: 2s, kind: clock, targets: one, duration: 1s, bump: -50ms}
+  network:
+    link_interval: 3s
+    links:
+      - {fault: {kind: loss, percent: 20}, links: one, duration: 1s}
+      - {fault: {kind: reset}, links: one, duration: 1s}
+";
+    let plan = write_plan(dir.path(), text);
     let output = faultline()
-        .args(["run", "reference-mixed", "--hosts"])
+        .args(["run", "--hosts"])
         .arg(&hosts)
+        .arg(&plan)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     for need in [
-        "link faults",
-        "the fault filesystem",
-        "clock faults",
-        "disk surgery",
+        "not `loss`",
+        "`network: {backend: netns}`",
         "3 hosts: the hosts file names 2",
     ] {
         assert!(stderr.contains(need), "{need}: {stderr}");
+    }
+    // What hosts do is not named among what they cannot.
+    for done in ["the fault filesystem", "clock faults", "`reset`"] {
+        assert!(!stderr.contains(done), "{done}: {stderr}");
     }
     std::fs::write(&hosts, "db1 password=x\n").unwrap();
     let output = faultline()
@@ -358,7 +381,7 @@ async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hos
 }
 
 /// The control SIGKILLed mid-run: every agent notices its channel close and ends what it started, so nothing of
-/// the run is left on any host (processes, nft tables).
+/// the run is left on any host (processes, fault filesystem mounts, nft tables), whatever the plan had running there.
 #[test]
 fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing_on_the_hosts() {
     if !ssh_hosts_ready() {
@@ -368,7 +391,23 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
     let hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let mut control = run_on_hosts(&hosts, &store, "60s", "5")
+    // reference-mixed: nodes on the fault filesystem, clocks under libfaketime, proxies and nft on every host.
+    let mut control = faultline()
+        .args([
+            "run",
+            "reference-mixed",
+            "--quiet",
+            "--time-limit",
+            "60s",
+            "--seed",
+            "5",
+            "--store",
+        ])
+        .arg(&store)
+        .arg("--hosts")
+        .arg(&hosts.hosts_file)
+        .arg("--ssh-config")
+        .arg(&hosts.ssh_config)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -383,13 +422,15 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
         loop {
             let processes = hosts.run_on(i, "ps -e -o comm=");
             let tables = hosts.run_on(i, "nft list tables");
+            let mounts = hosts.run_on(i, "cat /proc/self/mountinfo");
             let left: Vec<&str> = processes.lines().filter(|p| p.starts_with("faultline")).collect();
-            if left.is_empty() && !tables.contains("faultline_agent") {
+            let mounted: Vec<&str> = mounts.lines().filter(|m| m.contains("faultline")).collect();
+            if left.is_empty() && mounted.is_empty() && !tables.contains("faultline_agent") {
                 break;
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "host {i} still has {left:?} and tables {tables:?} after the control died"
+                "host {i} still has {left:?}, mounts {mounted:?} and tables {tables:?} after the control died"
             );
             std::thread::sleep(std::time::Duration::from_millis(200));
         }

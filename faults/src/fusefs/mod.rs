@@ -70,8 +70,8 @@ pub enum FaultFsError {
     },
 }
 
-/// How to run a fault filesystem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How to run a fault filesystem (serializable: a host's agent mounts one with the options the control sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultFsOptions {
     /// Seed for fault probabilities and torn-write lengths (use the run seed).
     pub seed: u64,

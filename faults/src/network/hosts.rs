@@ -1,8 +1,14 @@
-//! Partitions between hosts (a run on hosts): each host's own nftables drops what comes from the nodes it must not
-//! hear, Jepsen's grudges (`iptables -A INPUT -s PEER -j DROP`), set through the host's agent. Only the nodes'
-//! addresses are ever named, so the control's own SSH connection to a host is never cut.
+//! The network of a run on hosts.
+//!
+//! - Partitions: each host's own nftables drops what comes from the nodes it must not hear, Jepsen's grudges
+//!   (`iptables -A INPUT -s PEER -j DROP`), set through the host's agent. Only the nodes' addresses are ever named,
+//!   so the control's own SSH connection to a host is never cut.
+//! - Link faults (delay, rate, corrupt, reset), when the plan has any: each host's agent runs the proxies of its
+//!   node's outgoing peer links (a [`super::proxy::ProxyMesh`] holding only those), and its node dials each peer
+//!   through them. Every host's mesh is told every link fault, so the bytes a node sends to another are governed by
+//!   the same path state whichever of the two opened the connection, exactly as in the one mesh of a local run.
 
-use super::{Grudge, NetworkError};
+use super::{Grudge, Link, LinkFault, LinkFaultKind, NetworkError};
 use futures_util::future::BoxFuture;
 use std::net::IpAddr;
 
@@ -12,10 +18,29 @@ pub trait Firewall: Send + Sync {
     fn deafen(&self, node: usize, from: Vec<IpAddr>) -> BoxFuture<'_, Result<(), String>>;
 }
 
+/// A change of the link faults, told to every host's proxies.
+#[derive(Debug, Clone)]
+pub enum LinkChange {
+    /// Put `fault` on the link (replacing one of its kind).
+    Set(Link, LinkFault),
+    /// Clear the fault of this kind from the link.
+    Clear(Link, LinkFaultKind),
+    /// Clear every link fault.
+    ClearAll,
+}
+
+/// The hosts' proxies: a link change applied on every host.
+pub trait HostLinks: Send + Sync {
+    /// Applies `change` on every host's proxies.
+    fn change(&self, change: LinkChange) -> BoxFuture<'_, Result<(), String>>;
+}
+
 /// The network of a run on hosts.
 pub struct HostsNetwork {
     node_ips: Vec<IpAddr>,
     firewall: Box<dyn Firewall>,
+    /// The hosts' proxies, when the plan has link faults (else peers dial each other directly).
+    links: Option<Box<dyn HostLinks>>,
     /// What each host is deaf to now, as last set (`None`: unknown, set it again); held while a grudge is set,
     /// so one is in force at a time.
     applied: tokio::sync::Mutex<Vec<Option<Vec<IpAddr>>>>,
@@ -28,7 +53,25 @@ impl HostsNetwork {
         HostsNetwork {
             node_ips,
             firewall,
+            links: None,
             applied: tokio::sync::Mutex::new(vec![None; n]),
+        }
+    }
+
+    /// With link faults through the hosts' proxies.
+    pub fn with_links(mut self, links: Box<dyn HostLinks>) -> HostsNetwork {
+        self.links = Some(links);
+        self
+    }
+
+    /// Applies a link change on every host.
+    pub async fn change_links(&self, change: LinkChange) -> Result<(), NetworkError> {
+        match &self.links {
+            Some(links) => links.change(change).await.map_err(NetworkError::Hosts),
+            None if matches!(change, LinkChange::ClearAll) => Ok(()),
+            None => Err(NetworkError::Hosts(
+                "the hosts' peer traffic is not proxied (the plan had no link fault when the run started)".into(),
+            )),
         }
     }
 

@@ -124,7 +124,8 @@ impl BackendKind {
         match self {
             BackendKind::Proxy => matches!(kind, Delay | Rate | Corrupt | Reset),
             BackendKind::Netns => matches!(kind, Reset | Loss),
-            BackendKind::Hosts => false,
+            // Each host's proxies of its node's peer links.
+            BackendKind::Hosts => matches!(kind, Delay | Rate | Corrupt | Reset),
         }
     }
 
@@ -138,7 +139,8 @@ impl BackendKind {
             BackendKind::Netns => BackendKind::Proxy,
             BackendKind::Hosts => {
                 return Err(format!(
-                    "a run on hosts cannot inject `{kind}` link faults yet (partitions only): drop the fault"
+                    "a run on hosts injects link faults through each host's proxies (delay, rate, corrupt, reset), \
+                     not `{kind}` yet: drop the fault"
                 ))
             }
         };

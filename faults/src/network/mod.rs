@@ -128,7 +128,10 @@ impl Network {
         match self {
             Network::Proxy(mesh) => Ok(mesh.set_link_fault(link, fault)?),
             Network::Netns(lab) => blocking(lab, move |lab| lab.set_link_fault(link, fault)).await,
-            Network::Hosts(_) => Err(NetworkError::Hosts(BackendKind::Hosts.check(fault.kind()).unwrap_err())),
+            Network::Hosts(hosts) => {
+                BackendKind::Hosts.check(fault.kind()).map_err(NetworkError::Hosts)?;
+                hosts.change_links(hosts::LinkChange::Set(link, fault)).await
+            }
         }
     }
 
@@ -140,7 +143,7 @@ impl Network {
                 Ok(())
             }
             Network::Netns(lab) => blocking(lab, move |lab| lab.clear_link_fault(link, kind)).await,
-            Network::Hosts(_) => Ok(()),
+            Network::Hosts(hosts) => hosts.change_links(hosts::LinkChange::Clear(link, kind)).await,
         }
     }
 
@@ -153,7 +156,7 @@ impl Network {
                 Ok(())
             }
             Network::Netns(lab) => blocking(lab, |lab| lab.clear_link_faults()).await,
-            Network::Hosts(_) => Ok(()),
+            Network::Hosts(hosts) => hosts.change_links(hosts::LinkChange::ClearAll).await,
         }
     }
 }

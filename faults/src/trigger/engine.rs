@@ -768,7 +768,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 let faults = spec.faults.clone().expect("validated");
                 for &node in &nodes {
                     let mut value = json!({"fault_id": id, "trigger": trigger, "faults": faults});
-                    if let Err(e) = self.lab.set_io_faults(node, &faults) {
+                    if let Err(e) = self.lab.set_io_faults(node, &faults).await {
                         value["error"] = json!(e);
                     }
                     IoLab::record(self.lab, Nemesis::IoFaultStart, node, value);
@@ -790,7 +790,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             Active::Io(nodes, trigger) => {
                 for node in nodes {
                     let mut value = json!({"trigger": trigger});
-                    if let Err(e) = self.lab.set_io_faults(node, &FsFaults::default()) {
+                    if let Err(e) = self.lab.set_io_faults(node, &FsFaults::default()).await {
                         value["error"] = json!(e);
                     }
                     IoLab::record(self.lab, Nemesis::IoFaultStop, node, value);

@@ -87,7 +87,7 @@ impl NetworkLab for FakeLab {
 }
 
 impl IoLab for FakeLab {
-    fn set_io_faults(&self, _: usize, _: &FsFaults) -> Result<(), String> {
+    async fn set_io_faults(&self, _: usize, _: &FsFaults) -> Result<(), String> {
         Ok(())
     }
     fn crashed(&self, _: usize) -> bool {

@@ -8,8 +8,11 @@
 //! The agent lives exactly as long as its channel: when stdin closes (the control exited, was SIGKILLed, or the SSH
 //! connection dropped) it SIGKILLs every process group it started and exits, so nothing it started outlives it.
 
+use super::workbench::{take_preload, Workbench};
 use crate::supervisor::{signal_group, LaunchCommand};
 use base64::Engine;
+use faultline_faults::network::proxy::{ProxyId, ProxyLimits, ProxyMesh, ProxySpec};
+use faultline_faults::network::Link;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -47,6 +50,9 @@ pub enum Request {
         cwd: Option<PathBuf>,
         /// The file its output is appended to (created, with its folder).
         log: PathBuf,
+        /// The folder of the node's clock (`clock-enable`), when it runs under libfaketime.
+        #[serde(default)]
+        clock: Option<PathBuf>,
     },
     /// Run `argv` to its end (at most `timeout_ms`) and answer its wait status, stdout and stderr (base64, at most
     /// [`READ_MAX`] each): a one-shot command such as a node's format or offline verification.
@@ -86,11 +92,121 @@ pub enum Request {
         #[serde(default)]
         max: Option<u64>,
     },
+    /// Every regular file under `dir` (recursively; symlinks not followed): `files`, each `{path, size}` with its
+    /// path relative to `dir`. A missing `dir` has none.
+    List {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// Delete `path` (a file or a whole folder). Only inside `runs/` of the folder this agent claimed: the control
+    /// removes a finished run's files from a host once they are back in its store.
+    Remove {
+        /// What to delete.
+        path: PathBuf,
+    },
     /// Make this host deaf to `from` (nftables, the agent's own table: drop every packet whose source is one of
     /// them), replacing what it was deaf to; an empty list heals. The table goes when the agent ends.
     Deafen {
         /// Source addresses to drop.
         from: Vec<std::net::IpAddr>,
+    },
+    /// Mount the fault filesystem over `mountpoint`, backed by `backing` (both created); its fsname carries the
+    /// agent's own tag (`agent-p<pid>`), so a sweep of the host knows a dead agent's mount.
+    FsMount {
+        /// The files the node sees (its data dir).
+        mountpoint: PathBuf,
+        /// Where they are kept.
+        backing: PathBuf,
+        /// Seed, durability model, writeback, `allow_other`.
+        options: faultline_faults::fusefs::FaultFsOptions,
+    },
+    /// Power loss on the filesystem over `mountpoint` (its node stopped): every unsynced write dropped; the record.
+    FsLoseUnsynced {
+        /// Which filesystem.
+        mountpoint: PathBuf,
+    },
+    /// Set (or, with empty faults, clear) the I/O faults of the filesystem over `mountpoint`.
+    FsFaults {
+        /// Which filesystem.
+        mountpoint: PathBuf,
+        /// The faults.
+        faults: faultline_faults::fusefs::FsFaults,
+    },
+    /// Unmount the filesystem over `mountpoint` (unsynced data stays: a clean shutdown).
+    FsUnmount {
+        /// Which filesystem.
+        mountpoint: PathBuf,
+    },
+    /// Cut the files under `dir` (their node stopped) as `cut` says, with the surgeon of `stream` seeded from
+    /// `seed` (kept for the stream's next cut when `keep`); the surgery record.
+    Cut {
+        /// The node's data dir.
+        dir: PathBuf,
+        /// What to cut.
+        cut: faultline_faults::disk::SurgerySpec,
+        /// The run's seed.
+        seed: u64,
+        /// The surgeon's stream (`n2/live`, `n2`).
+        stream: String,
+        /// Keep the surgeon (and its snapshots) for the next cut of the stream.
+        #[serde(default)]
+        keep: bool,
+    },
+    /// Set up a node's clock in `dir` (libfaketime's control file, at real time); a `spawn` naming the folder
+    /// preloads libfaketime into the node.
+    ClockEnable {
+        /// The node's folder.
+        dir: PathBuf,
+    },
+    /// Move the clock of `dir`, or (`shift` null) return it to real time.
+    ClockSet {
+        /// The node's folder.
+        dir: PathBuf,
+        /// The shift (`{"kind": "bump", "offset_ms": -800}`, a skew, a strobe), or null to heal.
+        shift: Option<faultline_faults::clock::ClockShift>,
+    },
+    /// Start the proxies of node `me`'s outgoing peer links (the proxy mesh's, holding only those): one per other
+    /// node, listening on this host's loopback and forwarding to `upstreams[to]` (that node's peer address). Answers
+    /// `routes`: where node `me` must dial each node (its own entry: its own peer address).
+    MeshStart {
+        /// Nodes in the run.
+        node_count: usize,
+        /// This host's node.
+        me: usize,
+        /// Each node's peer address.
+        upstreams: Vec<std::net::SocketAddr>,
+        /// The run's seed (jitter and corruption streams).
+        seed: u64,
+    },
+    /// Put `fault` on link `from -> to` (this host's proxies apply the paths they carry).
+    MeshSet {
+        /// Sender (0-based).
+        from: usize,
+        /// Receiver (0-based).
+        to: usize,
+        /// The fault (`{"kind": "delay", "latency": "50ms"}`, ...).
+        fault: faultline_faults::network::LinkFault,
+    },
+    /// Clear the fault of `kind` from link `from -> to`.
+    MeshClear {
+        /// Sender (0-based).
+        from: usize,
+        /// Receiver (0-based).
+        to: usize,
+        /// Which fault.
+        kind: faultline_faults::network::LinkFaultKind,
+    },
+    /// Clear every link fault.
+    MeshClearAll,
+    /// Claim `dir` (the hosts' workdir) for run `run`: one run at a time on a host, since a run's nodes listen on
+    /// fixed ports and a second run's clients would talk to the first run's nodes. The claim is an exclusive
+    /// `flock` on `dir/.faultline-run.lock`, held until the agent ends (whatever ends it: the kernel drops the lock
+    /// with the process). A host already claimed is refused, naming the run that holds it.
+    Claim {
+        /// The folder to claim.
+        dir: PathBuf,
+        /// The run claiming it.
+        run: String,
     },
     /// Kill everything it started and exit.
     Shutdown,
@@ -201,6 +317,29 @@ fn nft(script: &str) -> Result<(), String> {
 /// The processes this agent started, by pid (the leaders of their groups).
 type Started = Arc<Mutex<BTreeMap<i32, ()>>>;
 
+/// What the agent holds for its control: the processes it started, its workbench (mounts, surgeons, clocks) and
+/// its node's peer proxies.
+#[derive(Clone, Default)]
+struct Holdings {
+    started: Started,
+    bench: Arc<Workbench>,
+    mesh: Arc<Mutex<Option<Arc<ProxyMesh>>>>,
+    /// The run lock of the host, while this agent holds it.
+    claim: Arc<Mutex<Option<nix::fcntl::Flock<std::fs::File>>>>,
+    /// The folder it claimed.
+    claimed_dir: Arc<Mutex<Option<PathBuf>>>,
+}
+
+impl Holdings {
+    fn mesh(&self) -> Result<Arc<ProxyMesh>, String> {
+        self.mesh
+            .lock()
+            .expect("mesh lock")
+            .clone()
+            .ok_or_else(|| "no proxies run on this host (`mesh-start` first)".to_string())
+    }
+}
+
 /// Runs the agent on stdin/stdout until stdin closes or the control asks it to shut down; then kills what it
 /// started. Returns the process exit code.
 pub async fn serve() -> u8 {
@@ -215,7 +354,7 @@ pub async fn serve() -> u8 {
             }
         }
     });
-    let started: Started = Arc::default();
+    let held = Holdings::default();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
@@ -233,16 +372,23 @@ pub async fn serve() -> u8 {
             let _ = out_tx.send(json!({"id": envelope.id, "ok": {}, "mono_ns": mono_ns()}));
             break;
         }
-        let answer = match handle(envelope.request, &started, &out_tx).await {
+        let answer = match handle(envelope.request, &held, &out_tx).await {
             Ok(ok) => json!({"id": envelope.id, "ok": ok, "mono_ns": mono_ns()}),
             Err(error) => json!({"id": envelope.id, "error": error, "mono_ns": mono_ns()}),
         };
         let _ = out_tx.send(answer);
     }
     // The channel is gone (or the control asked): nothing this agent started may outlive it, nor its firewall.
-    let pids: Vec<i32> = started.lock().expect("started lock").keys().copied().collect();
+    let pids: Vec<i32> = held.started.lock().expect("started lock").keys().copied().collect();
     for pid in pids {
         let _ = signal_group(pid, Signal::SIGKILL);
+    }
+    // Then its mounts (lazily where a killed process still holds a file there).
+    let bench = held.bench.clone();
+    if let Ok(errors) = tokio::task::spawn_blocking(move || bench.unmount_all()).await {
+        for error in errors {
+            eprintln!("faultline agent: unmounting {error}");
+        }
     }
     let table = firewall_table();
     let _ = nft(&format!("add table inet {table}\ndelete table inet {table}\n"));
@@ -251,7 +397,19 @@ pub async fn serve() -> u8 {
     0
 }
 
-async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender<Value>) -> Result<Value, String> {
+/// Runs `work` on the agent's workbench on a blocking thread (it touches the disk).
+async fn on_bench<T: Send + 'static>(
+    held: &Holdings,
+    work: impl FnOnce(&Workbench) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let bench = held.bench.clone();
+    tokio::task::spawn_blocking(move || work(&bench))
+        .await
+        .map_err(|e| format!("the agent's worker failed: {e}"))?
+}
+
+async fn handle(request: Request, held: &Holdings, out: &mpsc::UnboundedSender<Value>) -> Result<Value, String> {
+    let started = &held.started;
     match request {
         Request::Hello => Ok(json!({
             "protocol": PROTOCOL,
@@ -266,7 +424,13 @@ async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender
             "ssh_address": std::env::var("SSH_CONNECTION").ok().and_then(|c| c.split_whitespace().nth(2).map(str::to_string)),
         })),
         Request::Clock => Ok(json!({"real_ns": real_ns()})),
-        Request::Spawn { argv, env, cwd, log } => spawn(argv, env, cwd, log, started, out),
+        Request::Spawn {
+            argv,
+            env,
+            cwd,
+            log,
+            clock,
+        } => spawn((argv, env, cwd, log), clock.as_deref(), held, out),
         Request::Run {
             argv,
             env,
@@ -341,19 +505,203 @@ async fn handle(request: Request, started: &Started, out: &mpsc::UnboundedSender
             nft(&script)?;
             Ok(json!({"table": table, "deaf_to": from}))
         }
+        Request::FsMount {
+            mountpoint,
+            backing,
+            options,
+        } => {
+            let tag = faultline_faults::fusefs::run_tag("agent");
+            on_bench(held, move |bench| bench.mount(&backing, &mountpoint, &tag, options)).await?;
+            Ok(json!({"tag": faultline_faults::fusefs::run_tag("agent")}))
+        }
+        Request::FsLoseUnsynced { mountpoint } => on_bench(held, move |bench| bench.lose_unsynced(&mountpoint)).await,
+        Request::FsFaults { mountpoint, faults } => {
+            on_bench(held, move |bench| bench.set_io_faults(&mountpoint, &faults)).await?;
+            Ok(json!({}))
+        }
+        Request::FsUnmount { mountpoint } => {
+            on_bench(held, move |bench| bench.unmount(&mountpoint)).await?;
+            Ok(json!({}))
+        }
+        Request::Cut {
+            dir,
+            cut,
+            seed,
+            stream,
+            keep,
+        } => on_bench(held, move |bench| bench.cut(&dir, &cut, (seed, &stream), keep)).await,
+        Request::ClockEnable { dir } => {
+            held.bench.enable_clock(&dir)?;
+            Ok(json!({"file": dir.join(faultline_faults::clock::faketime::CONTROL_FILE)}))
+        }
+        // On the agent's runtime: a strobe flips the clock on a task of its own.
+        Request::ClockSet { dir, shift } => held.bench.set_clock(&dir, shift),
+        Request::MeshStart {
+            node_count,
+            me,
+            upstreams,
+            seed,
+        } => start_mesh(held, (node_count, me), upstreams, seed).await,
+        Request::MeshSet { from, to, fault } => {
+            held.mesh()?
+                .set_link_fault(Link::new(from, to), fault)
+                .map_err(|e| e.to_string())?;
+            Ok(json!({}))
+        }
+        Request::MeshClear { from, to, kind } => {
+            held.mesh()?.clear_link_fault(Link::new(from, to), kind);
+            Ok(json!({}))
+        }
+        Request::Claim { dir, run } => claim(held, &dir, &run),
+        Request::List { dir } => {
+            let mut files = Vec::new();
+            list_files(&dir, &dir, &mut files).map_err(|e| format!("listing {}: {e}", dir.display()))?;
+            Ok(json!({ "files": files }))
+        }
+        Request::Remove { path } => {
+            let claimed = held.claimed_dir.lock().expect("claim lock").clone();
+            let inside = claimed.is_some_and(|dir| {
+                path.is_absolute()
+                    && path.starts_with(dir.join("runs"))
+                    && !path.components().any(|c| c == std::path::Component::ParentDir)
+            });
+            if !inside {
+                return Err(format!(
+                    "{} is not inside runs/ of the folder this agent claimed; it removes nothing else",
+                    path.display()
+                ));
+            }
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path),
+                Ok(_) => std::fs::remove_file(&path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(e),
+            }
+            .map_err(|e| format!("removing {}: {e}", path.display()))?;
+            Ok(json!({}))
+        }
+        Request::MeshClearAll => {
+            if let Some(mesh) = held.mesh.lock().expect("mesh lock").as_ref() {
+                mesh.clear_link_faults();
+            }
+            Ok(json!({}))
+        }
         Request::Shutdown => unreachable!("handled by the loop"),
     }
 }
 
+/// Takes the host's run lock in `dir` for `run` (see [`Request::Claim`]).
+fn claim(held: &Holdings, dir: &std::path::Path, run: &str) -> Result<Value, String> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(".faultline-run.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut file = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => locked,
+        Err((mut file, _)) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(format!(
+            "this host is busy: another faultline run holds {} ({}); one run at a time on a host (its nodes' ports \
+             are fixed), so wait for it to end or give this run other hosts",
+            path.display(),
+            holder.trim()
+            ));
+        }
+    };
+    file.set_len(0).map_err(|e| e.to_string())?;
+    writeln!(
+        file,
+        "run {run}, agent pid {}, since {}",
+        std::process::id(),
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+    )
+    .map_err(|e| e.to_string())?;
+    *held.claim.lock().expect("claim lock") = Some(file);
+    *held.claimed_dir.lock().expect("claim lock") = Some(dir.to_path_buf());
+    Ok(json!({"lock": path}))
+}
+
+/// Appends every regular file under `dir` to `files` (`{path, size}`, path relative to `root`).
+fn list_files(root: &std::path::Path, dir: &std::path::Path, files: &mut Vec<Value>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            list_files(root, &entry.path(), files)?;
+        } else if kind.is_file() {
+            let path = entry.path();
+            let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            files.push(json!({"path": relative, "size": entry.metadata()?.len()}));
+        }
+    }
+    Ok(())
+}
+
+/// Starts node `me`'s peer proxies on this host's loopback (replacing any); where `me` dials each node.
+async fn start_mesh(
+    held: &Holdings,
+    (node_count, me): (usize, usize),
+    upstreams: Vec<std::net::SocketAddr>,
+    seed: u64,
+) -> Result<Value, String> {
+    if me >= node_count || upstreams.len() != node_count {
+        return Err(format!(
+            "mesh-start: node {me} of {node_count} with {} upstreams",
+            upstreams.len()
+        ));
+    }
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let specs = (0..node_count)
+        .filter(|&to| to != me)
+        .map(|to| ProxySpec {
+            id: ProxyId::Peer(Link::new(me, to)),
+            listen: loopback,
+            upstream: upstreams[to],
+        })
+        .collect();
+    let mesh = ProxyMesh::start(node_count, specs, ProxyLimits::default(), seed)
+        .await
+        .map_err(|e| format!("starting the proxies: {e}"))?;
+    let routes: Vec<std::net::SocketAddr> = (0..node_count)
+        .map(|to| match to == me {
+            true => upstreams[me],
+            false => mesh
+                .listen_addr(ProxyId::Peer(Link::new(me, to)))
+                .expect("every other node has its proxy"),
+        })
+        .collect();
+    *held.mesh.lock().expect("mesh lock") = Some(Arc::new(mesh));
+    Ok(json!({ "routes": routes }))
+}
+
+/// What a `spawn` starts: program and arguments, environment, working directory, log.
+type SpawnOrder = (Vec<String>, BTreeMap<String, String>, Option<PathBuf>, PathBuf);
+
 fn spawn(
-    argv: Vec<String>,
-    env: BTreeMap<String, String>,
-    cwd: Option<PathBuf>,
-    log: PathBuf,
-    started: &Started,
+    (argv, env, cwd, log): SpawnOrder,
+    clock: Option<&std::path::Path>,
+    held: &Holdings,
     out: &mpsc::UnboundedSender<Value>,
 ) -> Result<Value, String> {
+    let started = &held.started;
     let (program, args) = argv.split_first().ok_or("spawn: `argv` is empty")?;
+    let mut env: Vec<(String, String)> = env.into_iter().collect();
+    if let Some(dir) = clock {
+        let preload = take_preload(&mut env, false, std::env::var("LD_PRELOAD").ok());
+        env.extend(held.bench.clock_env(dir, preload.as_deref())?);
+    }
     if let Some(parent) = log.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
@@ -367,7 +715,7 @@ fn spawn(
     let command = LaunchCommand {
         program: program.into(),
         args: args.to_vec(),
-        env: env.into_iter().collect(),
+        env,
         env_clear: false,
         user: None,
     };
@@ -386,6 +734,9 @@ fn spawn(
     let pid = child.id().ok_or("the process exited before it had a pid")? as i32;
     crate::supervisor::track_group(pid);
     started.lock().expect("started lock").insert(pid, ());
+    if let Some(dir) = clock {
+        held.bench.clock_spawned(dir)?;
+    }
     let (out, started) = (out.clone(), started.clone());
     tokio::spawn(async move {
         let status = child.wait().await;

@@ -9,14 +9,18 @@
 
 use crate::remote::agent::Request;
 use crate::remote::client::AgentClient;
+use crate::remote::workbench::{take_preload, Workbench};
 use crate::supervisor::{Exit, LaunchCommand, Spawned, Supervisor};
 use async_trait::async_trait;
 use base64::Engine;
+use faultline_faults::clock::ClockShift;
+use faultline_faults::disk::SurgerySpec;
+use faultline_faults::fusefs::{FaultFsOptions, FsFaults};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -24,11 +28,12 @@ use tokio::sync::watch;
 /// How often a host's node log is mirrored while it runs.
 const MIRROR_EVERY: Duration = Duration::from_millis(100);
 
-/// What faultline's hands do to a node's processes.
+/// What faultline's hands do to a node: its processes, its disk and its clock. Paths are the node's machine's.
 #[async_trait]
 pub trait Hands: Send + Sync {
-    /// Starts `command`; its output ends up appended to `log`, a file of this machine.
-    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned>;
+    /// Starts `command`; its output ends up appended to `log`, a file of this machine. With `clock` (a folder set
+    /// up by [`Hands::enable_clock`]), the process runs under libfaketime reading that clock.
+    async fn spawn(&self, command: LaunchCommand, log: PathBuf, clock: Option<&Path>) -> std::io::Result<Spawned>;
     /// Sends `signal` to the process group of `pid`, a process these hands started (and to its descendants that
     /// left the group).
     async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String>;
@@ -37,15 +42,71 @@ pub trait Hands: Send + Sync {
     /// Runs a one-shot `command` (a node's format, its offline verification) to its end, at most `timeout`: its
     /// status and output, or why it could not run.
     async fn output(&self, command: &LaunchCommand, timeout: Duration) -> Result<std::process::Output, String>;
+    /// Mounts the fault filesystem over `mountpoint`, backed by `backing`.
+    async fn mount_fault_fs(
+        &self,
+        (backing, mountpoint): (&Path, &Path),
+        tag: &str,
+        options: FaultFsOptions,
+    ) -> Result<(), String>;
+    /// Power loss on the fault filesystem over `mountpoint` (its node stopped); what was lost.
+    async fn lose_unsynced(&self, mountpoint: &Path) -> Result<Value, String>;
+    /// Sets (or, empty, clears) the I/O faults of the fault filesystem over `mountpoint`.
+    async fn set_io_faults(&self, mountpoint: &Path, faults: &FsFaults) -> Result<(), String>;
+    /// Unmounts the fault filesystem over `mountpoint`.
+    async fn unmount_fault_fs(&self, mountpoint: &Path) -> Result<(), String>;
+    /// Cuts the files under `dir` (their node stopped) with the surgeon of `stream`, kept for its next cut when
+    /// `keep`; the surgery record.
+    async fn cut(&self, dir: &Path, cut: &SurgerySpec, seed_stream: (u64, &str), keep: bool) -> Result<Value, String>;
+    /// Sets up the clock of the node whose folder is `dir`, at real time.
+    async fn enable_clock(&self, dir: &Path) -> Result<(), String>;
+    /// Moves the clock of `dir`, or returns it to real time (`None`); what to record.
+    async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String>;
 }
 
-/// This machine's processes.
-pub struct LocalHands(pub Supervisor);
+/// This machine's processes, disks and clocks.
+pub struct LocalHands {
+    supervisor: Supervisor,
+    bench: Arc<Workbench>,
+}
+
+impl LocalHands {
+    /// Hands for every node of this machine, through `supervisor`.
+    pub fn new(supervisor: Supervisor) -> LocalHands {
+        LocalHands {
+            supervisor,
+            bench: Arc::default(),
+        }
+    }
+
+    /// Runs `work` on the workbench on a blocking thread (it touches the disk).
+    async fn on_bench<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Workbench) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let bench = self.bench.clone();
+        tokio::task::spawn_blocking(move || work(&bench))
+            .await
+            .map_err(|e| format!("a disk worker failed: {e}"))?
+    }
+}
 
 #[async_trait]
 impl Hands for LocalHands {
-    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned> {
-        self.0.spawn(command, log).await
+    async fn spawn(&self, mut command: LaunchCommand, log: PathBuf, clock: Option<&Path>) -> std::io::Result<Spawned> {
+        if let Some(dir) = clock {
+            let preload = take_preload(&mut command.env, command.env_clear, std::env::var("LD_PRELOAD").ok());
+            let env = self
+                .bench
+                .clock_env(dir, preload.as_deref())
+                .map_err(std::io::Error::other)?;
+            command.env.extend(env);
+        }
+        let spawned = self.supervisor.spawn(command, log).await?;
+        if let Some(dir) = clock {
+            self.bench.clock_spawned(dir).map_err(std::io::Error::other)?;
+        }
+        Ok(spawned)
     }
 
     async fn signal(&self, pid: i32, signal: Signal) -> Result<(), String> {
@@ -61,6 +122,51 @@ impl Hands for LocalHands {
             .await
             .map_err(|_| format!("`{}` did not end within {timeout:?} (killed)", command.display()))?
             .map_err(|e| format!("cannot run `{}`: {e}", command.display()))
+    }
+
+    async fn mount_fault_fs(
+        &self,
+        (backing, mountpoint): (&Path, &Path),
+        tag: &str,
+        options: FaultFsOptions,
+    ) -> Result<(), String> {
+        let (backing, mountpoint, tag) = (backing.to_path_buf(), mountpoint.to_path_buf(), tag.to_string());
+        self.on_bench(move |bench| bench.mount(&backing, &mountpoint, &tag, options))
+            .await
+    }
+
+    async fn lose_unsynced(&self, mountpoint: &Path) -> Result<Value, String> {
+        let mountpoint = mountpoint.to_path_buf();
+        self.on_bench(move |bench| bench.lose_unsynced(&mountpoint)).await
+    }
+
+    async fn set_io_faults(&self, mountpoint: &Path, faults: &FsFaults) -> Result<(), String> {
+        self.bench.set_io_faults(mountpoint, faults)
+    }
+
+    async fn unmount_fault_fs(&self, mountpoint: &Path) -> Result<(), String> {
+        let mountpoint = mountpoint.to_path_buf();
+        self.on_bench(move |bench| bench.unmount(&mountpoint)).await
+    }
+
+    async fn cut(
+        &self,
+        dir: &Path,
+        cut: &SurgerySpec,
+        (seed, stream): (u64, &str),
+        keep: bool,
+    ) -> Result<Value, String> {
+        let (dir, cut, stream) = (dir.to_path_buf(), cut.clone(), stream.to_string());
+        self.on_bench(move |bench| bench.cut(&dir, &cut, (seed, &stream), keep))
+            .await
+    }
+
+    async fn enable_clock(&self, dir: &Path) -> Result<(), String> {
+        self.bench.enable_clock(dir)
+    }
+
+    async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String> {
+        self.bench.set_clock(dir, shift)
     }
 }
 
@@ -189,7 +295,7 @@ impl RemoteHands {
 
 #[async_trait]
 impl Hands for RemoteHands {
-    async fn spawn(&self, command: LaunchCommand, log: PathBuf) -> std::io::Result<Spawned> {
+    async fn spawn(&self, command: LaunchCommand, log: PathBuf, clock: Option<&Path>) -> std::io::Result<Spawned> {
         {
             let mut mirror = self.mirror.lock().await;
             let _ = mirror.catch_up(&self.agent, &self.remote_log).await;
@@ -209,6 +315,7 @@ impl Hands for RemoteHands {
             env: command.env.iter().cloned().collect(),
             cwd: None,
             log: self.remote_log.clone(),
+            clock: clock.map(Path::to_path_buf),
         };
         let (ok, _) = self.agent.call(request).await.map_err(std::io::Error::other)?;
         let pid = ok["pid"]
@@ -261,5 +368,71 @@ impl Hands for RemoteHands {
             stdout: decode("stdout")?,
             stderr: decode("stderr")?,
         })
+    }
+    async fn mount_fault_fs(
+        &self,
+        (backing, mountpoint): (&Path, &Path),
+        _tag: &str,
+        options: FaultFsOptions,
+    ) -> Result<(), String> {
+        // The agent tags the mount with its own pid (a host's sweep knows a dead agent's mount by it).
+        let request = Request::FsMount {
+            mountpoint: mountpoint.to_path_buf(),
+            backing: backing.to_path_buf(),
+            options,
+        };
+        self.agent.call(request).await.map(|_| ())
+    }
+
+    async fn lose_unsynced(&self, mountpoint: &Path) -> Result<Value, String> {
+        let request = Request::FsLoseUnsynced {
+            mountpoint: mountpoint.to_path_buf(),
+        };
+        self.agent.call(request).await.map(|(ok, _)| ok)
+    }
+
+    async fn set_io_faults(&self, mountpoint: &Path, faults: &FsFaults) -> Result<(), String> {
+        let request = Request::FsFaults {
+            mountpoint: mountpoint.to_path_buf(),
+            faults: faults.clone(),
+        };
+        self.agent.call(request).await.map(|_| ())
+    }
+
+    async fn unmount_fault_fs(&self, mountpoint: &Path) -> Result<(), String> {
+        let request = Request::FsUnmount {
+            mountpoint: mountpoint.to_path_buf(),
+        };
+        self.agent.call(request).await.map(|_| ())
+    }
+
+    async fn cut(
+        &self,
+        dir: &Path,
+        cut: &SurgerySpec,
+        (seed, stream): (u64, &str),
+        keep: bool,
+    ) -> Result<Value, String> {
+        let request = Request::Cut {
+            dir: dir.to_path_buf(),
+            cut: cut.clone(),
+            seed,
+            stream: stream.to_string(),
+            keep,
+        };
+        self.agent.call(request).await.map(|(ok, _)| ok)
+    }
+
+    async fn enable_clock(&self, dir: &Path) -> Result<(), String> {
+        let request = Request::ClockEnable { dir: dir.to_path_buf() };
+        self.agent.call(request).await.map(|_| ())
+    }
+
+    async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String> {
+        let request = Request::ClockSet {
+            dir: dir.to_path_buf(),
+            shift,
+        };
+        self.agent.call(request).await.map(|(ok, _)| ok)
     }
 }

@@ -1,16 +1,23 @@
 //! A run's nodes on hosts: node i on the i-th host of the hosts file, reached over SSH with its agent running, its
 //! files under `WORKDIR/runs/RUN_ID/n<i+1>` on that host, its processes in [`RemoteHands`].
 //!
-//! What a run on hosts can do today is what those hands do: start, kill, pause, stop and restart nodes, read their
-//! logs, run their one-shot commands (format, offline verification). [`check_plan`] refuses, before anything
-//! starts, what needs more of a host than that (network faults, the fault filesystem, disk surgery, clock faults).
+//! What a run on hosts can do is what those hands do: start, kill, pause, stop and restart nodes, read their logs,
+//! run their one-shot commands (format, offline verification), mount the fault filesystem over their data (power
+//! loss, I/O faults), cut their files (`corrupt`, final-phase surgery), move their clocks (libfaketime on the host),
+//! and partition hosts from each other (each host's nft). [`check_plan`] refuses, before anything starts, what needs
+//! more of a host than that (link faults, this machine's namespaces, other adapters).
 
+use super::agent::Request;
+use super::client::AgentClient;
 use super::hosts::HostSpec;
 use super::ssh::{connect, Connected, SshOptions};
 use crate::plan::Plan;
 use crate::remote::hands::{Hands, RemoteHands};
+use faultline_faults::network::hosts::{HostLinks, HostsNetwork, LinkChange};
+use faultline_faults::network::Network;
 use serde_json::{json, Value};
 use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -27,6 +34,54 @@ impl faultline_faults::network::hosts::Firewall for AgentFirewall {
         })
     }
 }
+
+/// Every host's proxies, told each link change (all hosts at once).
+struct AgentLinks(Vec<Arc<AgentClient>>);
+
+impl HostLinks for AgentLinks {
+    fn change(&self, change: LinkChange) -> futures::future::BoxFuture<'_, Result<(), String>> {
+        let request = match change {
+            LinkChange::Set(link, fault) => Request::MeshSet {
+                from: link.from,
+                to: link.to,
+                fault,
+            },
+            LinkChange::Clear(link, kind) => Request::MeshClear {
+                from: link.from,
+                to: link.to,
+                kind,
+            },
+            LinkChange::ClearAll => Request::MeshClearAll,
+        };
+        Box::pin(async move {
+            let calls = self.0.iter().map(|agent| agent.call(request.clone()));
+            let failed: Vec<String> = futures::future::join_all(calls)
+                .await
+                .into_iter()
+                .enumerate()
+                .filter_map(|(node, answer)| answer.err().map(|e| format!("n{}'s host: {e}", node + 1)))
+                .collect();
+            match failed.as_slice() {
+                [] => Ok(()),
+                _ => Err(failed.join("; ")),
+            }
+        })
+    }
+}
+
+/// Whether `plan` has link faults, timed or triggered.
+fn plan_has_link_faults(plan: &Plan) -> bool {
+    plan.nemesis.network.as_ref().is_some_and(|n| !n.value.links.is_empty())
+        || plan
+            .nemesis
+            .triggers
+            .iter()
+            .any(|t| t.value.action.kind == faultline_faults::trigger::TriggeredKind::Link)
+}
+
+/// Most bytes of one node's files a run brings back from its host (a node's WAL and snapshots for a test run are
+/// megabytes; a system that keeps gigabytes keeps them on its host, and the run says so).
+pub const FETCH_MAX_BYTES: u64 = 1 << 30;
 
 /// Round trips per host for the clock sync at connect.
 const CLOCK_SAMPLES: usize = 8;
@@ -63,16 +118,12 @@ pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
             plan.system.kind()
         ));
     }
-    let links = plan.nemesis.network.as_ref().is_some_and(|n| !n.value.links.is_empty())
-        || plan
-            .nemesis
-            .triggers
-            .iter()
-            .any(|t| t.value.action.kind == faultline_faults::trigger::TriggeredKind::Link);
-    if links {
-        lacking.push(
-            "link faults, timed or triggered (partitions between hosts work; delays, loss and resets come next)".into(),
-        );
+    if let Some(network) = &plan.nemesis.network {
+        // Each host's proxies inject what the proxy mesh does (no packet loss).
+        let kind = faultline_faults::network::BackendKind::Hosts;
+        if let Err(message) = network.value.validate(plan.system.nodes(), kind) {
+            lacking.push(message);
+        }
     }
     if plan.network.backend == crate::plan::NetworkBackend::Netns {
         lacking.push(
@@ -80,32 +131,8 @@ pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
                 .into(),
         );
     }
-    if plan.disk.fault_fs {
-        lacking.push("the fault filesystem (`disk: {fault_fs: true}`: power loss, I/O faults)".into());
-    }
-    if plan.nemesis.has_clock_faults() {
-        lacking.push("clock faults".into());
-    }
-    if !plan.final_phase.surgery.is_empty() || plan.final_phase.test_only_corrupt_wal.is_some() {
-        lacking.push("disk surgery in the final phase".into());
-    }
-    let corrupt = plan.nemesis.process.as_ref().is_some_and(|p| {
-        p.value
-            .faults
-            .iter()
-            .any(|f| f.kind == faultline_faults::process::ProcessFault::Corrupt)
-            || p.value
-                .script
-                .iter()
-                .any(|f| f.kind == faultline_faults::process::ProcessFault::Corrupt)
-    });
-    let triggered_corrupt = plan
-        .nemesis
-        .triggers
-        .iter()
-        .any(|t| t.value.action.kind == faultline_faults::trigger::TriggeredKind::Corrupt);
-    if corrupt || triggered_corrupt {
-        lacking.push("`corrupt` faults (cuts of a live node's files)".into());
+    if plan.final_phase.test_only_corrupt_wal.is_some() {
+        lacking.push("`final_phase.test_only_corrupt_wal` (a test's hook on this machine's files)".into());
     }
     let nodes = plan.system.nodes();
     if hosts.len() < nodes {
@@ -141,6 +168,16 @@ impl RemoteLab {
         for result in futures::future::join_all(connecting).await {
             connected.push(result.map_err(anyhow::Error::msg)?);
         }
+        // One run at a time on a host (checked before anything starts there).
+        let claims = connected.iter().map(|h| {
+            h.agent.call(Request::Claim {
+                dir: h.host.workdir.clone(),
+                run: run_id.to_string(),
+            })
+        });
+        for (host, claimed) in connected.iter().zip(futures::future::join_all(claims).await) {
+            claimed.map_err(|e| anyhow::anyhow!("{}: {e}", host.host))?;
+        }
         let nodes_dir = hosts[0].workdir.join("runs").join(run_id);
         let mut node_ips = Vec::new();
         let mut hands: Vec<Arc<dyn Hands>> = Vec::new();
@@ -172,6 +209,11 @@ impl RemoteLab {
         })
     }
 
+    /// Node `node`'s folder on its host (its log, its clock file; its data dir is the adapter's, inside it).
+    pub fn node_dir(&self, node: usize) -> PathBuf {
+        self.nodes_dir.join(faultline_faults::process::node_name(node))
+    }
+
     /// What the run's metadata says of the hosts: each node's host, address, build and clock (offset from the
     /// control's and its uncertainty).
     pub fn describe(&self) -> Value {
@@ -192,19 +234,131 @@ impl RemoteLab {
             .collect()
     }
 
-    /// The network of a plan with partitions: each host's own nftables, set through its agent.
-    pub fn network(&self, plan: &Plan) -> Option<faultline_faults::network::Network> {
-        use faultline_faults::network::hosts::HostsNetwork;
-        plan.nemesis.has_network_faults().then(|| {
-            let agents = self.hosts.iter().map(|h| h.agent.clone()).collect();
-            let hosts = HostsNetwork::new(self.node_ips.clone(), Box::new(AgentFirewall(agents)));
-            faultline_faults::network::Network::Hosts(Arc::new(hosts))
-        })
+    /// The network of a plan with network faults: each host's own nftables for partitions, set through its agent;
+    /// and when the plan has link faults, each host's proxies of its node's peer links, forwarding to
+    /// `peer_addr(to)`, with `routes[i][j]` = where node i must dial node j (`None`: peers dial each other).
+    pub async fn network(
+        &self,
+        plan: &Plan,
+        seed: u64,
+        peer_addr: impl Fn(usize) -> SocketAddr,
+    ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
+        if !plan.nemesis.has_network_faults() {
+            return Ok((None, None));
+        }
+        let agents: Vec<Arc<AgentClient>> = self.hosts.iter().map(|h| h.agent.clone()).collect();
+        let mut hosts = HostsNetwork::new(self.node_ips.clone(), Box::new(AgentFirewall(agents.clone())));
+        let mut routes = None;
+        if plan_has_link_faults(plan) {
+            let n = self.hosts.len();
+            let upstreams: Vec<SocketAddr> = (0..n).map(&peer_addr).collect();
+            let starting = agents.iter().enumerate().map(|(me, agent)| {
+                agent.call(Request::MeshStart {
+                    node_count: n,
+                    me,
+                    upstreams: upstreams.clone(),
+                    seed,
+                })
+            });
+            let mut rows = Vec::new();
+            for (node, answer) in futures::future::join_all(starting).await.into_iter().enumerate() {
+                let (ok, _) =
+                    answer.map_err(|e| anyhow::anyhow!("{}: starting its proxies: {e}", self.hosts[node].host))?;
+                let row: Vec<SocketAddr> = serde_json::from_value(ok["routes"].clone())
+                    .map_err(|e| anyhow::anyhow!("{}: its agent's routes: {e}", self.hosts[node].host))?;
+                rows.push(row);
+            }
+            routes = Some(rows);
+            hosts = hosts.with_links(Box::new(AgentLinks(agents)));
+        }
+        Ok((Some(Network::Hosts(Arc::new(hosts))), routes))
     }
 
     /// The faultline executable on node `node`'s host.
     pub fn executable(&self, node: usize) -> PathBuf {
         self.hosts[node].executable.clone()
+    }
+
+    /// Brings each node's files on its host (its folder, `WORKDIR/runs/RUN_ID/nI`) into `local_nodes_dir/nI` here, so
+    /// the store holds them as for a local run; the node's log is mirrored already. A node whose files cannot all
+    /// come back (its host gone, more than [`FETCH_MAX_BYTES`]) keeps what did and says what did not in
+    /// `local_nodes_dir/nI/FETCH.txt`; its files stay on the host. The hosts' run folder is removed once every
+    /// node's files are back.
+    pub async fn fetch_node_files(&self, local_nodes_dir: &std::path::Path) {
+        let mut all_back = true;
+        for node in 0..self.hosts.len() {
+            let local = local_nodes_dir.join(faultline_faults::process::node_name(node));
+            if let Err(e) = self.fetch_node(node, &local).await {
+                all_back = false;
+                let note = format!(
+                    "{}'s files did not all come back from {}: {e}\nWhat is missing is still on the host, in {}\n",
+                    faultline_faults::process::node_name(node),
+                    self.hosts[node].host,
+                    self.node_dir(node).display()
+                );
+                tracing::warn!("{}", note.trim_end());
+                let _ = std::fs::create_dir_all(&local);
+                let _ = std::fs::write(local.join("FETCH.txt"), note);
+            }
+        }
+        if all_back {
+            for host in &self.hosts {
+                let _ = host
+                    .agent
+                    .call(Request::Remove {
+                        path: self.nodes_dir.clone(),
+                    })
+                    .await;
+            }
+        }
+    }
+
+    async fn fetch_node(&self, node: usize, local: &std::path::Path) -> Result<(), String> {
+        use base64::Engine;
+        let agent = &self.hosts[node].agent;
+        let remote = self.node_dir(node);
+        let (listing, _) = agent.call(Request::List { dir: remote.clone() }).await?;
+        let files: Vec<(PathBuf, u64)> = listing["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| Some((PathBuf::from(f["path"].as_str()?), f["size"].as_u64()?)))
+            .collect();
+        let total: u64 = files.iter().map(|(_, size)| size).sum();
+        if total > FETCH_MAX_BYTES {
+            return Err(format!(
+                "{total} bytes, more than the {FETCH_MAX_BYTES} a run brings back per node"
+            ));
+        }
+        for (relative, size) in files {
+            // The log is mirrored as it grows (and the mirror is what the report read).
+            if relative == std::path::Path::new("node.log") {
+                continue;
+            }
+            let target = local.join(&relative);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+            }
+            let mut out = std::fs::File::create(&target).map_err(|e| format!("creating {}: {e}", target.display()))?;
+            let mut offset = 0;
+            while offset < size {
+                let request = Request::Read {
+                    path: remote.join(&relative),
+                    offset,
+                    max: None,
+                };
+                let (ok, _) = agent.call(request).await?;
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(ok["data"].as_str().unwrap_or(""))
+                    .map_err(|e| format!("a chunk of {} is not base64: {e}", relative.display()))?;
+                if data.is_empty() {
+                    break; // it shrank meanwhile
+                }
+                std::io::Write::write_all(&mut out, &data).map_err(|e| format!("writing {}: {e}", target.display()))?;
+                offset += data.len() as u64;
+            }
+        }
+        Ok(())
     }
 
     /// Ends every agent (each kills what it started), then the connections.

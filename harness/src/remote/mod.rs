@@ -10,3 +10,4 @@ pub mod hands;
 pub mod hosts;
 pub mod lab;
 pub mod ssh;
+pub mod workbench;

@@ -11,7 +11,7 @@ use crate::plan::{AfterRefusal, Plan};
 use crate::run::lab::{BootState, Lab};
 use crate::run::workload::{perform, Client, PlannedOp, Workload};
 use crate::system::{Outcome, StartKind};
-use faultline_faults::disk::{self, Surgeon};
+use faultline_faults::disk;
 use faultline_faults::process::{node_name, parse_node_name};
 use faultline_workloads::checker::TXN_F;
 use faultline_workloads::history::{Lifecycle, Nemesis};
@@ -461,13 +461,10 @@ async fn cut_disks(plan: &Plan, lab: &Arc<Lab>) {
                 continue;
             }
         };
-        let surgeon_name = name.clone();
-        let result =
-            tokio::task::spawn_blocking(move || Surgeon::new(seed, &surgeon_name).apply(&data_dir, &cut)).await;
-        let value = match result {
-            Ok(Ok(record)) => json!({"surgery": record}),
-            Ok(Err(e)) => json!({"error": e.to_string()}),
-            Err(e) => json!({"error": e.to_string()}),
+        // A fresh surgeon of the node's own stream for each step, on the node's machine.
+        let value = match lab.hands(node).cut(&data_dir, &cut, (seed, &name), false).await {
+            Ok(record) => json!({"surgery": record}),
+            Err(e) => json!({"error": e}),
         };
         lab.recorder().nemesis(Nemesis::DiskSurgery, Some(&name), value);
     }

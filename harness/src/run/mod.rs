@@ -111,7 +111,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         Some(remote) => remote.hands.clone(),
         None => {
             // One supervisor for every node of this machine.
-            let local: Arc<dyn Hands> = Arc::new(LocalHands(supervisor.clone()));
+            let local: Arc<dyn Hands> = Arc::new(LocalHands::new(supervisor.clone()));
             vec![local; node_count]
         }
     };
@@ -158,10 +158,16 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
             allow_other: system.runs_as_other_user(),
             ..Default::default()
         };
-        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)?;
+        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)
+            .await?;
     }
     if plan.nemesis.has_clock_faults() {
-        lab.enable_clocks().context("setting up clock faults")?;
+        // Each node's clock file in its folder on its machine: beside its log here, beside its data on a host.
+        let dirs = match &remote {
+            Some(remote) => (0..node_count).map(|node| remote.node_dir(node)).collect(),
+            None => lab.log_dirs(),
+        };
+        lab.enable_clocks(dirs).await.context("setting up clock faults")?;
     }
     let lab = Arc::new(lab);
 
@@ -189,6 +195,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     lab.kill_all_quietly().await;
     lab.unmount_fault_fs().await;
     if let Some(remote) = remote {
+        // The nodes' files come back into the store, as a local run keeps them there.
+        remote.fetch_node_files(&store_dir.join("nodes")).await;
         remote.close().await;
     }
     if let Some((netns_lab, runtime)) = netns {
@@ -202,15 +210,31 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
     recorder.meta(Meta::RunEnd, json!({"interrupted": interrupted}));
 
     let results = analyze::analyze_and_write(&store_dir)?;
-    // (A host's node files stay on the host, under WORKDIR/runs/RUN_ID.)
-    if results.verdict == Verdict::Valid && options.remote.is_none() {
+    // A VALID run keeps its nodes' logs, not their data (on hosts: the copies brought back into the store).
+    if results.verdict == Verdict::Valid {
         for node in 0..node_count {
-            let _ = std::fs::remove_dir_all(system.data_dir(node));
-            let _ = std::fs::remove_dir_all(system.data_dir(node).with_extension("backing"));
+            let data_dir = match &options.remote {
+                Some(_) => remote_data_copy(&store_dir, &system.data_dir(node), node),
+                None => Some(system.data_dir(node)),
+            };
+            if let Some(data_dir) = data_dir {
+                let _ = std::fs::remove_dir_all(&data_dir);
+                let _ = std::fs::remove_dir_all(data_dir.with_extension("backing"));
+            }
         }
     }
     store::point_latest(&options.store_root, &store_dir);
     Ok(RunOutcome { store_dir, results })
+}
+
+/// Where a host's node data dir (`WORKDIR/runs/RUN_ID/nI/...`) was brought back into the store: the same path under
+/// `nodes/nI` of the run's folder.
+fn remote_data_copy(store_dir: &std::path::Path, host_data_dir: &std::path::Path, node: usize) -> Option<PathBuf> {
+    let name = node_name(node);
+    let components: Vec<_> = host_data_dir.components().collect();
+    let at = components.iter().rposition(|c| c.as_os_str() == name.as_str())?;
+    let relative: PathBuf = components[at + 1..].iter().collect();
+    (!relative.as_os_str().is_empty()).then(|| store_dir.join("nodes").join(&name).join(relative))
 }
 
 /// Setup, fault phase, final phase, with the observer watching every node throughout.

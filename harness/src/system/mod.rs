@@ -170,7 +170,7 @@ impl BuildContext<'_> {
         proxy_addr: impl Fn(usize, usize) -> SocketAddr,
     ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
         if let Some(remote) = self.remote {
-            return Ok((remote.network(self.plan), None));
+            return remote.network(self.plan, self.seed, peer_addr).await;
         }
         if let Some(lab) = self.netns {
             return Ok((Some(Network::Netns(lab.clone())), None));

@@ -5,17 +5,16 @@
 use super::Lab;
 use crate::system::resolve_cut;
 use faultline_faults::disk::spec::SurgerySpec;
-use faultline_faults::disk::Surgeon;
 use faultline_faults::process::node_name;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-/// The adapter's file classes and each node's surgeon (made at its first cut).
+/// The adapter's file classes and the run's seed (each node's surgeon lives in its hands, made at its first cut).
 #[derive(Default)]
 pub(super) struct Cuts {
     seed: u64,
     classes: Vec<(String, String)>,
-    surgeons: Vec<Arc<Mutex<Option<Surgeon>>>>,
+    armed: bool,
     /// Nodes a live cut damaged (or a wipe emptied) that have not caught up since: `Some(durable)`, the durable
     /// number the cluster had reached then, which the node must report again. A refusal of theirs is legitimate,
     /// and they do not count as holding the cluster's data.
@@ -31,7 +30,7 @@ impl Lab {
         self.cuts = Cuts {
             seed,
             classes,
-            surgeons: (0..self.node_count()).map(|_| Arc::default()).collect(),
+            armed: true,
             damaged: (0..self.node_count()).map(|_| Mutex::new(None)).collect(),
             wipes_live_refusals,
         };
@@ -97,23 +96,15 @@ impl Lab {
     /// nothing leaves the node as intact as it was, and its refusal, if any, is not the harness's doing.
     pub async fn cut_node(&self, node: usize, cut: &SurgerySpec) -> Result<Value, String> {
         let cut = resolve_cut(&self.cuts.classes, cut)?;
-        let surgeon = self
-            .cuts
-            .surgeons
-            .get(node)
-            .cloned()
-            .ok_or("cuts are not armed for this run")?;
-        let seed = self.cuts.seed;
-        let data_dir = self.system.data_dir(node);
-        let record = tokio::task::spawn_blocking(move || {
-            let mut surgeon = surgeon.lock().map_err(|_| "surgeon lock poisoned".to_string())?;
-            // A stream of its own ("disk/n2/live"): the final phase's cuts keep drawing what they always drew.
-            let surgeon = surgeon.get_or_insert_with(|| Surgeon::new(seed, &format!("{}/live", node_name(node))));
-            let record = surgeon.apply(&data_dir, &cut).map_err(|e| e.to_string())?;
-            serde_json::to_value(record).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())??;
+        if !self.cuts.armed {
+            return Err("cuts are not armed for this run".into());
+        }
+        // A stream of its own ("disk/n2/live"), kept for the run: the final phase's cuts keep drawing what they
+        // always drew, and a snapshot taken at one cut is there for a restore at a later one.
+        let stream = format!("{}/live", node_name(node));
+        let record = self.hands[node]
+            .cut(&self.system.data_dir(node), &cut, (self.cuts.seed, &stream), true)
+            .await?;
         if faultline_workloads::checker::damage::changed_data(&record) {
             self.mark_damaged(node);
         }

@@ -15,9 +15,8 @@ use crate::remote::hands::Hands;
 use crate::run::recorder::Recorder;
 use crate::supervisor::{Spawned, Supervisor};
 use crate::system::{Role, StartKind, System};
-use faultline_faults::clock::faketime::NodeClock;
 use faultline_faults::clock::ClockShift;
-use faultline_faults::fusefs::{FaultFs, FaultFsHandle, FaultFsOptions, FsFaults};
+use faultline_faults::fusefs::{FaultFsOptions, FsFaults};
 use faultline_faults::network::netns::NetnsLab;
 use faultline_faults::process::node_name;
 use faultline_faults::trigger::{newest_claimant, Fact};
@@ -96,16 +95,17 @@ pub struct Lab {
     boot_timeout: Duration,
     /// When set, every node is launched inside its own namespace of this lab.
     netns: Option<Arc<NetnsLab>>,
-    /// The fault filesystem mounted over each node's data dir, when the plan asks for one.
-    fault_fs: Vec<Arc<std::sync::Mutex<Option<FaultFsHandle>>>>,
+    /// Whether the fault filesystem is mounted over each node's data dir (the plan asks for one), by its hands.
+    fault_fs: bool,
     /// What the observer saw of each node.
     observed: Vec<Arc<std::sync::Mutex<Observed>>>,
     /// What the observer sees, for the trigger engine (sent only while someone listens).
     facts: broadcast::Sender<Fact>,
     /// The cuts of `corrupt` faults: the adapter's file classes and each node's surgeon.
     cuts: cuts::Cuts,
-    /// Each node's clock, when the plan has clock faults (empty otherwise: nothing is preloaded).
-    clocks: Vec<NodeClock>,
+    /// Each node's clock folder on its machine, when the plan has clock faults (empty otherwise: nothing is
+    /// preloaded).
+    clocks: Vec<PathBuf>,
     /// Who the members are, as the system last listed them (the spares are the other nodes).
     members: tokio::sync::watch::Sender<Vec<usize>>,
     /// The newest epoch of those members, for a system that numbers its configurations (0: none known).
@@ -147,7 +147,7 @@ impl Lab {
             log_paths,
             boot_timeout,
             netns: None,
-            fault_fs: Vec::new(),
+            fault_fs: false,
             observed,
             facts: broadcast::channel(FACTS_CAPACITY).0,
             cuts: cuts::Cuts::default(),
@@ -157,28 +157,34 @@ impl Lab {
         }
     }
 
-    /// Preloads libfaketime into every node from now on, each reading its control file in its folder (the folder
-    /// of its log, beside its data dir, not in it): what clock faults move ([`faultline_faults::clock`]).
-    pub fn enable_clocks(&mut self) -> anyhow::Result<()> {
-        let library = faultline_faults::clock::faketime::library().map_err(anyhow::Error::msg)?;
-        self.clocks = self
-            .log_paths
-            .iter()
-            .map(|log| NodeClock::new(log.parent().expect("a node log has a folder"), library.clone()))
-            .collect::<std::io::Result<_>>()?;
+    /// Preloads libfaketime into every node from now on, each reading its control file in `dirs[node]`, a folder
+    /// of its machine (beside its data dir, not in it): what clock faults move ([`faultline_faults::clock`]).
+    pub async fn enable_clocks(&mut self, dirs: Vec<PathBuf>) -> anyhow::Result<()> {
+        for (node, dir) in dirs.iter().enumerate() {
+            self.hands[node]
+                .enable_clock(dir)
+                .await
+                .map_err(|e| anyhow::anyhow!("setting up {}'s clock: {e}", node_name(node)))?;
+        }
+        self.clocks = dirs;
         Ok(())
     }
 
+    /// The folder of each node's log on this machine.
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        self.log_paths
+            .iter()
+            .map(|log| log.parent().expect("a node log has a folder").to_path_buf())
+            .collect()
+    }
+
     /// Moves node `node`'s clock, or returns it to real time (`None`).
-    pub fn set_clock(&self, node: usize, shift: Option<ClockShift>) -> Result<Value, String> {
-        let clock = self
+    pub async fn set_clock(&self, node: usize, shift: Option<ClockShift>) -> Result<Value, String> {
+        let dir = self
             .clocks
             .get(node)
             .ok_or("clocks are not set up: the plan has no clock fault, so nodes run without libfaketime")?;
-        match shift {
-            Some(shift) => clock.apply(shift),
-            None => clock.heal(),
-        }
+        self.hands[node].set_clock(dir, shift).await
     }
 
     /// A new listener to what the observer sees: statuses, nodes becoming ready or going down, log lines.
@@ -186,55 +192,46 @@ impl Lab {
         self.facts.subscribe()
     }
 
-    /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`.
-    pub fn mount_fault_fs(&mut self, run_tag: &str, options: FaultFsOptions) -> anyhow::Result<()> {
-        faultline_faults::fusefs::fuse_available().map_err(anyhow::Error::msg)?;
+    /// Mounts the fault filesystem over every node's data dir, backed by `<data dir>.backing`, on the node's
+    /// machine.
+    pub async fn mount_fault_fs(&mut self, run_tag: &str, options: FaultFsOptions) -> anyhow::Result<()> {
         for node in 0..self.system.node_count() {
             let mountpoint = self.system.data_dir(node);
             let backing = mountpoint.with_extension("backing");
-            std::fs::create_dir_all(&mountpoint)?;
-            std::fs::create_dir_all(&backing)?;
-            let handle = FaultFs::mount_with(&backing, &mountpoint, run_tag, options)
+            self.hands[node]
+                .mount_fault_fs((&backing, &mountpoint), run_tag, options)
+                .await
                 .map_err(|e| anyhow::anyhow!("mounting the fault filesystem for {}: {e}", node_name(node)))?;
-            self.fault_fs.push(Arc::new(std::sync::Mutex::new(Some(handle))));
+            self.fault_fs = true;
         }
         Ok(())
     }
 
     /// Drops a stopped node's unsynced writes (power loss); the record of what was lost.
     pub async fn lose_unsynced_node(&self, node: usize) -> Result<Value, String> {
-        let Some(handle) = self.fault_fs.get(node).cloned() else {
+        if !self.fault_fs {
             return Err("no fault filesystem is mounted (plan: disk: {fault_fs: true})".into());
-        };
-        tokio::task::spawn_blocking(move || {
-            let guard = handle
-                .lock()
-                .map_err(|_| "fault filesystem handle poisoned".to_string())?;
-            let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
-            serde_json::to_value(fs.lose_unsynced()).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?
+        }
+        self.hands[node].lose_unsynced(&self.system.data_dir(node)).await
     }
 
     /// Sets (or, with empty faults, clears) the I/O faults of a node's fault filesystem.
-    pub fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
-        let handle = self.fault_fs.get(node).ok_or("no fault filesystem is mounted")?;
-        let guard = handle
-            .lock()
-            .map_err(|_| "fault filesystem handle poisoned".to_string())?;
-        let fs = guard.as_ref().ok_or("the fault filesystem is unmounted")?;
-        fs.set_faults(faults).map_err(|e| e.to_string())
+    pub async fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        if !self.fault_fs {
+            return Err("no fault filesystem is mounted".into());
+        }
+        self.hands[node]
+            .set_io_faults(&self.system.data_dir(node), faults)
+            .await
     }
 
     /// Unmounts every fault filesystem (nodes must be stopped). Unmounting keeps unsynced data: a clean shutdown.
     pub async fn unmount_fault_fs(&self) {
-        for (node, handle) in self.fault_fs.iter().enumerate() {
-            let handle = handle.clone();
-            let result =
-                tokio::task::spawn_blocking(move || handle.lock().ok().and_then(|mut h| h.take()).map(|h| h.unmount()))
-                    .await;
-            if let Ok(Some(Err(e))) = result {
+        if !self.fault_fs {
+            return;
+        }
+        for node in 0..self.node_count() {
+            if let Err(e) = self.hands[node].unmount_fault_fs(&self.system.data_dir(node)).await {
                 eprintln!("faultline: unmounting {}'s fault filesystem: {e}", node_name(node));
             }
         }
@@ -283,15 +280,6 @@ impl Lab {
             StartKind::Restart
         });
         let mut command = self.system.launch(node, kind);
-        if let Some(clock) = self.clocks.get(node) {
-            let own = command.env.iter().position(|(k, _)| k == "LD_PRELOAD");
-            let preload = match own {
-                Some(index) => Some(command.env.remove(index).1),
-                None if command.env_clear => None,
-                None => std::env::var("LD_PRELOAD").ok(),
-            };
-            command.env.extend(clock.before_spawn(preload.as_deref())?);
-        }
         if let Some(netns) = &self.netns {
             // `ip netns exec` must run as root: it enters the namespace, then `setpriv` becomes the node's user.
             if let Some(user) = command.user.take() {
@@ -316,12 +304,13 @@ impl Lab {
         let log_offset = std::fs::metadata(&self.log_paths[node]).map(|m| m.len()).unwrap_or(0);
         *self.observed[node].lock().expect("observations lock") = Observed::default();
         let spawned = self.hands[node]
-            .spawn(command, self.log_paths[node].clone())
+            .spawn(
+                command,
+                self.log_paths[node].clone(),
+                self.clocks.get(node).map(PathBuf::as_path),
+            )
             .await
             .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
-        if let Some(clock) = self.clocks.get(node) {
-            clock.spawned()?;
-        }
         let pid = spawned.pid;
         slot.stopping = false;
         slot.paused = false;

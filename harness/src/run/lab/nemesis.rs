@@ -54,7 +54,7 @@ impl faultline_faults::process::Lab for Lab {
     }
 
     async fn clock(&self, node: usize, shift: Option<faultline_faults::clock::ClockShift>) -> Result<Value, String> {
-        self.set_clock(node, shift)
+        self.set_clock(node, shift).await
     }
 
     fn members(&self) -> Vec<usize> {
@@ -97,8 +97,8 @@ impl faultline_faults::network::schedule::NetworkLab for Lab {
 }
 
 impl faultline_faults::io::IoLab for Lab {
-    fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
-        Lab::set_io_faults(self, node, faults)
+    async fn set_io_faults(&self, node: usize, faults: &FsFaults) -> Result<(), String> {
+        Lab::set_io_faults(self, node, faults).await
     }
 
     fn crashed(&self, node: usize) -> bool {
