@@ -45,6 +45,64 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// Where a run's nodes live when not on this machine: `--hosts` and its companions (`faultline run`, and passed on
+/// to every run of `faultline matrix`).
+#[derive(Args, Default, Clone)]
+pub struct OnHosts {
+    /// Run the nodes on the hosts of this file (one per line, node i on the i-th: `[user@]host[:port]
+    /// [workdir=/path] [identity=FILE]`), reached over SSH with faultline installed there (see `faultline hosts
+    /// check`). Without it the nodes run on this machine.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// With --hosts: an ssh_config file to use instead of ~/.ssh/config (`ssh -F`).
+    #[arg(long, value_name = "FILE", requires = "hosts")]
+    pub ssh_config: Option<PathBuf>,
+    /// With --hosts: accept the host key of a host never seen before; a changed key is still refused.
+    #[arg(long, requires = "hosts")]
+    pub accept_new_host_keys: bool,
+}
+
+impl OnHosts {
+    /// The hosts and how to reach them (`None`: this machine); a bad hosts file is `command`'s bad input.
+    pub(super) fn remote(&self, command: &str) -> Result<Option<crate::remote::lab::RemoteOptions>, Failed> {
+        let Some(file) = &self.hosts else {
+            return Ok(None);
+        };
+        Ok(Some(crate::remote::lab::RemoteOptions {
+            hosts: read_hosts_file(file).map_err(|e| Failed::bad_input(format!("{command} --hosts: {e}")))?,
+            ssh: SshOptions {
+                config: self.ssh_config.clone(),
+                accept_new_host_keys: self.accept_new_host_keys,
+                executable: None,
+            },
+        }))
+    }
+
+    /// The same as `faultline run` arguments, for child runs (absolute paths: they start elsewhere); the hosts file
+    /// is read first, so a bad one is `command`'s bad input, not every run's.
+    pub(super) fn run_args(&self, command: &str) -> Result<Vec<String>, Failed> {
+        if self.remote(command)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let absolute = |path: &PathBuf| {
+            std::path::absolute(path)
+                .map(|p| p.display().to_string())
+                .map_err(|e| Failed::bad_input(format!("{command}: {}: {e}", path.display())))
+        };
+        let mut args = Vec::new();
+        if let Some(file) = &self.hosts {
+            args.extend(["--hosts".to_string(), absolute(file)?]);
+        }
+        if let Some(config) = &self.ssh_config {
+            args.extend(["--ssh-config".to_string(), absolute(config)?]);
+        }
+        if self.accept_new_host_keys {
+            args.push("--accept-new-host-keys".to_string());
+        }
+        Ok(args)
+    }
+}
+
 /// `faultline agent`: serves the agent protocol on stdin/stdout (the control starts it over SSH).
 #[derive(Args)]
 pub struct AgentArgs {

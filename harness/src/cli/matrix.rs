@@ -54,6 +54,9 @@ pub struct MatrixArgs {
     /// Print the detection matrix (matrix.json: per mutant and per cell) on stdout at the end (human output goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Every run on hosts, as `faultline run --hosts` (one run at a time: a host holds one run).
+    #[command(flatten)]
+    pub hosts: super::hosts::OnHosts,
 }
 
 /// `faultline matrix --mutant`: the mutants of the reference node, each with the plans that should expose it.
@@ -66,6 +69,13 @@ fn mutant_names() -> clap::builder::PossibleValuesParser {
 
 /// `faultline matrix`.
 pub(super) fn command(args: MatrixArgs) -> Outcome {
+    if args.hosts.hosts.is_some() && args.parallel > 1 {
+        return Err(Failed::bad_input(
+            "faultline matrix: --hosts runs one run at a time (a host holds one run: its nodes' ports are fixed); \
+             drop --parallel, or give each parallel matrix hosts of its own"
+                .to_string(),
+        ));
+    }
     let options = crate::explore::matrix::MatrixOptions {
         seeds: args.seeds,
         time_limit: args.time_limit,
@@ -76,6 +86,7 @@ pub(super) fn command(args: MatrixArgs) -> Outcome {
         plans: args.plans,
         parallel: args.parallel as usize,
         quiet: args.quiet,
+        run_args: args.hosts.run_args("faultline matrix")?,
     };
     if args.compare.is_empty() {
         return matrix_command(&options);

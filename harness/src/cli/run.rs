@@ -40,17 +40,9 @@ pub struct RunArgs {
     /// list item), the value as YAML. The stored plan.yaml holds the values as run and lists the settings.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
-    /// Run the nodes on the hosts of this file (one per line, node i on the i-th: `[user@]host[:port]
-    /// [workdir=/path] [identity=FILE]`), reached over SSH with faultline installed there (see `faultline hosts
-    /// check`). Without it the nodes run on this machine.
-    #[arg(long, value_name = "FILE")]
-    pub hosts: Option<PathBuf>,
-    /// With --hosts: an ssh_config file to use instead of ~/.ssh/config (`ssh -F`).
-    #[arg(long, value_name = "FILE", requires = "hosts")]
-    pub ssh_config: Option<PathBuf>,
-    /// With --hosts: accept the host key of a host never seen before; a changed key is still refused.
-    #[arg(long, requires = "hosts")]
-    pub accept_new_host_keys: bool,
+    /// Where the nodes run (this machine, unless --hosts).
+    #[command(flatten)]
+    pub on_hosts: super::hosts::OnHosts,
 }
 
 /// `faultline run`.
@@ -65,22 +57,9 @@ pub(super) fn command(args: RunArgs) -> Outcome {
         json: _,
         replay,
         set,
-        hosts,
-        ssh_config,
-        accept_new_host_keys,
+        on_hosts,
     } = args;
-    let remote = match hosts {
-        Some(file) => Some(RemoteOptions {
-            hosts: crate::remote::hosts::read_hosts_file(&file)
-                .map_err(|e| Failed::bad_input(format!("faultline run --hosts: {e}")))?,
-            ssh: crate::remote::ssh::SshOptions {
-                config: ssh_config,
-                accept_new_host_keys,
-                executable: None,
-            },
-        }),
-        None => None,
-    };
+    let remote = on_hosts.remote("faultline run")?;
     let loaded = match (&replay, &plan_path) {
         (Some(run_dir), _) => {
             return replay_plan(run_dir)

@@ -239,6 +239,7 @@ pub fn certify(options: &CertifyOptions) -> Result<CertifyOutcome, CampaignError
         quiet: options.quiet,
         title: format!("certify {}", suite.name),
         total: Some(cells.len() as u64),
+        run_args: Vec::new(),
     };
     schedule::install_stop_signals();
     let mut rows: Vec<SeedRow> = Vec::new();

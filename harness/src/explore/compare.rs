@@ -188,6 +188,7 @@ fn one_campaign(
         quiet: options.matrix.quiet,
         title: format!("compare {id}"),
         total: Some(options.runs),
+        run_args: options.matrix.run_args.clone(),
     };
     let ending = schedule::execute(&settings, refs, cells, &mut |row| {
         recorder.borrow_mut().record(row)?;

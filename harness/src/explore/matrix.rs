@@ -74,6 +74,8 @@ pub struct MatrixOptions {
     pub parallel: usize,
     /// No progress view.
     pub quiet: bool,
+    /// More `faultline run` arguments for every run (`--hosts FILE --ssh-config FILE`: the runs on hosts).
+    pub run_args: Vec<String>,
 }
 
 pub use faultline_reports::matrix::Cell;
@@ -195,6 +197,7 @@ pub fn run_matrix(options: &MatrixOptions) -> anyhow::Result<MatrixOutcome> {
         quiet: options.quiet,
         title: "matrix".to_string(),
         total: Some(jobs.len() as u64),
+        run_args: options.run_args.clone(),
     };
     schedule::install_stop_signals();
     let mut detection_ms: Vec<Vec<u64>> = vec![Vec::new(); cells.len()];
@@ -376,6 +379,7 @@ mod tests {
             plans: Vec::new(),
             parallel: 2,
             quiet: true,
+            run_args: Vec::new(),
         }
     }
 

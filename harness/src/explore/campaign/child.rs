@@ -25,6 +25,8 @@ pub struct RunRequest {
     pub time_limit: Option<String>,
     /// Node-count override.
     pub nodes: Option<u64>,
+    /// More `faultline run` arguments, the same for every run (`--hosts FILE --ssh-config FILE`).
+    pub extra: Vec<String>,
 }
 
 impl RunRequest {
@@ -37,6 +39,7 @@ impl RunRequest {
         if let Some(nodes) = self.nodes {
             args.extend(["--nodes".to_string(), nodes.to_string()]);
         }
+        args.extend(self.extra.iter().cloned());
         args
     }
 }

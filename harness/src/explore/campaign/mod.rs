@@ -393,6 +393,7 @@ pub fn plan_runs(options: &CampaignOptions) -> Result<Vec<PlannedRun>, CampaignE
                 seed: cell.seed,
                 time_limit: state.time_limit.map(|t| t.to_string()),
                 nodes: None,
+                extra: Vec::new(),
             };
             let mut words = vec!["faultline".into(), "run".into(), plan.source.source.clone()];
             words.extend(request.option_args());
@@ -447,6 +448,7 @@ pub fn run_campaign(options: &CampaignOptions) -> Result<Outcome, CampaignError>
         quiet: options.quiet,
         title: format!("{}campaign {}", if state.guided { "guided " } else { "" }, state.id),
         total,
+        run_args: Vec::new(),
     };
     schedule::install_stop_signals();
     let store_root = options.store_root.clone();

@@ -117,6 +117,8 @@ pub struct Settings {
     pub title: String,
     /// First runs to do, when known (the overall bar).
     pub total: Option<u64>,
+    /// More `faultline run` arguments for every run (`--hosts FILE ...`: the runs' nodes on hosts).
+    pub run_args: Vec<String>,
 }
 
 /// Why the scheduler stopped.
@@ -304,6 +306,7 @@ impl<I: Iterator<Item = Cell>> Scheduler<'_, I> {
             seed: cell.seed,
             time_limit: self.settings.time_limit.map(|t| t.to_string()),
             nodes: cell.nodes,
+            extra: self.settings.run_args.clone(),
         }
     }
 

@@ -89,6 +89,7 @@ impl Search {
             seed: self.seed,
             time_limit: None,
             nodes: None,
+            extra: Vec::new(),
         };
         let mut done: Vec<Try> = Vec::new();
         let mut running: Vec<InFlight> = Vec::new();
