@@ -103,26 +103,10 @@ fn percentile(values: &[f64], p: f64) -> f64 {
 
 /// Runs `plan` with `seed` into `store` (on `hosts` when given); the run's folder.
 fn run(plan: &str, seed: &str, time_limit: &str, store: &Path, hosts: Option<&SshHosts>) -> std::path::PathBuf {
-    let mut command = support::faultline();
-    command
-        .args([
-            "run",
-            plan,
-            "--quiet",
-            "--seed",
-            seed,
-            "--time-limit",
-            time_limit,
-            "--store",
-        ])
-        .arg(store);
-    if let Some(hosts) = hosts {
-        command
-            .arg("--hosts")
-            .arg(&hosts.hosts_file)
-            .arg("--ssh-config")
-            .arg(&hosts.ssh_config);
-    }
+    let mut command = match hosts {
+        Some(hosts) => hosts.run(plan, seed, time_limit, store),
+        None => support::run_command(plan, seed, time_limit, store),
+    };
     let output = command.output().expect("faultline runs");
     // A verdict (0 VALID, 1 INVALID, 2 UNKNOWN) means the run finished and wrote its folder.
     assert!(

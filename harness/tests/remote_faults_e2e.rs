@@ -203,14 +203,9 @@ fn given_power_losses_on_three_ssh_hosts_when_the_node_never_fsyncs_should_be_in
         .replace("at: 12s", "at: 5s");
     let plan = write_plan(dir.path(), &with_bug(&text, Some("no-fsync")));
     let store = dir.path().join("store");
-    let output = faultline()
-        .args(["run", "--quiet", "--seed", "21", "--store"])
-        .arg(&store)
-        .arg(&plan)
-        .arg("--hosts")
-        .arg(&hosts.hosts_file)
-        .arg("--ssh-config")
-        .arg(&hosts.ssh_config)
+    let (store_arg, plan_arg) = (store.to_str().unwrap(), plan.to_str().unwrap());
+    let output = hosts
+        .faultline(&["run", "--quiet", "--seed", "21", "--store", store_arg, plan_arg])
         .output()
         .unwrap();
     let run = latest(&store);
@@ -322,4 +317,58 @@ async fn given_the_proxies_on_a_host_when_its_link_is_delayed_or_reset_should_ho
     agent.call(Request::MeshClearAll).await.unwrap();
     let (greeting, _) = dial().await;
     assert_eq!(greeting, "SSH-2.0", "healed");
+}
+
+/// etcd on three SSH hosts: the hosts' own etcd started by their agents, partitions by each host's nftables (etcd
+/// dials its peers itself, so a proxy could not cut it, and packet drops can), power loss and cuts of a member's
+/// files on its host's fault filesystem, refusals judged against those cuts: VALID, as locally.
+#[test]
+fn given_etcd_on_three_ssh_hosts_when_run_with_etcd_mixed_should_be_valid_with_its_faults_done_on_the_hosts() {
+    if !ssh_hosts_ready() || !fuse_ready() {
+        return;
+    }
+    let etcd = faultline::system::etcd::EtcdSystem::locate(None)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    if !prerequisite("etcd", etcd) {
+        return;
+    }
+    let _one = one_cluster();
+    let hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // etcd-mixed with one partition sure to happen: n1 cut off from both peers at 2 s for 2 s.
+    let text = repo_plan_text("etcd-mixed.yaml").replacen(
+        "\n  network:\n    interval: 6s\n",
+        "\n  network:\n    interval: 6s\n    script:\n      - {at: 2s, cut: [n1->n2, n2->n1, n1->n3, n3->n1], duration: 2s, \
+         takeover: true}\n",
+        1,
+    );
+    assert!(text.contains("takeover: true"));
+    let plan = write_plan(dir.path(), &text);
+    let output = hosts.run(plan.to_str().unwrap(), "2", "15s", &store).output().unwrap();
+    let run = latest(&store);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{:#}",
+        explain(&output),
+        results(&run)
+    );
+    let events = history(&run);
+    let partitions: Vec<&Value> = events.iter().filter(|e| e["f"] == "partition-start").collect();
+    assert!(!partitions.is_empty(), "the scripted cut at least");
+    for partition in &partitions {
+        assert_eq!(partition["value"]["backend"], "hosts", "{partition}");
+        assert!(partition["value"].get("error").is_none(), "{partition}");
+    }
+    let cut = events
+        .iter()
+        .filter(|e| e["f"] == "disk-surgery")
+        .filter_map(|e| e["value"]["surgery"]["file"].as_str())
+        .find(|file| file.starts_with("/srv/faultline/runs/"));
+    assert!(cut.is_some(), "a member's file was cut on its host");
+    assert!(events
+        .iter()
+        .any(|e| e["f"] == "power-loss" && e["value"].get("error").is_none()));
 }

@@ -750,6 +750,11 @@ fn leftovers(is_dead: &dyn Fn(&str) -> bool) -> Result<(SweepReport, Vec<u8>), N
         let Some(run_part) = table.strip_prefix("faultline_") else {
             continue;
         };
+        // A host's agent's table (`faultline_agent_<pid>`) is no run's: its agent removes it, and a sweep of the
+        // host (`faultline clean --hosts`) removes a dead agent's.
+        if run_part.starts_with("agent_") {
+            continue;
+        }
         // Table names spell the run id's `-` as `_` (run ids never contain `_`).
         if is_dead(&run_part.replace('_', "-")) {
             report.tables.push(table);

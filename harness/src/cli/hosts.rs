@@ -122,7 +122,7 @@ pub(super) fn agent(args: AgentArgs) -> Outcome {
         .enable_all()
         .build()
         .map_err(|e| Failed::harness(format!("faultline agent: cannot start its runtime: {e}")))?;
-    let code = runtime.block_on(crate::remote::agent::serve());
+    let code = runtime.block_on(crate::remote::agent::serve(crate::run::host_sweep::sweep_host));
     Ok(Ended { code, json: None })
 }
 
@@ -143,14 +143,11 @@ fn check(args: CheckArgs) -> Outcome {
         accept_new_host_keys: args.accept_new_host_keys,
         executable: None,
     };
-    let control_dir = tempfile::Builder::new()
-        .prefix("faultline-ssh-")
-        .tempdir()
-        .map_err(|e| {
-            Failed::harness(format!(
-                "faultline hosts check: cannot make a folder for ssh's sockets: {e}"
-            ))
-        })?;
+    let control_dir = crate::remote::ssh::control_dir().map_err(|e| {
+        Failed::harness(format!(
+            "faultline hosts check: cannot make a folder for ssh's sockets: {e}"
+        ))
+    })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -104,6 +104,19 @@ pub enum Request {
         /// What to delete.
         path: PathBuf,
     },
+    /// Create `dir` and its parents, with permission bits `mode` when given.
+    MakeDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Its mode (`448` = 0o700), if any.
+        #[serde(default)]
+        mode: Option<u32>,
+    },
+    /// Empty a node's data dir (keeping the fault filesystem's hidden folder): a wipe.
+    EmptyDir {
+        /// The folder.
+        dir: PathBuf,
+    },
     /// Make this host deaf to `from` (nftables, the agent's own table: drop every packet whose source is one of
     /// them), replacing what it was deaf to; an empty list heals. The table goes when the agent ends.
     Deafen {
@@ -207,6 +220,13 @@ pub enum Request {
         dir: PathBuf,
         /// The run claiming it.
         run: String,
+    },
+    /// Sweep what dead agents left on this host (their processes, nft tables and fault filesystems) and the host's
+    /// other faultline leftovers; with `dry_run`, only list them. What `faultline clean --hosts` asks.
+    Sweep {
+        /// Only list.
+        #[serde(default)]
+        dry_run: bool,
     },
     /// Kill everything it started and exit.
     Shutdown,
@@ -314,6 +334,10 @@ fn nft(script: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What a `sweep` does on this host (`faultline clean`'s sweep of what dead agents and runs left, which lives with
+/// the run's cleanup; given by the command that starts the agent). Blocking.
+pub type Sweeper = fn(bool) -> Value;
+
 /// The processes this agent started, by pid (the leaders of their groups).
 type Started = Arc<Mutex<BTreeMap<i32, ()>>>;
 
@@ -342,7 +366,7 @@ impl Holdings {
 
 /// Runs the agent on stdin/stdout until stdin closes or the control asks it to shut down; then kills what it
 /// started. Returns the process exit code.
-pub async fn serve() -> u8 {
+pub async fn serve(sweep: Sweeper) -> u8 {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
@@ -372,7 +396,7 @@ pub async fn serve() -> u8 {
             let _ = out_tx.send(json!({"id": envelope.id, "ok": {}, "mono_ns": mono_ns()}));
             break;
         }
-        let answer = match handle(envelope.request, &held, &out_tx).await {
+        let answer = match handle(envelope.request, (&held, sweep), &out_tx).await {
             Ok(ok) => json!({"id": envelope.id, "ok": ok, "mono_ns": mono_ns()}),
             Err(error) => json!({"id": envelope.id, "error": error, "mono_ns": mono_ns()}),
         };
@@ -408,7 +432,11 @@ async fn on_bench<T: Send + 'static>(
         .map_err(|e| format!("the agent's worker failed: {e}"))?
 }
 
-async fn handle(request: Request, held: &Holdings, out: &mpsc::UnboundedSender<Value>) -> Result<Value, String> {
+async fn handle(
+    request: Request,
+    (held, sweep): (&Holdings, Sweeper),
+    out: &mpsc::UnboundedSender<Value>,
+) -> Result<Value, String> {
     let started = &held.started;
     match request {
         Request::Hello => Ok(json!({
@@ -553,6 +581,17 @@ async fn handle(request: Request, held: &Holdings, out: &mpsc::UnboundedSender<V
             Ok(json!({}))
         }
         Request::Claim { dir, run } => claim(held, &dir, &run),
+        Request::Sweep { dry_run } => tokio::task::spawn_blocking(move || sweep(dry_run))
+            .await
+            .map_err(|e| format!("the sweep failed: {e}")),
+        Request::MakeDir { dir, mode } => {
+            super::workbench::make_dir(&dir, mode)?;
+            Ok(json!({}))
+        }
+        Request::EmptyDir { dir } => {
+            on_bench(held, move |_| super::workbench::empty_dir(&dir)).await?;
+            Ok(json!({}))
+        }
         Request::List { dir } => {
             let mut files = Vec::new();
             list_files(&dir, &dir, &mut files).map_err(|e| format!("listing {}: {e}", dir.display()))?;

@@ -62,6 +62,10 @@ pub trait Hands: Send + Sync {
     async fn enable_clock(&self, dir: &Path) -> Result<(), String>;
     /// Moves the clock of `dir`, or returns it to real time (`None`); what to record.
     async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String>;
+    /// Creates a node's folder `dir`, with permission bits `mode` when given.
+    async fn make_dir(&self, dir: &Path, mode: Option<u32>) -> Result<(), String>;
+    /// Empties a node's data dir (a wipe), keeping the fault filesystem's hidden folder.
+    async fn empty_dir(&self, dir: &Path) -> Result<(), String>;
 }
 
 /// This machine's processes, disks and clocks.
@@ -167,6 +171,15 @@ impl Hands for LocalHands {
 
     async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String> {
         self.bench.set_clock(dir, shift)
+    }
+
+    async fn make_dir(&self, dir: &Path, mode: Option<u32>) -> Result<(), String> {
+        crate::remote::workbench::make_dir(dir, mode)
+    }
+
+    async fn empty_dir(&self, dir: &Path) -> Result<(), String> {
+        let dir = dir.to_path_buf();
+        self.on_bench(move |_| crate::remote::workbench::empty_dir(&dir)).await
     }
 }
 
@@ -434,5 +447,18 @@ impl Hands for RemoteHands {
             shift,
         };
         self.agent.call(request).await.map(|(ok, _)| ok)
+    }
+
+    async fn make_dir(&self, dir: &Path, mode: Option<u32>) -> Result<(), String> {
+        let request = Request::MakeDir {
+            dir: dir.to_path_buf(),
+            mode,
+        };
+        self.agent.call(request).await.map(|_| ())
+    }
+
+    async fn empty_dir(&self, dir: &Path) -> Result<(), String> {
+        let request = Request::EmptyDir { dir: dir.to_path_buf() };
+        self.agent.call(request).await.map(|_| ())
     }
 }

@@ -14,7 +14,7 @@ use super::ssh::{connect, Connected, SshOptions};
 use crate::plan::Plan;
 use crate::remote::hands::{Hands, RemoteHands};
 use faultline_faults::network::hosts::{HostLinks, HostsNetwork, LinkChange};
-use faultline_faults::network::Network;
+use faultline_faults::network::{BackendKind, Network};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 use std::net::SocketAddr;
@@ -69,9 +69,12 @@ impl HostLinks for AgentLinks {
     }
 }
 
-/// Whether `plan` has link faults, timed or triggered.
+/// Whether `plan` has link faults: timed, scripted or triggered.
 fn plan_has_link_faults(plan: &Plan) -> bool {
-    plan.nemesis.network.as_ref().is_some_and(|n| !n.value.links.is_empty())
+    plan.nemesis
+        .network
+        .as_ref()
+        .is_some_and(|n| !n.value.links.is_empty() || n.value.script.iter().any(|step| step.fault.is_some()))
         || plan
             .nemesis
             .triggers
@@ -112,24 +115,25 @@ pub struct RemoteLab {
 /// Why `plan` cannot run on hosts yet, if it cannot: each feature it uses that a host cannot do yet, named.
 pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
     let mut lacking = Vec::new();
-    if plan.system.kind() != "reference" {
+    let kind = plan.system.kind();
+    if !["reference", "etcd"].contains(&kind) {
         lacking.push(format!(
-            "the {} adapter (the reference node runs on hosts so far)",
-            plan.system.kind()
+            "the {kind} adapter (the reference node and etcd run on hosts so far)"
         ));
     }
+    // On hosts, partitions are each host's nftables whatever backend the plan names (`netns` asks for real packet
+    // drops, which they are); link faults go through each host's proxies of the node's peer links, which only a
+    // system that dials its peers where faultline says can use.
     if let Some(network) = &plan.nemesis.network {
-        // Each host's proxies inject what the proxy mesh does (no packet loss).
-        let kind = faultline_faults::network::BackendKind::Hosts;
-        if let Err(message) = network.value.validate(plan.system.nodes(), kind) {
+        if let Err(message) = network.value.validate(plan.system.nodes(), BackendKind::Hosts) {
             lacking.push(message);
         }
     }
-    if plan.network.backend == crate::plan::NetworkBackend::Netns {
-        lacking.push(
-            "`network: {backend: netns}` (namespaces are this machine's; on hosts, partitions are each host's nft)"
-                .into(),
-        );
+    if plan_has_link_faults(plan) && !plan.system.adapter().capabilities().proxy_partitions {
+        lacking.push(format!(
+            "link faults on a {kind} cluster (on hosts they go through proxies of each node's peer links, and {kind} \
+             dials its peers itself): drop them, or run it here with `network: {{backend: netns}}`"
+        ));
     }
     if plan.final_phase.test_only_corrupt_wal.is_some() {
         lacking.push("`final_phase.test_only_corrupt_wal` (a test's hook on this machine's files)".into());
@@ -159,7 +163,7 @@ impl RemoteLab {
     /// Connects node i's host for each of `node_count` nodes (all at once), with faultline installed and its agent
     /// running; the nodes' folder is `WORKDIR/runs/RUN_ID`. An unreachable host ends it, naming the host.
     pub async fn connect(options: &RemoteOptions, node_count: usize, run_id: &str) -> anyhow::Result<RemoteLab> {
-        let control_dir = tempfile::Builder::new().prefix("faultline-ssh-").tempdir()?;
+        let control_dir = super::ssh::control_dir()?;
         let hosts = &options.hosts[..node_count];
         let connecting = hosts
             .iter()
@@ -235,13 +239,15 @@ impl RemoteLab {
     }
 
     /// The network of a plan with network faults: each host's own nftables for partitions, set through its agent;
-    /// and when the plan has link faults, each host's proxies of its node's peer links, forwarding to
-    /// `peer_addr(to)`, with `routes[i][j]` = where node i must dial node j (`None`: peers dial each other).
+    /// and when the system routes its peers (`upstreams`: each node's peer address), each host's proxies of its
+    /// node's peer links, forwarding to `upstreams[to]`, with `routes[i][j]` = where node i must dial node j
+    /// (`None`: peers dial each other). As in a local run's mesh, the proxies carry the peers' traffic whenever the
+    /// plan has network faults, so a link fault at any moment (timed, scripted, triggered, replayed) finds them.
     pub async fn network(
         &self,
         plan: &Plan,
         seed: u64,
-        peer_addr: impl Fn(usize) -> SocketAddr,
+        upstreams: Option<Vec<SocketAddr>>,
     ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
         if !plan.nemesis.has_network_faults() {
             return Ok((None, None));
@@ -249,9 +255,8 @@ impl RemoteLab {
         let agents: Vec<Arc<AgentClient>> = self.hosts.iter().map(|h| h.agent.clone()).collect();
         let mut hosts = HostsNetwork::new(self.node_ips.clone(), Box::new(AgentFirewall(agents.clone())));
         let mut routes = None;
-        if plan_has_link_faults(plan) {
+        if let Some(upstreams) = upstreams {
             let n = self.hosts.len();
-            let upstreams: Vec<SocketAddr> = (0..n).map(&peer_addr).collect();
             let starting = agents.iter().enumerate().map(|(me, agent)| {
                 agent.call(Request::MeshStart {
                     node_count: n,

@@ -220,3 +220,94 @@ async fn remote_build(session: &Session, path: &Path) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
+
+/// The prefix of the folders holding ssh's control sockets (one per control process).
+const CONTROL_DIR_PREFIX: &str = "faultline-ssh-";
+
+/// A folder for ssh's control sockets of this process, in the temporary directory, naming this process in its
+/// `control.pid`: ssh's masters run detached, so a control that is SIGKILLed leaves them (and their connections to
+/// the hosts) behind, and [`sweep_control_dirs`] closes them by that pid.
+pub fn control_dir() -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix(CONTROL_DIR_PREFIX).tempdir()?;
+    std::fs::write(dir.path().join("control.pid"), std::process::id().to_string())?;
+    Ok(dir)
+}
+
+/// Closes the ssh masters of controls that are gone (`ssh -O exit` on each control socket: ssh ends its own
+/// master, no pid is signalled) and removes their folders; with `dry_run` only lists them. The folders of live
+/// controls, and folders without a `control.pid`, are left alone. Blocking.
+pub fn sweep_control_dirs(dry_run: bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    let mut swept = Vec::new();
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let named = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(CONTROL_DIR_PREFIX));
+        let pid = std::fs::read_to_string(dir.join("control.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok());
+        let Some(pid) = pid.filter(|_| named) else { continue };
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            && std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.contains("faultline"));
+        if alive {
+            continue;
+        }
+        if !dry_run {
+            for socket in control_sockets(&dir) {
+                let _ = std::process::Command::new("ssh")
+                    .arg("-S")
+                    .arg(&socket)
+                    .args(["-O", "exit", "faultline-sweep"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        swept.push(dir);
+    }
+    swept
+}
+
+/// The control sockets under a control folder (`.ssh-connection*/master`, as the openssh crate lays them out).
+fn control_sockets(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("master"))
+        .filter(|socket| socket.exists())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_control_folders_when_swept_should_remove_only_those_of_dead_controls() {
+        // A control that is gone: a child that exited (and was reaped), so its pid names nobody.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = control_dir().unwrap().keep();
+        std::fs::write(gone.join("control.pid"), dead.to_string()).unwrap();
+        let mine = control_dir().unwrap();
+        let listed = sweep_control_dirs(true);
+        assert!(
+            listed.contains(&gone) && gone.exists(),
+            "listed, not removed: {listed:?}"
+        );
+        let swept = sweep_control_dirs(false);
+        assert!(swept.contains(&gone) && !gone.exists(), "{swept:?}");
+        assert!(
+            !swept.iter().any(|d| d == mine.path()) && mine.path().exists(),
+            "a live control's stays"
+        );
+    }
+}

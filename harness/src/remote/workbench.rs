@@ -161,6 +161,22 @@ impl Workbench {
     }
 }
 
+/// Creates `dir` (and its parents), with permission bits `mode` when given (a node's data dir: etcd wants 0700).
+pub fn make_dir(dir: &Path, mode: Option<u32>) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Empties a node's data dir (keeping the fault filesystem's hidden folder): the first half of every adapter's wipe.
+pub fn empty_dir(dir: &Path) -> Result<(), String> {
+    crate::system::empty_data_dir(dir).map_err(|e| format!("{e:#}"))
+}
+
 /// Moves `LD_PRELOAD` out of `env` (a command's environment): what the node would preload without faultline's
 /// clock, which the clock joins to its own library. `inherited` is the `LD_PRELOAD` the spawning process passes on
 /// when the command keeps its environment.

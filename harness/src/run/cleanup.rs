@@ -22,6 +22,8 @@ pub struct Leftovers {
     pub mounts: Vec<String>,
     /// Network namespaces, guard routes and host nft tables.
     pub network: netns::SweepReport,
+    /// Folders of ssh's control sockets of dead controls (their masters closed).
+    pub ssh: Vec<String>,
     /// What could not be removed, and why.
     pub errors: Vec<String>,
 }
@@ -34,6 +36,7 @@ impl Leftovers {
             && self.network.namespaces.is_empty()
             && self.network.guard_routes.is_empty()
             && self.network.tables.is_empty()
+            && self.ssh.is_empty()
             && self.errors.is_empty()
     }
 
@@ -69,13 +72,31 @@ impl Leftovers {
             verb("deleted nft tables", "nft tables to delete"),
             self.network.tables.clone(),
         );
+        line(
+            verb(
+                "closed ssh connections of dead controls",
+                "ssh connections of dead controls to close",
+            ),
+            self.ssh.clone(),
+        );
         line("could not clean".to_string(), self.errors.clone());
         out
     }
 }
 
-/// Sweeps (or with `dry_run`, lists) every leftover of dead runs. Blocking: call it off the async runtime.
+/// Sweeps (or with `dry_run`, lists) every leftover of dead runs, and the ssh connections of dead controls.
+/// Blocking: call it off the async runtime.
 pub fn sweep(dry_run: bool) -> Leftovers {
+    let mut leftovers = sweep_runs(dry_run);
+    leftovers.ssh = crate::remote::ssh::sweep_control_dirs(dry_run)
+        .into_iter()
+        .map(|dir| dir.display().to_string())
+        .collect();
+    leftovers
+}
+
+/// [`sweep`] but for ssh's connections: what a host's agent sweeps there (a host is no control).
+pub fn sweep_runs(dry_run: bool) -> Leftovers {
     let runs_dir = runlock::runs_dir();
     let mut leftovers = Leftovers::default();
     match runlock::sweep_or_list(&runs_dir, dry_run) {

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod cleanup;
 pub mod final_phase;
+pub mod host_sweep;
 pub mod lab;
 pub mod logging;
 pub mod progress;
@@ -462,7 +463,7 @@ async fn build_system(
     };
     let capabilities = plan.system.adapter().capabilities();
     anyhow::ensure!(
-        netns.is_some() || !context.has_network_faults() || capabilities.proxy_partitions,
+        netns.is_some() || remote.is_some() || !context.has_network_faults() || capabilities.proxy_partitions,
         "this plan partitions a {} system, which needs the netns backend, and this machine cannot use it (run as \
          root with iproute2 and nftables installed)",
         plan.system.kind()

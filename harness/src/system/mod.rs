@@ -156,9 +156,14 @@ impl BuildContext<'_> {
         self.plan.nemesis.has_network_faults()
     }
 
-    /// The network of a system whose nodes can only be partitioned in namespaces.
-    pub fn netns_network(&self) -> Option<Network> {
-        self.netns.map(|lab| Network::Netns(lab.clone()))
+    /// The network of a system whose nodes can only be partitioned by dropping packets (they dial each other on
+    /// their own connections): the netns lab's, or on hosts each host's nftables.
+    pub async fn netns_network(&self) -> anyhow::Result<Option<Network>> {
+        if let Some(remote) = self.remote {
+            // No proxies: the plan check refuses link faults for a system that cannot route its peers.
+            return Ok(remote.network(self.plan, self.seed, None).await?.0);
+        }
+        Ok(self.netns.map(|lab| Network::Netns(lab.clone())))
     }
 
     /// The network of a system the proxy mesh can partition: the netns lab when there is one; else, when the plan
@@ -170,7 +175,8 @@ impl BuildContext<'_> {
         proxy_addr: impl Fn(usize, usize) -> SocketAddr,
     ) -> anyhow::Result<(Option<Network>, Option<Vec<Vec<SocketAddr>>>)> {
         if let Some(remote) = self.remote {
-            return remote.network(self.plan, self.seed, peer_addr).await;
+            let upstreams = (0..self.node_count()).map(&peer_addr).collect();
+            return remote.network(self.plan, self.seed, Some(upstreams)).await;
         }
         if let Some(lab) = self.netns {
             return Ok((Some(Network::Netns(lab.clone())), None));

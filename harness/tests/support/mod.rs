@@ -48,6 +48,24 @@ pub fn faultline() -> Command {
     Command::new(env!("CARGO_BIN_EXE_faultline"))
 }
 
+/// `faultline run PLAN --quiet --seed SEED --time-limit LIMIT --store STORE`.
+pub fn run_command(plan: &str, seed: &str, time_limit: &str, store: &Path) -> Command {
+    let store = store.to_str().expect("a UTF-8 store path");
+    let mut command = faultline();
+    command.args([
+        "run",
+        plan,
+        "--quiet",
+        "--seed",
+        seed,
+        "--time-limit",
+        time_limit,
+        "--store",
+        store,
+    ]);
+    command
+}
+
 /// A plan file of `plans/`, as text.
 pub fn repo_plan_text(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans").join(name)).unwrap()

@@ -196,6 +196,29 @@ impl SshHosts {
         hosts
     }
 
+    /// `faultline ARGS --hosts FILE --ssh-config FILE`: a command that reaches these hosts.
+    pub fn faultline(&self, args: &[&str]) -> Command {
+        let mut command = super::faultline();
+        command
+            .args(args)
+            .arg("--hosts")
+            .arg(&self.hosts_file)
+            .arg("--ssh-config")
+            .arg(&self.ssh_config);
+        command
+    }
+
+    /// `faultline run PLAN --quiet --seed SEED --time-limit LIMIT --store STORE` on these hosts.
+    pub fn run(&self, plan: &str, seed: &str, time_limit: &str, store: &Path) -> Command {
+        let mut command = super::run_command(plan, seed, time_limit, store);
+        command
+            .arg("--hosts")
+            .arg(&self.hosts_file)
+            .arg("--ssh-config")
+            .arg(&self.ssh_config);
+        command
+    }
+
     /// Host `i`'s sshd log.
     pub fn sshd_log(&self, i: usize) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("sshd{i}.log"))).unwrap_or_default()

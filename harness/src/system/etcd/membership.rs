@@ -10,7 +10,6 @@
 
 use super::{post_ok, EtcdSystem};
 use crate::system::membership::{ChangeOutcome, JoinOrder, Listed, Membership};
-use crate::system::System;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -29,9 +28,7 @@ impl Membership for EtcdSystem {
     }
 
     async fn prepare_joiner(&self, node: usize, members: &[usize]) -> anyhow::Result<()> {
-        let dir = self.data_dir(node);
-        std::fs::create_dir_all(&dir)?;
-        crate::system::empty_data_dir(&dir)?;
+        self.empty_data_dir(node).await?;
         let mut cluster = members.to_vec();
         cluster.push(node);
         cluster.sort_unstable();

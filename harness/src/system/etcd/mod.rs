@@ -21,6 +21,7 @@ use super::{
     ProbeError, Progress, Recovered, RegisterClient, Role, System,
 };
 use crate::plan::{Bounded, WorkloadKind};
+use crate::remote::hands::Hands;
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -133,7 +134,11 @@ impl AdapterSpec for EtcdConfig {
     }
 
     async fn build(&self, context: BuildContext<'_>) -> anyhow::Result<Built> {
-        let binary = EtcdSystem::locate(self.binary.as_deref())?;
+        let binary = match context.remote {
+            // The hosts' own etcd (a spawn that cannot find it says so, naming the path and the host).
+            Some(_) => self.binary.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_BINARY)),
+            None => EtcdSystem::locate(self.binary.as_deref())?,
+        };
         let node_count = context.node_count();
         let node_ips = context.node_ips(&EtcdSystem::ports(node_count))?;
         let mut system = EtcdSystem::new(
@@ -146,11 +151,12 @@ impl AdapterSpec for EtcdConfig {
             self.serializable_reads,
         );
         system.initial_members = context.initial_members();
+        system.hands = context.hands.clone();
         Ok(Built {
             system: Arc::new(system),
             binary,
             node_ips,
-            network: context.netns_network(),
+            network: context.netns_network().await?,
         })
     }
 }
@@ -172,6 +178,8 @@ pub struct EtcdSystem {
     rejoined: Mutex<Vec<Option<Vec<usize>>>>,
     /// The members that bootstrap the cluster.
     initial_members: Vec<usize>,
+    /// Each node's hands (its data dir is on its machine: this one, or its host).
+    hands: Vec<Arc<dyn Hands>>,
 }
 
 impl EtcdSystem {
@@ -198,6 +206,22 @@ impl EtcdSystem {
             member_ids: Mutex::new(vec![None; node_count]),
             rejoined: Mutex::new(vec![None; node_count]),
             initial_members: (0..node_count).collect(),
+            hands: Vec::new(),
+        }
+    }
+
+    /// Empties node `node`'s data dir on its machine.
+    pub(super) async fn empty_data_dir(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        match self.hands.get(node) {
+            Some(hands) => {
+                hands.make_dir(&dir, None).await.map_err(anyhow::Error::msg)?;
+                hands.empty_dir(&dir).await.map_err(anyhow::Error::msg)
+            }
+            None => {
+                std::fs::create_dir_all(&dir)?;
+                super::empty_data_dir(&dir)
+            }
         }
     }
 
@@ -347,18 +371,19 @@ impl System for EtcdSystem {
 
     async fn prepare(&self, node: usize) -> anyhow::Result<()> {
         let dir = self.data_dir(node);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        // etcd warns about anything wider than 0700 on its data dir (a warning only: best effort).
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        Ok(())
+        // etcd warns about anything wider than 0700 on its data dir.
+        match self.hands.get(node) {
+            Some(hands) => hands.make_dir(&dir, Some(0o700)).await.map_err(anyhow::Error::msg),
+            None => crate::remote::workbench::make_dir(&dir, Some(0o700)).map_err(anyhow::Error::msg),
+        }
+        .with_context(|| format!("preparing {}'s data dir", Self::name(node)))
     }
 
     async fn wipe(&self, node: usize) -> anyhow::Result<()> {
         self.readd_member(node)
             .await
             .with_context(|| format!("re-adding {} to the cluster", Self::name(node)))?;
-        super::empty_data_dir(&self.data_dir(node))?;
+        self.empty_data_dir(node).await?;
         let members: Vec<usize> = match self.list_members().await {
             Ok(members) => members,
             Err(_) => (0..self.node_count).collect(),

@@ -693,7 +693,7 @@ impl AdapterSpec for ExecConfig {
                 )
                 .await?
         } else {
-            (context.netns_network(), None)
+            (context.netns_network().await?, None)
         };
         let faultline = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
         let store_dir = context.nodes_dir.parent().map(Path::to_path_buf).unwrap_or_default();

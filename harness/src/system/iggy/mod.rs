@@ -144,7 +144,7 @@ impl AdapterSpec for IggyConfig {
             system: Arc::new(system),
             binary,
             node_ips,
-            network: context.netns_network(),
+            network: context.netns_network().await?,
         })
     }
 }
