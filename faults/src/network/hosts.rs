@@ -90,18 +90,25 @@ impl HostsNetwork {
             )));
         }
         let mut applied = self.applied.lock().await;
-        for to in 0..self.node_count() {
-            let from: Vec<IpAddr> = grudge.deaf_to(to).iter().map(|&from| self.node_ips[from]).collect();
-            if applied[to].as_ref() == Some(&from) {
-                continue;
-            }
-            applied[to] = None; // unknown until the host says it is set
-            self.firewall
-                .deafen(to, from.clone())
-                .await
-                .map_err(|e| NetworkError::Hosts(format!("n{}'s host: {e}", to + 1)))?;
-            applied[to] = Some(from);
+        // Every host that must change, set at once (one host after another took a round trip each).
+        let changes: Vec<(usize, Vec<IpAddr>)> = (0..self.node_count())
+            .map(|to| (to, grudge.deaf_to(to).iter().map(|&from| self.node_ips[from]).collect()))
+            .filter(|(to, from): &(usize, Vec<IpAddr>)| applied[*to].as_ref() != Some(from))
+            .collect();
+        for (to, _) in &changes {
+            applied[*to] = None; // unknown until the host says it is set
         }
-        Ok(())
+        let setting = changes.iter().map(|(to, from)| self.firewall.deafen(*to, from.clone()));
+        let mut failed = Vec::new();
+        for ((to, from), result) in changes.iter().zip(futures_util::future::join_all(setting).await) {
+            match result {
+                Ok(()) => applied[*to] = Some(from.clone()),
+                Err(e) => failed.push(format!("n{}'s host: {e}", to + 1)),
+            }
+        }
+        match failed.as_slice() {
+            [] => Ok(()),
+            _ => Err(NetworkError::Hosts(failed.join("; "))),
+        }
     }
 }

@@ -22,6 +22,8 @@ pub struct AgentClient {
     writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     pending: Pending,
     next_id: AtomicU64,
+    /// Set when the agent's channel has closed (its reader saw the end).
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How the agent's clocks relate to the control's, from the round trip with the least delay.
@@ -56,6 +58,8 @@ impl AgentClient {
         let pending: Pending = Arc::default();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let reader_pending = pending.clone();
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader_closed = closed.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(from).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -74,15 +78,22 @@ impl AgentClient {
                     }
                 }
             }
-            // The agent is gone: every request still waiting fails (its sender is dropped).
+            // The agent is gone: every request still waiting fails (its sender is dropped), and every later one.
+            reader_closed.store(true, Ordering::SeqCst);
             reader_pending.lock().expect("pending lock").clear();
         });
         let client = AgentClient {
             writer: tokio::sync::Mutex::new(Box::new(to)),
             pending,
             next_id: AtomicU64::new(1),
+            closed,
         };
         (client, events_rx)
+    }
+
+    /// Whether the agent's channel has closed: nothing sent to it will be answered.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Sends `request` and waits for its answer: the `ok` value and the agent's monotonic time of the answer.
@@ -90,6 +101,11 @@ impl AgentClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().expect("pending lock").insert(id, tx);
+        // Checked after the insert: a reader that ended before it cleared nothing of this request's.
+        if self.is_closed() {
+            self.pending.lock().expect("pending lock").remove(&id);
+            return Err("the agent's channel is closed (its host went away, or the connection to it)".into());
+        }
         let mut line = serde_json::to_string(&Envelope { id, request }).expect("requests serialize");
         line.push('\n');
         {

@@ -66,6 +66,11 @@ pub trait Hands: Send + Sync {
     async fn make_dir(&self, dir: &Path, mode: Option<u32>) -> Result<(), String>;
     /// Empties a node's data dir (a wipe), keeping the fault filesystem's hidden folder.
     async fn empty_dir(&self, dir: &Path) -> Result<(), String>;
+    /// Whether the machine these hands act on is out of reach for good (a host whose agent's channel closed):
+    /// what fails there from now on is not the node's doing.
+    fn host_lost(&self) -> bool {
+        false
+    }
 }
 
 /// This machine's processes, disks and clocks.
@@ -460,5 +465,9 @@ impl Hands for RemoteHands {
     async fn empty_dir(&self, dir: &Path) -> Result<(), String> {
         let request = Request::EmptyDir { dir: dir.to_path_buf() };
         self.agent.call(request).await.map(|_| ())
+    }
+
+    fn host_lost(&self) -> bool {
+        self.agent.is_closed()
     }
 }

@@ -303,14 +303,23 @@ impl Lab {
         }
         let log_offset = std::fs::metadata(&self.log_paths[node]).map(|m| m.len()).unwrap_or(0);
         *self.observed[node].lock().expect("observations lock") = Observed::default();
-        let spawned = self.hands[node]
-            .spawn(
-                command,
-                self.log_paths[node].clone(),
-                self.clocks.get(node).map(PathBuf::as_path),
-            )
+        let clock = self.clocks.get(node).map(PathBuf::as_path);
+        let spawned = match self.hands[node]
+            .spawn(command, self.log_paths[node].clone(), clock)
             .await
-            .map_err(|e| format!("cannot start {}: {e}", node_name(node)))?;
+        {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                if self.hands[node].host_lost() {
+                    // Its host went away while the node was down: the checks learn it as for a node that was up.
+                    let value = json!({"exit": crate::supervisor::Exit::HostLost.to_string(), "host_lost": true,
+                                       "was_ready": false, "start_failed": e.to_string()});
+                    let crashed = faultline_workloads::history::Lifecycle::Crashed;
+                    self.recorder.lifecycle(crashed, Some(&node_name(node)), value);
+                }
+                return Err(format!("cannot start {}: {e}", node_name(node)));
+            }
+        };
         let pid = spawned.pid;
         slot.stopping = false;
         slot.paused = false;
