@@ -5,9 +5,7 @@
 mod support;
 
 use faultline::remote::agent::Request;
-use faultline::remote::hands::{Hands, RemoteHands};
-use faultline::remote::hosts::read_hosts_file;
-use faultline::remote::ssh::{connect, SshOptions};
+use faultline::remote::hands::Hands;
 use faultline::supervisor::{Exit, LaunchCommand, Spawned};
 use serde_json::Value;
 use std::path::Path;
@@ -65,20 +63,8 @@ async fn given_hands_on_an_ssh_host_when_its_disk_and_clock_are_faulted_should_l
         return;
     }
     let hosts = SshHosts::start(1);
-    let host = read_hosts_file(&hosts.hosts_file).unwrap().remove(0);
-    let options = SshOptions {
-        config: Some(hosts.ssh_config.clone()),
-        accept_new_host_keys: false,
-        executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
-    };
-    let control = tempfile::tempdir().unwrap();
-    let mut connected = connect(&host, &options, control.path(), 3)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (_, events) = tokio::sync::mpsc::unbounded_channel();
-    let events = std::mem::replace(&mut connected.events, events);
     let node = Path::new("/srv/faultline/t/n1");
-    let hands = RemoteHands::new(connected.agent.clone(), events, node.join("node.log"));
+    let (connected, hands, control) = hosts.first_hands("/srv/faultline/t/n1/node.log").await;
     let agent = connected.agent.clone();
     let log = control.path().join("node.log");
     let (data, backing) = (node.join("data"), node.join("data.backing"));
@@ -250,20 +236,8 @@ async fn given_the_proxies_on_a_host_when_its_link_is_delayed_or_reset_should_ho
         return;
     }
     let hosts = SshHosts::start(2);
-    let host = read_hosts_file(&hosts.hosts_file).unwrap().remove(0);
-    let options = SshOptions {
-        config: Some(hosts.ssh_config.clone()),
-        accept_new_host_keys: false,
-        executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
-    };
-    let control = tempfile::tempdir().unwrap();
-    let mut connected = connect(&host, &options, control.path(), 3)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (_, events) = tokio::sync::mpsc::unbounded_channel();
-    let events = std::mem::replace(&mut connected.events, events);
+    let (connected, hands, _control) = hosts.first_hands("/srv/faultline/t/n1/node.log").await;
     let agent = connected.agent.clone();
-    let hands = RemoteHands::new(agent.clone(), events, "/srv/faultline/t/n1/node.log".into());
     let far: std::net::SocketAddr = format!("{}:22", hosts.addresses[1]).parse().unwrap();
     let (ok, _) = agent
         .call(Request::MeshStart {

@@ -128,9 +128,7 @@ fn given_a_host_whose_key_is_not_known_when_checked_should_refuse_it_unless_new_
 /// reported with its code.
 #[tokio::test]
 async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_its_log_and_signal_its_group() {
-    use faultline::remote::hands::{Hands, RemoteHands};
-    use faultline::remote::hosts::read_hosts_file;
-    use faultline::remote::ssh::{connect, SshOptions};
+    use faultline::remote::hands::Hands;
     use faultline::supervisor::{Exit, LaunchCommand};
     use nix::sys::signal::Signal;
     use std::time::Duration;
@@ -138,19 +136,7 @@ async fn given_remote_hands_on_an_ssh_host_when_a_node_runs_there_should_mirror_
         return;
     }
     let hosts = SshHosts::start(1);
-    let host = read_hosts_file(&hosts.hosts_file).unwrap().remove(0);
-    let options = SshOptions {
-        config: Some(hosts.ssh_config.clone()),
-        accept_new_host_keys: false,
-        executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
-    };
-    let control = tempfile::tempdir().unwrap();
-    let mut connected = connect(&host, &options, control.path(), 3)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (_, events) = tokio::sync::mpsc::unbounded_channel();
-    let events = std::mem::replace(&mut connected.events, events);
-    let hands = RemoteHands::new(connected.agent.clone(), events, "/srv/faultline/run/n1/node.log".into());
+    let (_connected, hands, control) = hosts.first_hands("/srv/faultline/run/n1/node.log").await;
     let log = control.path().join("node.log");
     let command = |script: &str| LaunchCommand {
         program: "sh".into(),

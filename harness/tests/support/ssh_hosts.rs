@@ -219,6 +219,36 @@ impl SshHosts {
         command
     }
 
+    /// The first host reached as a run reaches it (this build uploaded, its agent running), and hands on a node
+    /// there whose log on the host is `node_log`; the connection and the folder of ssh's sockets must live while
+    /// the agent is used.
+    pub async fn first_hands(
+        &self,
+        node_log: &str,
+    ) -> (
+        faultline::remote::ssh::Connected,
+        std::sync::Arc<faultline::remote::hands::RemoteHands>,
+        tempfile::TempDir,
+    ) {
+        use faultline::remote::ssh::{connect, SshOptions};
+        let host = faultline::remote::hosts::read_hosts_file(&self.hosts_file)
+            .unwrap()
+            .remove(0);
+        let options = SshOptions {
+            config: Some(self.ssh_config.clone()),
+            accept_new_host_keys: false,
+            executable: Some(env!("CARGO_BIN_EXE_faultline").into()),
+        };
+        let control = tempfile::tempdir().unwrap();
+        let mut connected = connect(&host, &options, control.path(), 3)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (_, events) = tokio::sync::mpsc::unbounded_channel();
+        let events = std::mem::replace(&mut connected.events, events);
+        let hands = faultline::remote::hands::RemoteHands::new(connected.agent.clone(), events, node_log.into());
+        (connected, hands, control)
+    }
+
     /// Host `i`'s sshd log.
     pub fn sshd_log(&self, i: usize) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("sshd{i}.log"))).unwrap_or_default()
