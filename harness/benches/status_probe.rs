@@ -97,6 +97,7 @@ async fn measure(form: &'static str, status: &str, dir: &Path, seconds: f64) -> 
             seed: 1,
             run_id: "bench",
             nodes_dir: nodes_dir.clone(),
+            local_nodes_dir: nodes_dir.clone(),
             netns: None,
             hands: Vec::new(),
             remote: None,

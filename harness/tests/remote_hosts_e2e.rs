@@ -242,12 +242,12 @@ fn given_the_reference_cluster_on_three_ssh_hosts_when_run_with_process_faults_a
 
 /// A plan that needs more of a host than hosts do yet is refused before anything connects, naming each need.
 #[test]
-fn given_a_plan_with_packet_loss_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
+fn given_a_plan_needing_more_hosts_than_given_when_run_on_hosts_should_be_refused_naming_what_it_needs() {
     let dir = tempfile::tempdir().unwrap();
     let hosts = dir.path().join("hosts");
     std::fs::write(&hosts, "db1\ndb2\n").unwrap();
-    // Power loss, a clock bump and a link reset (all things hosts do), and packet loss through this machine's
-    // namespaces (which they do not).
+    // Power loss, a clock bump, packet loss and a link reset (all things hosts do), on three nodes for two hosts
+    // (which they cannot).
     let text = "name: hosts-refusal
 time_limit: 10s
 system: {kind: reference, nodes: 3}
@@ -274,11 +274,15 @@ nemesis:
         .unwrap();
     assert_eq!(output.status.code(), Some(254), "{}", explain(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    for need in ["not `loss`", "3 hosts: the hosts file names 2"] {
-        assert!(stderr.contains(need), "{need}: {stderr}");
-    }
+    assert!(stderr.contains("3 hosts: the hosts file names 2"), "{stderr}");
     // What hosts do is not named among what they cannot.
-    for done in ["the fault filesystem", "clock faults", "`reset`"] {
+    for done in [
+        "the fault filesystem",
+        "clock faults",
+        "`reset`",
+        "`loss`",
+        "link faults",
+    ] {
         assert!(!stderr.contains(done), "{done}: {stderr}");
     }
     std::fs::write(&hosts, "db1 password=x\n").unwrap();
@@ -326,16 +330,53 @@ async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hos
     };
     assert_eq!((probe(0, 1), probe(2, 1)), ("open".to_string(), "open".to_string()));
     let n1: std::net::IpAddr = hosts.addresses[0].parse().unwrap();
-    n2.agent.call(Request::Deafen { from: vec![n1] }).await.unwrap();
+    n2.agent
+        .call(Request::Deafen {
+            from: vec![n1],
+            loss: vec![],
+        })
+        .await
+        .unwrap();
     assert_eq!(probe(0, 1), "cut", "n2 is deaf to n1");
     assert_eq!(probe(2, 1), "open", "n2 still hears n3");
     n2.agent
         .call(Request::Clock)
         .await
         .expect("the control's own SSH to n2 is never cut");
-    n2.agent.call(Request::Deafen { from: vec![] }).await.unwrap();
+    n2.agent
+        .call(Request::Deafen {
+            from: vec![],
+            loss: vec![],
+        })
+        .await
+        .unwrap();
     assert_eq!(probe(0, 1), "open", "healed");
-    n2.agent.call(Request::Deafen { from: vec![n1] }).await.unwrap();
+    // Packet loss: all of n1's packets (a share below 100 % would make the probe a matter of luck).
+    let lossy = faultline_faults::network::hosts::Lossy { from: n1, percent: 100 };
+    n2.agent
+        .call(Request::Deafen {
+            from: vec![],
+            loss: vec![lossy],
+        })
+        .await
+        .unwrap();
+    assert_eq!(probe(0, 1), "cut", "n2 loses every packet of n1");
+    assert_eq!(probe(2, 1), "open", "and none of n3's");
+    n2.agent
+        .call(Request::Deafen {
+            from: vec![],
+            loss: vec![],
+        })
+        .await
+        .unwrap();
+    assert_eq!(probe(0, 1), "open", "no loss once cleared");
+    n2.agent
+        .call(Request::Deafen {
+            from: vec![n1],
+            loss: vec![],
+        })
+        .await
+        .unwrap();
     n2.agent.call(Request::Shutdown).await.unwrap();
     drop(n2);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -345,8 +386,8 @@ async fn given_a_host_made_deaf_to_another_when_probed_should_drop_only_that_hos
     }
 }
 
-/// The control SIGKILLed mid-run: every agent notices its channel close and ends what it started, so nothing of
-/// the run is left on any host (processes, fault filesystem mounts, nft tables), whatever the plan had running there.
+/// The control SIGKILLed mid-run: every agent notices its channel close and, once no control reattached within its
+/// linger, ends what it started, so nothing of the run is left on any host (processes, fault filesystem mounts, nft tables), whatever the plan had running there.
 #[test]
 fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing_on_the_hosts() {
     if !ssh_hosts_ready() {
@@ -368,7 +409,9 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
     std::thread::sleep(std::time::Duration::from_secs(3));
     control.kill().unwrap();
     control.wait().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // An agent keeps its nodes for its linger (the control may reattach), then ends them.
+    let deadline =
+        std::time::Instant::now() + faultline::remote::ssh::AGENT_LINGER + std::time::Duration::from_secs(20);
     for i in 0..3 {
         loop {
             let processes = hosts.run_on(i, "ps -e -o comm=");
@@ -386,6 +429,53 @@ fn given_a_control_sigkilled_mid_run_when_the_agents_notice_should_leave_nothing
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
     }
+}
+
+/// The SSH session carrying one host's agent drops mid-run (its sshd session process killed on the host, as a
+/// network blip or a restarted sshd would end it): the agent keeps its node running, the control reattaches over a
+/// new session, the requests in flight are answered once, and the run goes on to a VALID end; the history says
+/// when the link dropped and when it came back, and nothing says the host was lost.
+#[test]
+fn given_the_ssh_session_to_a_host_dropped_mid_run_when_reattached_should_keep_the_node_and_end_valid() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    let hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let control = run_on_hosts(&hosts, &store, "12s", "8")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hosts.wait_for_nodes(std::time::Duration::from_secs(90));
+    // The sshd process serving the agent's session (its parent), not the host's listening sshd.
+    let killed = hosts.run_on(
+        1,
+        "for agent in $(pgrep -f 'faultline-[0-9a-f]* agent --linger'); do \
+         session=$(ps -o ppid= -p $agent); kill -9 $session && echo $session; done",
+    );
+    assert!(!killed.trim().is_empty(), "the agent's session was found on host 1");
+    let output = control.wait_with_output().unwrap();
+    let run_dir = latest(&store);
+    let results = results(&run_dir);
+    assert_eq!(output.status.code(), Some(0), "{}\n{results:#}", explain(&output));
+    let events = history(&run_dir);
+    let link: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["f"].as_str().is_some_and(|f| f.starts_with("host-link-")))
+        .map(|e| (e["node"].as_str().unwrap_or(""), e["f"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        link,
+        [("n2", "host-link-lost"), ("n2", "host-link-restored")],
+        "only n2's link dropped, and it came back"
+    );
+    assert!(
+        !events.iter().any(|e| e["value"]["host_lost"] == true),
+        "no node was reported lost with its host"
+    );
 }
 
 /// One host dies mid-run (its sshd and everything on it): the run still ends, its history and report are kept, and

@@ -20,7 +20,7 @@
 //! - `lifecycle`: `start`, `boot-ok`, `boot-timeout`, `boot-refused`, `crashed`, `setup-failed`, `cluster-ready`,
 //!   `fault-phase-end`, `final-phase`, `recovered`, `recovery-timeout`, `converged`, `convergence-timeout`,
 //!   `final-reads`, `restart-all`, `kill`, `verify-ok`, `verify-refused`, `verify-error`, `wipe`, `wipe-skipped`,
-//!   `wipe-failed`, `teardown`
+//!   `wipe-failed`, `teardown`, `host-link-lost`, `host-link-restored`, `host-link-failed`
 //! - `nemesis`: `kill`, `pause`, `resume`, `power-loss`, `start`, `stop`, `corrupt`, `clock`, `clock-heal`,
 //!   `partition-start`, `partition-stop`, `link-fault`, `link-heal`, `io-fault-start`, `io-fault-stop`,
 //!   `disk-surgery`, `rolling-ready`, `trigger`, `fault-skipped`, `membership`
@@ -169,6 +169,12 @@ names! {
         WipeFailed => "wipe-failed",
         /// Every node was stopped at the end of the run.
         Teardown => "teardown",
+        /// The SSH connection to a node's host dropped; its agent keeps the node running while faultline reattaches.
+        HostLinkLost => "host-link-lost",
+        /// A dropped connection to a node's host was reattached (value: `after_ms`, `attempts`, `resent`).
+        HostLinkRestored => "host-link-restored",
+        /// A dropped connection to a node's host could not be reattached in time: the host is lost (value: `error`).
+        HostLinkFailed => "host-link-failed",
     }
 }
 

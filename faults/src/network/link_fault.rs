@@ -103,7 +103,8 @@ pub enum BackendKind {
     Proxy,
     /// Network namespaces and nftables (root, `ip` and `nft`; black-box systems).
     Netns,
-    /// nftables on each host of a run on hosts (`--hosts`): partitions as Jepsen's grudges, no link faults yet.
+    /// nftables on each host of a run on hosts (`--hosts`): partitions as Jepsen's grudges and packet loss; the other
+    /// link faults through each host's proxies of its node's peer links.
     Hosts,
 }
 
@@ -124,8 +125,8 @@ impl BackendKind {
         match self {
             BackendKind::Proxy => matches!(kind, Delay | Rate | Corrupt | Reset),
             BackendKind::Netns => matches!(kind, Reset | Loss),
-            // Each host's proxies of its node's peer links.
-            BackendKind::Hosts => matches!(kind, Delay | Rate | Corrupt | Reset),
+            // Each host's proxies of its node's peer links; loss in each host's nftables.
+            BackendKind::Hosts => matches!(kind, Delay | Rate | Corrupt | Reset | Loss),
         }
     }
 

@@ -543,6 +543,10 @@ impl NetnsLab {
             let sender = self.node_addr(link.from);
             for fault in faults.values() {
                 match fault {
+                    // `numgen random mod 100` is 0..=99: a loss of 100 % is a plain drop (nft refuses `< 100`).
+                    LinkFault::Loss { percent: 100.. } => {
+                        script += &format!("add rule inet {table} input ip saddr {sender} drop\n")
+                    }
                     LinkFault::Loss { percent } => {
                         script += &format!(
                             "add rule inet {table} input ip saddr {sender} numgen random mod 100 < {percent} drop\n"

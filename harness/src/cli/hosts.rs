@@ -109,6 +109,13 @@ pub struct AgentArgs {
     /// Print this executable's build id and exit (the control checks an uploaded copy with it).
     #[arg(long)]
     pub build_id: bool,
+    /// How long the agent keeps its nodes running after its channel closes, waiting for the control to reattach
+    /// (`--attach`); 0 ends everything at once.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_millis, default_value = "0s")]
+    pub linger: faultline_faults::units::Millis,
+    /// Relay stdin and stdout to the agent listening on SOCKET (a control reattaching over a new SSH session).
+    #[arg(long, value_name = "SOCKET", conflicts_with_all = ["build_id", "linger"])]
+    pub attach: Option<std::path::PathBuf>,
 }
 
 /// Runs `faultline agent`.
@@ -122,7 +129,14 @@ pub(super) fn agent(args: AgentArgs) -> Outcome {
         .enable_all()
         .build()
         .map_err(|e| Failed::harness(format!("faultline agent: cannot start its runtime: {e}")))?;
-    let code = runtime.block_on(crate::remote::agent::serve(crate::run::host_sweep::sweep_host));
+    if let Some(socket) = &args.attach {
+        runtime
+            .block_on(crate::remote::session::relay(socket))
+            .map_err(|e| Failed::harness(format!("faultline agent --attach {}: {e}", socket.display())))?;
+        return Ok(Ended::ok());
+    }
+    let linger = args.linger.duration();
+    let code = runtime.block_on(crate::remote::agent::serve(crate::run::host_sweep::sweep_host, linger));
     Ok(Ended { code, json: None })
 }
 

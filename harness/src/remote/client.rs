@@ -1,10 +1,13 @@
 //! The control's side of the agent protocol: requests by id over the agent's stdin, answers matched from its
 //! stdout, the agent's own events (a process exited) on a channel, and the clock sync that maps the agent's
-//! monotonic clock to the control's.
+//! monotonic clock to the control's. With a [`Resume`] (the agent's reattach socket and a way to reach its host
+//! again), a link that drops is reattached with backoff ([`super::session`] has the agent's side): the requests
+//! waiting for answers are sent again, the answers and events missed come back, and the events channel says
+//! `link-lost` and `link-restored` (or `link-failed`, after which the client is closed).
 
 use super::agent::{mono_ns, real_ns, Envelope, Request};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,15 +18,41 @@ use tokio::sync::{mpsc, oneshot};
 /// How long a request may take before the agent counts as unresponsive.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Pending = Arc<Mutex<BTreeMap<u64, oneshot::Sender<Value>>>>;
+/// How long one write to the agent's link may block (a link that died with its buffers full).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a reattached agent may take to answer the attach.
+const ATTACH_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The first and the longest pause between reattach attempts.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(2));
+
+/// Requests waiting for answers: each one's waiter and its line (sent again after a reattach).
+type Pending = Arc<Mutex<BTreeMap<u64, (oneshot::Sender<Value>, String)>>>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+
+/// A new link to the agent's host: the stdin and stdout of `faultline agent --attach SOCKET` run there.
+pub type Relink = Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(Writer, Reader), String>> + Send + Sync>;
+
+/// How a dropped link is reattached.
+#[derive(Clone)]
+pub struct Resume {
+    /// Opens a new link.
+    pub relink: Relink,
+    /// The agent's token (from its `hello`).
+    pub token: String,
+    /// How long to keep trying (the agent's linger, less a margin).
+    pub window: Duration,
+}
 
 /// A connected agent.
 pub struct AgentClient {
-    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    writer: Arc<tokio::sync::Mutex<Writer>>,
     pending: Pending,
     next_id: AtomicU64,
-    /// Set when the agent's channel has closed (its reader saw the end).
+    /// Set when the agent's channel has closed for good (its reader saw the end, and no reattach took).
     closed: Arc<std::sync::atomic::AtomicBool>,
+    /// How a dropped link is reattached, once the agent said how.
+    resume: Arc<Mutex<Option<Resume>>>,
 }
 
 /// How the agent's clocks relate to the control's, from the round trip with the least delay.
@@ -55,40 +84,35 @@ impl AgentClient {
         to: impl AsyncWrite + Send + Unpin + 'static,
         from: impl AsyncRead + Send + Unpin + 'static,
     ) -> (AgentClient, mpsc::UnboundedReceiver<Value>) {
-        let pending: Pending = Arc::default();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let reader_pending = pending.clone();
-        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let reader_closed = closed.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(from).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                    let _ = events_tx.send(serde_json::json!({"event": "garbage", "line": line}));
-                    continue;
-                };
-                match message["id"].as_u64() {
-                    Some(id) => {
-                        if let Some(waiter) = reader_pending.lock().expect("pending lock").remove(&id) {
-                            let _ = waiter.send(message);
-                        }
-                    }
-                    None => {
-                        let _ = events_tx.send(message);
-                    }
-                }
-            }
-            // The agent is gone: every request still waiting fails (its sender is dropped), and every later one.
-            reader_closed.store(true, Ordering::SeqCst);
-            reader_pending.lock().expect("pending lock").clear();
-        });
         let client = AgentClient {
-            writer: tokio::sync::Mutex::new(Box::new(to)),
-            pending,
+            writer: Arc::new(tokio::sync::Mutex::new(Box::new(to))),
+            pending: Arc::default(),
             next_id: AtomicU64::new(1),
-            closed,
+            closed: Arc::default(),
+            resume: Arc::default(),
         };
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let link = Link {
+            writer: client.writer.clone(),
+            pending: client.pending.clone(),
+            resume: client.resume.clone(),
+            events: events_tx,
+            last_seq: 0,
+        };
+        let closed = client.closed.clone();
+        let pending = client.pending.clone();
+        tokio::spawn(async move {
+            link.read(Box::new(from)).await;
+            // The agent is gone: every request still waiting fails (its sender is dropped), and every later one.
+            closed.store(true, Ordering::SeqCst);
+            pending.lock().expect("pending lock").clear();
+        });
         (client, events_rx)
+    }
+
+    /// From now on, a dropped link is reattached as `resume` says.
+    pub fn resume_with(&self, resume: Resume) {
+        *self.resume.lock().expect("resume lock") = Some(resume);
     }
 
     /// Whether the agent's channel has closed: nothing sent to it will be answered.
@@ -98,23 +122,27 @@ impl AgentClient {
 
     /// Sends `request` and waits for its answer: the `ok` value and the agent's monotonic time of the answer.
     pub async fn call(&self, request: Request) -> Result<(Value, u64), String> {
+        if matches!(request, Request::Shutdown) {
+            // The agent ends after this answer: its channel's end is no drop to reattach.
+            *self.resume.lock().expect("resume lock") = None;
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending lock").insert(id, tx);
+        let mut line = serde_json::to_string(&Envelope { id, request }).expect("requests serialize");
+        line.push('\n');
+        self.pending
+            .lock()
+            .expect("pending lock")
+            .insert(id, (tx, line.clone()));
         // Checked after the insert: a reader that ended before it cleared nothing of this request's.
         if self.is_closed() {
             self.pending.lock().expect("pending lock").remove(&id);
             return Err("the agent's channel is closed (its host went away, or the connection to it)".into());
         }
-        let mut line = serde_json::to_string(&Envelope { id, request }).expect("requests serialize");
-        line.push('\n');
-        {
-            let mut writer = self.writer.lock().await;
-            let sent = async {
-                writer.write_all(line.as_bytes()).await?;
-                writer.flush().await
-            };
-            if let Err(e) = sent.await {
+        let sent = write_line(&mut *self.writer.lock().await, &line).await;
+        if let Err(e) = sent {
+            // A link being reattached sends it again; without a way back, it is gone.
+            if self.resume.lock().expect("resume lock").is_none() {
                 self.pending.lock().expect("pending lock").remove(&id);
                 return Err(format!("the agent's channel is closed: {e}"));
             }
@@ -158,5 +186,143 @@ impl AgentClient {
             }
         }
         Ok(best.expect("at least one sample"))
+    }
+}
+
+async fn write_line(writer: &mut Writer, line: &str) -> Result<(), String> {
+    let write = async {
+        writer.write_all(line.as_bytes()).await?;
+        writer.flush().await
+    };
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("the link took more than {WRITE_TIMEOUT:?} to take a request")),
+    }
+}
+
+/// The reading side of a client: answers to their waiters, events to the channel, and the reattaches.
+struct Link {
+    writer: Arc<tokio::sync::Mutex<Writer>>,
+    pending: Pending,
+    resume: Arc<Mutex<Option<Resume>>>,
+    events: mpsc::UnboundedSender<Value>,
+    /// The last message's `seq` (a reattached agent sends what came after it; older ones are dropped).
+    last_seq: u64,
+}
+
+impl Link {
+    /// Reads links until one ends and cannot be reattached.
+    async fn read(mut self, mut from: Reader) {
+        loop {
+            let mut lines = BufReader::new(from).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                self.take(line);
+            }
+            let resume = self.resume.lock().expect("resume lock").clone();
+            let Some(resume) = resume else { return };
+            let lost = std::time::Instant::now();
+            let _ = self.events.send(json!({"event": "link-lost"}));
+            match self.reattach(&resume).await {
+                Ok((writer, reader, attempts)) => {
+                    let mut current = self.writer.lock().await;
+                    *current = writer;
+                    // Every request still waiting, again: the agent skips those it has, and answers the rest.
+                    let lines: Vec<String> = self
+                        .pending
+                        .lock()
+                        .expect("pending lock")
+                        .values()
+                        .map(|(_, l)| l.clone())
+                        .collect();
+                    for line in &lines {
+                        if write_line(&mut current, line).await.is_err() {
+                            break; // the new link dropped too: its reader ends, and the next reattach sends them
+                        }
+                    }
+                    drop(current);
+                    let after_ms = lost.elapsed().as_millis() as u64;
+                    let _ = self.events.send(json!({"event": "link-restored", "after_ms": after_ms, "attempts": attempts, "resent": lines.len()}));
+                    from = reader;
+                }
+                Err(error) => {
+                    let after_ms = lost.elapsed().as_millis() as u64;
+                    let _ = self
+                        .events
+                        .send(json!({"event": "link-failed", "after_ms": after_ms, "error": error}));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One message: an answer to its waiter, an event to the channel; a message seen before is dropped.
+    fn take(&mut self, line: String) {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            let _ = self.events.send(json!({"event": "garbage", "line": line}));
+            return;
+        };
+        if let Some(seq) = message["seq"].as_u64() {
+            if seq <= self.last_seq {
+                return;
+            }
+            self.last_seq = seq;
+        }
+        match message["id"].as_u64() {
+            Some(id) => {
+                if let Some((waiter, _)) = self.pending.lock().expect("pending lock").remove(&id) {
+                    let _ = waiter.send(message);
+                }
+            }
+            None => {
+                let _ = self.events.send(message);
+            }
+        }
+    }
+
+    /// Reattaches with backoff until the window closes: the new link and the attempts it took.
+    async fn reattach(&self, resume: &Resume) -> Result<(Writer, Reader, u32), String> {
+        let deadline = tokio::time::Instant::now() + resume.window;
+        let mut pause = BACKOFF.0;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let error = match self.attach_once(resume).await {
+                Ok((writer, reader)) => return Ok((writer, reader, attempts)),
+                Err(error) => error,
+            };
+            if tokio::time::Instant::now() + pause >= deadline {
+                return Err(format!(
+                    "could not reattach within {:?} ({attempts} attempts; the last: {error})",
+                    resume.window
+                ));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(BACKOFF.1);
+        }
+    }
+
+    async fn attach_once(&self, resume: &Resume) -> Result<(Writer, Reader), String> {
+        let (mut writer, reader) = (resume.relink)().await?;
+        let line = format!("{}\n", json!({"attach": resume.token, "resume_from": self.last_seq}));
+        write_line(&mut writer, &line).await?;
+        let mut reader = BufReader::new(reader);
+        let mut answer = String::new();
+        match tokio::time::timeout(ATTACH_ANSWER_TIMEOUT, reader.read_line(&mut answer)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            Ok(Ok(_)) => return Err("the agent is gone (its socket closed the link)".into()),
+            Ok(Err(e)) => return Err(format!("reading the agent's answer: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "the agent did not answer the attach within {ATTACH_ANSWER_TIMEOUT:?}"
+                ))
+            }
+        }
+        let answer: Value =
+            serde_json::from_str(&answer).map_err(|e| format!("the agent's answer to the attach: {e}: {answer}"))?;
+        match answer["attached"].as_bool() {
+            // What it read past the answer (the replay) stays in the buffer, read next.
+            Some(true) => Ok((writer, Box::new(reader))),
+            _ => Err(format!("the agent refused the attach: {}", answer["error"])),
+        }
     }
 }

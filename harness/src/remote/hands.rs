@@ -9,7 +9,7 @@
 
 use crate::remote::agent::Request;
 use crate::remote::client::AgentClient;
-use crate::remote::workbench::{take_preload, Workbench};
+use crate::remote::workbench::{take_preload, FileWrite, Workbench};
 use crate::supervisor::{Exit, LaunchCommand, Spawned, Supervisor};
 use async_trait::async_trait;
 use base64::Engine;
@@ -64,12 +64,19 @@ pub trait Hands: Send + Sync {
     async fn set_clock(&self, dir: &Path, shift: Option<ClockShift>) -> Result<Value, String>;
     /// Creates a node's folder `dir`, with permission bits `mode` when given.
     async fn make_dir(&self, dir: &Path, mode: Option<u32>) -> Result<(), String>;
+    /// Writes `bytes` to `path` as `how` says (a node's config file, a line of its log), its folder created.
+    async fn write_file(&self, path: &Path, bytes: &[u8], how: FileWrite) -> Result<(), String>;
     /// Empties a node's data dir (a wipe), keeping the fault filesystem's hidden folder.
     async fn empty_dir(&self, dir: &Path) -> Result<(), String>;
     /// Whether the machine these hands act on is out of reach for good (a host whose agent's channel closed):
     /// what fails there from now on is not the node's doing.
     fn host_lost(&self) -> bool {
         false
+    }
+    /// The events of the link to the node's host (`link-lost`, `link-restored`, `link-failed`), for the history;
+    /// the first call takes them (a node on this machine has none).
+    fn take_link_events(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Value>> {
+        None
     }
 }
 
@@ -186,6 +193,12 @@ impl Hands for LocalHands {
         let dir = dir.to_path_buf();
         self.on_bench(move |_| crate::remote::workbench::empty_dir(&dir)).await
     }
+
+    async fn write_file(&self, path: &Path, bytes: &[u8], how: FileWrite) -> Result<(), String> {
+        let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
+        self.on_bench(move |_| crate::remote::workbench::write_file(&path, &bytes, how))
+            .await
+    }
 }
 
 /// One node's processes on a host, through the host's agent.
@@ -197,6 +210,8 @@ pub struct RemoteHands {
     mirror: Arc<tokio::sync::Mutex<Mirror>>,
     /// Exits, matched to the processes started here.
     exits: Arc<Mutex<Exits>>,
+    /// The link's events, until the lab takes them.
+    link_events: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Value>>>,
 }
 
 /// The exit watch of each process started here until its exit arrives, and exits that arrived before the answer
@@ -253,11 +268,13 @@ impl RemoteHands {
         mut events: tokio::sync::mpsc::UnboundedReceiver<Value>,
         remote_log: PathBuf,
     ) -> Arc<RemoteHands> {
+        let (links, link_events) = tokio::sync::mpsc::unbounded_channel();
         let hands = Arc::new(RemoteHands {
             agent,
             remote_log,
             mirror: Arc::new(tokio::sync::Mutex::new(Mirror { local: None, offset: 0 })),
             exits: Arc::default(),
+            link_events: Mutex::new(Some(link_events)),
         });
         let weak = Arc::downgrade(&hands);
         tokio::spawn(async move {
@@ -267,8 +284,12 @@ impl RemoteHands {
                     event = events.recv() => {
                         let Some(event) = event else { break };
                         let Some(hands) = weak.upgrade() else { break };
-                        if event["event"] == "exit" {
-                            hands.exited(&event).await;
+                        match event["event"].as_str() {
+                            Some("exit") => hands.exited(&event).await,
+                            Some(link) if link.starts_with("link-") => {
+                                let _ = links.send(event);
+                            }
+                            _ => {}
                         }
                     }
                     _ = tick.tick() => {
@@ -467,7 +488,24 @@ impl Hands for RemoteHands {
         self.agent.call(request).await.map(|_| ())
     }
 
+    async fn write_file(&self, path: &Path, bytes: &[u8], how: FileWrite) -> Result<(), String> {
+        let request = Request::Write {
+            path: path.to_path_buf(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            append: how == FileWrite::Append,
+            mode: match how {
+                FileWrite::Durable { mode } => mode,
+                FileWrite::Append => None,
+            },
+        };
+        self.agent.call(request).await.map(|_| ())
+    }
+
     fn host_lost(&self) -> bool {
         self.agent.is_closed()
+    }
+
+    fn take_link_events(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Value>> {
+        self.link_events.lock().expect("link events lock").take()
     }
 }

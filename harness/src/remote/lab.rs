@@ -25,10 +25,17 @@ use std::sync::Arc;
 struct AgentFirewall(Vec<Arc<super::client::AgentClient>>);
 
 impl faultline_faults::network::hosts::Firewall for AgentFirewall {
-    fn deafen(&self, node: usize, from: Vec<IpAddr>) -> futures::future::BoxFuture<'_, Result<(), String>> {
+    fn deafen(
+        &self,
+        node: usize,
+        rules: faultline_faults::network::hosts::HostRules,
+    ) -> futures::future::BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.0[node]
-                .call(super::agent::Request::Deafen { from })
+                .call(super::agent::Request::Deafen {
+                    from: rules.deaf_to,
+                    loss: rules.loss,
+                })
                 .await
                 .map(|_| ())
         })
@@ -69,17 +76,22 @@ impl HostLinks for AgentLinks {
     }
 }
 
-/// Whether `plan` has link faults: timed, scripted or triggered.
-fn plan_has_link_faults(plan: &Plan) -> bool {
-    plan.nemesis
-        .network
-        .as_ref()
-        .is_some_and(|n| !n.value.links.is_empty() || n.value.script.iter().any(|step| step.fault.is_some()))
-        || plan
-            .nemesis
-            .triggers
-            .iter()
-            .any(|t| t.value.action.kind == faultline_faults::trigger::TriggeredKind::Link)
+/// Whether `plan` has link faults that go through proxies (all but packet loss, which each host's nftables does):
+/// timed, scripted or triggered.
+fn plan_has_proxied_link_faults(plan: &Plan) -> bool {
+    let proxied = |fault: &faultline_faults::network::LinkFault| {
+        !matches!(fault, faultline_faults::network::LinkFault::Loss { .. })
+    };
+    plan.nemesis.network.as_ref().is_some_and(|n| {
+        n.value.links.iter().any(|l| proxied(&l.fault))
+            || n.value
+                .script
+                .iter()
+                .any(|step| step.fault.as_ref().is_some_and(proxied))
+    }) || plan.nemesis.triggers.iter().any(|t| {
+        t.value.action.kind == faultline_faults::trigger::TriggeredKind::Link
+            && t.value.action.fault.as_ref().is_none_or(proxied)
+    })
 }
 
 /// Most bytes of one node's files a run brings back from its host (a node's WAL and snapshots for a test run are
@@ -116,10 +128,20 @@ pub struct RemoteLab {
 pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
     let mut lacking = Vec::new();
     let kind = plan.system.kind();
-    if !["reference", "etcd"].contains(&kind) {
+    if !["reference", "etcd", "exec"].contains(&kind) {
         lacking.push(format!(
-            "the {kind} adapter (the reference node and etcd run on hosts so far)"
+            "the {kind} adapter (the reference node, etcd and exec systems run on hosts so far)"
         ));
+    }
+    if let crate::plan::SystemSpec::Exec(exec) = &plan.system {
+        if let Some(user) = &exec.user {
+            lacking.push(format!(
+                "`system.user: {}` (line {}): on hosts a node's commands run as the agent does, as the hosts file's \
+                 SSH user (root, for the fault filesystem and nft); drop `user`",
+                user.value,
+                user.referenced.line()
+            ));
+        }
     }
     // On hosts, partitions are each host's nftables whatever backend the plan names (`netns` asks for real packet
     // drops, which they are); link faults go through each host's proxies of the node's peer links, which only a
@@ -129,7 +151,7 @@ pub fn check_plan(plan: &Plan, hosts: &[HostSpec]) -> Result<(), String> {
             lacking.push(message);
         }
     }
-    if plan_has_link_faults(plan) && !plan.system.adapter().capabilities().proxy_partitions {
+    if plan_has_proxied_link_faults(plan) && !plan.system.adapter().capabilities().proxy_partitions {
         lacking.push(format!(
             "link faults on a {kind} cluster (on hosts they go through proxies of each node's peer links, and {kind} \
              dials its peers itself): drop them, or run it here with `network: {{backend: netns}}`"

@@ -9,5 +9,7 @@ pub mod client;
 pub mod hands;
 pub mod hosts;
 pub mod lab;
+pub mod protocol;
+pub mod session;
 pub mod ssh;
 pub mod workbench;

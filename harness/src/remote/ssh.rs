@@ -8,17 +8,22 @@
 //! remote shell, so no value can inject shell.
 
 use super::agent::Request;
-use super::client::{AgentClient, ClockSync};
+use super::client::{AgentClient, ClockSync, Resume};
 use super::hosts::HostSpec;
 use openssh::{KnownHosts, Session, SessionBuilder, Stdio};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 /// How long connecting to a host may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an agent keeps its nodes running after its SSH channel drops, waiting for the control to reattach.
+pub const AGENT_LINGER: Duration = Duration::from_secs(20);
+/// How long the control tries to reattach (less than the linger: an attempt in flight must still find the agent).
+pub const REATTACH_WINDOW: Duration = Duration::from_secs(15);
 
 /// How the control reaches hosts.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +66,123 @@ pub async fn connect(
     control_dir: &Path,
     samples: usize,
 ) -> Result<Connected, String> {
+    let session = open_session(host, options, control_dir).await?;
+    let executable = options
+        .executable
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+    let (path, uploaded) = install(&session, host, &executable).await?;
+    let linger = format!("{}ms", AGENT_LINGER.as_millis());
+    let mut child = session
+        .clone()
+        .arc_command(path.display().to_string())
+        .args(["agent", "--linger", linger.as_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .await
+        .map_err(|e| format!("{host}: cannot start the agent: {}", ssh_error(&e)))?;
+    let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+        return Err(format!("{host}: the agent's channel has no stdin or stdout"));
+    };
+    let (agent, events) = AgentClient::new(stdin, stdout);
+    let agent = Arc::new(agent);
+    let (hello, _) = agent
+        .call(Request::Hello)
+        .await
+        .map_err(|e| format!("{host}: the agent did not say hello: {e}"))?;
+    if hello["protocol"].as_u64() != Some(u64::from(super::agent::PROTOCOL)) {
+        return Err(format!(
+            "{host}: the agent speaks protocol {} and this faultline {}",
+            hello["protocol"],
+            super::agent::PROTOCOL
+        ));
+    }
+    if let (Some(socket), Some(token)) = (hello["resume"]["socket"].as_str(), hello["resume"]["token"].as_str()) {
+        let relink = Relinker {
+            host: host.clone(),
+            options: options.clone(),
+            control_dir: control_dir.to_path_buf(),
+            session: Arc::new(tokio::sync::Mutex::new(session.clone())),
+            executable: path.clone(),
+            socket: PathBuf::from(socket),
+            links: Arc::default(),
+        };
+        agent.resume_with(Resume {
+            relink: Arc::new(move || Box::pin(relink.clone().link())),
+            token: token.to_string(),
+            window: REATTACH_WINDOW,
+        });
+    }
+    let clock = agent
+        .sync_clock(samples)
+        .await
+        .map_err(|e| format!("{host}: cannot measure its clock: {e}"))?;
+    Ok(Connected {
+        host: host.clone(),
+        session,
+        agent,
+        events,
+        hello,
+        uploaded,
+        executable: path,
+        clock,
+        _child: child,
+    })
+}
+
+/// Opens a new link to an agent whose channel dropped: `faultline agent --attach SOCKET` over the host's SSH
+/// connection, or over a new one when that connection is gone too.
+#[derive(Clone)]
+struct Relinker {
+    host: HostSpec,
+    options: SshOptions,
+    control_dir: PathBuf,
+    session: Arc<tokio::sync::Mutex<Arc<Session>>>,
+    executable: PathBuf,
+    socket: PathBuf,
+    /// The relays' channels, kept open while they serve.
+    links: Arc<std::sync::Mutex<Vec<openssh::Child<Arc<Session>>>>>,
+}
+
+impl Relinker {
+    async fn link(self) -> Result<(Box<dyn AsyncWrite + Send + Unpin>, Box<dyn AsyncRead + Send + Unpin>), String> {
+        let mut session = self.session.lock().await;
+        let mut child = match self.relay(session.clone()).await {
+            Ok(child) => child,
+            Err(_) => {
+                // The connection itself is gone (a restarted sshd, a network that dropped it): a new one.
+                *session = open_session(&self.host, &self.options, &self.control_dir).await?;
+                self.relay(session.clone()).await?
+            }
+        };
+        let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+            return Err("the relay's channel has no stdin or stdout".into());
+        };
+        let mut links = self.links.lock().expect("links lock");
+        links.retain(|_| false); // the earlier relays' channels are dead (this link replaces them)
+        links.push(child);
+        Ok((Box::new(stdin), Box::new(stdout)))
+    }
+
+    async fn relay(&self, session: Arc<Session>) -> Result<openssh::Child<Arc<Session>>, String> {
+        session
+            .arc_command(self.executable.display().to_string())
+            .arg("agent")
+            .arg("--attach")
+            .arg(self.socket.display().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .await
+            .map_err(|e| format!("{}: cannot start the relay: {}", self.host, ssh_error(&e)))
+    }
+}
+
+/// A multiplexed SSH connection to `host`.
+async fn open_session(host: &HostSpec, options: &SshOptions, control_dir: &Path) -> Result<Arc<Session>, String> {
     let mut builder = SessionBuilder::default();
     builder
         .known_hosts_check(if options.accept_new_host_keys {
@@ -87,53 +209,7 @@ pub async fn connect(
         .connect_mux(&host.host)
         .await
         .map_err(|e| format!("{host}: cannot connect over ssh: {}", ssh_error(&e)))?;
-    let session = Arc::new(session);
-    let executable = options
-        .executable
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
-    let (path, uploaded) = install(&session, host, &executable).await?;
-    let mut child = session
-        .clone()
-        .arc_command(path.display().to_string())
-        .arg("agent")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .await
-        .map_err(|e| format!("{host}: cannot start the agent: {}", ssh_error(&e)))?;
-    let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
-        return Err(format!("{host}: the agent's channel has no stdin or stdout"));
-    };
-    let (agent, events) = AgentClient::new(stdin, stdout);
-    let agent = Arc::new(agent);
-    let (hello, _) = agent
-        .call(Request::Hello)
-        .await
-        .map_err(|e| format!("{host}: the agent did not say hello: {e}"))?;
-    if hello["protocol"].as_u64() != Some(u64::from(super::agent::PROTOCOL)) {
-        return Err(format!(
-            "{host}: the agent speaks protocol {} and this faultline {}",
-            hello["protocol"],
-            super::agent::PROTOCOL
-        ));
-    }
-    let clock = agent
-        .sync_clock(samples)
-        .await
-        .map_err(|e| format!("{host}: cannot measure its clock: {e}"))?;
-    Ok(Connected {
-        host: host.clone(),
-        session,
-        agent,
-        events,
-        hello,
-        uploaded,
-        executable: path,
-        clock,
-        _child: child,
-    })
+    Ok(Arc::new(session))
 }
 
 /// ssh's own message, not the crate's wrapper around it.

@@ -172,6 +172,55 @@ pub fn make_dir(dir: &Path, mode: Option<u32>) -> Result<(), String> {
     Ok(())
 }
 
+/// How [`write_file`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileWrite {
+    /// Replace the file, fsynced with its folder, with permission bits `mode` when given: a node's config file must
+    /// survive the power loss of the fault filesystem as any file the system wrote and synced would (ZooKeeper's
+    /// `myid`, lost, stops the server for good).
+    Durable {
+        /// Its mode (`493` = 0o755 for a script), if any.
+        mode: Option<u32>,
+    },
+    /// Append to the file (a line of a node's log).
+    Append,
+}
+
+/// Writes `bytes` to `path` as `how` says, creating its folder.
+pub fn write_file(path: &Path, bytes: &[u8], how: FileWrite) -> Result<(), String> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    match how {
+        FileWrite::Append => {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(failed)?;
+            file.write_all(bytes).map_err(failed)
+        }
+        FileWrite::Durable { mode } => {
+            let mut file = std::fs::File::create(path).map_err(failed)?;
+            file.write_all(bytes).map_err(failed)?;
+            if let Some(mode) = mode {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(mode))
+                    .map_err(failed)?;
+            }
+            file.sync_all().map_err(failed)?;
+            if let Some(parent) = path.parent() {
+                std::fs::File::open(parent)
+                    .and_then(|dir| dir.sync_all())
+                    .map_err(|e| format!("cannot sync {}: {e}", parent.display()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Empties a node's data dir (keeping the fault filesystem's hidden folder): the first half of every adapter's wipe.
 pub fn empty_dir(dir: &Path) -> Result<(), String> {
     crate::system::empty_data_dir(dir).map_err(|e| format!("{e:#}"))

@@ -116,11 +116,11 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
             vec![local; node_count]
         }
     };
-    let system_nodes_dir = remote.as_ref().map_or(nodes_dir, |r| r.nodes_dir.clone());
+    let system_nodes_dir = remote.as_ref().map_or(nodes_dir.clone(), |r| r.nodes_dir.clone());
     let target = build_system(
         &plan,
         (seed, &run_id),
-        system_nodes_dir,
+        (system_nodes_dir, nodes_dir),
         netns.as_ref().map(|(lab, _)| lab),
         (hands.clone(), remote.as_ref()),
     )
@@ -139,9 +139,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         meta["hosts"] = remote.describe();
     }
     recorder.meta(Meta::RunStart, meta);
+    record_host_links(&hands, &recorder);
     let mut lab = Lab::new(
         system.clone(),
-        (supervisor, hands),
+        hands,
         recorder.clone(),
         log_paths,
         plan.final_phase.boot_timeout.duration(),
@@ -443,12 +444,37 @@ async fn watch_phase(
     client_broken
 }
 
+/// Records what happens to the links to the nodes' hosts (dropped, reattached, lost) in the history, as it happens.
+fn record_host_links(hands: &[Arc<dyn Hands>], recorder: &Recorder) {
+    for (node, hands) in hands.iter().enumerate() {
+        let Some(mut events) = hands.take_link_events() else {
+            continue;
+        };
+        let recorder = recorder.clone();
+        tokio::spawn(async move {
+            while let Some(mut event) = events.recv().await {
+                let kind = match event["event"].as_str() {
+                    Some("link-lost") => Lifecycle::HostLinkLost,
+                    Some("link-restored") => Lifecycle::HostLinkRestored,
+                    Some("link-failed") => Lifecycle::HostLinkFailed,
+                    _ => continue,
+                };
+                if let Some(fields) = event.as_object_mut() {
+                    fields.remove("event");
+                    fields.remove("seq");
+                }
+                recorder.lifecycle(kind, Some(&node_name(node)), event);
+            }
+        });
+    }
+}
+
 /// Builds the plan's system through its adapter's constructor: each node at its namespace address under netns,
 /// else all on one free loopback address, peers routed through the proxy mesh where the adapter allows it.
 async fn build_system(
     plan: &Plan,
     (seed, run_id): (u64, &str),
-    nodes_dir: PathBuf,
+    (nodes_dir, local_nodes_dir): (PathBuf, PathBuf),
     netns: Option<&Arc<NetnsLab>>,
     (hands, remote): (Vec<Arc<dyn Hands>>, Option<&crate::remote::lab::RemoteLab>),
 ) -> anyhow::Result<Built> {
@@ -457,6 +483,7 @@ async fn build_system(
         seed,
         run_id,
         nodes_dir,
+        local_nodes_dir,
         netns,
         hands,
         remote,

@@ -77,6 +77,9 @@ pub struct BuildContext<'a> {
     pub run_id: &'a str,
     /// `store/.../nodes`: node i's folder is `nodes/n<i+1>`.
     pub nodes_dir: PathBuf,
+    /// `store/.../nodes` on this machine, where the files of a node's processes that run here go (an exec status
+    /// command's `status.log`): `nodes_dir` itself for a local run.
+    pub local_nodes_dir: PathBuf,
     /// The netns lab when the run uses the netns backend.
     pub netns: Option<&'a Arc<NetnsLab>>,
     /// Each node's hands: where its processes and one-shot commands run (this machine, or its host).

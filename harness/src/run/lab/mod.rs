@@ -13,7 +13,7 @@ pub use watch::log_tail;
 
 use crate::remote::hands::Hands;
 use crate::run::recorder::Recorder;
-use crate::supervisor::{Spawned, Supervisor};
+use crate::supervisor::Spawned;
 use crate::system::{Role, StartKind, System};
 use faultline_faults::clock::ClockShift;
 use faultline_faults::fusefs::{FaultFsOptions, FsFaults};
@@ -85,7 +85,6 @@ struct Slot {
 /// The running cluster.
 pub struct Lab {
     system: Arc<dyn System>,
-    supervisor: Supervisor,
     /// Each node's hands: where its processes live (this machine's supervisor, or a host's agent).
     hands: Vec<Arc<dyn Hands>>,
     recorder: Recorder,
@@ -116,7 +115,7 @@ impl Lab {
     /// A lab for `system`, node logs at `log_paths[i]`.
     pub fn new(
         system: Arc<dyn System>,
-        (supervisor, hands): (Supervisor, Vec<Arc<dyn Hands>>),
+        hands: Vec<Arc<dyn Hands>>,
         recorder: Recorder,
         log_paths: Vec<PathBuf>,
         boot_timeout: Duration,
@@ -140,7 +139,6 @@ impl Lab {
         Lab {
             hands,
             system,
-            supervisor,
             recorder,
             slots,
             boot_rx,

@@ -2,7 +2,7 @@
 //! own, and is SIGKILLed after it. Either way the history says how it ended.
 
 use super::Lab;
-use crate::supervisor::{owned_command, Exit};
+use crate::supervisor::Exit;
 use faultline_faults::process::node_name;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -24,15 +24,13 @@ impl Lab {
         match self.system.stop_command(node, spawned.pid) {
             Some(command) => {
                 details["command"] = json!(command.display());
-                let mut child = owned_command(&command, self.supervisor.run_id())
-                    .kill_on_drop(true)
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .map_err(|e| format!("cannot run the stop command `{}`: {e}", command.display()))?;
-                // The command gets the grace too; what it leaves running is killed below with the node.
+                // On the node's machine, as its other one-shot commands; it gets the grace too (killed after it),
+                // and what it leaves running is killed below with the node.
+                let hands = self.hands[node].clone();
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(grace, child.wait()).await;
+                    if let Err(e) = hands.output(&command, grace).await {
+                        tracing::warn!("the stop command: {e}");
+                    }
                 });
             }
             None => {

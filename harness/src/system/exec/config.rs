@@ -106,6 +106,10 @@ pub struct ExecConfig {
     /// The membership hooks (`add`, `remove`, `list`): with them, plans may change who is a member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub membership: Option<Spanned<MembershipHooks>>,
+    /// The plan's folder as `{plan_dir}` named it at load, set by faultline (a stored plan keeps it): on hosts, the
+    /// files of this folder that a node's commands name are copied to the node's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_folder: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -429,6 +433,7 @@ impl AdapterSpec for ExecConfig {
     }
 
     fn resolve_paths(&mut self, dir: &Path) {
+        self.plan_folder.get_or_insert_with(|| dir.to_path_buf());
         let dir_text = dir.display().to_string();
         let resolve = |text: &mut Spanned<String>| {
             text.value = Template::replace_var(&text.value, "plan_dir", &dir_text);
@@ -696,7 +701,20 @@ impl AdapterSpec for ExecConfig {
             (context.netns_network().await?, None)
         };
         let faultline = crate::supervisor::self_exe().context("cannot find the faultline executable")?;
-        let store_dir = context.nodes_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let store_dir = context
+            .local_nodes_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let on_hosts = context.remote.map(|remote| super::hosts::OnHosts {
+            executables: (0..n).map(|node| remote.executable(node)).collect(),
+            plan_folder: self.plan_folder.clone(),
+            plan_copy: context.nodes_dir.join("plan"),
+        });
+        if let Some(on_hosts) = &on_hosts {
+            let files = on_hosts.named_files(super::hosts::node_command_words(self))?;
+            on_hosts.copy(&context.hands, &files).await?;
+        }
         let user = match &self.user {
             Some(name) => Some(Arc::new(
                 crate::supervisor::RunAs::lookup(&name.value).map_err(|e| anyhow::anyhow!("system.user: {e}"))?,
@@ -707,6 +725,9 @@ impl AdapterSpec for ExecConfig {
             config: self.clone(),
             user,
             nodes_dir: context.nodes_dir.clone(),
+            local_nodes_dir: context.local_nodes_dir.clone(),
+            hands: context.hands.clone(),
+            on_hosts,
             node_ips: node_ips.clone(),
             peer_routes: routes,
             faultline: faultline.clone(),

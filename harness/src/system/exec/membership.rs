@@ -99,7 +99,7 @@ impl Membership for ExecSystem {
 
     async fn prepare_joiner(&self, node: usize, members: &[usize]) -> anyhow::Result<()> {
         self.set_members(members);
-        std::fs::create_dir_all(self.data_dir(node))?;
+        self.make_data_dir(node).await?;
         System::wipe(self, node).await
     }
 

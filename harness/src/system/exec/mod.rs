@@ -33,10 +33,13 @@
 //!   not root, the user does not exist, or the netns backend would wrap the nodes in `ip netns exec`.
 //! - Clients: one process per logical client speaking JSON lines on stdin/stdout ([`client`], spec in
 //!   `plans/exec/PROTOCOL.md`); their stderr goes to `clients.log` in the run's store folder.
+//! - On hosts (`--hosts`), a node's own commands run on its host and its config files are written there; the probes
+//!   and the clients run here ([`hosts`]).
 
 pub mod client;
 mod cluster;
 mod config;
+mod hosts;
 mod membership;
 mod ports;
 mod program;
@@ -54,6 +57,7 @@ use super::{
     TxnClient,
 };
 use crate::plan::WorkloadKind;
+use crate::remote::workbench::FileWrite;
 use crate::supervisor::LaunchCommand;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -75,7 +79,14 @@ pub struct ExecSystem {
     config: ExecConfig,
     /// `system.user`, looked up: the user every node command runs as.
     user: Option<Arc<crate::supervisor::RunAs>>,
+    /// The nodes' folder on their machine (this one, or each node's host).
     nodes_dir: PathBuf,
+    /// `store/.../nodes` here: the logs of the status commands, which run here (`nodes_dir` on a local run).
+    local_nodes_dir: PathBuf,
+    /// Each node's hands: where its own commands run and its config files are written (none: this machine).
+    hands: Vec<Arc<dyn crate::remote::hands::Hands>>,
+    /// When the nodes live on hosts: what their commands name there.
+    on_hosts: Option<hosts::OnHosts>,
     node_ips: Vec<IpAddr>,
     /// `peer_routes[i][j]`: where node i dials node j (a proxy of the mesh), when peer traffic is proxied.
     peer_routes: Option<Vec<Vec<SocketAddr>>>,
@@ -137,7 +148,7 @@ impl ExecSystem {
 
     /// `status.log` of a node's folder: its status command's stderr.
     fn status_log(&self, node: usize) -> status::StatusLog {
-        status::StatusLog::open(self.node_dir(node).join("status.log"))
+        status::StatusLog::open(self.local_nodes_dir.join(Self::name(node)).join("status.log"))
     }
 
     /// The node's folder (its data dir's parent).
@@ -182,6 +193,45 @@ impl ExecSystem {
         vars
     }
 
+    /// The template variables of node `node`'s own commands, which run on its machine: on a host, `{faultline}` is
+    /// the one installed there.
+    fn host_vars(&self, node: usize) -> Vars {
+        let mut vars = self.node_vars(node);
+        if let Some(on_hosts) = &self.on_hosts {
+            vars.set("faultline", on_hosts.executables[node].display().to_string());
+        }
+        vars
+    }
+
+    /// A command of node `node`'s own (start, prepare, wipe, verify, stop, a membership hook), expanded with `vars`
+    /// (from [`ExecSystem::host_vars`]) as it runs on the node's machine.
+    fn node_command(&self, spec: &CommandSpec, vars: &Vars) -> LaunchCommand {
+        let command = self.command(spec, vars);
+        match &self.on_hosts {
+            Some(on_hosts) => on_hosts.rewrite(command),
+            None => command,
+        }
+    }
+
+    /// Writes `bytes` to `path` on node `node`'s machine.
+    async fn write_node_file(&self, node: usize, path: &Path, bytes: &[u8], how: FileWrite) -> anyhow::Result<()> {
+        match self.hands.get(node) {
+            Some(hands) => hands.write_file(path, bytes, how).await,
+            None => crate::remote::workbench::write_file(path, bytes, how),
+        }
+        .map_err(anyhow::Error::msg)
+    }
+
+    /// Creates node `node`'s data dir on its machine.
+    async fn make_data_dir(&self, node: usize) -> anyhow::Result<()> {
+        let dir = self.data_dir(node);
+        match self.hands.get(node) {
+            Some(hands) => hands.make_dir(&dir, None).await,
+            None => crate::remote::workbench::make_dir(&dir, None),
+        }
+        .map_err(anyhow::Error::msg)
+    }
+
     /// Takes `members` as the members of the moment (`{members}`, `{member_addrs.NAME}`).
     fn set_members(&self, members: &[usize]) {
         *self.members.lock().expect("members lock") = members.to_vec();
@@ -207,8 +257,8 @@ impl ExecSystem {
     }
 
     /// Writes the plan's `config_files` of node `node` (before its first start, and after a wipe).
-    fn write_config_files(&self, node: usize) -> anyhow::Result<()> {
-        let vars = self.node_vars(node);
+    async fn write_config_files(&self, node: usize) -> anyhow::Result<()> {
+        let vars = self.host_vars(node);
         let node_dir = self.node_dir(node);
         for (path, content) in &self.config.config_files {
             let expanded = PathBuf::from(vars.expand(path));
@@ -220,10 +270,9 @@ impl ExecSystem {
                 Self::name(node),
                 node_dir.display()
             );
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-            }
-            write_durably(&target, vars.expand(&content.value).as_bytes())
+            let durable = FileWrite::Durable { mode: None };
+            self.write_node_file(node, &target, vars.expand(&content.value).as_bytes(), durable)
+                .await
                 .with_context(|| format!("writing {}'s config file {}", Self::name(node), target.display()))?;
         }
         Ok(())
@@ -324,7 +373,7 @@ impl ExecSystem {
             Self::name(node),
             output.status,
             String::from_utf8_lossy(&output.stderr).trim(),
-            self.command(spec, &self.node_vars(node)).display()
+            self.node_command(spec, &self.host_vars(node)).display()
         );
         Ok(())
     }
@@ -338,28 +387,23 @@ impl ExecSystem {
         node: usize,
         timeout: Duration,
     ) -> anyhow::Result<std::process::Output> {
-        let command = self.command(spec, &self.node_vars(node));
-        let output = tokio::time::timeout(timeout, crate::supervisor::one_shot_command(&command).output())
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!(
-                    "{what} of {} did not finish within {timeout:?}: {}",
-                    Self::name(node),
-                    command.display()
-                )
-            })?
-            .with_context(|| {
-                format!(
-                    "cannot run the {what} command of {}: {}",
-                    Self::name(node),
-                    command.display()
-                )
-            })?;
-        let log = self.nodes_dir.join(Self::name(node)).join("node.log");
+        let command = self.node_command(spec, &self.host_vars(node));
+        let output = match self.hands.get(node) {
+            Some(hands) => hands.output(&command, timeout).await.map_err(anyhow::Error::msg),
+            None => tokio::time::timeout(timeout, crate::supervisor::one_shot_command(&command).output())
+                .await
+                .map_err(|_| anyhow::anyhow!("`{}` did not end within {timeout:?} (killed)", command.display()))?
+                .map_err(anyhow::Error::from),
+        }
+        .with_context(|| format!("the {what} command of {}", Self::name(node)))?;
+        let log = self.node_dir(node).join("node.log");
         let mut text = format!("=== faultline: {what} `{}`: {} ===\n", command.display(), output.status);
         text.push_str(&String::from_utf8_lossy(&output.stdout));
         text.push_str(&String::from_utf8_lossy(&output.stderr));
-        append(&log, &text);
+        // A log line lost (a host gone) costs the reader one line; the command's own outcome is what counts.
+        let _ = self
+            .write_node_file(node, &log, text.as_bytes(), FileWrite::Append)
+            .await;
         Ok(output)
     }
 
@@ -428,19 +472,6 @@ impl ExecSystem {
     }
 }
 
-/// Writes a file and fsyncs it and its folder: a config file must survive the power loss of the fault filesystem as
-/// any file the system wrote and synced would (ZooKeeper's `myid`, lost, stops the server for good).
-fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    if let Some(parent) = path.parent() {
-        std::fs::File::open(parent)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// `path` without `.` and `..` components (resolved by name, not through the filesystem: the file may not exist).
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -484,13 +515,6 @@ fn quote(value: &Value) -> String {
     match text.char_indices().nth(QUOTE_CHARS_MAX) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text,
-    }
-}
-
-fn append(path: &Path, text: &str) {
-    use std::io::Write;
-    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let _ = file.write_all(text.as_bytes());
     }
 }
 
@@ -578,13 +602,12 @@ impl System for ExecSystem {
     }
 
     async fn prepare(&self, node: usize) -> anyhow::Result<()> {
-        let dir = self.data_dir(node);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        self.make_data_dir(node).await?;
         if self.config.membership.is_some() && !self.initial_members.contains(&node) {
             // A spare: a joiner-to-be, prepared as a wiped node is (it must join, never bootstrap a cluster).
             return self.wipe(node).await;
         }
-        self.write_config_files(node)?;
+        self.write_config_files(node).await?;
         self.give_to_user(node)?;
         match &self.config.prepare {
             Some(prepare) => self.run_once("prepare", prepare, node).await,
@@ -599,16 +622,22 @@ impl System for ExecSystem {
                 Self::name(node)
             );
         };
-        super::empty_data_dir(&self.data_dir(node))?;
-        self.write_config_files(node)?;
+        match self.hands.get(node) {
+            Some(hands) => hands
+                .empty_dir(&self.data_dir(node))
+                .await
+                .map_err(anyhow::Error::msg)?,
+            None => super::empty_data_dir(&self.data_dir(node))?,
+        }
+        self.write_config_files(node).await?;
         self.give_to_user(node)?;
         self.run_once("wipe", &wipe.command, node).await
     }
 
     fn launch(&self, node: usize, kind: super::StartKind) -> LaunchCommand {
-        let mut vars = self.node_vars(node);
+        let mut vars = self.host_vars(node);
         vars.set("start", kind.as_str().to_string());
-        self.command(&self.config.start, &vars)
+        self.node_command(&self.config.start, &vars)
     }
 
     async fn probe(&self, node: usize, timeout: Duration) -> Result<NodeStatus, ProbeError> {
@@ -693,21 +722,21 @@ impl System for ExecSystem {
     }
 
     fn stop_command(&self, node: usize, pid: i32) -> Option<LaunchCommand> {
-        let mut vars = self.node_vars(node);
+        let mut vars = self.host_vars(node);
         vars.set("pid", pid.to_string());
-        self.config.stop.as_ref().map(|spec| self.command(spec, &vars))
+        self.config.stop.as_ref().map(|spec| self.node_command(spec, &vars))
     }
 
     fn restart_position_command(&self, node: usize) -> Option<LaunchCommand> {
         let spec = &self.config.restart_all.as_ref()?.position;
-        Some(self.command(spec, &self.node_vars(node)))
+        Some(self.node_command(spec, &self.host_vars(node)))
     }
 
     fn verify_command(&self, node: usize) -> Option<LaunchCommand> {
         self.config
             .verify
             .as_ref()
-            .map(|spec| self.command(spec, &self.node_vars(node)))
+            .map(|spec| self.node_command(spec, &self.host_vars(node)))
     }
 
     fn boot_refusal_line(&self, log_tail: &str) -> Option<String> {

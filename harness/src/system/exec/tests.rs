@@ -107,6 +107,9 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
         config: exec.clone(),
         user: None,
         nodes_dir: "/tmp/faultline-exec-test/nodes".into(),
+        local_nodes_dir: "/tmp/faultline-exec-test/nodes".into(),
+        hands: Vec::new(),
+        on_hosts: None,
         node_ips: vec!["127.9.9.1".parse().unwrap(); 3],
         peer_routes: None,
         faultline: "/usr/bin/faultline".into(),
@@ -119,6 +122,30 @@ fn system(status: Option<StatusProbe>) -> ExecSystem {
         initial_members: vec![0, 1, 2],
         members: std::sync::Mutex::new(vec![0, 1, 2]),
     }
+}
+
+#[test]
+fn given_nodes_on_hosts_when_their_commands_are_built_should_name_the_hosts_faultline_and_copies_but_probe_from_here() {
+    let mut system = system(None);
+    let section =
+        "start: [\"{faultline}\", node, run, /plans/exec/wrap.sh, \"{data_dir}\"]\n  verify: [\"{faultline}\"]";
+    let plan = config(&GOOD.replace("start: [sh, -c, \"exec sleep 1000\", \"{id}\"]", section)).unwrap();
+    let crate::plan::SystemSpec::Exec(exec) = &plan.system else {
+        unreachable!("parsed as exec")
+    };
+    system.config = exec.clone();
+    system.on_hosts = Some(super::hosts::OnHosts {
+        executables: (1..=3).map(|i| format!("/srv/h{i}/faultline-b").into()).collect(),
+        plan_folder: Some("/plans".into()),
+        plan_copy: "/srv/fl/runs/r/plan".into(),
+    });
+    let launch = system.launch(1, crate::system::StartKind::First);
+    assert_eq!(launch.program, std::path::PathBuf::from("/srv/h2/faultline-b"));
+    assert_eq!(launch.args[2], "/srv/fl/runs/r/plan/exec/wrap.sh");
+    let verify = System::verify_command(&system, 2).unwrap();
+    assert_eq!(verify.program, std::path::PathBuf::from("/srv/h3/faultline-b"));
+    // The probes and clients run here: their `{faultline}` is this machine's.
+    assert_eq!(system.node_vars(1).expand("{faultline}"), "/usr/bin/faultline");
 }
 
 #[test]
@@ -462,6 +489,7 @@ async fn given_config_files_when_prepared_wiped_and_restarted_should_be_written_
     let dir = tempfile::tempdir().unwrap();
     let mut system = system(None);
     system.nodes_dir = dir.path().join("nodes");
+    system.local_nodes_dir = system.nodes_dir.clone();
     system
         .config
         .config_files
@@ -525,6 +553,7 @@ fn status_command(dir: &Path, persistent: bool) -> ExecSystem {
         env: Default::default(),
     }));
     system.nodes_dir = dir.join("nodes");
+    system.local_nodes_dir = system.nodes_dir.clone();
     std::fs::create_dir_all(system.nodes_dir.join("n1")).unwrap();
     system.with_persistent_status()
 }
@@ -633,6 +662,7 @@ async fn given_a_user_when_prepared_should_give_the_node_folder_to_it_or_name_th
     let dir = tempfile::tempdir().unwrap();
     let mut system = system(None);
     system.nodes_dir = dir.path().join("nodes");
+    system.local_nodes_dir = system.nodes_dir.clone();
     system.user = Some(Arc::new(nobody.clone()));
     system
         .config

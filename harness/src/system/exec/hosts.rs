@@ -1,0 +1,228 @@
+//! The exec adapter with its nodes on hosts. A node's own commands (`start`, `prepare`, `wipe`, `verify`, `stop`,
+//! `restart_all.position`, the membership hooks) run on its host through its hands, and its config files are
+//! written there; the probes (`ready`, `status`) and the clients run here, on the control, and reach the node over
+//! the network at `{host}`, as Jepsen's clients do. So on a host, `{faultline}` in a node's command is the faultline
+//! installed there, and a file of the plan's folder that such a command names (a start script, a membership hook)
+//! is copied to the host before the run (`WORKDIR/runs/RUN_ID/plan/...`, removed with the run's folder), the
+//! command naming the copy.
+
+use super::config::CommandSpec;
+use crate::remote::hands::Hands;
+use crate::remote::workbench::FileWrite;
+use crate::supervisor::LaunchCommand;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Most bytes of the plan's folder copied to each host (scripts and small files; a system's own binaries are
+/// installed on its hosts, as on any machine it runs on).
+const COPY_MAX_BYTES: u64 = 64 << 20;
+/// Bytes per `write` request of a copy.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// What a node's commands name on its host instead of here.
+pub(super) struct OnHosts {
+    /// faultline on each node's host (`{faultline}` in a node's own commands).
+    pub executables: Vec<PathBuf>,
+    /// The plan's folder here (what `{plan_dir}` became at load), if the plan was loaded from one.
+    pub plan_folder: Option<PathBuf>,
+    /// Its copy on every host: `WORKDIR/runs/RUN_ID/plan`.
+    pub plan_copy: PathBuf,
+}
+
+impl OnHosts {
+    /// `command` (a node's own, expanded) as it runs on the host: what it names in the plan's folder, at the copy.
+    pub fn rewrite(&self, mut command: LaunchCommand) -> LaunchCommand {
+        let Some(folder) = &self.plan_folder else {
+            return command;
+        };
+        let (from, to) = (
+            format!("{}/", folder.display()),
+            format!("{}/", self.plan_copy.display()),
+        );
+        let map = |word: &str| word.replace(&from, &to);
+        command.program = PathBuf::from(map(&command.program.display().to_string()));
+        command.args = command.args.iter().map(|a| map(a)).collect();
+        command.env = command.env.iter().map(|(k, v)| (k.clone(), map(v))).collect();
+        command
+    }
+
+    /// The files of the plan's folder that `texts` (a node's command words, environment values and config files)
+    /// name, each with its path relative to the folder; a named folder stands for every file in it.
+    pub fn named_files<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
+        let Some(folder) = &self.plan_folder else {
+            return Ok(Vec::new());
+        };
+        let prefix = format!("{}/", folder.display());
+        let mut named = std::collections::BTreeSet::new();
+        for text in texts {
+            for (at, _) in text.match_indices(&prefix) {
+                let rest = &text[at + prefix.len()..];
+                let end = rest
+                    .find(|c: char| c.is_whitespace() || "'\",;:={}".contains(c))
+                    .unwrap_or(rest.len());
+                let relative = rest[..end].trim_end_matches('/');
+                if !relative.is_empty() && !relative.split('/').any(|part| part == "..") {
+                    named.insert(PathBuf::from(relative));
+                }
+            }
+        }
+        let mut files = Vec::new();
+        for relative in named {
+            collect(folder, &relative, &mut files)?;
+        }
+        files.sort();
+        files.dedup();
+        let total: u64 = files
+            .iter()
+            .filter_map(|(local, _)| local.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        anyhow::ensure!(
+            total <= COPY_MAX_BYTES,
+            "the node commands name {total} bytes of the plan's folder {} ({} files), more than the {COPY_MAX_BYTES} \
+             a run copies to each host: install those files on the hosts and name them by their path there",
+            folder.display(),
+            files.len()
+        );
+        Ok(files)
+    }
+
+    /// Copies `files` (from [`OnHosts::named_files`]) to every node's host, modes kept.
+    pub async fn copy(&self, hands: &[Arc<dyn Hands>], files: &[(PathBuf, PathBuf)]) -> anyhow::Result<()> {
+        for (local, relative) in files {
+            let bytes =
+                std::fs::read(local).with_context(|| format!("reading {} to copy it to the hosts", local.display()))?;
+            let mode = std::os::unix::fs::PermissionsExt::mode(&local.metadata()?.permissions()) & 0o7777;
+            let target = self.plan_copy.join(relative);
+            let copies = hands.iter().enumerate().map(|(node, hands)| {
+                let (bytes, target) = (&bytes, &target);
+                async move {
+                    let mut chunks = bytes.chunks(CHUNK_BYTES);
+                    let first = chunks.next().unwrap_or_default();
+                    let mut done = hands
+                        .write_file(target, first, FileWrite::Durable { mode: Some(mode) })
+                        .await;
+                    for chunk in chunks {
+                        if done.is_ok() {
+                            done = hands.write_file(target, chunk, FileWrite::Append).await;
+                        }
+                    }
+                    done.map_err(|e| {
+                        anyhow::anyhow!(
+                            "copying {} to {}'s host ({}): {e}",
+                            local.display(),
+                            faultline_faults::process::node_name(node),
+                            target.display()
+                        )
+                    })
+                }
+            });
+            for copied in futures::future::join_all(copies).await {
+                copied?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every file at `relative` in `folder` (the file itself, or every file under the folder it names), with its path
+/// relative to `folder`. A name that does not exist here is left to the command (it fails on the host, saying so).
+fn collect(folder: &Path, relative: &Path, files: &mut Vec<(PathBuf, PathBuf)>) -> anyhow::Result<()> {
+    let local = folder.join(relative);
+    let Ok(metadata) = std::fs::metadata(&local) else {
+        return Ok(());
+    };
+    if metadata.is_file() {
+        files.push((local, relative.to_path_buf()));
+    } else if metadata.is_dir() {
+        for entry in std::fs::read_dir(&local).with_context(|| format!("reading {}", local.display()))? {
+            collect(folder, &relative.join(entry?.file_name()), files)?;
+        }
+    }
+    Ok(())
+}
+
+/// The words of every command of a node's own (those that run on its host).
+pub(super) fn node_command_words(config: &super::ExecConfig) -> Vec<&str> {
+    let mut commands: Vec<&CommandSpec> = vec![&config.start];
+    commands.extend(config.prepare.as_ref());
+    commands.extend(config.verify.as_ref());
+    commands.extend(config.stop.as_ref());
+    commands.extend(config.restart_all.as_ref().map(|r| &r.position));
+    commands.extend(config.wipe.as_ref().map(|w| &w.command));
+    if let Some(hooks) = &config.membership {
+        commands.extend([&hooks.value.add, &hooks.value.remove, &hooks.value.list]);
+    }
+    let words = commands.into_iter().flatten().map(|word| word.value.as_str());
+    let env = config.env.values().map(|value| value.value.as_str());
+    let files = config.config_files.values().map(|content| content.value.as_str());
+    words.chain(env).chain(files).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on_hosts(folder: &Path) -> OnHosts {
+        OnHosts {
+            executables: vec![PathBuf::from("/srv/fl/bin/faultline")],
+            plan_folder: Some(folder.to_path_buf()),
+            plan_copy: PathBuf::from("/srv/fl/runs/r1/plan"),
+        }
+    }
+
+    #[test]
+    fn given_commands_naming_the_plan_folder_when_scanned_should_copy_exactly_the_named_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("exec/lib")).unwrap();
+        for file in ["exec/a.py", "exec/lib/b.py", "exec/lib/c.txt", "other.yaml"] {
+            std::fs::write(dir.path().join(file), "x").unwrap();
+        }
+        let folder = dir.path().display().to_string();
+        let a = format!("{folder}/exec/a.py");
+        let lib = format!("--lib={folder}/exec/lib/");
+        let missing = format!("{folder}/exec/missing.sh");
+        let escape = format!("{folder}/../etc/passwd");
+        let texts = [
+            a.as_str(),
+            lib.as_str(),
+            missing.as_str(),
+            escape.as_str(),
+            "/usr/bin/java",
+            "{id}",
+        ];
+        let files = on_hosts(dir.path()).named_files(texts).unwrap();
+        let relative: Vec<&Path> = files.iter().map(|(_, r)| r.as_path()).collect();
+        assert_eq!(
+            relative,
+            [
+                Path::new("exec/a.py"),
+                Path::new("exec/lib/b.py"),
+                Path::new("exec/lib/c.txt")
+            ]
+        );
+    }
+
+    #[test]
+    fn given_a_node_command_when_rewritten_should_name_the_hosts_copy_and_leave_other_paths() {
+        let hosts = on_hosts(Path::new("/home/me/plans"));
+        let command = LaunchCommand {
+            program: PathBuf::from("/home/me/plans/exec/start.sh"),
+            args: vec!["--conf=/home/me/plans/exec/n.conf".into(), "/home/me/plansX/y".into()],
+            env: vec![("HOOK".into(), "/home/me/plans/h.py".into())],
+            env_clear: false,
+            user: None,
+        };
+        let on_host = hosts.rewrite(command);
+        assert_eq!(on_host.program, PathBuf::from("/srv/fl/runs/r1/plan/exec/start.sh"));
+        assert_eq!(
+            on_host.args,
+            ["--conf=/srv/fl/runs/r1/plan/exec/n.conf", "/home/me/plansX/y"]
+        );
+        assert_eq!(
+            on_host.env,
+            [("HOOK".to_string(), "/srv/fl/runs/r1/plan/h.py".to_string())]
+        );
+    }
+}
