@@ -83,3 +83,45 @@ fn given_an_exec_plan_on_three_ssh_hosts_when_run_should_start_each_node_from_it
         "the offline verification ran on the hosts"
     );
 }
+
+/// A node's program the hosts lack: with `--hosts` the plan check does not look for it here (where it need not
+/// exist), and the run looks for it on every host before any node starts, naming the host, the program and its
+/// plan field; no verdict (exit 1 would say the system failed).
+#[test]
+fn given_an_exec_plan_whose_start_program_the_hosts_lack_when_run_should_stop_before_starting_naming_it() {
+    if !ssh_hosts_ready() {
+        return;
+    }
+    let _one = one_cluster();
+    let hosts = SshHosts::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let text = repo_plan_text("exec-reference.yaml")
+        .replace("{plan_dir}", &plans.display().to_string())
+        .replacen(
+            "  start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"', ",
+            "  start: [faultline-test-no-such-program, -c, 'echo $$ > \"$0\" && exec \"$@\"', ",
+            1,
+        );
+    assert!(
+        text.contains("no-such-program"),
+        "the exec-reference plan's start moved"
+    );
+    let plan = write_plan(dir.path(), &text);
+    let store = dir.path().join("store");
+    let output = hosts.run(plan.to_str().unwrap(), "1", "5s", &store).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !matches!(output.status.code(), Some(0) | Some(1)),
+        "a harness error, not a verdict: {}",
+        explain(&output)
+    );
+    for n in ["n1", "n2", "n3"] {
+        let need = format!("{n}'s host has no `faultline-test-no-such-program` (system.start)");
+        assert!(stderr.contains(&need), "{need}: {stderr}");
+    }
+    assert!(
+        !stderr.contains("is not on PATH"),
+        "the plan check left the program to the hosts: {stderr}"
+    );
+}

@@ -68,6 +68,8 @@ impl OnHosts {
         let Some(file) = &self.hosts else {
             return Ok(None);
         };
+        // The plans this command loads run their nodes' programs on the hosts: looked for there, not here.
+        crate::system::exec::node_programs_on_hosts();
         Ok(Some(crate::remote::lab::RemoteOptions {
             hosts: read_hosts_file(file).map_err(|e| Failed::bad_input(format!("{command} --hosts: {e}")))?,
             ssh: SshOptions {

@@ -156,16 +156,7 @@ pub async fn serve(sweep: Sweeper, linger: std::time::Duration) -> u8 {
         .ok()
         .and_then(|exe| exe.parent().map(std::path::Path::to_path_buf))
         .unwrap_or_else(std::env::temp_dir);
-    let mut channel = match super::session::Channel::open(linger, &socket_dir) {
-        Ok(channel) => channel,
-        Err(e) => {
-            eprintln!(
-                "faultline agent: cannot listen for reattaches in {}: {e}",
-                socket_dir.display()
-            );
-            return 1;
-        }
-    };
+    let mut channel = super::session::Channel::open(linger, &socket_dir);
     let out_tx = channel.sender();
     let held = Holdings::default();
     while let Some(line) = channel.next_line().await {

@@ -93,7 +93,7 @@ impl AgentClient {
         };
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let link = Link {
-            writer: client.writer.clone(),
+            writer: Arc::downgrade(&client.writer),
             pending: client.pending.clone(),
             resume: client.resume.clone(),
             events: events_tx,
@@ -202,7 +202,8 @@ async fn write_line(writer: &mut Writer, line: &str) -> Result<(), String> {
 
 /// The reading side of a client: answers to their waiters, events to the channel, and the reattaches.
 struct Link {
-    writer: Arc<tokio::sync::Mutex<Writer>>,
+    /// The client's writer: weak, so a client dropped closes the agent's stdin (the agent ends, then this reader).
+    writer: std::sync::Weak<tokio::sync::Mutex<Writer>>,
     pending: Pending,
     resume: Arc<Mutex<Option<Resume>>>,
     events: mpsc::UnboundedSender<Value>,
@@ -220,11 +221,15 @@ impl Link {
             }
             let resume = self.resume.lock().expect("resume lock").clone();
             let Some(resume) = resume else { return };
+            if self.writer.strong_count() == 0 {
+                return; // the client is gone: nobody to reattach for
+            }
             let lost = std::time::Instant::now();
             let _ = self.events.send(json!({"event": "link-lost"}));
             match self.reattach(&resume).await {
                 Ok((writer, reader, attempts)) => {
-                    let mut current = self.writer.lock().await;
+                    let Some(shared) = self.writer.upgrade() else { return };
+                    let mut current = shared.lock().await;
                     *current = writer;
                     // Every request still waiting, again: the agent skips those it has, and answers the rest.
                     let lines: Vec<String> = self

@@ -64,7 +64,7 @@ pub struct Channel {
 impl Channel {
     /// The channel on this process's stdin and stdout. With a `linger`, it survives their close for that long,
     /// waiting for a reattach on a socket in `socket_dir`.
-    pub fn open(linger: Duration, socket_dir: &Path) -> std::io::Result<Channel> {
+    pub fn open(linger: Duration, socket_dir: &Path) -> Channel {
         let (input_tx, inputs) = mpsc::unbounded_channel();
         let (out, out_rx) = mpsc::unbounded_channel::<Value>();
         let (attach_tx, attach_rx) = mpsc::unbounded_channel::<Output>();
@@ -75,12 +75,26 @@ impl Channel {
         if !linger.is_zero() {
             let path = socket_dir.join(format!("agent-{}.sock", std::process::id()));
             let _ = std::fs::remove_file(&path);
-            let listener = tokio::net::UnixListener::bind(&path)?;
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-            tokio::spawn(listen(listener, token.clone(), input_tx, attach_tx));
-            socket = Some(path);
+            let bound = tokio::net::UnixListener::bind(&path).and_then(|listener| {
+                std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+                Ok(listener)
+            });
+            match bound {
+                Ok(listener) => {
+                    tokio::spawn(listen(listener, token.clone(), input_tx, attach_tx));
+                    socket = Some(path);
+                }
+                // Without the socket the agent still serves; it just cannot be reattached (its `hello` says so).
+                Err(e) => {
+                    let _ = std::fs::remove_file(&path);
+                    eprintln!(
+                        "faultline agent: cannot listen for reattaches at {}: {e}",
+                        path.display()
+                    );
+                }
+            }
         }
-        Ok(Channel {
+        Channel {
             inputs,
             writer,
             out,
@@ -89,7 +103,7 @@ impl Channel {
             seen: BTreeSet::new(),
             socket,
             token,
-        })
+        }
     }
 
     /// Where and how a control reattaches (for `hello`), if it can.

@@ -107,100 +107,107 @@ pub async fn run(options: RunOptions) -> anyhow::Result<RunOutcome> {
         ),
         None => None,
     };
-    let supervisor = Supervisor::start(&run_id);
-    let hands: Vec<Arc<dyn Hands>> = match &remote {
-        Some(remote) => remote.hands.clone(),
-        None => {
-            // One supervisor for every node of this machine.
-            let local: Arc<dyn Hands> = Arc::new(LocalHands::new(supervisor.clone()));
-            vec![local; node_count]
-        }
-    };
-    let system_nodes_dir = remote.as_ref().map_or(nodes_dir.clone(), |r| r.nodes_dir.clone());
-    let target = build_system(
-        &plan,
-        (seed, &run_id),
-        (system_nodes_dir, nodes_dir),
-        netns.as_ref().map(|(lab, _)| lab),
-        (hands.clone(), remote.as_ref()),
-    )
-    .await?;
-    let (system, network) = (target.system, target.network);
-    let mut meta = run_meta(
-        &plan,
-        seed,
-        &run_id,
-        &target.binary,
-        &store_dir,
-        &target.node_ips,
-        (network.as_ref(), system.as_ref()),
-    );
-    if let Some(remote) = &remote {
-        meta["hosts"] = remote.describe();
-    }
-    recorder.meta(Meta::RunStart, meta);
-    record_host_links(&hands, &recorder);
-    let mut lab = Lab::new(
-        system.clone(),
-        hands,
-        recorder.clone(),
-        log_paths,
-        plan.final_phase.boot_timeout.duration(),
-    );
-    let wipes_live_refusals = plan.final_phase.after_refusal == crate::plan::AfterRefusal::Wipe;
-    lab.arm_cuts(seed, plan.system.adapter().file_classes(), wipes_live_refusals);
-    if let Some((netns_lab, _)) = &netns {
-        lab.launch_inside(netns_lab.clone());
-    }
-    if plan.disk.fault_fs {
-        let options = faultline_faults::fusefs::FaultFsOptions {
+    // Whatever ends the run (its end, or an error on the way), the hosts' agents are told to end what they started
+    // at once: a channel that merely closed would keep the nodes for the agents' linger.
+    let ran = async {
+        let supervisor = Supervisor::start(&run_id);
+        let hands: Vec<Arc<dyn Hands>> = match &remote {
+            Some(remote) => remote.hands.clone(),
+            None => {
+                // One supervisor for every node of this machine.
+                let local: Arc<dyn Hands> = Arc::new(LocalHands::new(supervisor.clone()));
+                vec![local; node_count]
+            }
+        };
+        let system_nodes_dir = remote.as_ref().map_or(nodes_dir.clone(), |r| r.nodes_dir.clone());
+        let target = build_system(
+            &plan,
+            (seed, &run_id),
+            (system_nodes_dir, nodes_dir),
+            netns.as_ref().map(|(lab, _)| lab),
+            (hands.clone(), remote.as_ref()),
+        )
+        .await?;
+        let (system, network) = (target.system, target.network);
+        let mut meta = run_meta(
+            &plan,
             seed,
-            metadata: plan.disk.metadata,
-            writeback: plan.disk.writeback,
-            allow_other: system.runs_as_other_user(),
-            ..Default::default()
-        };
-        lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)
-            .await?;
-    }
-    if plan.nemesis.has_clock_faults() {
-        // Each node's clock file in its folder on its machine: beside its log here, beside its data on a host.
-        let dirs = match &remote {
-            Some(remote) => (0..node_count).map(|node| remote.node_dir(node)).collect(),
-            None => lab.log_dirs(),
-        };
-        lab.enable_clocks(dirs).await.context("setting up clock faults")?;
-    }
-    let lab = Arc::new(lab);
-
-    // Under netns every client socket must be opened inside the lab namespace: the whole drive runs on the lab
-    // runtime, whose threads all live there (a socket stays in the namespace it was created in).
-    let driven = {
-        let (plan, lab, network, quiet) = (Arc::new(plan.clone()), lab.clone(), network.clone(), options.quiet);
-        let future = async move { drive(&plan, seed, &lab, network.as_ref(), quiet).await };
-        match &netns {
-            Some((_, runtime)) => runtime.spawn(future),
-            None => tokio::spawn(future),
-        }
-    };
-    let abort = driven.abort_handle();
-    let interrupted = tokio::select! {
-        result = driven => { result.context("the run task failed")??; false }
-        _ = shutdown_signal() => { abort.abort(); true }
-    };
-    if interrupted {
-        recorder.meta(
-            Meta::Interrupted,
-            json!({"reason": "the harness received SIGINT/SIGTERM"}),
+            &run_id,
+            &target.binary,
+            &store_dir,
+            &target.node_ips,
+            (network.as_ref(), system.as_ref()),
         );
+        if let Some(remote) = &remote {
+            meta["hosts"] = remote.describe();
+        }
+        recorder.meta(Meta::RunStart, meta);
+        record_host_links(&hands, &recorder);
+        let mut lab = Lab::new(
+            system.clone(),
+            hands,
+            recorder.clone(),
+            log_paths,
+            plan.final_phase.boot_timeout.duration(),
+        );
+        let wipes_live_refusals = plan.final_phase.after_refusal == crate::plan::AfterRefusal::Wipe;
+        lab.arm_cuts(seed, plan.system.adapter().file_classes(), wipes_live_refusals);
+        if let Some((netns_lab, _)) = &netns {
+            lab.launch_inside(netns_lab.clone());
+        }
+        if plan.disk.fault_fs {
+            let options = faultline_faults::fusefs::FaultFsOptions {
+                seed,
+                metadata: plan.disk.metadata,
+                writeback: plan.disk.writeback,
+                allow_other: system.runs_as_other_user(),
+                ..Default::default()
+            };
+            lab.mount_fault_fs(&faultline_faults::fusefs::run_tag(&run_id), options)
+                .await?;
+        }
+        if plan.nemesis.has_clock_faults() {
+            // Each node's clock file in its folder on its machine: beside its log here, beside its data on a host.
+            let dirs = match &remote {
+                Some(remote) => (0..node_count).map(|node| remote.node_dir(node)).collect(),
+                None => lab.log_dirs(),
+            };
+            lab.enable_clocks(dirs).await.context("setting up clock faults")?;
+        }
+        let lab = Arc::new(lab);
+
+        // Under netns every client socket must be opened inside the lab namespace: the whole drive runs on the lab
+        // runtime, whose threads all live there (a socket stays in the namespace it was created in).
+        let driven = {
+            let (plan, lab, network, quiet) = (Arc::new(plan.clone()), lab.clone(), network.clone(), options.quiet);
+            let future = async move { drive(&plan, seed, &lab, network.as_ref(), quiet).await };
+            match &netns {
+                Some((_, runtime)) => runtime.spawn(future),
+                None => tokio::spawn(future),
+            }
+        };
+        let abort = driven.abort_handle();
+        let interrupted = tokio::select! {
+            result = driven => { result.context("the run task failed")??; false }
+            _ = shutdown_signal() => { abort.abort(); true }
+        };
+        if interrupted {
+            recorder.meta(
+                Meta::Interrupted,
+                json!({"reason": "the harness received SIGINT/SIGTERM"}),
+            );
+        }
+        lab.kill_all_quietly().await;
+        lab.unmount_fault_fs().await;
+        Ok::<_, anyhow::Error>((system, interrupted))
     }
-    lab.kill_all_quietly().await;
-    lab.unmount_fault_fs().await;
+    .await;
     if let Some(remote) = remote {
-        // The nodes' files come back into the store, as a local run keeps them there.
+        // The nodes' files come back into the store, as a local run keeps them there (a failed run's too).
         remote.fetch_node_files(&store_dir.join("nodes")).await;
         remote.close().await;
     }
+    let (system, interrupted) = ran?;
     if let Some((netns_lab, runtime)) = netns {
         runtime.shutdown_background();
         let teardown = tokio::task::spawn_blocking(move || netns_lab.teardown()).await;

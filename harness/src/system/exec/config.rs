@@ -318,7 +318,7 @@ impl ExecConfig {
     }
 
     /// Every command of the section, with its plan path (for messages) and whether it runs per node.
-    fn commands(&self) -> Vec<(&'static str, &CommandSpec, bool)> {
+    pub(super) fn commands(&self) -> Vec<(&'static str, &CommandSpec, bool)> {
         let mut commands = vec![
             ("system.start", &self.start, true),
             ("system.client.command", &self.client.command, false),
@@ -527,7 +527,10 @@ impl AdapterSpec for ExecConfig {
             for arg in command {
                 Template::parse(&arg.value, scope).map_err(|e| at(arg, format!("{field}: {e}")))?;
             }
-            check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
+            // On hosts, a node's own commands run there: the build looks for their programs on the hosts.
+            if !(super::hosts::node_programs_elsewhere() && super::hosts::runs_on_node_machine(field)) {
+                check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
+            }
         }
         for (field, template) in self.node_templates() {
             Template::parse(&template.value, &node_scope).map_err(|e| at(template, format!("{field}: {e}")))?;
@@ -744,6 +747,9 @@ impl AdapterSpec for ExecConfig {
             members: std::sync::Mutex::new(context.initial_members()),
         };
         let system = system.with_persistent_status();
+        if system.on_hosts.is_some() {
+            system.check_programs_on_hosts().await?;
+        }
         let vars = system.node_vars(0);
         let start: Vec<String> = self.start.iter().map(|word| vars.expand(&word.value)).collect();
         Ok(Built {

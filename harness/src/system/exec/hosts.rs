@@ -143,6 +143,59 @@ fn collect(folder: &Path, relative: &Path, files: &mut Vec<(PathBuf, PathBuf)>) 
     Ok(())
 }
 
+/// Set once a command runs its plans on hosts (`--hosts`): the plan check then leaves a node's own programs to the
+/// hosts, where they run ([`super::ExecSystem::check_programs_on_hosts`]). A process-wide switch because the plan
+/// is checked as it is loaded, before anything knows where its nodes will be.
+static NODE_PROGRAMS_ELSEWHERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This process's plans run their nodes on hosts.
+pub fn node_programs_on_hosts() {
+    NODE_PROGRAMS_ELSEWHERE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this process's plans run their nodes on hosts.
+pub(super) fn node_programs_elsewhere() -> bool {
+    NODE_PROGRAMS_ELSEWHERE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the command of plan field `field` runs on the node's machine (the probes and the client run here).
+pub(super) fn runs_on_node_machine(field: &str) -> bool {
+    !matches!(
+        field,
+        "system.client.command" | "system.ready.command" | "system.status.command"
+    )
+}
+
+/// The programs of `commands` (each with its plan field) that the host behind `hands` lacks: `command -v` there.
+pub(super) async fn missing_programs(
+    hands: &Arc<dyn Hands>,
+    programs: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    let mut args = vec![
+        "-c".to_string(),
+        "for p in \"$@\"; do command -v \"$p\" >/dev/null 2>&1 || echo \"$p\"; done".to_string(),
+        "sh".to_string(),
+    ];
+    args.extend(programs.iter().map(|(_, program)| program.clone()));
+    let command = LaunchCommand {
+        program: PathBuf::from("sh"),
+        args,
+        env: Vec::new(),
+        env_clear: false,
+        user: None,
+    };
+    let output = hands.output(&command, std::time::Duration::from_secs(30)).await?;
+    let missing: std::collections::BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Ok(programs
+        .iter()
+        .filter(|(_, program)| missing.contains(program))
+        .cloned()
+        .collect())
+}
+
 /// The words of every command of a node's own (those that run on its host).
 pub(super) fn node_command_words(config: &super::ExecConfig) -> Vec<&str> {
     let mut commands: Vec<&CommandSpec> = vec![&config.start];
@@ -158,6 +211,49 @@ pub(super) fn node_command_words(config: &super::ExecConfig) -> Vec<&str> {
     let env = config.env.values().map(|value| value.value.as_str());
     let files = config.config_files.values().map(|content| content.value.as_str());
     words.chain(env).chain(files).collect()
+}
+
+impl super::ExecSystem {
+    /// Checks that every node's host has the programs of its node's own commands (as they run there: `{faultline}`
+    /// the host's, files of the plan's folder their copies), all hosts at once; what one lacks is named with its
+    /// plan field, so the run stops before any node starts.
+    pub(super) async fn check_programs_on_hosts(&self) -> anyhow::Result<()> {
+        let checks = (0..self.node_ips.len()).map(|node| async move {
+            let vars = self.host_vars(node);
+            let programs: Vec<(String, String)> = self
+                .config
+                .commands()
+                .into_iter()
+                .filter(|(field, _, _)| runs_on_node_machine(field))
+                .map(|(field, spec, _)| {
+                    (
+                        field.to_string(),
+                        self.node_command(spec, &vars).program.display().to_string(),
+                    )
+                })
+                .collect();
+            let hands = self.hands.get(node)?;
+            Some((node, missing_programs(hands, &programs).await))
+        });
+        let mut lacking = Vec::new();
+        for (node, missing) in futures::future::join_all(checks).await.into_iter().flatten() {
+            let name = faultline_faults::process::node_name(node);
+            match missing {
+                Ok(missing) => lacking.extend(
+                    missing
+                        .into_iter()
+                        .map(|(field, program)| format!("{name}'s host has no `{program}` ({field})")),
+                ),
+                Err(e) => lacking.push(format!("{name}'s host: cannot look for its programs: {e}")),
+            }
+        }
+        anyhow::ensure!(
+            lacking.is_empty(),
+            "{}: a node's own commands run on its host; install what they name there, or name it by its path there",
+            lacking.join("; ")
+        );
+        Ok(())
+    }
 }
 
 #[cfg(test)]

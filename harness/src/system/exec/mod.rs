@@ -48,6 +48,7 @@ mod status;
 mod template;
 
 pub use config::{ClientSpec, CommandSpec, ExecConfig, LogLines, ReadyProbe, RecoveredLine, StatusProbe, WipeSpec};
+pub use hosts::node_programs_on_hosts;
 pub use membership::{MembershipHooks, Order as MembershipOrder};
 pub use ports::Ports;
 pub use template::{Scope, Template, Vars};
