@@ -529,7 +529,7 @@ impl AdapterSpec for ExecConfig {
             }
             // On hosts, a node's own commands run there: the build looks for their programs on the hosts.
             if !(super::hosts::node_programs_elsewhere() && super::hosts::runs_on_node_machine(field)) {
-                check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
+                super::program::check_program(&program.value).map_err(|e| at(program, format!("{field}: {e}")))?;
             }
         }
         for (field, template) in self.node_templates() {
@@ -773,30 +773,4 @@ fn check_user(name: &str, _plan: &Plan) -> Result<(), String> {
     }
     crate::supervisor::RunAs::lookup(name).map_err(|e| format!("system.user: {e}"))?;
     Ok(())
-}
-
-/// A program that exists: a path to a file, a template (checked when it runs), or a name found on `PATH`.
-fn check_program(program: &str) -> Result<(), String> {
-    if program.contains('{') {
-        return Ok(());
-    }
-    let path = Path::new(program);
-    if program.contains('/') {
-        return match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() => Ok(()),
-            Ok(_) => Err(format!("`{program}` is not a file")),
-            Err(e) => Err(format!("`{program}` cannot be run: {e} (build it, or fix the path)")),
-        };
-    }
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .any(|dir| dir.join(program).is_file());
-    if found {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{program}` is not on PATH (install it, or give a path such as `./{program}`, relative to the plan)"
-        ))
-    }
 }

@@ -83,6 +83,32 @@ fn resolve(program: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(program))
 }
 
+/// A program that exists: a path to a file, a template (checked when it runs), or a name found on `PATH`.
+pub(super) fn check_program(program: &str) -> Result<(), String> {
+    if program.contains('{') {
+        return Ok(());
+    }
+    let path = Path::new(program);
+    if program.contains('/') {
+        return match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(()),
+            Ok(_) => Err(format!("`{program}` is not a file")),
+            Err(e) => Err(format!("`{program}` cannot be run: {e} (build it, or fix the path)")),
+        };
+    }
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .any(|dir| dir.join(program).is_file());
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{program}` is not on PATH (install it, or give a path such as `./{program}`, relative to the plan)"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
