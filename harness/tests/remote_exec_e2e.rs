@@ -9,6 +9,20 @@ use std::path::Path;
 use support::ssh_hosts::{ssh_hosts_ready, SshHosts};
 use support::*;
 
+/// plans/exec-reference.yaml with its client named in this repository's plans (the plan is written elsewhere) and
+/// the start of its start command (`sh -c 'echo $$ > "$0" && exec "$@"', `) replaced by `start`.
+fn exec_reference_with_start(start: &str) -> String {
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let text = repo_plan_text("exec-reference.yaml")
+        .replace(
+            "\"{plan_dir}/exec/reference_client.py\"",
+            &format!("\"{}/exec/reference_client.py\"", plans.display()),
+        )
+        .replacen("  start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"', ", start, 1);
+    assert!(text.contains(start), "the exec-reference plan's start moved");
+    text
+}
+
 /// The reference node through the exec adapter on three hosts, started by a wrapper script of the plan's folder
 /// that prints its own path and its node's config file: every node ran the host's copy of the script (under the
 /// hosts' workdir, not this machine's plan folder, which the fixture's hosts could also see), read a config file
@@ -22,7 +36,6 @@ fn given_an_exec_plan_on_three_ssh_hosts_when_run_should_start_each_node_from_it
     let _one = one_cluster();
     let hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
-    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
     std::fs::create_dir_all(dir.path().join("bin")).unwrap();
     let script = dir.path().join("bin/start.sh");
     std::fs::write(
@@ -33,17 +46,9 @@ fn given_an_exec_plan_on_three_ssh_hosts_when_run_should_start_each_node_from_it
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let text = repo_plan_text("exec-reference.yaml")
-        .replace(
-            "\"{plan_dir}/exec/reference_client.py\"",
-            &format!("\"{}/exec/reference_client.py\"", plans.display()),
-        )
-        .replacen(
-            "  start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"', ",
-            "  config_files: {\"node.conf\": \"id={id} host={host}\"}\n  start: [\"{plan_dir}/bin/start.sh\", ",
-            1,
-        );
-    assert!(text.contains("bin/start.sh"), "the exec-reference plan's start moved");
+    let text = exec_reference_with_start(
+        "  config_files: {\"node.conf\": \"id={id} host={host}\"}\n  start: [\"{plan_dir}/bin/start.sh\", ",
+    );
     let plan = write_plan(dir.path(), &text);
     let store = dir.path().join("store");
     let output = hosts.run(plan.to_str().unwrap(), "3", "10s", &store).output().unwrap();
@@ -95,18 +100,8 @@ fn given_an_exec_plan_whose_start_program_the_hosts_lack_when_run_should_stop_be
     let _one = one_cluster();
     let hosts = SshHosts::start(3);
     let dir = tempfile::tempdir().unwrap();
-    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
-    let text = repo_plan_text("exec-reference.yaml")
-        .replace("{plan_dir}", &plans.display().to_string())
-        .replacen(
-            "  start: [sh, -c, 'echo $$ > \"$0\" && exec \"$@\"', ",
-            "  start: [faultline-test-no-such-program, -c, 'echo $$ > \"$0\" && exec \"$@\"', ",
-            1,
-        );
-    assert!(
-        text.contains("no-such-program"),
-        "the exec-reference plan's start moved"
-    );
+    let text =
+        exec_reference_with_start("  start: [faultline-test-no-such-program, -c, 'echo $$ > \"$0\" && exec \"$@\"', ");
     let plan = write_plan(dir.path(), &text);
     let store = dir.path().join("store");
     let output = hosts.run(plan.to_str().unwrap(), "1", "5s", &store).output().unwrap();

@@ -17,7 +17,6 @@
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -273,7 +272,7 @@ async fn listen(
     attaches: mpsc::UnboundedSender<Output>,
 ) {
     let mut generation = 0u64;
-    let previous: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>> = Arc::default();
+    let mut previous: Option<tokio::task::JoinHandle<()>> = None;
     while let Ok((stream, _)) = listener.accept().await {
         let (read, write) = stream.into_split();
         let mut reader = BufReader::new(read);
@@ -289,7 +288,7 @@ async fn listen(
             continue;
         }
         generation += 1;
-        if let Some(old) = previous.lock().expect("reader lock").take() {
+        if let Some(old) = previous.take() {
             old.abort();
         }
         let header = json!({"attached": true, "mono_ns": super::agent::mono_ns()});
@@ -301,7 +300,7 @@ async fn listen(
         {
             return;
         }
-        *previous.lock().expect("reader lock") = Some(spawn_reader(reader, generation, inputs.clone()));
+        previous = Some(spawn_reader(reader, generation, inputs.clone()));
     }
 }
 

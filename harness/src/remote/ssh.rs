@@ -107,7 +107,7 @@ pub async fn connect(
             session: Arc::new(tokio::sync::Mutex::new(session.clone())),
             executable: path.clone(),
             socket: PathBuf::from(socket),
-            links: Arc::default(),
+            link: Arc::default(),
         };
         agent.resume_with(Resume {
             relink: Arc::new(move || Box::pin(relink.clone().link())),
@@ -142,8 +142,8 @@ struct Relinker {
     session: Arc<tokio::sync::Mutex<Arc<Session>>>,
     executable: PathBuf,
     socket: PathBuf,
-    /// The relays' channels, kept open while they serve.
-    links: Arc<std::sync::Mutex<Vec<openssh::Child<Arc<Session>>>>>,
+    /// The relay's channel, kept open while it serves (a new one replaces the dead one).
+    link: Arc<std::sync::Mutex<Option<openssh::Child<Arc<Session>>>>>,
 }
 
 impl Relinker {
@@ -160,9 +160,7 @@ impl Relinker {
         let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
             return Err("the relay's channel has no stdin or stdout".into());
         };
-        let mut links = self.links.lock().expect("links lock");
-        links.retain(|_| false); // the earlier relays' channels are dead (this link replaces them)
-        links.push(child);
+        *self.link.lock().expect("link lock") = Some(child);
         Ok((Box::new(stdin), Box::new(stdout)))
     }
 

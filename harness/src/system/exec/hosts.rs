@@ -6,7 +6,6 @@
 //! is copied to the host before the run (`WORKDIR/runs/RUN_ID/plan/...`, removed with the run's folder), the
 //! command naming the copy.
 
-use super::config::CommandSpec;
 use crate::remote::hands::Hands;
 use crate::remote::workbench::FileWrite;
 use crate::supervisor::LaunchCommand;
@@ -198,16 +197,11 @@ pub(super) async fn missing_programs(
 
 /// The words of every command of a node's own (those that run on its host).
 pub(super) fn node_command_words(config: &super::ExecConfig) -> Vec<&str> {
-    let mut commands: Vec<&CommandSpec> = vec![&config.start];
-    commands.extend(config.prepare.as_ref());
-    commands.extend(config.verify.as_ref());
-    commands.extend(config.stop.as_ref());
-    commands.extend(config.restart_all.as_ref().map(|r| &r.position));
-    commands.extend(config.wipe.as_ref().map(|w| &w.command));
-    if let Some(hooks) = &config.membership {
-        commands.extend([&hooks.value.add, &hooks.value.remove, &hooks.value.list]);
-    }
-    let words = commands.into_iter().flatten().map(|word| word.value.as_str());
+    let words = config
+        .commands()
+        .into_iter()
+        .filter(|(field, _, _)| runs_on_node_machine(field))
+        .flat_map(|(_, command, _)| command.iter().map(|word| word.value.as_str()));
     let env = config.env.values().map(|value| value.value.as_str());
     let files = config.config_files.values().map(|content| content.value.as_str());
     words.chain(env).chain(files).collect()
