@@ -330,6 +330,12 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                 line,
                 patterns,
             } => {
+                // Masked once per line, and only when some trigger waits for a template.
+                let template = self
+                    .specs
+                    .iter()
+                    .any(|s| matches!(s.when, Condition::Template(_)))
+                    .then(|| faultline_workloads::logmask::log_line_key(line, None));
                 for (trigger, spec) in self.specs.iter().enumerate() {
                     let fires = match &spec.when {
                         Condition::Repairing(filter) => filter.admits(*node) && patterns.contains(&"repairing"),
@@ -337,6 +343,9 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                         Condition::Log(log) => {
                             log.node.admits(*node)
                                 && self.states[trigger].regex.as_ref().is_some_and(|r| r.is_match(line))
+                        }
+                        Condition::Template(wanted) => {
+                            wanted.node.admits(*node) && template.as_deref() == Some(wanted.pattern.as_str())
                         }
                         _ => false,
                     };
@@ -663,6 +672,10 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                         let subject = need_subject()?;
                         Resolved::Nodes(members.iter().copied().filter(|&node| node != subject).collect())
                     }
+                    TriggerTarget::OtherBackup => {
+                        let backup = resolve(&Target::Backup, pool, &mut self.rng);
+                        Resolved::Except(Box::new(backup), vec![need_subject()?])
+                    }
                     TriggerTarget::Target(target) => resolve(target, pool, &mut self.rng),
                 };
                 let kind = spec.process_fault().expect("a process fault kind");
@@ -759,6 +772,9 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                     TriggerTarget::NotSubject => {
                         let subject = need_subject()?;
                         (0..n).filter(|&node| node != subject).collect()
+                    }
+                    TriggerTarget::OtherBackup => {
+                        return Err("I/O faults take `subject`, `not-subject`, a random set or named nodes".into())
                     }
                     TriggerTarget::Target(target) => match resolve_static(target, n, &mut self.rng) {
                         Resolved::Nodes(nodes) => nodes,

@@ -49,6 +49,11 @@ pub struct TriggerSpec {
     /// The fault.
     #[serde(rename = "do")]
     pub action: TriggeredFaultSpec,
+    /// What a guided campaign's shot made of this trigger aimed at (`kill@primary+partition:bridge`, or an anchored
+    /// shot's `TEMPLATE => kill@subject`); none in a plan a person wrote. A replay fires a shot's faults on the nodes
+    /// they hit (a shot's role was the guide's choice of that moment, not the plan's intent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shot: Option<String>,
 }
 
 /// Which nodes a condition is about.
@@ -163,6 +168,11 @@ pub enum Condition {
     Repaired(NodeFilter),
     /// A node logged a matching line.
     Log(LogCondition),
+    /// A node logged a line of this template (`template: "view change started old_view=N new_view=N"`): the line
+    /// masked as behaviours and triage mask it (numbers, hex, ids, paths, durations, node names, timestamps; harness
+    /// `faultline_workloads::logmask::log_line_key`) equals `pattern`. A guided campaign anchors its shots to the
+    /// templates its runs logged; a person copies one from `behaviours.json` or a report.
+    Template(LogCondition),
     /// This offset of the fault phase (`at: 4s`): no observation, the fault comes then, once. A guided campaign
     /// aims its runs' fault combinations with these (harness `explore::guide::aim`); a plan may script a role-aimed
     /// fault the timed script cannot (`{when: {at: 4s}, do: {kind: partition, shape: isolate-primary}}`).
@@ -180,7 +190,7 @@ impl Condition {
             | Condition::Repairing(f)
             | Condition::Repaired(f) => *f,
             Condition::Lagging(lagging) => lagging.node,
-            Condition::Log(log) => log.node,
+            Condition::Log(log) | Condition::Template(log) => log.node,
             Condition::At(_) => NodeFilter::Any,
         };
         match filter {
@@ -200,6 +210,7 @@ impl Condition {
             Condition::Repairing(_) => "repairing",
             Condition::Repaired(_) => "repaired",
             Condition::Log(_) => "log",
+            Condition::Template(_) => "template",
             Condition::At(_) => "at",
         }
     }
@@ -256,6 +267,8 @@ pub enum TriggerTarget {
     Subject,
     /// Every node but the subject.
     NotSubject,
+    /// A backup that is not the subject (`other-backup`): "the subject just logged X; now hit another backup".
+    OtherBackup,
     /// A target as in the timed schedule (roles resolved when the fault starts).
     Target(Target),
 }
@@ -265,6 +278,7 @@ impl fmt::Display for TriggerTarget {
         match self {
             TriggerTarget::Subject => f.write_str("subject"),
             TriggerTarget::NotSubject => f.write_str("not-subject"),
+            TriggerTarget::OtherBackup => f.write_str("other-backup"),
             TriggerTarget::Target(target) => target.fmt(f),
         }
     }
@@ -296,9 +310,10 @@ impl<'de> Deserialize<'de> for TriggerTarget {
             Form::Name(name) => match name.as_str() {
                 "subject" => Ok(TriggerTarget::Subject),
                 "not-subject" => Ok(TriggerTarget::NotSubject),
+                "other-backup" => Ok(TriggerTarget::OtherBackup),
                 role => Target::parse_role(role)
                     .map(TriggerTarget::Target)
-                    .map_err(|e| serde::de::Error::custom(format!("{e}, subject, not-subject"))),
+                    .map_err(|e| serde::de::Error::custom(format!("{e}, subject, not-subject, other-backup"))),
             },
             Form::Nodes(names) => {
                 if let Some(bad) = names.iter().find(|n| parse_node_name(n).is_none()) {
@@ -456,7 +471,9 @@ impl TriggeredFaultSpec {
             | TriggeredKind::Membership
             | TriggeredKind::Io => matches!(
                 self.targets,
-                None | Some(TriggerTarget::Subject) | Some(TriggerTarget::NotSubject)
+                None | Some(TriggerTarget::Subject)
+                    | Some(TriggerTarget::NotSubject)
+                    | Some(TriggerTarget::OtherBackup)
             ),
             TriggeredKind::Partition => self.cut.is_empty() && self.shape == Some(TriggerShape::IsolateSubject),
             TriggeredKind::Link => matches!(self.links, None | Some(TriggerLinks::Subject)),
@@ -557,6 +574,12 @@ impl TriggerSpec {
             Condition::Log(log) => {
                 node_ok(log.node)?;
                 regex::Regex::new(&log.pattern).map_err(|e| format!("`log` pattern does not compile: {e}"))?;
+            }
+            Condition::Template(template) => {
+                node_ok(template.node)?;
+                if template.pattern.trim().is_empty() {
+                    return Err("`template` is empty: give a masked log line, as `behaviours.json` lists them".into());
+                }
             }
             Condition::At(at) => {
                 if self.otherwise.is_some() || self.not_before.is_some() || self.not_after.is_some() {
@@ -679,6 +702,13 @@ impl TriggerSpec {
             ));
         } else if action.change.is_some() {
             return Err(format!("`change` is for membership, not a `{kind}` trigger"));
+        }
+        if action.targets == Some(TriggerTarget::OtherBackup) && !caps.primary_probe {
+            return Err(
+                "target `other-backup` needs a system that can tell its primary (who is a backup); target \
+                 `not-subject` or nodes"
+                    .into(),
+            );
         }
         if let Some(TriggerTarget::Target(target)) = &action.targets {
             if *target == Target::Each {

@@ -553,6 +553,63 @@ async fn given_a_log_pattern_when_a_line_matches_should_fire_on_that_node_only()
 }
 
 #[tokio::test(start_paused = true)]
+async fn given_a_template_when_a_line_masks_to_it_should_fire_once_and_hit_a_backup_other_than_the_subject() {
+    let lab = FakeLab::default();
+    let specs = specs(
+        "- {when: {template: 'view change started old_view=N new_view=N new_primary=N'}, after: 0ms..50ms, \
+         max_fires: 1, shot: 'view change started old_view=N new_view=N new_primary=N => kill@other-backup', \
+         do: {kind: kill, targets: other-backup, duration: 100ms}}",
+    );
+    assert_eq!(specs[0].validate(&caps()), Ok(()));
+    let line = |node: usize, text: &str| Fact::Log {
+        node,
+        at: Instant::now(),
+        line: text.into(),
+        patterns: vec![],
+    };
+    let script = vec![
+        // Another template (a prefix of it), then the template with other numbers and a timestamp, on n2.
+        (
+            10,
+            line(2, "2026-12-07T10:00:00.1Z  INFO view change started old_view=3"),
+        ),
+        (
+            20,
+            line(
+                1,
+                "2026-12-07T10:00:00.2Z  INFO view change started old_view=3 new_view=4 new_primary=1",
+            ),
+        ),
+        (
+            30,
+            line(
+                2,
+                "2026-12-07T10:00:00.3Z  INFO view change started old_view=4 new_view=5 new_primary=2",
+            ),
+        ),
+    ];
+    run(&lab, &specs, None, 1000, script).await;
+    let fired = lab.triggers();
+    assert_eq!(fired.len(), 1, "max_fires 1: {fired:?}");
+    assert_eq!(
+        (fired[0]["subject"].as_str(), fired[0]["condition"].as_str()),
+        (Some("n2"), Some("template"))
+    );
+    assert!(fired[0]["delay_ms"].as_u64().unwrap() <= 50);
+    // The primary is n1 (the fake lab's), the subject n2: the other backup is n3.
+    let kills: Vec<String> = lab.names().into_iter().filter(|n| n.starts_with("kill")).collect();
+    assert_eq!(kills, ["killn3"]);
+    let mut no_primary = caps();
+    no_primary.primary_probe = false;
+    assert!(specs[0]
+        .validate(&no_primary)
+        .unwrap_err()
+        .contains("`other-backup` needs"));
+    let empty = &self::specs("- {when: {template: ' '}, do: {kind: kill, duration: 1s}}")[0];
+    assert!(empty.validate(&caps()).unwrap_err().contains("`template` is empty"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn given_adapter_patterns_when_a_node_caught_up_should_fire_repaired_not_repairing_on_that_node() {
     let lab = FakeLab::default();
     let specs = specs("- {when: {repaired: n2}, do: {kind: kill, targets: not-subject, duration: 100ms}}");

@@ -54,6 +54,11 @@ pub struct CampaignArgs {
     /// had shown), chosen by energy, instead of each plan with fresh seeds; --seeds N runs N per plan in all.
     #[arg(long)]
     pub guided: bool,
+    /// With --guided: which shots its runs get: `both` (the default: timed shots aimed at the least shown fault
+    /// contexts and shots anchored to the log lines that mark state changes), `timed`, `anchored`, `random` (both
+    /// kinds, chosen at random) or `none`.
+    #[arg(long, value_enum, requires = "guided")]
+    pub shots: Option<crate::explore::guide::moments::ShotMode>,
     /// Continue a stopped campaign (the latest unfinished one, or ID).
     #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ID")]
     pub resume: Option<String>,
@@ -103,6 +108,7 @@ pub(super) fn command(args: CampaignArgs) -> Outcome {
         store_root: args.store,
         quiet: args.quiet,
         guided: args.guided,
+        shots: args.shots,
     };
     if options.dry_run {
         let runs = crate::explore::campaign::plan_runs(&options).map_err(|e| campaign_error("campaign", e))?;

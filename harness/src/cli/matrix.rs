@@ -51,6 +51,11 @@ pub struct MatrixArgs {
     /// the share of invalid runs is each strategy's detection rate per run (steadier than the first detection).
     #[arg(long, requires = "compare")]
     pub full_budget: bool,
+    /// With --compare: the guided campaigns' shots: `both` (timed shots aimed at the least shown fault contexts and
+    /// shots anchored to the log lines that mark state changes), `timed`, `anchored`, `random` (both kinds, chosen at
+    /// random) or `none` (the ablations in the README).
+    #[arg(long, value_enum, default_value = "both", requires = "compare")]
+    pub shots: crate::explore::guide::moments::ShotMode,
     /// Print the detection matrix (matrix.json: per mutant and per cell) on stdout at the end (human output goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -104,6 +109,7 @@ pub(super) fn command(args: MatrixArgs) -> Outcome {
         modes,
         runs: args.runs,
         full_budget: args.full_budget,
+        shots: args.shots,
     })
 }
 

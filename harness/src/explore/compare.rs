@@ -49,6 +49,8 @@ pub struct CompareOptions {
     /// A mutant's campaign runs its whole budget instead of stopping at its first detection (`--full-budget`): the
     /// share of invalid runs is then each strategy's detection rate per run.
     pub full_budget: bool,
+    /// The guided campaigns' shots (`--shots`).
+    pub shots: crate::explore::guide::moments::ShotMode,
 }
 
 /// What a comparison did.
@@ -158,7 +160,7 @@ fn one_campaign(
     let id = subject.id();
     let campaign_dir = dir.join("campaigns").join(&id);
     let guide = (subject.mode == Mode::Guided)
-        .then(|| Guide::new(plans, campaign_dir.join("guide"), &id, subject.campaign_seed));
+        .then(|| Guide::new(plans, campaign_dir.join("guide"), &id, subject.campaign_seed).with_shots(options.shots));
     let store_root = &options.matrix.store_root;
     let log = campaign_dir.join(faultline_reports::explored::LOG_FILE);
     let recorder = RefCell::new(Recorder::at(store_root, log.clone(), &id, subject.mode, 0, guide)?);

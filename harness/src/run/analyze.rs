@@ -245,7 +245,7 @@ fn txn_checker(plan: &Plan) -> TxnWorkload {
 }
 
 /// Node name -> log text, from `nodes/<name>/node.log`; a node whose log cannot be read as text is left out.
-fn read_node_logs(store_dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn read_node_logs(store_dir: &Path) -> BTreeMap<String, String> {
     let entries = match std::fs::read_dir(store_dir.join("nodes")) {
         Ok(entries) => entries,
         Err(_) => return BTreeMap::new(),

@@ -204,7 +204,29 @@ pub struct RunBehaviours {
     pub behaviours: Vec<Behaviour>,
     /// Distinct behaviours past their kind's budget, not kept.
     pub dropped: u64,
+    /// How each log template was used in the run ([`TemplateUse`]), at most [`TEMPLATE_USES_MAX`] templates (the
+    /// first logged): what a guided campaign anchors its shots to.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub template_uses: BTreeMap<String, TemplateUse>,
 }
+
+/// How a run used one log template: how many lines of it its nodes logged, and how many of those came at most
+/// [`MARK_WINDOW_NS`] before the node that logged it changed its abstract status (its role, lag, view standing or
+/// reach, as the next status observation told it). A template most of whose lines come right before a status
+/// change marks a state change (`view change started`, `became primary`); one logged on every operation is chatter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateUse {
+    /// Lines of it.
+    pub lines: u64,
+    /// Of them, those right before their node's status changed.
+    pub marks: u64,
+}
+
+/// A line this long before its node's status changed marks the change ([`TemplateUse`]): the status probe's period
+/// (100 ms for the reference node and etcd) plus the time a change takes to show in the probe's answer.
+pub const MARK_WINDOW_NS: u64 = 300_000_000;
+/// Templates a run's [`RunBehaviours::template_uses`] keeps.
+pub const TEMPLATE_USES_MAX: usize = 512;
 
 /// A run's behaviours in numbers: `behaviours` in `results.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,13 +328,14 @@ impl Collector {
     }
 
     /// The kept behaviours, first seen first.
-    fn finish(self) -> RunBehaviours {
+    fn finish(self, template_uses: BTreeMap<String, TemplateUse>) -> RunBehaviours {
         let mut kept: Vec<Kept> = self.kept.into_values().flat_map(BinaryHeap::into_vec).collect();
         kept.sort_by_key(|k| k.arrival);
         RunBehaviours {
             version: BEHAVIOURS_VERSION,
             behaviours: kept.into_iter().map(|k| k.behaviour).collect(),
             dropped: self.dropped,
+            template_uses,
         }
     }
 }
@@ -367,6 +390,8 @@ pub fn behaviours(history: &History, node_logs: &BTreeMap<String, String>) -> Ru
         state: String::new(),
         recent: VecDeque::new(),
         found: Collector::default(),
+        uses: BTreeMap::new(),
+        of_node: BTreeMap::new(),
     };
     let mut lines = lines.iter().peekable();
     for event in &history.events {
@@ -378,7 +403,7 @@ pub fn behaviours(history: &History, node_logs: &BTreeMap<String, String>) -> Ru
     for line in lines {
         walk.line(line);
     }
-    walk.found.finish()
+    walk.found.finish(walk.uses)
 }
 
 /// The walk's state: the abstract cluster, its last state, the recent lines for pairs, what was found.
@@ -387,6 +412,9 @@ struct Walk {
     state: String,
     recent: VecDeque<TimedLine>,
     found: Collector,
+    uses: BTreeMap<String, TemplateUse>,
+    /// Per node, its lines of the last [`MARK_WINDOW_NS`] (time, template), not yet counted as marks.
+    of_node: BTreeMap<String, VecDeque<(u64, String)>>,
 }
 
 impl Walk {
@@ -409,7 +437,17 @@ impl Walk {
         if event.kind == crate::EventKind::Invoke {
             return;
         }
+        let observed = event
+            .node
+            .as_ref()
+            .filter(|_| event.is(crate::history::Observation::Status));
+        let before = observed.map(|node| self.cluster.node_status(node));
         self.cluster.apply(event);
+        if let (Some(node), Some(before)) = (observed, before) {
+            if self.cluster.node_status(node) != before {
+                self.mark(node, event.time_ns);
+            }
+        }
         let state = self.cluster.state();
         if state != self.state {
             if !self.state.is_empty() {
@@ -420,8 +458,37 @@ impl Walk {
         }
     }
 
+    /// The lines `node` logged in the [`MARK_WINDOW_NS`] before its status changed at `time_ns` mark that change
+    /// (each line once).
+    fn mark(&mut self, node: &str, time_ns: u64) {
+        let Some(lines) = self.of_node.get_mut(node) else {
+            return;
+        };
+        for (at, template) in lines.drain(..) {
+            if time_ns.saturating_sub(at) <= MARK_WINDOW_NS {
+                if let Some(used) = self.uses.get_mut(&template) {
+                    used.marks += 1;
+                }
+            }
+        }
+    }
+
     fn line(&mut self, line: &TimedLine) {
         let t = line.time_ns;
+        if self.uses.len() < TEMPLATE_USES_MAX || self.uses.contains_key(&line.template) {
+            self.uses.entry(line.template.clone()).or_default().lines += 1;
+        }
+        let mine = self.of_node.entry(line.node.clone()).or_default();
+        while mine
+            .front()
+            .is_some_and(|(at, _)| t.saturating_sub(*at) > MARK_WINDOW_NS)
+        {
+            mine.pop_front();
+        }
+        if mine.len() >= RECENT_LINES_MAX {
+            mine.pop_front(); // the lines right before a change are the ones that mark it
+        }
+        mine.push_back((t, line.template.clone()));
         self.found.add(BehaviourKind::Template, line.template.clone(), t);
         let text = format!(
             "{} | {} | {}",

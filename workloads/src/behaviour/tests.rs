@@ -244,3 +244,49 @@ fn given_behaviours_when_written_and_read_back_should_round_trip_and_add_a_findi
         "ids as 16 hex digits"
     );
 }
+
+#[test]
+fn given_a_line_right_before_its_nodes_status_changed_when_extracted_should_count_it_a_mark_and_chatter_not() {
+    let mut history = run(["n1", "n2", "n3"], 1);
+    // n2 becomes primary 200 ms after its `view change started` (2.3 s), 400 ms after `primary timed out`.
+    let mut became = at(
+        2500,
+        Observation::Status,
+        Some("n2"),
+        json!({"role": "primary", "view": 2}),
+    );
+    became.index = history.events.len() as u64;
+    let position = history.events.iter().position(|e| e.time_ns > 2_500_000_000).unwrap();
+    history.events.insert(position, became);
+    let mut logs = logs(["n1", "n2", "n3"], 4);
+    let chatter: String = (0..20)
+        .map(|i| {
+            format!(
+                "1970-01-01T00:01:4{}.{:03}Z  INFO commit op={i}\n",
+                1 + i / 10,
+                (i % 10) * 100
+            )
+        })
+        .collect();
+    logs.insert("n3".to_string(), chatter);
+    let found = behaviours(&history, &logs);
+    let uses = &found.template_uses;
+    let started = uses["view change started old_view=N new_view=N new_primary=N"];
+    assert_eq!((started.lines, started.marks), (1, 1));
+    let timed_out = uses["primary timed out view=N primary=N"];
+    assert_eq!(
+        (timed_out.lines, timed_out.marks),
+        (1, 0),
+        "400 ms before: outside the window"
+    );
+    // n3's commits come on, its status never changes after its first: no marks.
+    assert_eq!((uses["commit op=N"].lines, uses["commit op=N"].marks), (20, 0));
+    let text = serde_json::to_string(&found).unwrap();
+    let back: RunBehaviours = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, found);
+    let old: RunBehaviours = serde_json::from_str(r#"{"version":1,"behaviours":[],"dropped":0}"#).unwrap();
+    assert!(
+        old.template_uses.is_empty(),
+        "a file of an older build reads without them"
+    );
+}

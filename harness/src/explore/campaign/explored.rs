@@ -124,7 +124,7 @@ impl Recorder {
                 .map(|b| crate::explore::guide::steering(b, &new))
                 .unwrap_or_default();
             if let Some(behaviours) = &behaviours {
-                guide.saw(row.seed_index, behaviours);
+                guide.saw(row.seed_index, behaviours, run_dir.as_deref());
             }
             guide.observe(row.seed_index, &steering, &steering_new, complete);
             guide.save_corpus()?;
@@ -174,6 +174,7 @@ mod tests {
                 })
                 .collect(),
             dropped: 0,
+            template_uses: Default::default(),
         };
         std::fs::write(dir.join("behaviours.json"), serde_json::to_vec(&behaviours).unwrap()).unwrap();
         let results = serde_json::json!({"schema_version": 1, "faultline_version": "t", "verdict": "valid",

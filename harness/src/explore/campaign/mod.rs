@@ -94,6 +94,8 @@ pub struct CampaignOptions {
     pub quiet: bool,
     /// Choose each run by the guide (a mutation of the corpus) instead of each plan with fresh seeds.
     pub guided: bool,
+    /// A guided campaign's shots (`--shots`; none: the default, both kinds aimed).
+    pub shots: Option<crate::explore::guide::moments::ShotMode>,
 }
 
 /// K that fits the machine: a 3-node cluster and its harness keep about two cores busy.
@@ -265,6 +267,7 @@ fn new_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError> 
         git_rev: options.git_rev.clone(),
         keep_passing: options.keep_passing,
         guided: options.guided,
+        shots: options.shots.unwrap_or_default(),
         started_at: now_rfc3339(),
         updated_at: now_rfc3339(),
         status: Status::Running,
@@ -275,6 +278,7 @@ fn new_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError> 
 fn resumed_state(options: &CampaignOptions, id: Option<&str>) -> Result<CampaignState, CampaignError> {
     let conflicting = !options.plans.is_empty()
         || options.guided
+        || options.shots.is_some()
         || options.seeds.is_some()
         || options.budget.is_some()
         || options.campaign_seed.is_some()
@@ -282,7 +286,7 @@ fn resumed_state(options: &CampaignOptions, id: Option<&str>) -> Result<Campaign
         || options.id.is_some();
     if conflicting {
         return Err(CampaignError::Input(
-            "--resume continues a campaign with its own plans and settings: drop the plans, --guided, --seeds, \
+            "--resume continues a campaign with its own plans and settings: drop the plans, --guided, --shots, --seeds, \
              --budget, --campaign-seed, --time-limit and --id (only --parallel, --quiet, --shard and --store apply)"
                 .into(),
         ));
@@ -334,7 +338,7 @@ fn new_guide(state: &CampaignState, store_root: &Path) -> Result<Guide, Campaign
         .collect::<Result<Vec<Plan>, PlanError>>()?;
     let shard = (!state.shard.is_whole()).then_some((state.shard.index, state.shard.count));
     let dir = Guide::dir_of(store_root, &state.id, shard);
-    Ok(Guide::new(plans, dir, &state.id, state.campaign_seed))
+    Ok(Guide::new(plans, dir, &state.id, state.campaign_seed).with_shots(state.shots))
 }
 
 /// A guided campaign's run indices not yet recorded: `seeds` per plan in all, this shard's share of them (without

@@ -94,12 +94,19 @@ pub struct CampaignState {
     /// Each run a mutation of the corpus chosen by the guide (`--guided`) instead of the plans with fresh seeds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub guided: bool,
+    /// A guided campaign's shots (`--shots`).
+    #[serde(default, skip_serializing_if = "is_default_shots")]
+    pub shots: crate::explore::guide::moments::ShotMode,
     /// First start, RFC 3339 UTC.
     pub started_at: String,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
     /// Where it stands.
     pub status: Status,
+}
+
+fn is_default_shots(mode: &crate::explore::guide::moments::ShotMode) -> bool {
+    *mode == crate::explore::guide::moments::ShotMode::default()
 }
 
 /// `store/campaigns`.

@@ -30,10 +30,11 @@
 //! the blind baseline).
 
 use super::genome::{Genome, Vocabulary, SHAPES};
+use super::moments::ShotMode;
 use crate::plan::Plan;
 use faultline_faults::process::{kind_name, ProcessFault, Target, TargetedFaultSpec};
-use faultline_faults::trigger::{Condition, TriggerSpec, TriggeredFaultSpec, TriggeredKind};
-use faultline_faults::units::Millis;
+use faultline_faults::trigger::{Condition, LogCondition, NodeFilter, TriggerSpec, TriggeredFaultSpec, TriggeredKind};
+use faultline_faults::units::{Millis, MillisRange};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -50,32 +51,76 @@ const FIRST_SHOT_MS: u64 = 500;
 /// Random delay added to a shot's slot, so shots of different runs do not all start on the same offsets.
 const JITTER_MS: u64 = 500;
 
-/// A combination of faults started together (see the module docs).
+/// A combination of faults started together (see the module docs), or one fault started right after a node logged
+/// a template ([`super::moments`]: an anchored shot).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Shot {
-    /// Offset of the fault phase they start at.
+    /// Offset of the fault phase they start at; an anchored shot's: from when it watches for its line.
     pub at_ms: u64,
-    /// The fault context it aims at, as behaviours write it (`kill@backup+partition:one-way`).
+    /// The fault context it aims at, as behaviours write it (`kill@backup+partition:one-way`); an anchored shot's
+    /// `TEMPLATE => FAULT@ROLE`.
     pub context: String,
     /// Its faults, as triggers do them.
     pub faults: Vec<TriggeredFaultSpec>,
+    /// The line an anchored shot follows; none for a timed shot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<ShotAnchor>,
+}
+
+/// What an anchored shot waits for: a line of `template`, on `node` (any node when none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShotAnchor {
+    /// The masked line.
+    pub template: String,
+    /// Whose line (a corruption of a node the plan names follows that node's lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl Shot {
-    /// Its faults as `at` triggers of a plan.
+    /// Its faults as triggers of a plan: `at` triggers, or an anchored shot's `template` triggers.
     pub fn triggers(&self) -> Vec<TriggerSpec> {
         self.faults
             .iter()
-            .map(|fault| TriggerSpec {
-                when: Condition::At(Millis(self.at_ms)),
-                after: None,
-                probability: None,
-                max_fires: Some(1),
-                cooldown: None,
-                not_before: None,
-                not_after: None,
-                otherwise: None,
-                action: fault.clone(),
+            .map(|fault| match &self.anchor {
+                None => TriggerSpec {
+                    when: Condition::At(Millis(self.at_ms)),
+                    after: None,
+                    probability: None,
+                    max_fires: Some(1),
+                    cooldown: None,
+                    not_before: None,
+                    not_after: None,
+                    otherwise: None,
+                    action: fault.clone(),
+                    shot: Some(self.context.clone()),
+                },
+                Some(anchor) => {
+                    let node = anchor
+                        .node
+                        .as_deref()
+                        .and_then(faultline_faults::process::parse_node_name)
+                        .map_or(NodeFilter::Any, NodeFilter::Node);
+                    let (lo, hi) = super::moments::AFTER_LINE_MS;
+                    TriggerSpec {
+                        when: Condition::Template(LogCondition {
+                            pattern: anchor.template.clone(),
+                            node,
+                        }),
+                        after: Some(MillisRange {
+                            min: Millis(lo),
+                            max: Millis(hi),
+                        }),
+                        probability: None,
+                        max_fires: Some(1),
+                        cooldown: None,
+                        not_before: Some(Millis(self.at_ms)),
+                        not_after: None,
+                        otherwise: None,
+                        action: fault.clone(),
+                        shot: Some(self.context.clone()),
+                    }
+                }
             })
             .collect()
     }
@@ -83,17 +128,17 @@ impl Shot {
 
 /// One fault a shot may combine: its context token and the fault.
 #[derive(Debug, Clone)]
-struct Atom {
-    token: String,
-    fault: TriggeredFaultSpec,
+pub(super) struct Atom {
+    pub(super) token: String,
+    pub(super) fault: TriggeredFaultSpec,
     /// `primary` or `backup` for a process fault, none for a partition.
-    role: Option<&'static str>,
+    pub(super) role: Option<&'static str>,
 }
 
 /// The faults shots may combine on plan `base`: each process fault kind a retargetable element of the base's system
 /// has (kill, pause, stop, power loss), on the primary and on a backup; the base plan's clock faults on the roles it
 /// allows them ([`clock_atoms`]); each partition shape, when the base plan partitions.
-fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
+pub(super) fn atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
     // Each kind once, with the grace of its first element (a graceful stop's).
     let mut kinds: BTreeMap<&str, Option<Millis>> = BTreeMap::new();
     for e in (0..vocab.elements.len()).filter(|&e| vocab.fits(e, base) && vocab.retargetable(e)) {
@@ -187,7 +232,7 @@ fn clock_atoms(vocab: &Vocabulary, base: usize) -> Vec<Atom> {
 
 /// A triggered fault from its plan syntax: the few fields a shot sets, the rest as a plan that leaves them out has
 /// them (the struct has a field for every kind of fault and no default).
-fn fault_of(spec: serde_json::Value) -> TriggeredFaultSpec {
+pub(super) fn fault_of(spec: serde_json::Value) -> TriggeredFaultSpec {
     serde_json::from_value(spec.clone()).unwrap_or_else(|e| panic!("a shot's fault {spec} does not parse: {e}"))
 }
 
@@ -253,28 +298,80 @@ pub fn slots(plan: &Plan) -> Vec<u64> {
     slots
 }
 
-/// Shots for a run of `genome` (its base plan's slots and faults), aimed at the contexts `shown` (context -> runs that
-/// showed it) counts least; with what each aims at, for the run's list of changes.
+/// What the campaign knows that shots aim by: the contexts its runs showed (context -> runs that showed it), the
+/// templates they logged ([`super::moments`]) and the anchored shots it tried (label -> runs).
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    /// Runs that showed each fault context.
+    pub shown: &'a HashMap<String, u32>,
+    /// Each template's lines and marks over the campaign's runs.
+    pub templates: &'a HashMap<String, faultline_workloads::behaviour::TemplateUse>,
+    /// Runs that had each anchored shot.
+    pub tried: &'a HashMap<String, u32>,
+}
+
+/// Shots for a run of `genome` (its base plan's slots and faults) as `mode` says: timed shots aimed at the contexts
+/// `known.shown` counts least, anchored shots at the best (template, fault, role) pairs ([`super::moments`]),
+/// alternating over the run's slots (a slot an anchored shot cannot take, before any template is known, goes to a
+/// timed one); each chosen at random with [`ShotMode::Random`].
 pub fn aim(
     genome: &Genome,
     vocab: &Vocabulary,
     plan: &Plan,
+    known: Known<'_>,
+    mode: ShotMode,
+    rng: &mut impl Rng,
+) -> Vec<Shot> {
+    let (timed, anchored) = mode.kinds();
+    let mut slots = slots(plan);
+    if slots.len() > SHOTS_PER_RUN_MAX {
+        slots.shuffle(rng);
+        slots.truncate(SHOTS_PER_RUN_MAX);
+        slots.sort_unstable();
+    }
+    let random = mode == ShotMode::Random;
+    let anchored_slots: Vec<u64> = match (timed, anchored) {
+        (_, false) => Vec::new(),
+        (false, true) => slots.clone(),
+        (true, true) => slots.iter().skip(1).step_by(2).copied().collect(),
+    };
+    let mut shots = super::moments::anchored(
+        genome,
+        vocab,
+        &anchored_slots,
+        known.templates,
+        known.tried,
+        random,
+        rng,
+    );
+    if timed {
+        let taken: Vec<u64> = shots.iter().map(|s| s.at_ms).collect();
+        let free: Vec<u64> = slots.into_iter().filter(|s| !taken.contains(s)).collect();
+        shots.extend(timed_shots(genome, vocab, free, known.shown, random, rng));
+    }
+    shots.sort_by_key(|s| s.at_ms);
+    shots
+}
+
+/// Timed shots at `slots`: the combinations `shown` counts least (at random with `random`), each at its slot plus a
+/// jitter.
+fn timed_shots(
+    genome: &Genome,
+    vocab: &Vocabulary,
+    slots: Vec<u64>,
     shown: &HashMap<String, u32>,
+    random: bool,
     rng: &mut impl Rng,
 ) -> Vec<Shot> {
     let atoms = atoms(vocab, genome.base);
     let mut combos = combinations(&atoms);
-    let mut slots = slots(plan);
     if combos.is_empty() || slots.is_empty() {
         return Vec::new();
     }
     // Least shown first, ties in a random order.
     combos.shuffle(rng);
-    combos.sort_by_key(|(context, _)| shown.get(context).copied().unwrap_or(0));
-    if slots.len() > SHOTS_PER_RUN_MAX {
-        slots.shuffle(rng);
-        slots.truncate(SHOTS_PER_RUN_MAX);
-        slots.sort_unstable();
+    if !random {
+        combos.sort_by_key(|(context, _)| shown.get(context).copied().unwrap_or(0));
     }
     slots
         .into_iter()
@@ -283,6 +380,7 @@ pub fn aim(
             at_ms: slot + rng.gen_range(0..JITTER_MS),
             context,
             faults: chosen.iter().map(|&i| atoms[i].fault.clone()).collect(),
+            anchor: None,
         })
         .collect()
 }
@@ -299,7 +397,10 @@ pub fn describe(shots: &[Shot], shown: &HashMap<String, u32>) -> String {
                 1 => "shown by 1 run".to_string(),
                 n => format!("shown by {n} runs"),
             };
-            format!("{} ({how}) at {:.1} s", shot.context, shot.at_ms as f64 / 1000.0)
+            match &shot.anchor {
+                None => format!("{} ({how}) at {:.1} s", shot.context, shot.at_ms as f64 / 1000.0),
+                Some(_) => format!("{} from {:.1} s", shot.context, shot.at_ms as f64 / 1000.0),
+            }
         })
         .collect();
     format!("aimed at {}", each.join(", "))
@@ -420,7 +521,13 @@ mod tests {
             .collect();
         shown.insert("kill@primary".into(), 1);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let shots = aim(&genome, &vocab, &plan, &shown, &mut rng);
+        let (templates, tried) = (HashMap::new(), HashMap::new());
+        let known = Known {
+            shown: &shown,
+            templates: &templates,
+            tried: &tried,
+        };
+        let shots = aim(&genome, &vocab, &plan, known, ShotMode::Timed, &mut rng);
         assert_eq!(shots.len(), SHOTS_PER_RUN_MAX);
         let mut aimed: Vec<&str> = shots.iter().map(|s| s.context.as_str()).collect();
         aimed[..2].sort_unstable();

@@ -75,6 +75,7 @@
 
 pub mod aim;
 pub mod genome;
+pub mod moments;
 pub mod mutate;
 
 use crate::plan::Plan;
@@ -216,17 +217,35 @@ pub struct Guide {
     shown: HashMap<String, u32>,
     /// Shots aimed, and how many of their contexts their runs then showed.
     aimed: AimStats,
+    /// Which shots runs get (`--shots`).
+    shot_mode: moments::ShotMode,
+    /// Each template the campaign's runs logged: lines and marks over all of them ([`moments`]).
+    templates: HashMap<String, faultline_workloads::behaviour::TemplateUse>,
+    /// Each anchored shot (`TEMPLATE => FAULT@ROLE`) with the runs that had it.
+    tried: HashMap<String, u32>,
+    /// From line to fault, of every anchored firing whose line was found.
+    latencies_ms: Vec<u64>,
 }
 
-/// How the shots of a campaign's runs did ([`aim`]).
+/// How the shots of a campaign's runs did ([`aim`], [`moments`]).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct AimStats {
-    /// Shots in runs that finished.
+    /// Timed shots in runs that finished.
     pub shots: u32,
     /// Of them, those whose context the run showed.
     pub shown: u32,
     /// Of those, the ones whose context no earlier run had shown.
     pub first: u32,
+    /// Anchored shots in runs that finished.
+    pub anchored: u32,
+    /// Of them, those that applied their fault (their line came after they armed, their target was free).
+    pub fired: u32,
+    /// Of those, the ones whose fault started at most [`moments::ON_TIME_MS`] after the line.
+    pub on_time: u32,
+    /// From line to fault over the firings whose line was found: the median and the 99th percentile.
+    pub line_to_fault_p50_ms: Option<u64>,
+    /// See `line_to_fault_p50_ms`.
+    pub line_to_fault_p99_ms: Option<u64>,
 }
 
 impl Guide {
@@ -262,7 +281,17 @@ impl Guide {
             as_written_found: 0,
             shown: HashMap::new(),
             aimed: AimStats::default(),
+            shot_mode: moments::ShotMode::default(),
+            templates: HashMap::new(),
+            tried: HashMap::new(),
+            latencies_ms: Vec::new(),
         }
+    }
+
+    /// The guide with its runs' shots as `mode` says (`--shots`; the default aims both kinds).
+    pub fn with_shots(mut self, mode: moments::ShotMode) -> Guide {
+        self.shot_mode = mode;
+        self
     }
 
     /// The folder of a guided campaign's plans and corpus.
@@ -322,19 +351,52 @@ impl Guide {
                 },
             );
             if let Some(behaviours) = &behaviours {
-                self.saw(run.run, behaviours);
+                let dir = run.store_dir.as_ref().map(|dir| store_root.join(dir));
+                self.saw(run.run, behaviours, dir.as_deref());
             }
             self.observe(run.run, &all, &new, run.complete);
         }
     }
 
     /// Takes the fault contexts of run `run`'s behaviours into account (before [`Guide::observe`]): how many runs
-    /// showed each, and whether the run showed what its shots aimed at.
-    pub fn saw(&mut self, run: u64, behaviours: &RunBehaviours) {
+    /// showed each, whether the run showed what its timed shots aimed at, the templates it logged, and (from its
+    /// folder `run_dir`) how its anchored shots fired.
+    pub fn saw(&mut self, run: u64, behaviours: &RunBehaviours, run_dir: Option<&Path>) {
         let contexts: std::collections::BTreeSet<&str> =
             behaviours.behaviours.iter().filter_map(|b| b.context()).collect();
+        for (template, used) in &behaviours.template_uses {
+            let known = self.templates.entry(template.clone()).or_default();
+            known.lines += used.lines;
+            known.marks += used.marks;
+        }
         if let Some(pending) = self.pending.get(&run) {
-            for shot in &pending.genome.shots {
+            let anchored: Vec<&aim::Shot> = pending.genome.shots.iter().filter(|s| s.anchor.is_some()).collect();
+            for shot in &anchored {
+                *self.tried.entry(shot.context.clone()).or_insert(0) += 1;
+            }
+            if !anchored.is_empty() {
+                self.aimed.anchored += anchored.len() as u32;
+                let moments = run_dir.map(moments::run_moments).transpose().unwrap_or_else(|e| {
+                    tracing::warn!(
+                        "guided campaign {}: run {run}: its anchored shots are not counted: {e:#}",
+                        self.campaign
+                    );
+                    None
+                });
+                for firing in moments.map(|m| m.fired).unwrap_or_default() {
+                    self.aimed.fired += 1;
+                    if let Some(ms) = firing.line_to_fault_ms {
+                        self.aimed.on_time += u32::from(ms <= moments::ON_TIME_MS);
+                        self.latencies_ms.push(ms);
+                    }
+                }
+                let mut sorted = self.latencies_ms.clone();
+                sorted.sort_unstable();
+                let at = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied();
+                self.aimed.line_to_fault_p50_ms = at(0.5);
+                self.aimed.line_to_fault_p99_ms = at(0.99);
+            }
+            for shot in pending.genome.shots.iter().filter(|s| s.anchor.is_none()) {
                 self.aimed.shots += 1;
                 if contexts.contains(shot.context.as_str()) {
                     self.aimed.shown += 1;
@@ -670,7 +732,12 @@ impl Guide {
     fn aimed(&self, mut genome: Genome, rng: &mut impl Rng, changes: &mut Vec<String>) -> Genome {
         genome.shots.clear();
         let plan = genome.render(&self.vocab);
-        let shots = aim::aim(&genome, &self.vocab, &plan, &self.shown, rng);
+        let known = aim::Known {
+            shown: &self.shown,
+            templates: &self.templates,
+            tried: &self.tried,
+        };
+        let shots = aim::aim(&genome, &self.vocab, &plan, known, self.shot_mode, rng);
         if shots.is_empty() {
             return genome;
         }
@@ -759,7 +826,8 @@ impl Guide {
             .map(|(o, w)| (name_of(o), serde_json::json!((w * 100.0).round() / 100.0)))
             .collect();
         let doc = serde_json::json!({"campaign": self.campaign, "behaviours_seen": self.hits.len(),
-            "contexts_shown": self.shown.len(), "aim": self.aimed,
+            "contexts_shown": self.shown.len(), "shots": self.shot_mode, "templates_known": self.templates.len(),
+            "aim": self.aimed,
             "admission_bar": median(&self.recent), "operator_weights": weights, "entries": listed});
         faultline_reports::write_atomic(&path, &serde_json::to_vec_pretty(&doc)?)
             .with_context(|| format!("cannot write {}", path.display()))

@@ -295,6 +295,7 @@ fn behaviours_in(contexts: &[&str]) -> RunBehaviours {
         version: faultline_workloads::behaviour::BEHAVIOURS_VERSION,
         behaviours,
         dropped: 0,
+        template_uses: Default::default(),
     }
 }
 
@@ -313,7 +314,7 @@ fn given_a_mutated_run_when_chosen_should_aim_at_triggers_that_validate_and_coun
                 .any(|t| matches!(t.value.when, Condition::At(_))),
             "a plan as written runs unaimed"
         );
-        guide.saw(run, &behaviours_in(&["calm", "kill@primary"]));
+        guide.saw(run, &behaviours_in(&["calm", "kill@primary"]), None);
         guide.observe(run, &ids(run * 10..run * 10 + 10), &ids(run * 10..run * 10 + 10), true);
     }
     let chosen = guide.choose(2).unwrap();
@@ -343,7 +344,7 @@ fn given_a_mutated_run_when_chosen_should_aim_at_triggers_that_validate_and_coun
     );
     // Its run showed the first shot's context, and nothing else it aimed at.
     let first = genome.shots[0].context.clone();
-    guide.saw(2, &behaviours_in(&["calm", &first]));
+    guide.saw(2, &behaviours_in(&["calm", &first]), None);
     assert_eq!(guide.aimed.shots as usize, genome.shots.len());
     assert_eq!((guide.aimed.shown, guide.aimed.first), (1, 1));
     assert_eq!(guide.shown[&first], 1);

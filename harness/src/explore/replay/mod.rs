@@ -191,6 +191,7 @@ pub fn condition_text(condition: &Condition) -> String {
         Condition::Repairing(f) => format!("repairing {f}"),
         Condition::Repaired(f) => format!("repaired {f}"),
         Condition::Log(l) => format!("log \"{}\" on {}", l.pattern, l.node),
+        Condition::Template(l) => format!("template \"{}\" on {}", l.pattern, l.node),
         Condition::At(at) => format!("at {at}"),
     }
 }
@@ -301,11 +302,18 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
                     down_ms: value["rolling"]["down_ms"].as_u64(),
                 });
                 entry.hit.push(node);
+                // A guided shot's role was the guide's pick for that moment, not the plan's intent: its faults replay
+                // on the nodes they hit.
+                let shot = shot_trigger(plan, value["trigger"].as_u64());
                 if let Action::Process { targets, .. } = &mut entry.action {
                     let role = value["target"].as_str().unwrap_or("");
                     *targets = match role {
                         // `each` is a rolling fault: it replays as one, node after node, each waited for again.
-                        "primary" | "backup" | "next-primary" | "subject" | "not-subject" | "each" => role.to_string(),
+                        "primary" | "backup" | "next-primary" | "subject" | "not-subject" | "other-backup" | "each"
+                            if !shot =>
+                        {
+                            role.to_string()
+                        }
                         _ => add_node(targets, node),
                     };
                 }
@@ -429,18 +437,25 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
         let start_ms = offset_ms(entry.start_ns);
         let end_ms = offset_ms(entry.end_ns.unwrap_or(phase_end_ns));
         let id: u64 = key[1..].parse().unwrap_or(u64::MAX);
-        let triggered = if key.starts_with('w') {
-            None
-        } else {
-            fired
-                .get(&id)
-                .and_then(|value| anchor_of(plan, value, start_ms, node_count))
-        };
+        let fired_by = (!key.starts_with('w')).then(|| fired.get(&id)).flatten();
+        let triggered = fired_by.and_then(|value| anchor_of(plan, value, start_ms, node_count));
+        // An `at` firing came at its offset, whatever restarted before it: it replays at its offset, never after a
+        // restart (a shot's faults start together, and one anchored to a restart would part from the others).
+        let at_offset = fired_by.is_some_and(|value| {
+            value["trigger"]
+                .as_u64()
+                .and_then(|t| plan.nemesis.triggers.get(t as usize))
+                .is_some_and(|t| matches!(t.value.when, Condition::At(_)))
+        });
         // A rolling fault is timed (triggers cannot aim one), and its recorded length is per node.
         let (anchor, duration_ms) = match entry.down_ms {
             Some(down_ms) => (None, down_ms),
             None => (
-                triggered.or_else(|| restart_before(&ready, start_ms, &entry.hit)),
+                triggered.or_else(|| {
+                    (!at_offset)
+                        .then(|| restart_before(&ready, start_ms, &entry.hit))
+                        .flatten()
+                }),
                 end_ms.saturating_sub(start_ms),
             ),
         };
@@ -458,6 +473,13 @@ pub fn recorded_faults(plan: &Plan, events: &[Event]) -> Result<Recorded, String
         phase_ms: offset_ms(phase_end_ns),
         phase_start_ns: start_ns,
     })
+}
+
+/// Whether the plan's trigger `trigger` is a guided campaign's shot.
+fn shot_trigger(plan: &Plan, trigger: Option<u64>) -> bool {
+    trigger
+        .and_then(|t| plan.nemesis.triggers.get(t as usize))
+        .is_some_and(|t| t.value.shot.is_some())
 }
 
 /// `[n1]` + n3 -> `[n1, n3]`.
@@ -540,6 +562,11 @@ fn pin(condition: &Condition, subject: Option<usize>) -> Condition {
             let mut l = l.clone();
             l.node = only;
             Condition::Log(l)
+        }
+        Condition::Template(l) => {
+            let mut l = l.clone();
+            l.node = only;
+            Condition::Template(l)
         }
         Condition::At(at) => Condition::At(*at),
     }

@@ -161,6 +161,7 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
             action.targets = Some(match targets.as_str() {
                 "subject" => TriggerTarget::Subject,
                 "not-subject" => TriggerTarget::NotSubject,
+                "other-backup" => TriggerTarget::OtherBackup,
                 other => TriggerTarget::Target(target(other)),
             });
         }
@@ -203,5 +204,6 @@ fn anchored_trigger(fault: &RecordedFault, anchor: &Anchor) -> TriggerSpec {
         otherwise: (!action.about_subject() || anchor.condition.node().is_some())
             .then(|| Millis(latest_start_ms(fault))),
         action,
+        shot: None,
     }
 }

@@ -354,3 +354,67 @@ fn given_a_rolling_restart_when_replayed_should_be_one_rolling_fault_with_its_ti
         (ProcessFault::Stop, &Target::Each, Millis(1000), Some(Millis(5000)))
     );
 }
+
+#[test]
+fn given_a_guided_runs_shots_when_read_should_pin_their_nodes_and_keep_an_at_shot_at_its_offset() {
+    let mut plan = Plan::default_plan();
+    let shots: Vec<TriggerSpec> = serde_saphyr::from_str(
+        "- {when: {at: 6500ms}, max_fires: 1, shot: kill@primary, do: {kind: kill, targets: primary, duration: 2s}}\n\
+         - {when: {template: 'view change started old_view=N'}, after: 0ms..50ms, max_fires: 1, \
+            shot: 'view change started old_view=N => kill@other-backup', \
+            do: {kind: kill, targets: other-backup, duration: 2s}}",
+    )
+    .unwrap();
+    plan.nemesis.triggers = shots.into_iter().map(spanned).collect();
+    let mut events = vec![
+        at(0, Meta::RunStart.into(), None, json!({"seed": 5})),
+        at(1000, Meta::Schedule.into(), None, json!({})),
+        // n2 was ready again 1 s before the timed shot hit it: a timed kill would follow that restart; the shot's
+        // did not, and replays at its offset.
+        at(6500, Lifecycle::BootOk.into(), Some("n2"), json!({})),
+        at(
+            7500,
+            Nemesis::Kill.into(),
+            Some("n2"),
+            json!({"fault_id": 1_000_001, "target": "primary", "trigger": 0}),
+        ),
+        at(
+            7501,
+            Nemesis::Trigger.into(),
+            None,
+            json!({"trigger": 0, "condition": "at", "fault_id": 1_000_001, "delay_ms": 0, "latency_ms": 0}),
+        ),
+        at(8000, Nemesis::Start.into(), Some("n2"), json!({"fault_id": 1_000_001})),
+        at(
+            9000,
+            Nemesis::Kill.into(),
+            Some("n3"),
+            json!({"fault_id": 1_000_002, "target": "other-backup", "trigger": 1}),
+        ),
+        at(
+            9001,
+            Nemesis::Trigger.into(),
+            Some("n1"),
+            json!({"trigger": 1, "condition": "template", "subject": "n1", "delay_ms": 20, "latency_ms": 5,
+                   "fault_id": 1_000_002}),
+        ),
+        at(9500, Nemesis::Start.into(), Some("n3"), json!({"fault_id": 1_000_002})),
+        at(12_000, Lifecycle::FaultPhaseEnd.into(), None, json!({})),
+    ];
+    for (i, event) in events.iter_mut().enumerate() {
+        event.index = i as u64;
+    }
+    let recorded = recorded_faults(&plan, &events).unwrap();
+    let shown: Vec<String> = recorded.faults.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "kill [n2] at 6.5s for 500ms",
+            "kill [n3] at 8s for 500ms (after template \"view change started old_view=N\" on n1 + 20ms)",
+        ]
+    );
+    let replay = scripted_plan(&plan, &recorded.faults, 5, "test".into());
+    let text = replay.to_yaml();
+    Plan::parse(&text, "replay").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(text.contains("template:"), "{text}");
+}
