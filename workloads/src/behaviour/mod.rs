@@ -212,7 +212,8 @@ pub struct RunBehaviours {
 
 /// How a run used one log template: how many lines of it its nodes logged, and how many of those came at most
 /// [`MARK_WINDOW_NS`] before the node that logged it changed its abstract status (its role, lag, view standing or
-/// reach, as the next status observation told it). A template most of whose lines come right before a status
+/// reach, as the next status observation told it; not its first status after a restart, which is the observer
+/// learning its role). A template most of whose lines come right before a status
 /// change marks a state change (`view change started`, `became primary`); one logged on every operation is chatter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateUse {
@@ -443,7 +444,9 @@ impl Walk {
             .filter(|_| event.is(crate::history::Observation::Status));
         let before = observed.map(|node| self.cluster.node_status(node));
         self.cluster.apply(event);
-        if let (Some(node), Some(before)) = (observed, before) {
+        // A node's first status after it (re)started is the observer learning its role, not a change of it: its boot
+        // lines would otherwise mark every restart.
+        if let (Some(node), Some(before)) = (observed, before.filter(|b| !b.contains(":unknown"))) {
             if self.cluster.node_status(node) != before {
                 self.mark(node, event.time_ns);
             }
