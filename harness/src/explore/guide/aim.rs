@@ -126,6 +126,27 @@ impl Shot {
     }
 }
 
+/// How the shots of a campaign's runs did ([`super::aim`], [`super::moments`]).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct AimStats {
+    /// Timed shots in runs that finished.
+    pub shots: u32,
+    /// Of them, those whose context the run showed.
+    pub shown: u32,
+    /// Of those, the ones whose context no earlier run had shown.
+    pub first: u32,
+    /// Anchored shots in runs that finished.
+    pub anchored: u32,
+    /// Of them, those that applied their fault (their line came after they armed, their target was free).
+    pub fired: u32,
+    /// Of those, the ones whose fault started at most [`super::moments::ON_TIME_MS`] after the line.
+    pub on_time: u32,
+    /// From line to fault over the firings whose line was found: the median and the 99th percentile.
+    pub line_to_fault_p50_ms: Option<u64>,
+    /// See `line_to_fault_p50_ms`.
+    pub line_to_fault_p99_ms: Option<u64>,
+}
+
 /// One fault a shot may combine: its context token and the fault.
 #[derive(Debug, Clone)]
 pub(super) struct Atom {

@@ -10,8 +10,8 @@
 //! it found first. The next run is an entry, chosen by *energy*, with one to four small changes stacked
 //! ([`mutate::havoc`]) and sometimes whole fault families spliced in from a second entry ([`mutate::splice`]), and
 //! it gets *shots* of its own ([`aim`]): combinations of the plans' faults started together at offsets of its fault
-//! phase, aimed at the fault contexts the campaign has shown least (those it never showed first). The plans as
-//! written are the seed corpus and run first, each once, as AFL runs its seed inputs before mutating them.
+//! phase, aimed at the fault contexts the campaign has shown least, and faults started right after a node logged
+//! a line that marks a state change ([`moments`]). The plans as written are the seed corpus and run first.
 //!
 //! # Energy, admission and operators (why these rules)
 //!
@@ -216,36 +216,11 @@ pub struct Guide {
     /// Each fault context the campaign's runs showed, with how many runs showed it ([`aim`]).
     shown: HashMap<String, u32>,
     /// Shots aimed, and how many of their contexts their runs then showed.
-    aimed: AimStats,
+    aimed: aim::AimStats,
     /// Which shots runs get (`--shots`).
     shot_mode: moments::ShotMode,
-    /// Each template the campaign's runs logged: lines and marks over all of them ([`moments`]).
-    templates: HashMap<String, faultline_workloads::behaviour::TemplateUse>,
-    /// Each anchored shot (`TEMPLATE => FAULT@ROLE`) with the runs that had it.
-    tried: HashMap<String, u32>,
-    /// From line to fault, of every anchored firing whose line was found.
-    latencies_ms: Vec<u64>,
-}
-
-/// How the shots of a campaign's runs did ([`aim`], [`moments`]).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct AimStats {
-    /// Timed shots in runs that finished.
-    pub shots: u32,
-    /// Of them, those whose context the run showed.
-    pub shown: u32,
-    /// Of those, the ones whose context no earlier run had shown.
-    pub first: u32,
-    /// Anchored shots in runs that finished.
-    pub anchored: u32,
-    /// Of them, those that applied their fault (their line came after they armed, their target was free).
-    pub fired: u32,
-    /// Of those, the ones whose fault started at most [`moments::ON_TIME_MS`] after the line.
-    pub on_time: u32,
-    /// From line to fault over the firings whose line was found: the median and the 99th percentile.
-    pub line_to_fault_p50_ms: Option<u64>,
-    /// See `line_to_fault_p50_ms`.
-    pub line_to_fault_p99_ms: Option<u64>,
+    /// The templates the campaign's runs logged and the anchored shots it tried.
+    moments: moments::Moments,
 }
 
 impl Guide {
@@ -280,11 +255,9 @@ impl Guide {
             recent: VecDeque::new(),
             as_written_found: 0,
             shown: HashMap::new(),
-            aimed: AimStats::default(),
+            aimed: aim::AimStats::default(),
             shot_mode: moments::ShotMode::default(),
-            templates: HashMap::new(),
-            tried: HashMap::new(),
-            latencies_ms: Vec::new(),
+            moments: moments::Moments::default(),
         }
     }
 
@@ -364,38 +337,10 @@ impl Guide {
     pub fn saw(&mut self, run: u64, behaviours: &RunBehaviours, run_dir: Option<&Path>) {
         let contexts: std::collections::BTreeSet<&str> =
             behaviours.behaviours.iter().filter_map(|b| b.context()).collect();
-        for (template, used) in &behaviours.template_uses {
-            let known = self.templates.entry(template.clone()).or_default();
-            known.lines += used.lines;
-            known.marks += used.marks;
-        }
+        self.moments.learn(behaviours);
         if let Some(pending) = self.pending.get(&run) {
             let anchored: Vec<&aim::Shot> = pending.genome.shots.iter().filter(|s| s.anchor.is_some()).collect();
-            for shot in &anchored {
-                *self.tried.entry(shot.context.clone()).or_insert(0) += 1;
-            }
-            if !anchored.is_empty() {
-                self.aimed.anchored += anchored.len() as u32;
-                let moments = run_dir.map(moments::run_moments).transpose().unwrap_or_else(|e| {
-                    tracing::warn!(
-                        "guided campaign {}: run {run}: its anchored shots are not counted: {e:#}",
-                        self.campaign
-                    );
-                    None
-                });
-                for firing in moments.map(|m| m.fired).unwrap_or_default() {
-                    self.aimed.fired += 1;
-                    if let Some(ms) = firing.line_to_fault_ms {
-                        self.aimed.on_time += u32::from(ms <= moments::ON_TIME_MS);
-                        self.latencies_ms.push(ms);
-                    }
-                }
-                let mut sorted = self.latencies_ms.clone();
-                sorted.sort_unstable();
-                let at = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied();
-                self.aimed.line_to_fault_p50_ms = at(0.5);
-                self.aimed.line_to_fault_p99_ms = at(0.99);
-            }
+            self.moments.saw_shots(&anchored, run_dir, &mut self.aimed);
             for shot in pending.genome.shots.iter().filter(|s| s.anchor.is_none()) {
                 self.aimed.shots += 1;
                 if contexts.contains(shot.context.as_str()) {
@@ -734,8 +679,8 @@ impl Guide {
         let plan = genome.render(&self.vocab);
         let known = aim::Known {
             shown: &self.shown,
-            templates: &self.templates,
-            tried: &self.tried,
+            templates: &self.moments.templates,
+            tried: &self.moments.tried,
         };
         let shots = aim::aim(&genome, &self.vocab, &plan, known, self.shot_mode, rng);
         if shots.is_empty() {
@@ -826,7 +771,7 @@ impl Guide {
             .map(|(o, w)| (name_of(o), serde_json::json!((w * 100.0).round() / 100.0)))
             .collect();
         let doc = serde_json::json!({"campaign": self.campaign, "behaviours_seen": self.hits.len(),
-            "contexts_shown": self.shown.len(), "shots": self.shot_mode, "templates_known": self.templates.len(),
+            "contexts_shown": self.shown.len(), "shots": self.shot_mode, "templates_known": self.moments.templates.len(),
             "aim": self.aimed,
             "admission_bar": median(&self.recent), "operator_weights": weights, "entries": listed});
         faultline_reports::write_atomic(&path, &serde_json::to_vec_pretty(&doc)?)

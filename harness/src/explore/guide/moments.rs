@@ -288,6 +288,55 @@ pub fn anchored(
     shots
 }
 
+/// What a campaign knows about templates and anchored shots ([`super::Guide`] keeps one).
+#[derive(Debug, Clone, Default)]
+pub struct Moments {
+    /// Each template the campaign's runs logged: lines and marks over all of them.
+    pub templates: HashMap<String, TemplateUse>,
+    /// Each anchored shot (`TEMPLATE => FAULT@ROLE`) with the runs that had it.
+    pub tried: HashMap<String, u32>,
+    /// From line to fault, of every anchored firing whose line was found.
+    latencies_ms: Vec<u64>,
+}
+
+impl Moments {
+    /// Adds a run's template uses.
+    pub fn learn(&mut self, behaviours: &faultline_workloads::behaviour::RunBehaviours) {
+        for (template, used) in &behaviours.template_uses {
+            let known = self.templates.entry(template.clone()).or_default();
+            known.lines += used.lines;
+            known.marks += used.marks;
+        }
+    }
+
+    /// Counts a finished run's anchored shots as tried, and how they fired (from its folder `run_dir`) in `stats`.
+    pub fn saw_shots(&mut self, anchored: &[&Shot], run_dir: Option<&Path>, stats: &mut aim::AimStats) {
+        if anchored.is_empty() {
+            return;
+        }
+        for shot in anchored {
+            *self.tried.entry(shot.context.clone()).or_insert(0) += 1;
+        }
+        stats.anchored += anchored.len() as u32;
+        let moments = run_dir.map(run_moments).transpose().unwrap_or_else(|e| {
+            tracing::warn!("its anchored shots are not counted: {e:#}");
+            None
+        });
+        for firing in moments.map(|m| m.fired).unwrap_or_default() {
+            stats.fired += 1;
+            if let Some(ms) = firing.line_to_fault_ms {
+                stats.on_time += u32::from(ms <= ON_TIME_MS);
+                self.latencies_ms.push(ms);
+            }
+        }
+        let mut sorted = self.latencies_ms.clone();
+        sorted.sort_unstable();
+        let at = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied();
+        stats.line_to_fault_p50_ms = at(0.5);
+        stats.line_to_fault_p99_ms = at(0.99);
+    }
+}
+
 /// One firing of an anchored shot in a run, as its history and node logs tell it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Firing {
