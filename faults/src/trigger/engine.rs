@@ -673,8 +673,22 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
                         Resolved::Nodes(members.iter().copied().filter(|&node| node != subject).collect())
                     }
                     TriggerTarget::OtherBackup => {
-                        let backup = resolve(&Target::Backup, pool, &mut self.rng);
-                        Resolved::Except(Box::new(backup), vec![need_subject()?])
+                        // A backup the engine knows is up, when there is one: right after a line (a view change
+                        // just started) the old primary may be down, and a pick among all backups would often
+                        // choose it and skip the fault.
+                        let subject = need_subject()?;
+                        let primary = Lab::primary(self.lab).await;
+                        let up: Vec<usize> = members
+                            .iter()
+                            .copied()
+                            .filter(|&node| node != subject && Some(node) != primary && self.nodes[node].up)
+                            .collect();
+                        match up.get(self.rng.gen_range(0..up.len().max(1))) {
+                            Some(&node) => Resolved::Nodes(vec![node]),
+                            None => {
+                                Resolved::Except(Box::new(resolve(&Target::Backup, pool, &mut self.rng)), vec![subject])
+                            }
+                        }
                     }
                     TriggerTarget::Target(target) => resolve(target, pool, &mut self.rng),
                 };
