@@ -24,9 +24,13 @@
 //! The campaign counts, for every template its runs logged, its lines and its *marks*: the lines that came at most
 //! 300 ms before the node that logged them changed its abstract status ([`faultline_workloads::behaviour::TemplateUse`]).
 //! A template's weight is `(marks + 1) / (lines + 2)`: a line that begins or ends a transition (`view change started`,
-//! `adopted log`) weighs near 1, a line logged on every operation near 0, a line seen once 1/3. A pair's score is its
-//! template's weight over `1 + ` the times the campaign already tried that pair; a run takes the best pairs, one per
-//! template, ties in a random order. `--shots random` draws pairs uniformly instead (the ablation's blind arm).
+//! `adopted log`) weighs near 1, a line logged on every operation near 0, a line seen once 1/3. A template's score is
+//! its weight over `1 +` the runs that already anchored a shot to it, so the campaign goes through the templates in
+//! proportion to their weights (measured with the weight alone: two templates took every anchored shot of
+//! `reference-corruption` in a matrix, and the line its `mark-ignores-adopted-log` mutant needs a cut after was
+//! never tried); for a template, the fault tried least with it. A run's anchored shots take the families of faults
+//! the plan has in turn (crash and pause, clock, partition, corruption, membership), each the best pair of its
+//! family, one per template, ties in a random order. `--shots random` draws pairs uniformly instead (the ablation's blind arm).
 
 use super::aim::{self, Atom, Shot};
 use super::genome::{Genome, Vocabulary};
@@ -226,6 +230,15 @@ fn strip_nulls(mut value: serde_json::Value) -> serde_json::Value {
     value
 }
 
+/// The family an anchored fault belongs to: `process` (kill, pause, stop, power loss), `clock`, `partition`,
+/// `corrupt`, `membership`.
+fn family(fault: &Anchorable) -> &'static str {
+    match fault.fault.kind.name() {
+        "kill" | "pause" | "stop" | "power-loss" => "process",
+        other => other,
+    }
+}
+
 /// A template's weight as an anchor (see the module docs).
 pub fn weight(used: &TemplateUse) -> f64 {
     (used.marks as f64 + 1.0) / (used.lines as f64 + 2.0)
@@ -237,8 +250,9 @@ pub fn label(template: &str, token: &str) -> String {
 }
 
 /// Anchored shots for `genome`'s run at `slots` (their arming offsets): the best (template, fault, role) pairs by
-/// the templates the campaign's runs logged (`templates`) and the pairs it tried (`tried`), one per template; at
-/// random with `random`.
+/// the templates the campaign's runs logged (`templates`) and the pairs it tried (`tried`), one per template, each
+/// slot's fault of the next family in turn (process, clock, partition, corruption, membership: those the plan has);
+/// at random with `random`.
 pub fn anchored(
     genome: &Genome,
     vocab: &Vocabulary,
@@ -252,31 +266,54 @@ pub fn anchored(
     if faults.is_empty() || templates.is_empty() || slots.is_empty() {
         return Vec::new();
     }
-    let mut pairs: Vec<(f64, &str, &Anchorable)> = templates
+    // Runs that had each template, whatever the fault.
+    let mut template_tries: HashMap<&str, u32> = HashMap::new();
+    for (shot, runs) in tried {
+        if let Some((template, _)) = shot.rsplit_once(" => ") {
+            *template_tries.entry(template).or_insert(0) += runs;
+        }
+    }
+    let mut pairs: Vec<(f64, u32, &str, &Anchorable)> = templates
         .iter()
         .flat_map(|(template, used)| faults.iter().map(move |f| (template, used, f)))
         .map(|(template, used, fault)| {
+            let runs = template_tries.get(template.as_str()).copied().unwrap_or(0);
             let tries = tried.get(&label(template, &fault.token)).copied().unwrap_or(0);
-            (weight(used) / (1.0 + f64::from(tries)), template.as_str(), fault)
+            (weight(used) / (1.0 + f64::from(runs)), tries, template.as_str(), fault)
         })
         .collect();
-    pairs.sort_by(|a, b| a.1.cmp(b.1).then(a.2.token.cmp(&b.2.token))); // a fixed order before the seeded shuffle
+    pairs.sort_by(|a, b| a.2.cmp(b.2).then(a.3.token.cmp(&b.3.token))); // a fixed order before the seeded shuffle
     pairs.shuffle(rng);
     if !random {
-        pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
+        pairs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     }
+    // Each slot takes one family of faults in turn, from a random one on: each family its share, however many faults
+    // it has (`reference-mixed` has 12 crash and pause faults on three roles, 5 clock faults, 7 partitions).
+    let mut families: Vec<&'static str> = Vec::new();
+    for fault in &faults {
+        if !families.contains(&family(fault)) {
+            families.push(family(fault));
+        }
+    }
+    let first = rng.gen_range(0..families.len());
     let mut shots = Vec::new();
     let mut used_templates: Vec<&str> = Vec::new();
-    for (_, template, fault) in pairs {
-        if shots.len() == slots.len() {
+    for (i, &slot) in slots.iter().enumerate() {
+        let want = families[(first + i) % families.len()];
+        let pick = pairs
+            .iter()
+            .find(|(_, _, template, fault)| family(fault) == want && !used_templates.contains(template))
+            .or_else(|| {
+                pairs
+                    .iter()
+                    .find(|(_, _, template, _)| !used_templates.contains(template))
+            });
+        let Some(&(_, _, template, fault)) = pick else {
             break;
-        }
-        if used_templates.contains(&template) {
-            continue;
-        }
+        };
         used_templates.push(template);
         shots.push(Shot {
-            at_ms: slots[shots.len()],
+            at_ms: slot,
             context: label(template, &fault.token),
             faults: vec![fault.fault.clone()],
             anchor: Some(aim::ShotAnchor {
