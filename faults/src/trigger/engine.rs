@@ -174,6 +174,8 @@ pub struct Triggers<'a, L> {
     rng: ChaCha8Rng,
     /// When the fault phase began (set by [`Triggers::run`]; `not_before`/`not_after` count from it).
     phase_start: Option<Instant>,
+    /// Whether some trigger waits for a template (each log line is then masked, once).
+    wants_templates: bool,
 }
 
 impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
@@ -225,6 +227,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             active: Vec::new(),
             rng: crate::rng::stream(seed, "trigger-targets"),
             phase_start: None,
+            wants_templates: specs.iter().any(|s| matches!(s.when, Condition::Template(_))),
         }
     }
 
@@ -332,9 +335,7 @@ impl<'a, L: Lab + NetworkLab + IoLab> Triggers<'a, L> {
             } => {
                 // Masked once per line, and only when some trigger waits for a template.
                 let template = self
-                    .specs
-                    .iter()
-                    .any(|s| matches!(s.when, Condition::Template(_)))
+                    .wants_templates
                     .then(|| faultline_workloads::logmask::log_line_key(line, None));
                 for (trigger, spec) in self.specs.iter().enumerate() {
                     let fires = match &spec.when {

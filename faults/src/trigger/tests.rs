@@ -535,12 +535,7 @@ async fn given_a_log_pattern_when_a_line_matches_should_fire_on_that_node_only()
     let lab = FakeLab::default();
     let specs =
         specs("- {when: {log: {pattern: 'view change start(ed)?', node: n3}}, do: {kind: kill, duration: 100ms}}");
-    let line = |node: usize, text: &str| Fact::Log {
-        node,
-        at: Instant::now(),
-        line: text.into(),
-        patterns: vec![],
-    };
+    let line = |node: usize, text: &str| log_line(node, text, &[]);
     let script = vec![
         (10, line(0, "view change started")),
         (20, line(2, "repair done")),
@@ -561,12 +556,7 @@ async fn given_a_template_when_a_line_masks_to_it_should_fire_once_and_hit_a_bac
          do: {kind: kill, targets: other-backup, duration: 100ms}}",
     );
     assert_eq!(specs[0].validate(&caps()), Ok(()));
-    let line = |node: usize, text: &str| Fact::Log {
-        node,
-        at: Instant::now(),
-        line: text.into(),
-        patterns: vec![],
-    };
+    let line = |node: usize, text: &str| log_line(node, text, &[]);
     let script = vec![
         // Another template (a prefix of it), then the template with other numbers and a timestamp, on n2.
         (
@@ -613,12 +603,7 @@ async fn given_a_template_when_a_line_masks_to_it_should_fire_once_and_hit_a_bac
 async fn given_adapter_patterns_when_a_node_caught_up_should_fire_repaired_not_repairing_on_that_node() {
     let lab = FakeLab::default();
     let specs = specs("- {when: {repaired: n2}, do: {kind: kill, targets: not-subject, duration: 100ms}}");
-    let line = |node: usize, text: &str, patterns: &[&'static str]| Fact::Log {
-        node,
-        at: Instant::now(),
-        line: text.into(),
-        patterns: patterns.to_vec(),
-    };
+    let line = log_line;
     let script = vec![
         (10, line(1, "INFO repair start from_op=7", &["repairing"])),
         (20, line(2, "INFO repair done op=9", &["repaired"])),
@@ -633,6 +618,16 @@ async fn given_adapter_patterns_when_a_node_caught_up_should_fire_repaired_not_r
     no_pattern.repaired_pattern = false;
     let error = specs[0].validate(&no_pattern).unwrap_err();
     assert!(error.contains("`repaired` needs an adapter"), "{error}");
+}
+
+/// A line `node` logged now, matching the adapter's `patterns`.
+fn log_line(node: usize, text: &str, patterns: &[&'static str]) -> Fact {
+    Fact::Log {
+        node,
+        at: Instant::now(),
+        line: text.into(),
+        patterns: patterns.to_vec(),
+    }
 }
 
 fn caps() -> TriggerCapabilities {

@@ -412,16 +412,16 @@ pub fn describe(shots: &[Shot], shown: &HashMap<String, u32>) -> String {
     let each: Vec<String> = shots
         .iter()
         .map(|shot| {
-            let runs = shown.get(&shot.context).copied().unwrap_or(0);
-            let how = match runs {
+            let at = shot.at_ms as f64 / 1000.0;
+            if shot.anchor.is_some() {
+                return format!("{} from {at:.1} s", shot.context);
+            }
+            let how = match shown.get(&shot.context).copied().unwrap_or(0) {
                 0 => "never shown".to_string(),
                 1 => "shown by 1 run".to_string(),
                 n => format!("shown by {n} runs"),
             };
-            match &shot.anchor {
-                None => format!("{} ({how}) at {:.1} s", shot.context, shot.at_ms as f64 / 1000.0),
-                Some(_) => format!("{} from {:.1} s", shot.context, shot.at_ms as f64 / 1000.0),
-            }
+            format!("{} ({how}) at {at:.1} s", shot.context)
         })
         .collect();
     format!("aimed at {}", each.join(", "))

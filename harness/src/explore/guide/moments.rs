@@ -111,12 +111,12 @@ pub(super) fn anchorables(vocab: &Vocabulary, base: usize) -> Vec<Anchorable> {
             }),
             ("clock", Some(role)) => {
                 let role = if role == "primary" { "primary" } else { "other-backup" };
-                out.push(retargeted(&fault, role, None));
+                out.push(retargeted(&token, &fault, role));
             }
             (_, Some(_)) if !seen_kinds.contains(&kind) => {
                 seen_kinds.push(kind);
                 for role in ["subject", "primary", "other-backup"] {
-                    out.push(retargeted(&fault, role, None));
+                    out.push(retargeted(&token, &fault, role));
                 }
             }
             _ => {}
@@ -135,20 +135,15 @@ pub(super) fn anchorables(vocab: &Vocabulary, base: usize) -> Vec<Anchorable> {
     out
 }
 
-/// `fault` aimed at `role`, its token `KIND@ROLE`.
-fn retargeted(fault: &TriggeredFaultSpec, role: &str, node: Option<String>) -> Anchorable {
+/// A timed shot's atom (`token`: `KIND@ROLE`, `clock-bump@primary`) aimed at `role` instead.
+fn retargeted(token: &str, fault: &TriggeredFaultSpec, role: &str) -> Anchorable {
     let mut spec = serde_json::to_value(fault).expect("a triggered fault serializes");
     spec["targets"] = serde_json::json!(role);
-    let token = match fault.clock_spec() {
-        c if c.bump.is_some() => format!("clock-bump@{role}"),
-        c if c.strobe.is_some() => format!("clock-strobe@{role}"),
-        c if c.skew.is_some() => format!("clock-skew@{role}"),
-        _ => format!("{}@{role}", fault.kind.name()),
-    };
+    let kind = token.split_once('@').map_or(token, |(kind, _)| kind);
     Anchorable {
-        token,
+        token: format!("{kind}@{role}"),
         fault: aim::fault_of(spec),
-        node,
+        node: None,
     }
 }
 
@@ -159,18 +154,20 @@ fn plan_faults(plan: &Plan) -> Vec<Anchorable> {
     let Some(process) = &plan.nemesis.process else {
         return Vec::new();
     };
-    let written = process.value.faults.iter().map(|f| {
+    // A random fault's and a scripted one's fields, as a triggered fault writes them.
+    let fields = |duration: String, detail: faultline_faults::process::FaultDetail| serde_json::json!({"duration": duration, "stop": detail.stop, "cuts": detail.cuts, "change": detail.change});
+    let written = (process.value.faults.iter()).map(|f| {
         (
             f.kind,
             f.targets.value.clone(),
-            serde_json::json!({"duration": f.duration.to_string(), "stop": f.stop, "cuts": f.cuts, "change": f.change}),
+            fields(f.duration.to_string(), f.detail()),
         )
     });
-    let scripted = process.value.script.iter().map(|f| {
+    let scripted = (process.value.script.iter()).map(|f| {
         (
             f.kind,
             f.targets.value.clone(),
-            serde_json::json!({"duration": f.duration.to_string(), "stop": f.stop, "cuts": f.cuts, "change": f.change}),
+            fields(f.duration.to_string(), f.detail()),
         )
     });
     let mut out: Vec<Anchorable> = Vec::new();
@@ -366,8 +363,8 @@ impl Moments {
                 self.latencies_ms.push(ms);
             }
         }
-        let mut sorted = self.latencies_ms.clone();
-        sorted.sort_unstable();
+        self.latencies_ms.sort_unstable();
+        let sorted = &self.latencies_ms;
         let at = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied();
         stats.line_to_fault_p50_ms = at(0.5);
         stats.line_to_fault_p99_ms = at(0.99);
@@ -427,6 +424,17 @@ pub fn moments_of(plan: &Plan, history: &History, logs: &BTreeMap<String, String
     let offset = faultline_workloads::nodelog::anchor_offset_ns(history);
     let lines = faultline_workloads::behaviour::lines::timed_lines(logs, offset);
     let is_trigger = |e: &Event| e.kind == EventKind::Nemesis && e.f == "trigger";
+    // When each fault started: its first nemesis event other than the trigger's record.
+    let mut started: HashMap<u64, u64> = HashMap::new();
+    for event in history
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Nemesis && !is_trigger(e))
+    {
+        if let Some(id) = event.value["fault_id"].as_u64() {
+            started.entry(id).or_insert(event.time_ns);
+        }
+    }
     for event in history.events.iter().filter(|e| is_trigger(e)) {
         let (Some(trigger), Some(fault_id)) = (event.value["trigger"].as_u64(), event.value["fault_id"].as_u64())
         else {
@@ -436,11 +444,7 @@ pub fn moments_of(plan: &Plan, history: &History, logs: &BTreeMap<String, String
             continue;
         };
         let subject = event.value["subject"].as_str().unwrap_or_default();
-        let started_ns = history
-            .events
-            .iter()
-            .find(|e| e.kind == EventKind::Nemesis && !is_trigger(e) && e.value["fault_id"].as_u64() == Some(fault_id))
-            .map_or(event.time_ns, |e| e.time_ns);
+        let started_ns = started.get(&fault_id).copied().unwrap_or(event.time_ns);
         // A line's place on the history's clock is its node's stamp through the run-start anchor, good to about a
         // millisecond: a line stamped up to [`CLOCK_SLACK_NS`] after the fault is the one that fired it.
         let line_ns = lines
