@@ -191,8 +191,8 @@ impl SeedRow {
         })
     }
 
-    /// The failure classes the row shows: one per distinct signature of its findings, or, for a failing row recorded
-    /// before findings existed, its [`FailureKey`]. None for a valid row.
+    /// The failure classes the row shows: one per distinct signature of its findings that follows from no other,
+    /// or, for a failing row recorded before findings existed, its [`FailureKey`]. None for a valid row.
     pub fn class_keys(&self) -> Vec<ClassKey> {
         if self.verdict == Verdict::Valid {
             return Vec::new();
@@ -200,9 +200,11 @@ impl SeedRow {
         if self.findings.is_empty() {
             return self.failure_key().map(ClassKey::Legacy).into_iter().collect();
         }
+        // A consequence is shown under its cause, not as a class ([`crate::triage::folds`]).
         let mut keys: Vec<ClassKey> = self
             .findings
             .iter()
+            .filter(|f| f.cause.is_none())
             .map(|f| ClassKey::Signature(f.signature.clone()))
             .collect();
         keys.sort();
@@ -366,10 +368,17 @@ pub fn read_seeds(store_root: &Path) -> Result<SeedsFile, ReportError> {
 
 /// A failing row recorded before findings existed gets them from its run's `results.json`, when the run folder is
 /// still in the store, so an upgraded store triages its old campaigns by bug too (the file is not rewritten). A row
-/// whose run is gone keeps its legacy [`FailureKey`] class.
+/// whose run is gone keeps its legacy [`FailureKey`] class. A row recorded before [`crate::triage::folds`] gets its
+/// findings folded the same way.
 fn backfill_findings(store_root: &Path, row: &mut SeedRow) {
-    if row.verdict == Verdict::Valid || !row.findings.is_empty() {
+    // A row recorded before consequences were folded into their causes: folded again from its run, or from what
+    // the row holds when the run is gone.
+    let unfolded = row.findings.len() > 1 && row.findings.iter().all(|f| f.cause.is_none());
+    if row.verdict == Verdict::Valid || !(row.findings.is_empty() || unfolded) {
         return;
+    }
+    if unfolded {
+        crate::triage::folds::fold(None, &mut row.findings);
     }
     let Some(dir) = &row.store_dir else {
         return;

@@ -346,16 +346,52 @@ fn problems(results: &Results, history: &History, timeline: &Timeline) -> Markup
             crate::triage::check_severity(&results.system, c),
         )
     });
+    // A check whose every finding follows from another check's ([`crate::triage::folds`]) is shown under it.
+    let found = crate::triage::findings(results);
+    let follows_from = |check: &CheckResult| -> Option<(String, String)> {
+        let mine: Vec<_> = found.iter().filter(|f| f.signature.check == check.name).collect();
+        let first = mine.first()?.cause.as_ref()?;
+        let all_folded = mine.iter().all(|f| {
+            f.cause
+                .as_ref()
+                .is_some_and(|c| c.signature.check == first.signature.check)
+        });
+        (all_folded && first.signature.check != check.name)
+            .then(|| (first.signature.check.clone(), first.because.clone()))
+    };
+    let item = |check: &CheckResult| {
+        html! {
+            (checks::check_pill(check)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
+            a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
+            @if let Some(hint) = check.evidence_ns.map(|ns| evidence_hint(results, history, timeline, ns)) {
+                br; span class="hint" { (Shown(&hint)) }
+            }
+        }
+    };
+    let consequences = |cause: &str| -> Vec<(&CheckResult, String)> {
+        failing
+            .iter()
+            .filter_map(|c| {
+                follows_from(c)
+                    .filter(|(of, _)| of == cause)
+                    .map(|(_, because)| (*c, because))
+            })
+            .collect()
+    };
     html! {
         section class={ "card problems " (results.verdict) } {
             h2 { "What went wrong" }
             ul {
-                @for check in &failing {
+                @for check in failing.iter().filter(|c| follows_from(c).is_none()) {
                     li {
-                        (checks::check_pill(check)) " " b { (Shown(&check.name)) } ": " (Shown(&check.reason)) " "
-                        a href=(evidence_link(&check.name, &check.details, history)) { "evidence" }
-                        @if let Some(hint) = check.evidence_ns.map(|ns| evidence_hint(results, history, timeline, ns)) {
-                            br; span class="hint" { (Shown(&hint)) }
+                        (item(check))
+                        @let under = consequences(&check.name);
+                        @if !under.is_empty() {
+                            ul.follows {
+                                @for (consequence, because) in &under {
+                                    li { "and so: " (item(consequence)) br; span class="hint" { "follows from it: " (Shown(because)) } }
+                                }
+                            }
                         }
                     }
                 }

@@ -137,6 +137,10 @@ pub struct Class {
     /// The note a person left for it in `triage-notes.yaml`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What followed from it in its seeds' runs, folded under it ([`super::folds`]): each consequence's title and
+    /// why it follows, once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub follows: Vec<String>,
 }
 
 /// The classes of a campaign, most severe first.
@@ -268,6 +272,18 @@ fn class_of(
         .iter()
         .max_by(|a, b| a.finished_at.cmp(&b.finished_at))
         .expect("the last campaign has a row");
+    let follows: BTreeSet<String> = match &g.key {
+        ClassKey::Signature(signature) => g
+            .rows
+            .iter()
+            .flat_map(|(_, row)| &row.findings)
+            .filter_map(|f| {
+                let cause = f.cause.as_ref().filter(|c| &c.signature == signature)?;
+                Some(format!("{} ({})", f.signature.title(), cause.because))
+            })
+            .collect(),
+        ClassKey::Legacy(_) => BTreeSet::new(),
+    };
     let mut reruns = Reruns::default();
     for (_, row) in &g.rows {
         reruns.runs += row.reruns.len() as u64;
@@ -290,6 +306,7 @@ fn class_of(
         last_seen: seen(last),
         reruns,
         note: notes.get(&id).cloned(),
+        follows: follows.into_iter().collect(),
         id,
     })
 }

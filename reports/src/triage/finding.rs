@@ -235,6 +235,9 @@ pub struct Finding {
     /// The raw evidence it was keyed on (a refusal line, a matched log line, a reason), cut, for a person.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub example: String,
+    /// The finding of the same run it follows from ([`super::folds`]): shown under it, no class of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<super::folds::Cause>,
 }
 
 impl Finding {
@@ -247,6 +250,7 @@ impl Finding {
                 key,
             },
             example: example.trim().chars().take(EXAMPLE_CHARS_MAX).collect(),
+            cause: None,
         }
     }
 
@@ -256,7 +260,9 @@ impl Finding {
     }
 }
 
-/// Every finding of a run, most severe first, one per signature: each check whose verdict is the run's, not valid.
+/// Every finding of a run, one per signature: each check whose verdict is the run's, not valid. Those that follow
+/// from another finding of the run ([`super::folds`]) carry their cause and come after the rest; each part is most
+/// severe first.
 pub fn findings(results: &Results) -> Vec<Finding> {
     if results.verdict == Verdict::Valid {
         return Vec::new();
@@ -270,6 +276,8 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     all.sort_by(|a, b| (a.severity(), &a.signature).cmp(&(b.severity(), &b.signature)));
     let mut seen = BTreeSet::new();
     all.retain(|f| seen.insert(f.signature.clone()));
+    super::folds::fold(Some(results), &mut all);
+    all.sort_by_key(|f| f.cause.is_some());
     all
 }
 

@@ -13,7 +13,10 @@
 //!    and campaigns (nights): severity, the seeds that show it with their repro commands, first and last campaign,
 //!    how often reruns showed it again, and `new` / `known` / `gone`. A person's notes (`triage-notes.yaml`, see
 //!    [`notes`]) are shown beside their class.
-//! 3. Severity orders everything: a refusal to boot on a clean disk, lost or corrupted acknowledged data, not
+//! 3. [`folds`]: within a run, a finding that follows from another (a liveness failure from refusals that left no
+//!    quorum, a convergence failure from a lost write) carries its cause, is shown under it, and is no class of its
+//!    own: nightly classes are keyed by causes.
+//! 4. Severity orders everything: a refusal to boot on a clean disk, lost or corrupted acknowledged data, not
 //!    linearizable or stale reads, no recovery, no convergence, log patterns, then the rest ([`Severity`]). A run's
 //!    headline is its most severe check ([`headline_check`]).
 //!
@@ -22,6 +25,7 @@
 
 pub mod classes;
 pub mod finding;
+pub mod folds;
 pub use faultline_workloads::logmask as mask;
 pub mod notes;
 pub mod text;

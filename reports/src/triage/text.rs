@@ -58,6 +58,9 @@ pub fn render_text(triage: &Triage) -> String {
             &class.last_seen.campaign,
         ]));
         let _ = writeln!(out, "         {}", class.title);
+        for consequence in &class.follows {
+            let _ = writeln!(out, "         and what followed: {consequence}");
+        }
         let shown = class.seeds.len().min(REPRO_SHOWN_MAX);
         for seed in &class.seeds[..shown] {
             let _ = writeln!(out, "         repro: {}", seed.repro);
