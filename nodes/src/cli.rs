@@ -140,6 +140,35 @@ struct RunArgs {
     /// Off by default: never use it outside tests of the test harness itself.
     #[arg(long = "bug", value_enum, value_name = "NAME")]
     bugs: Vec<Bug>,
+    /// The `--bug`s are on in only this share of data dirs: drawn once, at the first start on a data dir, and kept
+    /// in it (`bug-draw`), so every restart of that replica has the same bugs. A mutant whose failure reproduces one
+    /// time in K, for testing how faultline's shrink and replay deal with such failures.
+    #[arg(long, value_name = "P", default_value_t = 1.0, value_parser = parse_probability)]
+    bug_probability: f64,
+}
+
+fn parse_probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 1.0 => Ok(p),
+        _ => Err(format!("expected a probability in (0, 1], got {text}")),
+    }
+}
+
+/// The file in a data dir that keeps whether its `--bug`s were drawn on (`on` or `off`).
+const BUG_DRAW_FILE: &str = "bug-draw";
+
+/// Whether the `--bug`s are on for this data dir: drawn with `probability` at the first start, then as kept.
+fn bugs_drawn_on(data_dir: &std::path::Path, probability: f64) -> std::io::Result<bool> {
+    let path = data_dir.join(BUG_DRAW_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(kept) => Ok(kept.trim() == "on"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let on = rand::random::<f64>() < probability;
+            std::fs::write(&path, if on { "on\n" } else { "off\n" })?;
+            Ok(on)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn parse_peer(text: &str) -> Result<(u8, String), String> {
@@ -373,7 +402,20 @@ fn dump(dir: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(args: RunArgs) -> ExitCode {
+fn run(mut args: RunArgs) -> ExitCode {
+    if !args.bugs.is_empty() && args.bug_probability < 1.0 {
+        match bugs_drawn_on(&args.data_dir, args.bug_probability) {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!("the --bug draw of this data dir is off: running without the bugs");
+                args.bugs.clear();
+            }
+            Err(e) => {
+                tracing::error!("cannot keep the --bug draw in {}: {e}", args.data_dir.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let superblock = match Superblock::open(&args.data_dir) {
         Ok(superblock) => superblock,
         Err(error) => {
