@@ -63,6 +63,21 @@ pub struct OnHosts {
 }
 
 impl OnHosts {
+    /// The same options as arguments of a child `faultline run` (empty without --hosts).
+    pub(super) fn child_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(file) = &self.hosts {
+            args.extend(["--hosts".to_string(), file.display().to_string()]);
+            if let Some(config) = &self.ssh_config {
+                args.extend(["--ssh-config".to_string(), config.display().to_string()]);
+            }
+            if self.accept_new_host_keys {
+                args.push("--accept-new-host-keys".to_string());
+            }
+        }
+        args
+    }
+
     /// The hosts and how to reach them (`None`: this machine); a bad hosts file is `command`'s bad input.
     pub(super) fn remote(&self, command: &str) -> Result<Option<crate::remote::lab::RemoteOptions>, Failed> {
         let Some(file) = &self.hosts else {

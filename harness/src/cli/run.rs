@@ -35,6 +35,13 @@ pub struct RunArgs {
     /// their recorded offsets, triggered ones after the observation that fired them.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["plan", "nodes"])]
     pub replay: Option<PathBuf>,
+    /// With --replay: replay K times and report how many failed the same way as the run (its most severe
+    /// finding's class), how many another way, how many passed; every try is kept in RUN_DIR/replays.json.
+    #[arg(long, value_name = "K", requires = "replay", value_parser = clap::value_parser!(u32).range(1..))]
+    pub tries: Option<u32>,
+    /// With --tries: replays at once.
+    #[arg(long, default_value_t = 1, requires = "tries")]
+    pub parallel: usize,
     /// Change a plan value for this run (repeatable), e.g. `--set workload.consistency=repeatable-read` or
     /// `--set system.client.env.PG_ISOLATION=serializable`: the plan's field names joined by dots (a number picks a
     /// list item), the value as YAML. The stored plan.yaml holds the values as run and lists the settings.
@@ -56,10 +63,23 @@ pub(super) fn command(args: RunArgs) -> Outcome {
         quiet,
         json: _,
         replay,
+        tries,
+        parallel,
         set,
         on_hosts,
     } = args;
     let remote = on_hosts.remote("faultline run")?;
+    if let (Some(run_dir), Some(tries)) = (&replay, tries) {
+        let mut plan =
+            replay_plan(run_dir).and_then(|plan| crate::plan::overrides::apply(&plan, &set).map_err(plan_error))?;
+        if let Some(limit) = time_limit {
+            plan.time_limit = limit;
+        }
+        if seed.is_some() {
+            plan.seed = seed;
+        }
+        return replay_odds(run_dir, &plan, &store, tries, parallel, on_hosts.child_args());
+    }
     let loaded = match (&replay, &plan_path) {
         (Some(run_dir), _) => {
             return replay_plan(run_dir)
@@ -94,6 +114,25 @@ fn replay_plan(run_dir: &Path) -> Result<Plan, Failed> {
     // What runs must be a plan the harness accepts, exactly as it is stored.
     Plan::parse(&plan.to_yaml(), &format!("the replay of {}", run_dir.display())).map_err(plan_error)?;
     Ok(plan)
+}
+
+/// `faultline run --replay DIR --tries K`: the odds, on stdout; the exit code is the worst replay's verdict's.
+fn replay_odds(run_dir: &Path, plan: &Plan, store: &Path, tries: u32, parallel: usize, extra: Vec<String>) -> Outcome {
+    let odds = crate::explore::replay::replay_tries(run_dir, plan, store, tries, parallel, extra).map_err(|e| {
+        Failed::bad_input(format!(
+            "faultline run --replay {} --tries {tries}: {e:#}",
+            run_dir.display()
+        ))
+    })?;
+    println!("faultline run --replay: {}", odds.summary());
+    println!("  every try: {}", run_dir.join("replays.json").display());
+    let code = match odds.worst() {
+        faultline_reports::results::Verdict::Valid => 0,
+        faultline_reports::results::Verdict::Invalid => 1,
+        faultline_reports::results::Verdict::Unknown => 2,
+    };
+    let code = if odds.interrupted { 130 } else { code };
+    Ok(Ended::with(code, &odds))
 }
 
 fn finish_run_command(

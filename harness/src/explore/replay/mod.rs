@@ -42,7 +42,9 @@ use std::fmt;
 use std::path::Path;
 
 mod script;
-pub use script::{latest_start_ms, scripted_plan};
+mod tries;
+pub use script::{latest_start_ms, scripted_plan, slack_ms};
+pub use tries::{replay_tries, ReplayOdds, ReplayTry};
 
 /// An anchored fault's trigger counts its condition within this much of the recorded observation (at least), so a
 /// replay that runs a little faster or slower still finds it, and an earlier or later occurrence does not fire it.
