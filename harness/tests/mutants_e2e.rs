@@ -104,8 +104,8 @@ fn given_the_scripted_rewind_plan_when_the_node_is_correct_should_be_valid() {
 /// runs, and the shrink writes shrunk.yaml, shrink.json and shrink.html, linked from the source run's report.
 ///
 /// The phase is 12 s (the scripted refusal comes at ~9 s, so the run goes on ~5 s after it: the shrink looks at a
-/// try's history every 2 s) and the budget 33 s: the replay (expected, before any run, at its phase plus 20 s) fits,
-/// no second candidate does once the confirmation's time is kept. About 35 s in all.
+/// try's history every 2 s) and the budget 33 s: the replay's one measuring run (`--baseline 1`) fits, no candidate
+/// does once the confirmation's time is kept. About 35 s in all.
 #[test]
 fn given_the_rewind_refusal_when_shrunk_should_stop_each_failing_try_at_the_refusal_and_write_the_shrunk_plan() {
     let _one = one_cluster();
@@ -124,6 +124,8 @@ fn given_the_rewind_refusal_when_shrunk_should_stop_each_failing_try_at_the_refu
             "--quiet",
             "--budget",
             "33s",
+            "--baseline",
+            "1",
             "--tries",
             "2",
             "--confirm",
@@ -139,8 +141,13 @@ fn given_the_rewind_refusal_when_shrunk_should_stop_each_failing_try_at_the_refu
     let report: Value = serde_json::from_slice(&std::fs::read(shrink_dir.join("shrink.json")).unwrap()).unwrap();
     let steps = report["steps"].as_array().unwrap();
     let replay = &steps[0];
-    assert_eq!(replay["stage"], "replay", "{report:#}");
+    assert_eq!(replay["stage"], "rate", "{report:#}");
     assert_eq!(replay["failed"], true, "the scripted refusal replays: {report:#}");
+    assert_eq!(
+        report["original_rate"],
+        serde_json::json!({"failed": 1, "runs": 1}),
+        "{report:#}"
+    );
     let failing: Vec<&Value> = steps
         .iter()
         .flat_map(|step| step["tries"].as_array().unwrap())
@@ -202,7 +209,7 @@ fn given_a_failing_run_whose_replay_passes_when_shrunk_should_exit_2_and_report_
             "--quiet",
             "--budget",
             "2m",
-            "--tries",
+            "--baseline",
             "1",
             "--confirm",
             "1",
@@ -221,8 +228,147 @@ fn given_a_failing_run_whose_replay_passes_when_shrunk_should_exit_2_and_report_
     assert_eq!(report["stopped"], "no-replay", "{report:#}");
     let steps = report["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 1, "only the replay ran: {report:#}");
-    assert_eq!(steps[0]["stage"], "replay", "{report:#}");
+    assert_eq!(steps[0]["stage"], "rate", "{report:#}");
     assert_eq!(steps[0]["failed"], false, "{report:#}");
+}
+
+/// A failure made random at a known rate, on real processes: the rewind scenario with the mutant on in 3 of 4 data
+/// dirs (`--bug-probability 0.75`, drawn once per data dir; the failure needs n2's). The source run had it on
+/// everywhere (so it failed); its stored plan is then given the probability, so every replay draws again.
+///
+/// `run --replay --tries 2` reports the odds and keeps every try; `shrink` measures the original's rate first (6
+/// replays, every one run), derives its test from that rate, and decides each candidate by it, stopping once settled
+/// (what is checked: each step's outcome follows from its tries and the rule, whatever the draws were). 0 of 6
+/// replays failing (and so nothing to shrink) has odds of 1 in 4096. About 2.5 minutes.
+#[test]
+fn given_a_failure_at_a_known_rate_when_replayed_and_shrunk_should_state_the_odds_and_decide_by_the_original_rate() {
+    let _one = one_cluster();
+    let source = run_text(&repo_plan(REWIND_PLAN, Some("repair-rewinds-parent")), &["--seed", "1"]);
+    assert_eq!(source.output.status.code(), Some(1), "{}", explain(&source.output));
+    let plan_file = source.run_dir.join("plan.yaml");
+    let stored = std::fs::read_to_string(&plan_file).unwrap();
+    let bug = "  - --bug\n  - repair-rewinds-parent\n";
+    assert!(stored.contains(bug), "the stored plan names the bug:\n{stored}");
+    let random = stored.replace(bug, &format!("{bug}  - --bug-probability\n  - '0.75'\n"));
+    std::fs::write(&plan_file, random).unwrap();
+    let store = source.run_dir.parent().and_then(|p| p.parent()).unwrap().to_path_buf();
+
+    let replays = support::faultline()
+        .args(["run", "--replay"])
+        .arg(&source.run_dir)
+        .args(["--tries", "2", "--parallel", "2", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let odds: Value = serde_json::from_slice(&std::fs::read(source.run_dir.join("replays.json")).unwrap()).unwrap();
+    let tries = odds["tries"].as_array().unwrap();
+    assert_eq!(tries.len(), 2, "{odds:#}");
+    let same = tries.iter().filter(|t| t["reproduced"] == true).count();
+    assert_eq!(odds["reproduced"], same, "{odds:#}");
+    let invalid = tries.iter().any(|t| t["verdict"] == "invalid");
+    assert_eq!(
+        replays.status.code(),
+        Some(if invalid { 1 } else { 0 }),
+        "{}",
+        explain(&replays)
+    );
+    let stdout = String::from_utf8_lossy(&replays.stdout);
+    assert!(stdout.contains(&format!("in {same} of 2 replays")), "{stdout}");
+    for t in tries {
+        let run_dir = store.join(t["run"].as_str().unwrap());
+        assert!(run_dir.join("results.json").is_file(), "{}", run_dir.display());
+        let plan = std::fs::read_to_string(run_dir.join("plan.yaml")).unwrap();
+        assert!(
+            plan.contains("--bug-probability"),
+            "a replay runs the stored plan's nodes:\n{plan}"
+        );
+    }
+
+    let output = support::faultline()
+        .args([
+            "shrink",
+            "--quiet",
+            "--budget",
+            "100s",
+            "--baseline",
+            "6",
+            "--tries",
+            "4",
+            "--confirm",
+            "2",
+            "--parallel",
+            "2",
+            "--store",
+        ])
+        .arg(&store)
+        .arg(&source.run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let shrink_dir = source.run_dir.join("shrink");
+    let report: Value = serde_json::from_slice(&std::fs::read(shrink_dir.join("shrink.json")).unwrap()).unwrap();
+    let steps = report["steps"].as_array().unwrap();
+    let failed_of = |step: &Value| {
+        step["tries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["reproduced"] == true)
+            .count() as u32
+    };
+    assert_eq!(steps[0]["stage"], "rate", "{report:#}");
+    assert_eq!(
+        steps[0]["tries"].as_array().unwrap().len(),
+        6,
+        "the rate is measured on every try: {report:#}"
+    );
+    let original = failed_of(&steps[0]);
+    assert_eq!(
+        report["original_rate"],
+        serde_json::json!({"failed": original, "runs": 6}),
+        "{report:#}"
+    );
+    let rule = faultline::explore::shrink::rate::rule(original, 6, 4);
+    assert_eq!(report["rule"]["tries"], rule.tries, "{report:#}");
+    assert_eq!(report["rule"]["need"], rule.need, "{report:#}");
+    for step in steps.iter().filter(|s| {
+        matches!(
+            s["stage"].as_str(),
+            Some("faults" | "phase" | "anchors" | "durations" | "workload")
+        )
+    }) {
+        let ran = step["tries"].as_array().unwrap().len() as u32;
+        let failed = failed_of(step);
+        assert!(ran <= rule.tries, "at most the rule's tries: {step:#}");
+        assert_eq!(step["need"], rule.need, "{step:#}");
+        assert_eq!(step["failed"], failed >= rule.need, "decided by the rule: {step:#}");
+        if step["cut_short"] != true && failed < rule.need {
+            assert_eq!(
+                ran - failed,
+                rule.tries - rule.need + 1,
+                "rejected once the need was out of reach: {step:#}"
+            );
+        }
+    }
+    let shrunk = std::fs::read_to_string(shrink_dir.join("shrunk.yaml")).unwrap();
+    assert!(
+        shrunk.contains(&format!("# the original run's replay: {original} of 6")),
+        "{shrunk}"
+    );
+    let confirm = steps.last().unwrap();
+    assert_eq!(confirm["stage"], "confirm", "{report:#}");
+    assert!(
+        shrunk.starts_with(&format!(
+            "# it failed the same way in {} of 2 fresh runs",
+            failed_of(confirm)
+        )),
+        "{shrunk}"
+    );
+    let page = std::fs::read_to_string(shrink_dir.join("shrink.html")).unwrap();
+    assert!(
+        page.contains(&format!("failed the same way in <strong>{original} of 6</strong>")),
+        "{page}"
+    );
 }
 
 #[test]

@@ -76,6 +76,51 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// How often a plan failed the same way: `failed` of `runs` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rate {
+    /// Runs that failed with the class.
+    pub failed: u32,
+    /// Runs.
+    pub runs: u32,
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {}", self.failed, self.runs)
+    }
+}
+
+/// How every candidate of a shrink is tested (derived from the original's rate): at most `tries` runs, `need` of
+/// them failing the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    /// The most tries a candidate gets.
+    pub tries: u32,
+    /// Failing tries that make it "still fails".
+    pub need: u32,
+    /// The original rate it was derived from (the rule-of-succession estimate).
+    pub rate: f64,
+    /// The chance it rejects a candidate that fails as often as the original.
+    pub alpha: f64,
+    /// The chance it accepts one that fails three times less often.
+    pub beta: f64,
+}
+
+impl Rule {
+    /// `needs 2 of at most 12 tries (rejects a candidate as frequent 9% of the time, accepts one 3x rarer 34%)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "needs {} of at most {} tries (rejects a candidate that fails as often {:.0}% of the time, accepts one \
+             that fails 3x less often {:.0}%)",
+            self.need,
+            self.tries,
+            self.alpha * 100.0,
+            self.beta * 100.0
+        )
+    }
+}
+
 /// How a shrink ended (`shrink/shrink.json` of the run).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShrinkReport {
@@ -95,6 +140,15 @@ pub struct ShrinkReport {
     pub phase_ms: u64,
     /// Every step.
     pub steps: Vec<Step>,
+    /// How often the original plan's replay failed the same way (measured first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_rate: Option<Rate>,
+    /// The test every candidate took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
+    /// The shrunk plan's rate before the search tried to raise it (anchoring its faults to the lines they followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_raise: Option<Rate>,
     /// Reproductions over the confirmation runs.
     pub reproduced: u32,
     /// Confirmation runs done.
@@ -115,6 +169,10 @@ impl ShrinkReport {
             format!(", fails in {} of {} fresh runs", self.reproduced, self.confirm_runs)
         } else {
             String::new()
+        };
+        let rate = match self.original_rate {
+            Some(original) if self.confirm_runs > 0 => format!("{rate} (the original's replay: {original})"),
+            _ => rate,
         };
         let stopped = match self.stopped.as_deref() {
             Some("budget") => " (the budget ended the search)",
@@ -147,6 +205,19 @@ pub fn render(report: &ShrinkReport) -> String {
             "Source run: " a href="../report.html" { (report.source) } ". "
             "Kept failing with " code { (report.class) } " " (report.class_title) ". "
             (report.steps.len()) " steps, " (runs) " runs, " (report.wall_s / 60) " min " (report.wall_s % 60) " s."
+        }
+        @if let Some(original) = report.original_rate {
+            p {
+                "The original run's replay failed the same way in " strong { (original) } " runs"
+                @if let Some(rule) = &report.rule { "; so every candidate " (rule.describe()) }
+                ". "
+                @if let Some(before) = report.before_raise {
+                    "The shrunk plan failed in " (before) " runs before its faults were anchored to the log lines they \
+                     followed"
+                    @if report.confirm_runs > 0 { ", and in " strong { (report.reproduced) " of " (report.confirm_runs) } " fresh runs after" }
+                    ". "
+                }
+            }
         }
     };
     let main = html! {
@@ -186,7 +257,7 @@ pub fn render(report: &ShrinkReport) -> String {
                             }
                         }
                         td {
-                            @if step.stage == "confirm" {
+                            @if matches!(step.stage.as_str(), "confirm" | "rate") {
                                 (step.tries.iter().filter(|t| t.reproduced).count()) " of " (step.tries.len()) " failed"
                             } @else if step.failed { "still fails (kept)" }
                             @else if step.tries.is_empty() { "not run" }
@@ -248,6 +319,15 @@ mod tests {
                 cut_short: false,
                 stopped_once_decided: 1,
             }],
+            original_rate: Some(Rate { failed: 3, runs: 8 }),
+            rule: Some(Rule {
+                tries: 12,
+                need: 2,
+                rate: 0.4,
+                alpha: 0.08,
+                beta: 0.3,
+            }),
+            before_raise: Some(Rate { failed: 4, runs: 8 }),
             reproduced: 9,
             confirm_runs: 10,
             stopped: None,
@@ -255,7 +335,12 @@ mod tests {
             store_href: "../../../".into(),
         };
         let page = render(&report);
-        assert!(page.contains("2 faults of 12, fails in 9 of 10 fresh runs"), "{page}");
+        assert!(
+            page.contains("2 faults of 12, fails in 9 of 10 fresh runs (the original's replay: 3 of 8)"),
+            "{page}"
+        );
+        assert!(page.contains("needs 2 of at most 12 tries"), "{page}");
+        assert!(page.contains("failed in 4 of 8 runs before"), "{page}");
         assert!(
             page.contains("href=\"../../../default-shrink/y-seed1/report.html\""),
             "{page}"

@@ -12,14 +12,15 @@ pub struct ShrinkArgs {
     /// Wall-clock budget, confirmation runs included, e.g. 30m.
     #[arg(long, default_value = "30m", value_parser = parse_millis)]
     pub budget: Millis,
-    /// Runs per candidate before it counts as passing (real processes are not deterministic): dropping faults
-    /// needs one failing try (a majority once the best plan failed in most of its tries), a shorter phase,
-    /// duration or workload a majority.
-    #[arg(long, default_value_t = 5)]
+    /// Runs of the original run's replay that measure its failure rate first (and of each candidate that tries
+    /// to raise the shrunk plan's rate).
+    #[arg(long, default_value_t = 8)]
+    pub baseline: u32,
+    /// The most runs a candidate gets: it still fails when so many of its tries fail the same way that its rate is
+    /// not significantly below the original's (a sequential test that stops once the answer is settled).
+    #[arg(long, default_value_t = 12)]
     pub tries: u32,
-    /// Failing tries a candidate needs at every stage, for a failure that shows in few runs (e.g. --tries 4
-    /// --need 2); default: one to drop faults (a majority once the best plan failed in most of its tries), a
-    /// majority of --tries for the refinements.
+    /// Failing tries a candidate needs of --tries, instead of the test derived from the original's rate.
     #[arg(long)]
     pub need: Option<u32>,
     /// Runs at once (the tries of a candidate run in parallel).
@@ -48,6 +49,7 @@ pub(super) fn command(args: ShrinkArgs) -> Outcome {
     let ShrinkArgs {
         run_dir,
         budget,
+        baseline,
         tries,
         need,
         parallel,
@@ -67,6 +69,7 @@ pub(super) fn command(args: ShrinkArgs) -> Outcome {
         }),
         run_dir,
         budget: budget.duration(),
+        baseline: baseline.max(1),
         tries: tries.max(1),
         need,
         parallel: parallel.max(1),

@@ -103,7 +103,13 @@ pub fn scripted_plan(base: &Plan, faults: &[RecordedFault], seed: u64, origin: S
 
 /// How far from the recorded observation an anchored fault's trigger counts it.
 fn anchor_slack_ms(anchor: &Anchor) -> u64 {
-    ANCHOR_SLACK_MS.max(anchor.observed_ms / 4)
+    slack_ms(anchor.observed_ms)
+}
+
+/// How far from an observation `observed_ms` into the fault phase a replay's trigger counts it: an earlier
+/// occurrence inside it would fire the fault instead.
+pub fn slack_ms(observed_ms: u64) -> u64 {
+    ANCHOR_SLACK_MS.max(observed_ms / 4)
 }
 
 /// The latest offset of the fault phase at which a replay starts `fault`: its recorded offset, or for an anchored

@@ -1,21 +1,20 @@
 //! `faultline shrink RUN_DIR`: from a failing run to the smallest scripted plan that still fails the same way.
 //!
-//! Real processes are not deterministic, so "still fails" is a measurement: a candidate plan runs up to `tries`
-//! times and counts as failing when any try fails with the **same failure class** as the original run (its most
-//! severe finding's signature, the class the seed database and `faultline triage` use). A candidate that fails some
-//! other way does not count: shrinking must not wander from one bug to another.
+//! Real processes are not deterministic, and the failures that matter most reproduce one time in four, so "still
+//! fails" is a rate, measured. A try counts as failing when it fails with the **same failure class** as the original
+//! run (its most severe finding's signature, the class the seed database and `faultline triage` use); a try that
+//! fails some other way does not count: shrinking must not wander from one bug to another.
 //!
-//! Removing faults asks "is it needed at all?", so one failing try is enough while the best plan so far fails only
-//! now and then; once it failed in most of its own tries, dropping a fault must keep that (a majority too), or the
-//! search drifts to a smaller plan that rarely fails ([`needed_failures`]). The refinements after it (a shorter
-//! phase, shorter faults, a smaller workload) trade the odds of failing for size: kept on one failing try each, they
-//! compound (measured: a view-change-max-op shrink whose tries failed about half the time all along ended at 7 of
-//! 10). So a refinement counts as failing only when a majority of its tries fail (2 of 3): the plan a person gets
-//! fails about as often as the one before it. `need` sets one count for every stage (for a failure that shows in
-//! few runs, where one failing try of a smaller schedule says little).
+//! The original plan's replay runs `--baseline` times first: its rate. Every candidate is then tested against that
+//! rate with a curtailed binomial test ([`rate`]): it runs at most `--tries` times and still fails when enough of its
+//! tries fail that its rate is not significantly below the original's; the test stops as soon as the answer is
+//! settled either way. A candidate is always compared with the original, never with the last one kept, so a
+//! 1-in-4 failure shrinks to a plan that fails about 1 in 4, not to one that fails 1 in 20 after a dozen lucky steps.
+//! `--need` instead sets one count of `--tries` for every candidate.
 //!
 //! The search (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002):
-//! 1. the exact replay of every recorded fault ([`crate::explore::replay`]) must fail, else there is nothing to shrink;
+//! 1. the exact replay of every recorded fault ([`crate::explore::replay`]) runs `--baseline` times: its rate; when
+//!    no try failed the same way there is nothing to shrink;
 //! 2. when the run showed the failure inside its fault phase, the faults after that first evidence are dropped in one
 //!    step; the fault phase is cut to just after the last fault (runs get shorter for every step after);
 //! 3. ddmin over the faults: remove chunks of the list (complements first, since the failure usually needs few
@@ -25,7 +24,10 @@
 //!    every time; the plan should say so);
 //! 5. each remaining fault's duration is halved while that still fails;
 //! 6. the workload is made smaller (clients, rate, keys), each halving kept when it still fails;
-//! 7. the result is run `confirm` more times, fresh, for its reproduction rate.
+//! 7. the result's rate is raised without adding faults ([`raise`]): each timed fault anchored to the log line it
+//!    followed in the failing tries, kept when the plan then fails more often;
+//! 8. the result is run `confirm` more times, fresh, for its reproduction rate (`shrunk.yaml`'s header states it,
+//!    the original's and the one before raising).
 //!
 //! Every candidate is a child `faultline run` (as in campaigns: the run's own lifecycle, parent-death signals, its
 //! own folder in the store under `<plan>-shrink`). A try is stopped with Ctrl-C (an interrupted run in the store,
@@ -49,6 +51,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod classes;
+mod raise;
+pub mod rate;
 mod search;
 mod stages;
 mod tries;
@@ -65,9 +69,11 @@ pub struct ShrinkOptions {
     pub store_root: PathBuf,
     /// Wall-clock budget of the search (the confirmation runs are inside it too).
     pub budget: Duration,
-    /// Runs per candidate before it counts as passing.
+    /// Runs of the original's replay that measure its rate (and of each candidate that tries to raise the rate).
+    pub baseline: u32,
+    /// The most runs a candidate gets (the rule derived from the original's rate may need fewer).
     pub tries: u32,
-    /// Failing tries a candidate needs at every stage (default: [`needed_failures`]); at most `tries`.
+    /// Failing tries a candidate needs of `tries`, instead of the rule derived from the original's rate.
     pub need: Option<u32>,
     /// Runs at once (tries of one candidate run in parallel).
     pub parallel: usize,
@@ -185,6 +191,9 @@ pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
         bar,
         stopped: None,
         evidence_ms,
+        original_rate: None,
+        rule: None,
+        before_raise: None,
     };
     search.say(&format!(
         "shrinking {} ({} faults) while it fails with {} [{}]",

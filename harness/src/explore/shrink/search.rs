@@ -1,5 +1,6 @@
 //! The search: its state, the order of its stages, how one candidate is tested and how the report is written.
 
+use super::rate::{self, Rule};
 use super::tries::RunWall;
 use super::ShrinkOptions;
 use crate::explore::replay::{self, RecordedFault};
@@ -48,30 +49,47 @@ pub(super) struct Search {
     pub(super) original_faults: usize,
     /// When the source run first showed the failure, from the start of its fault phase, if inside the phase.
     pub(super) evidence_ms: Option<u64>,
+    /// How often the original plan's replay failed the same way (failed, runs), once measured.
+    pub(super) original_rate: Option<(u32, u32)>,
+    /// The test every candidate takes, derived from the original's rate (none with `--need`).
+    pub(super) rule: Option<Rule>,
+    /// The shrunk plan's rate before [`Search::raise_rate`] tried to raise it, when it did.
+    pub(super) before_raise: Option<(u32, u32)>,
 }
 
 impl Search {
     pub(super) fn run(&mut self) -> anyhow::Result<ShrinkReport> {
         let replay = self.best.clone();
-        let reproduces = self.test(
-            "replay",
-            format!("replay of all {} recorded faults", replay.faults.len()),
-            &replay,
-        )?;
-        if reproduces != Some(true) {
-            let no_replay = reproduces == Some(false);
+        let change = format!(
+            "replay of all {} recorded faults, {} times: the original's rate",
+            replay.faults.len(),
+            self.options.baseline
+        );
+        let (failed, runs) = self.measure("rate", change, &replay, self.options.baseline, false)?;
+        if failed == 0 {
+            let no_replay = runs > 0 && self.stopped.is_none();
             if no_replay {
                 // An outcome, not an error: the report says so (`stopped: no-replay`) and the command exits 2.
                 self.say(&format!(
-                    "the exact replay of {} did not fail with {} in {} tries, so there is no failing plan to shrink \
-                     (the failure depends on timing the replay did not meet); try more --tries. Steps: {}",
+                    "the exact replay of {} did not fail with {} in {runs} tries, so there is no failing plan to \
+                     shrink (the failure depends on timing the replay did not meet); try more --baseline tries. \
+                     Steps: {}",
                     self.options.run_dir.display(),
                     self.target.id(),
-                    self.options.tries,
                     self.shrink_dir.join("shrink.html").display()
                 ));
             }
             return self.finish(0, 0, no_replay);
+        }
+        self.original_rate = Some((failed, runs));
+        self.write_best()?;
+        if self.options.need.is_none() {
+            let rule = rate::rule(failed, runs, self.options.tries);
+            self.say(&format!(
+                "the original failed the same way in {failed} of {runs} replays: a candidate {}",
+                rule.describe()
+            ));
+            self.rule = Some(rule);
         }
         self.drop_after_evidence()?;
         self.shorten_phase()?;
@@ -82,6 +100,7 @@ impl Search {
         self.halve_durations()?;
         self.shrink_workload()?;
         self.shorten_phase()?;
+        self.raise_rate()?;
         let (reproduced, runs) = if self.stopped == Some(Stop::Interrupted) {
             (0, 0)
         } else {
@@ -96,11 +115,7 @@ impl Search {
         if self.stopped.is_some() {
             return Ok(None);
         }
-        let need = self
-            .options
-            .need
-            .unwrap_or_else(|| needed_failures(stage, self.options.tries, self.best_tries()))
-            .clamp(1, self.options.tries);
+        let (max_tries, need) = self.tries_and_need();
         let number = self.steps.len() + 1;
         let plan_file = format!("candidates/{number:03}.yaml");
         self.write_plan(
@@ -114,10 +129,10 @@ impl Search {
             replay::seconds(self.best.phase_ms)
         );
         let (tries, stopped_once_decided) =
-            self.run_plan(&plan_file, candidate, self.options.tries, Some(need), &label)?;
+            self.run_plan(&plan_file, candidate, max_tries, Some(need), true, &label)?;
         let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
         let failed = reproduced >= need;
-        let complete = !tries.is_empty() && (failed || tries.len() as u32 - reproduced > self.options.tries - need);
+        let complete = !tries.is_empty() && (failed || tries.len() as u32 - reproduced > max_tries - need);
         let outcome = if failed {
             "still fails"
         } else if tries.is_empty() {
@@ -182,22 +197,33 @@ impl Search {
         self.steps.iter().rev().find(|step| step.failed)
     }
 
-    /// The best plan's own tries: how many failed the same way, and how many ran (the step that made it the best).
-    pub(super) fn best_tries(&self) -> (u32, u32) {
-        self.best_step().map_or((0, 0), |step| {
-            let reproduced = step.tries.iter().filter(|t| t.reproduced).count() as u32;
-            (reproduced, step.tries.len() as u32)
-        })
+    /// A candidate's most tries and the failing tries it needs: `--tries` and `--need` when given, else the rule
+    /// derived from the original's rate ([`rate::rule`]).
+    pub(super) fn tries_and_need(&self) -> (u32, u32) {
+        match (self.options.need, self.rule) {
+            (Some(need), _) => (self.options.tries, need.clamp(1, self.options.tries)),
+            (None, Some(rule)) => (rule.tries, rule.need),
+            (None, None) => (self.options.tries, 1),
+        }
     }
 
     pub(super) fn finish(&mut self, reproduced: u32, runs: u32, no_replay: bool) -> anyhow::Result<ShrinkReport> {
         let shrunk = self.shrink_dir.join("shrunk.yaml");
         if runs > 0 {
             if let Ok(text) = std::fs::read_to_string(&shrunk) {
-                let rate = format!("# it failed the same way in {reproduced} of {runs} fresh runs\n");
-                std::fs::write(&shrunk, rate + &text)?;
+                let mut header = format!("# it failed the same way in {reproduced} of {runs} fresh runs\n");
+                if let Some((failed, runs)) = self.before_raise {
+                    header.push_str(&format!(
+                        "# before its faults were anchored to the lines they followed: {failed} of {runs}\n"
+                    ));
+                }
+                if let Some((failed, runs)) = self.original_rate {
+                    header.push_str(&format!("# the original run's replay: {failed} of {runs}\n"));
+                }
+                std::fs::write(&shrunk, header + &text)?;
             }
         }
+        let rate = |(failed, runs): (u32, u32)| faultline_reports::shrink::Rate { failed, runs };
         let report = ShrinkReport {
             source: self.options.run_dir.display().to_string(),
             class: self.target.id(),
@@ -207,6 +233,9 @@ impl Search {
             shrunk: self.best.faults.iter().map(ToString::to_string).collect(),
             phase_ms: self.best.phase_ms,
             steps: self.steps.clone(),
+            original_rate: self.original_rate.map(rate),
+            rule: self.rule,
+            before_raise: self.before_raise.map(rate),
             reproduced,
             confirm_runs: runs,
             stopped: match (no_replay, self.stopped) {
@@ -240,25 +269,6 @@ impl Search {
 
     pub(super) fn say(&self, line: &str) {
         self.bar.suspend(|| eprintln!("faultline shrink: {line}"));
-    }
-}
-
-/// How many of `tries` tries of a `stage` candidate must fail the same way. A refinement (shorter phase, durations,
-/// workload) needs a majority: it must not make the failure much rarer. Dropping faults needs one failing try while
-/// the best plan so far fails only now and then, so a failure that shows in few runs still shrinks; but once the best
-/// plan failed in most of its own tries (`best`: its tries that reproduced, and that ran; two failures at least),
-/// a majority too. Otherwise ddmin drifts: each step keeps a candidate that failed once in three, and the end is a
-/// plan that fails rarely (measured: an Iggy refusal whose 9-fault plan failed 2 of 2 shrank to 7 faults that failed
-/// 1 of 10). It costs no time: a passing candidate is decided once a majority can no longer fail, one round of
-/// `--parallel 2` at `--tries 3` instead of two.
-pub(super) fn needed_failures(stage: &str, tries: u32, best: (u32, u32)) -> u32 {
-    let majority = tries / 2 + 1;
-    let (reproduced, ran) = best;
-    match stage {
-        "replay" => 1,
-        "faults" if reproduced >= 2 && 2 * reproduced > ran => majority,
-        "faults" => 1,
-        _ => majority,
     }
 }
 

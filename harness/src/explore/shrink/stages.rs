@@ -1,12 +1,12 @@
 //! The stages of the search, in the order [`Search::run`] takes them: drop what came after the evidence, shorten the
 //! phase, ddmin over the faults, start earlier, unanchor, halve durations, shrink the workload, confirm.
 
-use super::search::{Knob, Search};
+use super::search::{Candidate, Knob, Search};
 use crate::explore::replay::{self, RecordedFault};
 use faultline_reports::shrink::Step;
 
 /// How long after its last fault a shrunk phase runs on (the failure may show a little after the fault).
-const PHASE_TAIL_MS: u64 = 3000;
+pub(super) const PHASE_TAIL_MS: u64 = 3000;
 /// How early in the phase a shrunk schedule may start (the cluster has some traffic behind it by then).
 const EARLIEST_FAULT_MS: u64 = 3000;
 /// A fault shorter than this is not halved further.
@@ -209,36 +209,60 @@ impl Search {
 
     /// Runs the best plan `confirm` times, fresh; returns (reproductions, runs done).
     pub(super) fn confirm(&mut self) -> anyhow::Result<(u32, u32)> {
-        let plan_file = "shrunk.yaml".to_string();
         let best = self.best.clone();
-        let label = format!("confirming the shrunk plan ({} faults)", best.faults.len());
-        // The confirmation may use what the budget kept for it, and never stops at the first failure.
+        // The confirmation may use what the budget kept for it.
         let reserved = self.stopped;
         self.stopped = None;
-        let (tries, _) = self.run_plan(&plan_file, &best, self.options.confirm, None, &label)?;
-        let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
-        let runs = tries.len() as u32;
+        let change = format!("{} fresh runs of shrunk.yaml", self.options.confirm);
+        let (reproduced, runs) = self.measure("confirm", change, &best, self.options.confirm, false)?;
         self.say(&format!(
             "confirmation: the shrunk plan failed with {} in {reproduced} of {runs} fresh runs",
             self.target.id()
         ));
-        self.steps.push(Step {
-            number: self.steps.len() + 1,
-            stage: "confirm".into(),
-            change: format!("{runs} fresh runs of shrunk.yaml"),
-            faults: best.faults.len(),
-            phase_ms: best.phase_ms,
-            plan: plan_file,
-            tries,
-            failed: reproduced > 0,
-            need: 1,
-            cut_short: false,
-            stopped_once_decided: 0,
-        });
         if self.stopped.is_none() {
             self.stopped = reserved;
         }
         Ok((reproduced, runs))
+    }
+
+    /// Runs `candidate` `runs` times, every one (a measurement never stops at the first failure), as the step
+    /// `stage`; returns (failed the same way, runs done). `budgeted`: no run starts that would overrun the budget.
+    pub(super) fn measure(
+        &mut self,
+        stage: &str,
+        change: String,
+        candidate: &Candidate,
+        runs: u32,
+        budgeted: bool,
+    ) -> anyhow::Result<(u32, u32)> {
+        let number = self.steps.len() + 1;
+        let plan_file = format!("candidates/{number:03}.yaml");
+        self.write_plan(
+            candidate,
+            &self.shrink_dir.join(&plan_file),
+            &format!("shrink step {number}"),
+        )?;
+        let label = format!("step {number} ({stage}: {change})");
+        let (tries, _) = self.run_plan(&plan_file, candidate, runs, None, budgeted, &label)?;
+        let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
+        let done = tries.len() as u32;
+        self.say(&format!(
+            "step {number} {stage}: {change} — failed the same way in {reproduced} of {done}"
+        ));
+        self.steps.push(Step {
+            number,
+            stage: stage.into(),
+            change,
+            faults: candidate.faults.len(),
+            phase_ms: candidate.phase_ms,
+            plan: plan_file,
+            tries,
+            failed: reproduced > 0,
+            need: 1,
+            cut_short: done < runs,
+            stopped_once_decided: 0,
+        });
+        Ok((reproduced, done))
     }
 }
 

@@ -1,4 +1,3 @@
-use super::search::needed_failures;
 use super::stages::{applied_offset, ddmin, split};
 use super::tries::{expected_wall_ms, slowest_wall_ms, RUN_OVERHEAD_MS};
 use super::*;
@@ -73,34 +72,51 @@ fn given_a_stop_when_minimizing_should_keep_the_best_set_so_far() {
 }
 
 #[test]
-fn given_tries_when_a_stage_is_tested_should_need_one_failure_to_drop_faults_and_a_majority_to_refine() {
-    assert_eq!(needed_failures("replay", 3, (0, 0)), 1);
-    assert_eq!(needed_failures("faults", 5, (1, 2)), 1);
-    for stage in ["phase", "durations", "workload"] {
-        assert_eq!(needed_failures(stage, 3, (1, 3)), 2, "{stage}");
-        assert_eq!(needed_failures(stage, 5, (1, 3)), 3, "{stage}");
-        assert_eq!(
-            needed_failures(stage, 1, (1, 1)),
-            1,
-            "{stage}: one try can only need one failure"
-        );
-    }
+fn given_the_binomial_tail_when_computed_should_match_exact_sums() {
+    // P(X < 1 | 8, 0.25) = 0.75^8; P(X < 2 | 4, 0.5) = (1 + 4) / 16.
+    assert!((rate::below(8, 1, 0.25) - 0.75f64.powi(8)).abs() < 1e-12);
+    assert!((rate::below(4, 2, 0.5) - 5.0 / 16.0).abs() < 1e-12);
+    assert!(
+        (rate::below(5, 6, 0.3) - 1.0).abs() < 1e-12,
+        "every outcome is below n + 1"
+    );
+    assert_eq!(rate::below(3, 0, 0.9), 0.0);
+    assert!((rate::below(3, 3, 1.0)).abs() < 1e-12, "a sure failure fails every try");
 }
 
 #[test]
-fn given_a_best_plan_that_failed_most_of_its_tries_when_faults_are_dropped_should_need_a_majority() {
-    // The Iggy shrink: the 12-fault plan failed 2 of 2, so a candidate that fails 1 of 3 no longer replaces it.
-    assert_eq!(needed_failures("faults", 3, (2, 2)), 2);
-    assert_eq!(needed_failures("faults", 3, (2, 3)), 2);
-    assert_eq!(needed_failures("faults", 5, (3, 4)), 3);
-    // A best plan that failed now and then keeps one failure enough, so a rare failure still shrinks.
-    assert_eq!(needed_failures("faults", 3, (1, 2)), 1);
-    assert_eq!(needed_failures("faults", 3, (1, 3)), 1);
-    assert_eq!(needed_failures("faults", 5, (2, 4)), 1, "half is not most");
-    // One failing try is no evidence of a rate: with --parallel 1 a need of one stops at the first failure.
-    assert_eq!(needed_failures("faults", 3, (1, 1)), 1);
-    // The replay has no best before it.
-    assert_eq!(needed_failures("replay", 3, (3, 3)), 1);
+fn given_an_original_that_always_failed_when_a_rule_is_derived_should_need_most_of_few_tries() {
+    // 8 of 8: p0 = 0.9 (rule of succession), so three of four tries must fail; a third as often fails that rarely.
+    let rule = rate::rule(8, 8, 12);
+    assert_eq!((rule.tries, rule.need), (4, 3), "{rule:?}");
+    assert!(rule.alpha <= rate::ALPHA && rule.beta <= rate::BETA, "{rule:?}");
+}
+
+#[test]
+fn given_a_one_in_four_failure_when_a_rule_is_derived_should_use_the_cap_and_say_what_it_cannot_tell_apart() {
+    // 2 of 8: p0 = 0.3. No dozen tries tell it from 0.1 with both errors bounded: the cap, the need that keeps ALPHA.
+    let rule = rate::rule(2, 8, 12);
+    assert_eq!((rule.tries, rule.need), (12, 2), "{rule:?}");
+    assert!(rule.alpha <= rate::ALPHA, "{rule:?}");
+    assert!(rule.beta > rate::BETA, "{rule:?}");
+    // With room for more tries, the test needs more failures of more tries and tells them apart better.
+    let wider = rate::rule(2, 8, 20);
+    assert!(wider.need > rule.need && wider.beta < rule.beta, "{wider:?}");
+    // A failure never counts with no failing try.
+    assert!(rate::rule(1, 20, 3).need >= 1);
+}
+
+#[test]
+fn given_the_rule_when_a_candidate_fails_as_often_as_the_original_should_accept_it_nine_times_in_ten() {
+    // The rule's promise, checked by its own arithmetic against rates either side.
+    for (failed, runs) in [(8, 8), (6, 8), (4, 8), (3, 8), (2, 8)] {
+        let rule = rate::rule(failed, runs, 12);
+        let p0 = rate::estimate(failed, runs);
+        let accept = |p: f64| 1.0 - rate::below(rule.tries, rule.need, p);
+        assert!(accept(p0) >= 1.0 - rate::ALPHA - 1e-9, "{failed}/{runs}: {rule:?}");
+        assert!(accept(p0 / rate::RARER) < accept(p0), "{failed}/{runs}: {rule:?}");
+        assert!(accept(0.0) == 0.0, "a candidate that never fails is never accepted");
+    }
 }
 
 #[test]

@@ -72,18 +72,19 @@ pub(super) fn settles_early(target: &Signature) -> bool {
 
 impl Search {
     /// Runs `plan_file` (relative to the shrink folder) up to `tries` times, `parallel` at once; with `need`, no new
-    /// try starts once `need` reproduced or once that many no longer can (the confirmation runs every try). A try
+    /// try starts once `need` reproduced or once that many no longer can (a measurement runs every try). A try
     /// that shows settled evidence of the target ([`crate::run::analyze::settled_findings`]) is stopped there.
+    /// `budgeted`: no try starts that would overrun the budget (the original's rate and the confirmation run in
+    /// the time the budget keeps for them).
     pub(super) fn run_plan(
         &mut self,
         plan_file: &str,
         candidate: &Candidate,
         tries: u32,
         need: Option<u32>,
+        budgeted: bool,
         label: &str,
     ) -> anyhow::Result<(Vec<Try>, u32)> {
-        // The confirmation runs in the time the budget kept for it.
-        let confirming = need.is_none();
         let request = RunRequest {
             plan_arg: self.shrink_dir.join(plan_file).display().to_string(),
             seed: self.seed,
@@ -138,7 +139,7 @@ impl Search {
             let may_start =
                 self.stopped.is_none() && started < tries && running.len() < self.options.parallel.max(1) && !decided;
             if may_start {
-                if !confirming && !self.fits_budget(candidate) {
+                if budgeted && !self.fits_budget(candidate) {
                     self.stopped = Some(Stop::Budget);
                 } else {
                     started += 1;
