@@ -227,7 +227,14 @@ fn class_row(class: &Class, store_root: &Path) -> Markup {
             td { (class.severity.label()) }
             td { code { (class.id) } }
             td { span class={ "c " (class.status) } { (class.status) } }
-            td.reason title=(class.example) { (clip(&class.title, ERROR_SHOWN_CHARS_MAX)) }
+            td.reason title=(class.example) {
+                (clip(&class.title, ERROR_SHOWN_CHARS_MAX))
+                @for consequence in &class.follows {
+                    br; span.hint title="folded under this class: it follows from it in the same run" {
+                        "and so: " (clip(consequence, ERROR_SHOWN_CHARS_MAX))
+                    }
+                }
+            }
             td {
                 @if class.status == FailureClass::Gone { "none now; last: " }
                 (class.seeds.len()) " seed(s)"

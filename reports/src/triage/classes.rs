@@ -111,7 +111,7 @@ pub struct Class {
     pub id: String,
     /// New, known or gone in the campaign.
     pub status: FailureClass,
-    /// How bad it is.
+    /// How bad it is: its own severity, or the worst of what followed from it, if worse.
     pub severity: Severity,
     /// One line saying what it is.
     pub title: String,
@@ -272,18 +272,25 @@ fn class_of(
         .iter()
         .max_by(|a, b| a.finished_at.cmp(&b.finished_at))
         .expect("the last campaign has a row");
-    let follows: BTreeSet<String> = match &g.key {
+    // What followed from it: each consequence once, and the worst of their severities (a panic that took the
+    // quorum down is as bad as the lost liveness it caused).
+    let consequences: Vec<&super::finding::Finding> = match &g.key {
         ClassKey::Signature(signature) => g
             .rows
             .iter()
             .flat_map(|(_, row)| &row.findings)
-            .filter_map(|f| {
-                let cause = f.cause.as_ref().filter(|c| &c.signature == signature)?;
-                Some(format!("{} ({})", f.signature.title(), cause.because))
-            })
+            .filter(|f| f.cause.as_ref().is_some_and(|c| &c.signature == signature))
             .collect(),
-        ClassKey::Legacy(_) => BTreeSet::new(),
+        ClassKey::Legacy(_) => Vec::new(),
     };
+    let follows: BTreeSet<String> = consequences
+        .iter()
+        .filter_map(|f| Some(format!("{} ({})", f.signature.title(), f.cause.as_ref()?.because)))
+        .collect();
+    let severity = consequences
+        .iter()
+        .map(|f| f.severity())
+        .fold(g.key.severity(), std::cmp::min);
     let mut reruns = Reruns::default();
     for (_, row) in &g.rows {
         reruns.runs += row.reruns.len() as u64;
@@ -291,7 +298,7 @@ fn class_of(
     }
     Some(Class {
         status,
-        severity: g.key.severity(),
+        severity,
         title: g.key.title(),
         signature: match &g.key {
             ClassKey::Signature(signature) => Some(signature.clone()),

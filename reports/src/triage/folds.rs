@@ -21,8 +21,11 @@ use serde::{Deserialize, Serialize};
 pub enum When {
     /// Whenever both are there.
     Always,
-    /// The nodes the boot check found refusing or crashed leave no majority booted: the cluster had no quorum.
+    /// The nodes the boot check found down (refusing to boot, legitimately or not, or exited on their own) leave no
+    /// majority: the cluster had no quorum.
     NoQuorumLeft,
+    /// A node that exited on its own logged a panic that the log-patterns check matched: the panic is why it exited.
+    PanicOfCrashedNode,
 }
 
 /// One rule: a finding of kind `consequence` (of check `check`, when named) follows from one of kind `cause`.
@@ -43,11 +46,18 @@ pub struct Fold {
 /// The rules, in the order they are tried.
 pub const FOLDS: &[Fold] = &[
     Fold {
+        consequence: FindingKind::Crashed,
+        check: Some("boot"),
+        cause: FindingKind::LogPattern,
+        when: When::PanicOfCrashedNode,
+        because: "the node exited because it panicked",
+    },
+    Fold {
         consequence: FindingKind::NoRecovery,
         check: Some("liveness"),
         cause: FindingKind::RefusedCleanDisk,
         when: When::NoQuorumLeft,
-        because: "the nodes that refused to boot left no majority: no write could be accepted",
+        because: "with the nodes that refused to boot down, no majority was left: no write could be accepted",
     },
     Fold {
         consequence: FindingKind::NoRecovery,
@@ -68,7 +78,7 @@ pub const FOLDS: &[Fold] = &[
         check: Some("liveness"),
         cause: FindingKind::Crashed,
         when: When::NoQuorumLeft,
-        because: "the nodes that exited on their own left no majority: no write could be accepted",
+        because: "with the nodes that exited on their own down, no majority was left: no write could be accepted",
     },
     Fold {
         consequence: FindingKind::NoConvergence,
@@ -114,32 +124,52 @@ fn holds(when: When, results: Option<&Results>) -> bool {
     match when {
         When::Always => true,
         When::NoQuorumLeft => results.is_some_and(no_quorum_left),
+        When::PanicOfCrashedNode => results.is_some_and(panic_of_crashed_node),
     }
 }
 
-/// The boot check's nodes: whether those that refused on a clean disk or exited on their own leave no majority.
-fn no_quorum_left(results: &Results) -> bool {
-    let Some(nodes) = results
+/// The boot check's per-node details.
+fn boot_nodes(results: &Results) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    results
         .checks
         .iter()
         .find(|c| c.name == "boot")
         .and_then(|c| c.details.as_object())
-    else {
+}
+
+/// Whether the boot check says `node` exited on its own.
+fn crashed(node: &serde_json::Value) -> bool {
+    node["problems"]
+        .as_array()
+        .is_some_and(|p| p.iter().filter_map(|p| p.as_str()).any(|p| p.contains("exited on its own")))
+}
+
+/// Whether a node the boot check found exited on its own has a `panicked` line among the log-patterns hits.
+fn panic_of_crashed_node(results: &Results) -> bool {
+    let Some(nodes) = boot_nodes(results) else {
+        return false;
+    };
+    let hits = results
+        .checks
+        .iter()
+        .filter(|c| c.name == "log-patterns")
+        .flat_map(|c| c.details.as_array().into_iter().flatten());
+    hits.into_iter().any(|hit| {
+        hit["line"].as_str().is_some_and(|line| line.contains("panicked"))
+            && hit["node"].as_str().and_then(|node| nodes.get(node)).is_some_and(crashed)
+    })
+}
+
+/// The boot check's nodes: whether those down (a refusal to boot, legitimate or not, or an exit of their own) leave
+/// no majority. A legitimate refusal counts: the plan's damage took that node down, and with the node the rule's
+/// cause took down, no quorum was left.
+fn no_quorum_left(results: &Results) -> bool {
+    let Some(nodes) = boot_nodes(results) else {
         return false;
     };
     let down = nodes
         .values()
-        .filter(|node| {
-            let refused = node["refusals"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r["legitimate"].as_bool() == Some(false)));
-            let crashed = node["problems"].as_array().is_some_and(|p| {
-                p.iter()
-                    .filter_map(|p| p.as_str())
-                    .any(|p| p.contains("exited on its own"))
-            });
-            refused || crashed
-        })
+        .filter(|node| node["refusals"].as_array().is_some_and(|r| !r.is_empty()) || crashed(node))
         .count();
     let total = nodes.len();
     total > 0 && total - down < total / 2 + 1
@@ -309,6 +339,45 @@ mod tests {
             kinds.contains(&(FindingKind::NoConvergence, Some(FindingKind::Crashed))),
             "{kinds:?}"
         );
+    }
+
+    #[test]
+    fn given_a_panic_that_crashed_a_node_while_another_was_legitimately_down_when_folded_should_fold_to_the_panic() {
+        // Measured (rejoin-after-lost-tail, reference-corruption): n2 panicked and exited, n3 refused legitimately
+        // (its checkpoint was deleted by the plan), n1 alone could not accept a write.
+        let boot = check(
+            "boot",
+            json!({
+                "n1": {"refusals": [], "problems": []},
+                "n2": {"refusals": [], "problems": [
+                    "n2 exited on its own (exit code 101) at 13.66 s; its log: \"thread 'replica' panicked at x.rs:1:9:\""]},
+                "n3": {"refusals": [{"legitimate": true, "line": "checkpoint missing; refusing to boot"}], "problems": []}
+            }),
+        );
+        let panic = check(
+            "log-patterns",
+            json!([{"node": "n2", "line": "thread 'replica' (4169) panicked at nodes/src/replica/mod.rs:1026:9:",
+                    "next": "never truncate executed ops (op 233, commit 252)"}]),
+        );
+        let kinds = folded(&results(vec![boot, liveness(), panic]));
+        assert!(kinds.contains(&(FindingKind::LogPattern, None)), "{kinds:?}");
+        assert!(kinds.contains(&(FindingKind::Crashed, Some(FindingKind::LogPattern))), "{kinds:?}");
+        assert!(
+            kinds.contains(&(FindingKind::NoRecovery, Some(FindingKind::LogPattern))),
+            "the crash and the legitimate refusal left n1 alone; the chain's root is the panic: {kinds:?}"
+        );
+    }
+
+    #[test]
+    fn given_a_panic_on_a_node_that_did_not_exit_when_folded_should_not_explain_another_nodes_crash() {
+        let boot = check(
+            "boot",
+            json!({"n1": {"refusals": [], "problems": ["n1 exited on its own (signal 9) at 3 s"]},
+                   "n2": {"refusals": [], "problems": []}, "n3": {"refusals": [], "problems": []}}),
+        );
+        let panic = check("log-patterns", json!([{"node": "n2", "line": "thread 'io' panicked at y.rs:2:1:"}]));
+        let kinds = folded(&results(vec![boot, panic]));
+        assert!(kinds.iter().all(|(_, cause)| cause.is_none()), "{kinds:?}");
     }
 
     #[test]
