@@ -12,6 +12,10 @@ pub struct ShrinkArgs {
     /// Wall-clock budget, confirmation runs included, e.g. 30m.
     #[arg(long, default_value = "30m", value_parser = parse_millis)]
     pub budget: Millis,
+    /// Budget in runs: no try starts that would leave fewer than --confirm runs of it (default: none, the wall
+    /// clock's --budget alone).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<u32>,
     /// Runs of the original run's replay that measure its failure rate first (and of each candidate that tries
     /// to raise the shrunk plan's rate).
     #[arg(long, default_value_t = 8)]
@@ -49,6 +53,7 @@ pub(super) fn command(args: ShrinkArgs) -> Outcome {
     let ShrinkArgs {
         run_dir,
         budget,
+        max_runs,
         baseline,
         tries,
         need,
@@ -69,6 +74,7 @@ pub(super) fn command(args: ShrinkArgs) -> Outcome {
         }),
         run_dir,
         budget: budget.duration(),
+        max_runs,
         baseline: baseline.max(1),
         tries: tries.max(1),
         need,

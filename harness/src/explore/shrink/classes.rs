@@ -42,6 +42,7 @@ pub fn new_classes(
             run_dir: run_dir.clone(),
             store_root: store_root.to_path_buf(),
             budget: share,
+            max_runs: None,
             baseline: 6,
             tries: 12,
             need: None,

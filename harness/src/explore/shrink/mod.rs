@@ -69,6 +69,8 @@ pub struct ShrinkOptions {
     pub store_root: PathBuf,
     /// Wall-clock budget of the search (the confirmation runs are inside it too).
     pub budget: Duration,
+    /// Budget in runs (every try of every step, the confirmation's kept), if any.
+    pub max_runs: Option<u32>,
     /// Runs of the original's replay that measure its rate (and of each candidate that tries to raise the rate).
     pub baseline: u32,
     /// The most runs a candidate gets (the rule derived from the original's rate may need fewer).
@@ -194,6 +196,7 @@ pub fn shrink(options: ShrinkOptions) -> anyhow::Result<ShrinkReport> {
         original_rate: None,
         rule: None,
         before_raise: None,
+        runs_started: 0,
     };
     search.say(&format!(
         "shrinking {} ({} faults) while it fails with {} [{}]",

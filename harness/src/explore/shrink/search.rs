@@ -55,6 +55,8 @@ pub(super) struct Search {
     pub(super) rule: Option<Rule>,
     /// The shrunk plan's rate before [`Search::raise_rate`] tried to raise it, when it did.
     pub(super) before_raise: Option<(u32, u32)>,
+    /// Runs started so far (every try of every step).
+    pub(super) runs_started: u32,
 }
 
 impl Search {

@@ -143,6 +143,7 @@ impl Search {
                     self.stopped = Some(Stop::Budget);
                 } else {
                     started += 1;
+                    self.runs_started += 1;
                     let log = logs.join(format!("{}-{started}.log", plan_file.replace(['/', '.'], "-")));
                     let child = child::spawn(&request, &self.options.store_root, &log)?;
                     running.push(InFlight {
@@ -241,7 +242,12 @@ impl Search {
             self.slowest_failing_run_ms(candidate).max(expected_ms) * rounds
         };
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
-        elapsed_ms + expected_ms + reserve_ms <= self.options.budget.as_millis() as u64
+        // The runs' budget keeps the confirmation's runs too.
+        let runs_fit = self.options.max_runs.is_none_or(|max| {
+            let reserved = if self.steps.is_empty() { 0 } else { self.options.confirm };
+            self.runs_started + 1 + reserved <= max
+        });
+        runs_fit && elapsed_ms + expected_ms + reserve_ms <= self.options.budget.as_millis() as u64
     }
 
     /// The expected wall time of one run of `candidate`, from the tries so far; before any, its phase plus overhead.
