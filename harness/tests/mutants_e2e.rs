@@ -239,7 +239,7 @@ fn given_a_failing_run_whose_replay_passes_when_shrunk_should_exit_2_and_report_
 /// `run --replay --tries 2` reports the odds and keeps every try; `shrink` measures the original's rate first (6
 /// replays, every one run), derives its test from that rate, and decides each candidate by it, stopping once settled
 /// (what is checked: each step's outcome follows from its tries and the rule, whatever the draws were). 0 of 6
-/// replays failing (and so nothing to shrink) has odds of 1 in 4096. About 2.5 minutes.
+/// replays failing (and so nothing to shrink) has odds of 1 in 4096. The budget: 100 s or 13 runs. About 2 minutes.
 #[test]
 fn given_a_failure_at_a_known_rate_when_replayed_and_shrunk_should_state_the_odds_and_decide_by_the_original_rate() {
     let _one = one_cluster();
@@ -290,6 +290,8 @@ fn given_a_failure_at_a_known_rate_when_replayed_and_shrunk_should_state_the_odd
             "--quiet",
             "--budget",
             "100s",
+            "--max-runs",
+            "13",
             "--baseline",
             "6",
             "--tries",
@@ -350,6 +352,13 @@ fn given_a_failure_at_a_known_rate_when_replayed_and_shrunk_should_state_the_odd
             );
         }
     }
+    // The runs' budget: 13, of which the confirmation keeps 2; the original's 6 are measured whatever it is.
+    let spent: u64 = steps
+        .iter()
+        .filter(|s| s["stage"] != "confirm")
+        .map(|s| s["tries"].as_array().unwrap().len() as u64 + s["stopped_once_decided"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(spent <= 11, "{spent} runs before the confirmation: {report:#}");
     let shrunk = std::fs::read_to_string(shrink_dir.join("shrunk.yaml")).unwrap();
     assert!(
         shrunk.contains(&format!("# the original run's replay: {original} of 6")),
