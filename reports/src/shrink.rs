@@ -197,7 +197,9 @@ pub fn read(run_dir: &std::path::Path) -> Option<ShrinkReport> {
 
 /// The page.
 pub fn render(report: &ShrinkReport) -> String {
-    let good = report.stopped.as_deref() != Some("no-replay") && report.reproduced > 0;
+    // Red when the shrunk plan fails: its fresh runs say so, or, without any (`--confirm 0`), its steps did.
+    let fails = report.reproduced > 0 || (report.confirm_runs == 0 && report.steps.iter().any(|s| s.failed));
+    let good = report.stopped.as_deref() != Some("no-replay") && fails;
     let runs = report.steps.iter().map(|s| s.tries.len()).sum::<usize>();
     let header = html! {
         h1 { "Shrink: " (report.summary()) }

@@ -162,11 +162,18 @@ pub(super) fn line_before(
             seen.entry(key).or_default().push(gap_and_offset);
         }
     }
+    pick(seen)
+}
+
+/// Of each (node, template) and its (gap, offset) in each try that had it, the line in the most tries, then the
+/// closest to the fault (median gap); its gap and offset the medians.
+pub(super) fn pick(seen: BTreeMap<(String, String), Vec<(u64, u64)>>) -> Option<LineBefore> {
     let median = |mut v: Vec<u64>| {
         v.sort_unstable();
         v[(v.len() - 1) / 2]
     };
     seen.into_iter()
+        .filter(|(_, found)| !found.is_empty())
         .map(|((node, template), found)| LineBefore {
             node,
             template,
@@ -180,10 +187,19 @@ pub(super) fn line_before(
 /// In the run at `dir`, each (node, template) logged at most [`LOOKBACK_MS`] before `start_ms` (from the start of
 /// the fault phase) and not in the replay window before that: (gap to the fault, its offset), the latest line each.
 fn lines_before_in(dir: &Path, start_ms: u64) -> BTreeMap<(String, String), (u64, u64)> {
-    let mut found = BTreeMap::new();
     let Ok(history) = History::read_jsonl(&dir.join("history.jsonl")) else {
-        return found;
+        return BTreeMap::new();
     };
+    lines_before(&history, &crate::run::analyze::read_node_logs(dir), start_ms)
+}
+
+/// [`lines_before_in`] of a run's history and node logs.
+pub(super) fn lines_before(
+    history: &History,
+    logs: &BTreeMap<String, String>,
+    start_ms: u64,
+) -> BTreeMap<(String, String), (u64, u64)> {
+    let mut found = BTreeMap::new();
     let Some(phase_start_ns) = history
         .events
         .iter()
@@ -192,8 +208,7 @@ fn lines_before_in(dir: &Path, start_ms: u64) -> BTreeMap<(String, String), (u64
     else {
         return found;
     };
-    let logs = crate::run::analyze::read_node_logs(dir);
-    let lines = timed_lines(&logs, faultline_workloads::nodelog::anchor_offset_ns(&history));
+    let lines = timed_lines(logs, faultline_workloads::nodelog::anchor_offset_ns(history));
     let fault_ns = phase_start_ns + start_ms * 1_000_000;
     let offset_ms = |ns: u64| ns.saturating_sub(phase_start_ns) / 1_000_000;
     for (i, line) in lines.iter().enumerate() {
@@ -218,4 +233,89 @@ fn lines_before_in(dir: &Path, start_ms: u64) -> BTreeMap<(String, String), (u64
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_workloads::history::{Event, Meta, Name};
+    use serde_json::json;
+
+    fn at(ms: u64, name: impl Into<Name>, value: serde_json::Value) -> Event {
+        let mut event = Event::named(name, None, value);
+        event.time_ns = ms * 1_000_000;
+        event
+    }
+
+    /// A run that started at unix 100 s, its fault phase 1 s later; node logs as given.
+    fn run() -> History {
+        History {
+            events: vec![
+                at(0, Meta::RunStart, json!({"wall_clock_unix_ns": 100_000_000_000u64})),
+                at(1000, Meta::Schedule, json!({})),
+            ],
+            ..History::default()
+        }
+    }
+
+    #[test]
+    fn given_lines_before_a_fault_when_read_should_keep_the_lone_ones_within_a_second_and_drop_chatter() {
+        // The fault comes 2 s into the phase: history 3 s, unix 103.000 s.
+        let mut chatter = String::new();
+        for tenth in 0..=20 {
+            chatter.push_str(&format!(
+                "1970-01-01T00:01:{:02}.{}00Z  INFO committed op={tenth}\n",
+                41 + tenth / 10,
+                tenth % 10
+            ));
+        }
+        let logs = BTreeMap::from([
+            ("n1".to_string(), chatter),
+            (
+                "n2".to_string(),
+                "1970-01-01T00:01:41.500Z  INFO view change started old_view=1\n\
+                 1970-01-01T00:01:42.700Z  INFO view change started old_view=2\n"
+                    .to_string(),
+            ),
+            (
+                "n3".to_string(),
+                "1970-01-01T00:01:41.000Z  INFO repair done op=3\n\
+                 1970-01-01T00:01:42.950Z  INFO repair start source=0\n\
+                 1970-01-01T00:01:43.100Z  INFO repair start source=1\n"
+                    .to_string(),
+            ),
+        ]);
+        let found = lines_before(&run(), &logs, 2000);
+        let keys: Vec<(&str, u64, u64)> = found
+            .iter()
+            .map(|((node, _), (gap, at))| (node.as_str(), *gap, *at))
+            .collect();
+        // n1 logs every 100 ms: never alone in the replay's window. n2's second view change came 1.2 s after its
+        // first: a replay's trigger would fire on the first. n3's `repair done` is 2 s before the fault: too early;
+        // its second `repair start` comes after the fault.
+        assert_eq!(keys, [("n3", 50, 1950)], "{found:?}");
+    }
+
+    #[test]
+    fn given_lines_seen_in_several_tries_when_picked_should_take_the_most_tries_then_the_closest() {
+        let key = |node: &str, template: &str| (node.to_string(), template.to_string());
+        let seen = BTreeMap::from([
+            (
+                key("n2", "view change started old_view=N"),
+                vec![(300, 1700), (280, 1720), (320, 1680)],
+            ),
+            (key("n3", "repair start source=N"), vec![(40, 1960)]),
+            (
+                key("n1", "became primary view=N"),
+                vec![(90, 1910), (110, 1890), (70, 1930)],
+            ),
+        ]);
+        let line = pick(seen).expect("a line");
+        assert_eq!((line.node.as_str(), line.tries), ("n1", 3), "{line:?}");
+        assert_eq!((line.gap_ms, line.observed_ms), (90, 1910), "the medians: {line:?}");
+        let anchor = line.anchor().expect("n1 is a node name");
+        assert_eq!(anchor.delay_ms, 90);
+        assert!(matches!(anchor.condition, Condition::Template(ref l) if l.node == NodeFilter::Node(0)));
+        assert_eq!(pick(BTreeMap::new()), None);
+    }
 }
