@@ -445,9 +445,17 @@ mod tests {
                 "text": "n3 booted after flip-bits of its wal"}]}}}),
         );
         let linearizability = check("linearizability", json!({"model": "cas-register"}));
-        let run = results(vec![check("boot", serde_json::Value::Object(nodes)), durability, linearizability]);
+        let run = results(vec![
+            check("boot", serde_json::Value::Object(nodes)),
+            durability,
+            linearizability,
+        ]);
         let found = super::super::findings(&run);
-        let roots: Vec<_> = found.iter().filter(|f| f.cause.is_none()).map(|f| f.signature.check.as_str()).collect();
+        let roots: Vec<_> = found
+            .iter()
+            .filter(|f| f.cause.is_none())
+            .map(|f| f.signature.check.as_str())
+            .collect();
         assert_eq!(roots, ["boot"], "{found:#?}");
         assert_eq!(found.len(), 3, "{found:#?}");
     }
