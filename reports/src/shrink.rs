@@ -31,7 +31,8 @@ pub struct Try {
 pub struct Step {
     /// 1-based.
     pub number: usize,
-    /// `replay`, `phase`, `faults`, `anchors`, `durations`, `workload`, `confirm`.
+    /// `rate` (a measurement: the original's, or the shrunk plan's before raising it), `phase`, `faults`, `anchors`,
+    /// `durations`, `workload`, `raise`, `confirm` (`replay` in shrinks before rates were measured).
     pub stage: String,
     /// What the candidate changed.
     pub change: String,
@@ -43,10 +44,11 @@ pub struct Step {
     pub plan: String,
     /// Its runs.
     pub tries: Vec<Try>,
-    /// Whether it failed the same way often enough (and so became the best).
+    /// Whether it failed the same way often enough (and so became the best); for `raise`, whether it failed more
+    /// often than the best and was kept; for a measurement, whether any run failed the same way.
     pub failed: bool,
-    /// How many tries had to fail the same way for it to count (1 for the faults while the best plan failed now and
-    /// then, else a majority, as for the refinements).
+    /// How many tries had to fail the same way for it to count (the rule derived from the original's rate, or
+    /// `--need`; 1 for a measurement).
     #[serde(default = "one")]
     pub need: u32,
     /// It passed the tries it had, but the budget or a Ctrl-C ended it before all of them ran.
