@@ -118,13 +118,7 @@ impl Search {
             return Ok(None);
         }
         let (max_tries, need) = self.tries_and_need();
-        let number = self.steps.len() + 1;
-        let plan_file = format!("candidates/{number:03}.yaml");
-        self.write_plan(
-            candidate,
-            &self.shrink_dir.join(&plan_file),
-            &format!("shrink step {number}"),
-        )?;
+        let (number, plan_file) = self.write_step_plan(candidate)?;
         let label = format!(
             "step {number} ({stage}: {change}) · best so far: {} faults, {} phase",
             self.best.faults.len(),
@@ -192,6 +186,19 @@ impl Search {
         } else {
             None
         })
+    }
+
+    /// Writes `candidate` as the next step's plan; returns the step's number and its plan file (relative to the
+    /// shrink folder).
+    pub(super) fn write_step_plan(&self, candidate: &Candidate) -> anyhow::Result<(usize, String)> {
+        let number = self.steps.len() + 1;
+        let plan_file = format!("candidates/{number:03}.yaml");
+        self.write_plan(
+            candidate,
+            &self.shrink_dir.join(&plan_file),
+            &format!("shrink step {number}"),
+        )?;
+        Ok((number, plan_file))
     }
 
     /// The step that made the best plan the best (the last that failed), if any did.

@@ -235,13 +235,7 @@ impl Search {
         runs: u32,
         budgeted: bool,
     ) -> anyhow::Result<(u32, u32)> {
-        let number = self.steps.len() + 1;
-        let plan_file = format!("candidates/{number:03}.yaml");
-        self.write_plan(
-            candidate,
-            &self.shrink_dir.join(&plan_file),
-            &format!("shrink step {number}"),
-        )?;
+        let (number, plan_file) = self.write_step_plan(candidate)?;
         let label = format!("step {number} ({stage}: {change})");
         let (tries, _) = self.run_plan(&plan_file, candidate, runs, None, budgeted, &label)?;
         let reproduced = tries.iter().filter(|t| t.reproduced).count() as u32;
